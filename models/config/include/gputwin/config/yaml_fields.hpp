@@ -1,0 +1,34 @@
+#pragma once
+// Typed, validated access to the fields of a YAML configuration file. Every error is an InputError of one
+// line: "FILE:LINE:COLUMN: FIELD: expected ..., got ...".
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+namespace gputwin::config {
+
+struct YamlFile {
+  std::string path;
+  YAML::Node root;
+};
+
+// Parses `path`; throws InputError if it cannot be read, is not valid YAML, or its top level is not a mapping.
+YamlFile load_yaml_file(const std::string& path);
+
+// "FILE:LINE:COLUMN" of `node` (1-based), or "FILE" when the node has no position.
+std::string location(const YamlFile& file, const YAML::Node& node);
+
+// The field `key` of mapping `map` as an integer > 0. Throws if missing or not a positive integer.
+int64_t require_positive_integer(const YamlFile& file, const YAML::Node& map, const std::string& key);
+
+// The field `key` as a string scalar, or nullopt when absent. Throws if present but not a scalar.
+std::optional<std::string> optional_string(const YamlFile& file, const YAML::Node& map, const std::string& key);
+
+// Throws naming the first key of `map` that is not in `allowed` (catches typos such as `hiden:`).
+void reject_unknown_keys(const YamlFile& file, const YAML::Node& map, std::initializer_list<const char*> allowed);
+
+} // namespace gputwin::config

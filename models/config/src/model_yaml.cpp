@@ -1,0 +1,37 @@
+#include "gputwin/config/model_yaml.hpp"
+
+#include "gputwin/config/yaml_fields.hpp"
+#include "gputwin/models/input_error.hpp"
+
+namespace gputwin::config {
+
+namespace {
+std::string file_stem(const std::string& path)
+{
+  const size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+} // namespace
+
+GptConfig load_model_yaml(const std::string& path)
+{
+  const YamlFile file = load_yaml_file(path);
+  const YAML::Node& root = file.root;
+  reject_unknown_keys(file, root, {"name", "hidden", "heads", "layers", "seq_len", "vocab"});
+  GptConfig model;
+  model.name = optional_string(file, root, "name").value_or(file_stem(path));
+  model.hidden = require_positive_integer(file, root, "hidden");
+  model.heads = require_positive_integer(file, root, "heads");
+  model.layers = require_positive_integer(file, root, "layers");
+  model.seq_len = require_positive_integer(file, root, "seq_len");
+  model.vocab = require_positive_integer(file, root, "vocab");
+  if (model.hidden % model.heads != 0)
+    throw InputError(location(file, root["heads"]) + ": heads: " + std::to_string(model.heads) +
+                     " does not divide hidden " + std::to_string(model.hidden) +
+                     " (expected heads to divide the hidden size)");
+  return model;
+}
+
+} // namespace gputwin::config

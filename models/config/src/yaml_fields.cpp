@@ -1,0 +1,85 @@
+#include "gputwin/config/yaml_fields.hpp"
+
+#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/models/input_error.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace gputwin::config {
+
+YamlFile load_yaml_file(const std::string& path)
+{
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(path + ": cannot open the file (expected a readable YAML file)");
+  std::stringstream text;
+  text << in.rdbuf();
+  YamlFile file{path, {}};
+  try {
+    file.root = YAML::Load(text.str());
+  } catch (const YAML::ParserException& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": malformed YAML: " + e.msg);
+  }
+  if (!file.root.IsMap())
+    throw InputError(path + ":1: expected a mapping of fields (key: value) at the top level");
+  return file;
+}
+
+std::string location(const YamlFile& file, const YAML::Node& node)
+{
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null())
+    return file.path;
+  return file.path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+int64_t require_positive_integer(const YamlFile& file, const YAML::Node& map, const std::string& key)
+{
+  const YAML::Node node = map[key];
+  if (!node)
+    throw InputError(location(file, map) + ": missing field '" + key + "' (expected a positive integer)");
+  if (!node.IsScalar())
+    throw InputError(location(file, node) + ": " + key + ": expected a positive integer, got a " +
+                     (node.IsMap() ? "mapping" : node.IsSequence() ? "list" : "null value"));
+  int64_t value = 0;
+  try {
+    value = cli::parse_integer(key, node.Scalar());
+  } catch (const InputError&) {
+    throw InputError(location(file, node) + ": " + key + ": expected a positive integer, got '" + node.Scalar() +
+                     "'");
+  }
+  if (value <= 0)
+    throw InputError(location(file, node) + ": " + key + ": expected a positive integer, got " +
+                     std::to_string(value));
+  return value;
+}
+
+std::optional<std::string> optional_string(const YamlFile& file, const YAML::Node& map, const std::string& key)
+{
+  const YAML::Node node = map[key];
+  if (!node)
+    return std::nullopt;
+  if (!node.IsScalar())
+    throw InputError(location(file, node) + ": " + key + ": expected a string");
+  return node.Scalar();
+}
+
+void reject_unknown_keys(const YamlFile& file, const YAML::Node& map, std::initializer_list<const char*> allowed)
+{
+  for (const auto& item : map) {
+    const std::string key = item.first.Scalar();
+    bool known = false;
+    std::string expected;
+    for (const char* a : allowed) {
+      known = known || key == a;
+      expected += (expected.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!known)
+      throw InputError(location(file, item.first) + ": " + key + ": unknown field (expected one of " + expected +
+                       ")");
+  }
+}
+
+} // namespace gputwin::config

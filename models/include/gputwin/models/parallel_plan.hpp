@@ -1,0 +1,67 @@
+#pragma once
+// How one training iteration is split over GPUs: tensor, sequence, pipeline and data parallelism,
+// activation recompute and the pipeline schedule.
+
+#include "gputwin/models/gpt_config.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gputwin {
+
+// What is kept for backward (Korthikanti et al. 2022, Section 4).
+enum class Recompute {
+  None,      // every activation of Table 2's first rows is stored
+  Selective, // the attention core (QK^T, softmax, softmax dropout, attention over V) is recomputed
+  Full,      // only each layer's input is stored; the layer's forward is rerun in backward
+};
+
+// How the tensor-parallel regions communicate.
+enum class TpComm {
+  AllReduce,          // Megatron TP: all-reduce after the row-parallel linears; layernorms/dropouts replicated
+  SequenceParallel,   // TP + SP: all-gather / reduce-scatter along the sequence; everything splits by t
+};
+
+// Order of forward/backward micro-batches on each pipeline stage.
+enum class Schedule {
+  GPipe,       // all forwards, then all backwards
+  OneFOneB,    // PipeDream-Flush: warm-up forwards, one-forward-one-backward, cool-down backwards
+  Interleaved, // 1F1B over `chunks` model chunks per stage (Narayanan et al. 2021)
+};
+
+struct ParallelPlan {
+  int64_t tp = 1;           // t, tensor-parallel size
+  int64_t pp = 1;           // p, pipeline stages
+  int64_t dp = 1;           // data-parallel replicas
+  int64_t micro_batch = 1;  // b, samples per micro-batch
+  int64_t global_batch = 0; // B, samples per iteration over all replicas; 0 = micro_batch * dp
+  int64_t chunks = 1;       // model chunks per stage (interleaved schedule only)
+  TpComm tp_comm = TpComm::AllReduce;
+  Recompute recompute = Recompute::None;
+  Schedule schedule = Schedule::OneFOneB;
+  int zero_stage = 0; // 0: optimizer states replicated; 1: sharded across the dp replicas (ZeRO-1)
+
+  int64_t gpus() const { return tp * pp * dp; }
+  int64_t effective_global_batch() const { return global_batch > 0 ? global_batch : micro_batch * dp; }
+  // Micro-batches each pipeline runs per iteration.
+  int64_t micro_batches() const { return effective_global_batch() / (micro_batch * dp); }
+  bool sequence_parallel() const { return tp_comm == TpComm::SequenceParallel; }
+};
+
+std::string to_string(Recompute r);
+std::string to_string(Schedule s);
+std::string to_string(TpComm c);
+// Parse the CLI spelling ("none|selective|full", "1f1b|interleaved|gpipe"); nullopt if unknown.
+std::optional<Recompute> parse_recompute(const std::string& text);
+std::optional<Schedule> parse_schedule(const std::string& text);
+
+// Throws InputError naming the flag to change if `plan` cannot run `model`: sizes not positive, heads not
+// divisible by --tp, layers not divisible by --pp or --pp x --chunks, global batch not divisible by
+// micro-batch x dp, an interleaved schedule with fewer micro-batches than stages, ...
+void validate_plan(const GptConfig& model, const ParallelPlan& plan);
+
+// One line such as "tp 8 · pp 8 · dp 1 · micro-batch 1 · global batch 64 (64 micro-batches) · SP · ...".
+std::string describe_plan(const ParallelPlan& plan);
+
+} // namespace gputwin

@@ -1,0 +1,34 @@
+#pragma once
+// Parameter counts of a GPT model (pre-LN layers, learned position embedding, output layer tied to the
+// word embedding), whole and per GPU under tensor and pipeline parallelism.
+
+#include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/parallel_plan.hpp"
+
+#include <cstdint>
+
+namespace gputwin {
+
+// Megatron-LM pads the vocabulary to a multiple of 128 x tp so the vocabulary-parallel embedding splits
+// evenly (`--make-vocab-size-divisible-by 128`). 51200 stays 51200 for tp <= 8.
+int64_t padded_vocab(const GptConfig& model, int64_t tp);
+
+// One transformer layer: QKV 3h^2 + 3h, attention output h^2 + h, MLP 4h^2 + 4h and 4h^2 + h, two layernorms
+// 2h each: 12h^2 + 13h (Narayanan et al. 2021, Eq. 2 keeps the 12h^2 term).
+int64_t layer_parameters(const GptConfig& model);
+
+// The whole model: L layers + word embedding (padded vocab x h, tied with the output layer) + position
+// embedding (s x h) + final layernorm (2h).
+int64_t model_parameters(const GptConfig& model, int64_t tp);
+
+// One layer's parameters on one tensor-parallel rank: the column-parallel QKV and first MLP linear (weights
+// and biases) and the row-parallel attention-output and second MLP linear (weights) are split by t; the
+// row-parallel biases and the layernorms are replicated: (12h^2 + 7h)/t + 6h.
+int64_t layer_parameters_per_gpu(const GptConfig& model, int64_t tp);
+
+// Parameters held by one GPU of pipeline stage `stage`: its L/p layers; the vocabulary-parallel word
+// embedding (V/t x h) and the position embedding on the first stage; the final layernorm on the last stage,
+// and there, when p > 1, the copy of the word embedding that the tied output layer uses.
+int64_t stage_parameters_per_gpu(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
+
+} // namespace gputwin

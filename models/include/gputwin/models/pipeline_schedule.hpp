@@ -1,0 +1,50 @@
+#pragma once
+// THE pipeline schedule: the order of forward and backward micro-batches on each stage for GPipe, 1F1B
+// and interleaved 1F1B. It is the only implementation in the project: the simulator's workload
+// generator and the engine's pipeline driver both call it, so they run the same order.
+
+#include "gputwin/models/parallel_plan.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gputwin {
+
+enum class PipelinePhase { Forward, Backward };
+
+// One unit of pipeline work: the forward or backward of one micro-batch through one model chunk.
+struct PipelineStep {
+  PipelinePhase phase;
+  int64_t micro_batch; // 0 .. micro_batches-1
+  int64_t chunk;       // model chunk on this stage, 0 .. chunks-1 (always 0 unless interleaved)
+  bool operator==(const PipelineStep&) const = default;
+};
+
+struct PipelineShape {
+  Schedule schedule = Schedule::OneFOneB;
+  int64_t stages = 1;        // p
+  int64_t micro_batches = 1; // m, per pipeline per iteration
+  int64_t chunks = 1;        // v, model chunks per stage (interleaved only)
+};
+
+// The shape `plan` runs.
+PipelineShape pipeline_shape(const ParallelPlan& plan);
+
+// The order of steps on `stage` (0 = first). Every (micro-batch, chunk) appears once forward and once
+// backward. REQUIRES: stages, micro_batches, chunks >= 1; interleaved: micro_batches a multiple of stages.
+std::vector<PipelineStep> stage_schedule(const PipelineShape& shape, int64_t stage);
+
+// The most (micro-batch, chunk) pairs whose forward has run and backward has not, at any point on
+// `stage` — what bounds the stage's stored activations. Closed form, equal to
+// peak_in_flight(stage_schedule(shape, stage)) (tested): GPipe m; 1F1B min(p - stage, m); interleaved
+// min(2(p - stage - 1) + (v - 1)p + 1, m v), or m v when m == p.
+int64_t peak_in_flight(const PipelineShape& shape, int64_t stage);
+
+// The same maximum, counted along an emitted order.
+int64_t peak_in_flight(const std::vector<PipelineStep>& steps);
+
+// "F0 F1 B0 F2 B1 B2" (chunks as F0.1 when interleaved), for tests and debugging.
+std::string format_schedule(const std::vector<PipelineStep>& steps, bool show_chunks);
+
+} // namespace gputwin

@@ -1,0 +1,34 @@
+#pragma once
+// The model and parallel-plan flags every subcommand shares (`gputwin memory`, `simulate`, ... and
+// `gputwin-engine train`): one definition, so the CLIs cannot drift apart.
+//
+//   model: --model NAME|FILE.yaml  --hidden --heads --layers --seq-len --vocab
+//   plan:  --plan paper  --tp --pp --dp --micro-batch --global-batch --sp
+//          --recompute none|selective|full  --schedule 1f1b|interleaved|gpipe  --chunks N  --zero 0|1
+
+#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/parallel_plan.hpp"
+
+#include <functional>
+#include <string>
+
+namespace gputwin::cli {
+
+void add_model_flags(ArgParser& parser);
+void add_plan_flags(ArgParser& parser);
+
+// Loads a model description file; throws InputError naming file:line:field on bad content.
+using ModelFileLoader = std::function<GptConfig(const std::string& path)>;
+
+// The model named by --model (a built-in name, or a file given to `load_file` when the argument ends in
+// .yaml/.yml or names an existing file), with --hidden/--heads/... applied on top. Without --model all five
+// size flags are required. `load_file` may be empty (the engine takes built-in names and flags only).
+// The result is validated; errors name the flag.
+GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file);
+
+// The plan from the flags, on top of the built-in model's Table 3 plan when --plan paper is given.
+// Validated against `model` (validate_plan); errors name the flag.
+ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model);
+
+} // namespace gputwin::cli

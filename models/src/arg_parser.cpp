@@ -1,0 +1,146 @@
+#include "gputwin/models/arg_parser.hpp"
+
+#include "gputwin/models/input_error.hpp"
+
+#include <charconv>
+#include <sstream>
+
+namespace gputwin::cli {
+
+std::optional<std::string> ParsedArgs::value(const std::string& name) const
+{
+  const auto it = values_.find(name);
+  if (it == values_.end() || it->second.empty())
+    return std::nullopt;
+  return it->second.back();
+}
+
+std::vector<std::string> ParsedArgs::values(const std::string& name) const
+{
+  const auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::optional<int64_t> ParsedArgs::integer(const std::string& name) const
+{
+  const std::optional<std::string> text = value(name);
+  if (!text)
+    return std::nullopt;
+  return parse_integer(name, *text);
+}
+
+int64_t parse_integer(const std::string& flag, const std::string& text)
+{
+  int64_t result = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (!text.empty() && *begin == '+')
+    ++begin;
+  const auto [ptr, ec] = std::from_chars(begin, end, result);
+  if (ec == std::errc::result_out_of_range)
+    throw InputError(flag + ": expected an integer that fits in 64 bits, got '" + text + "'");
+  if (ec != std::errc() || ptr != end || begin == end)
+    throw InputError(flag + ": expected an integer, got '" + text + "'");
+  return result;
+}
+
+ArgParser::ArgParser(std::string command, std::string summary)
+    : command_(std::move(command)), summary_(std::move(summary))
+{
+  sections_.emplace_back("options", std::vector<FlagSpec>{});
+}
+
+void ArgParser::add_section(const std::string& title)
+{
+  sections_.emplace_back(title, std::vector<FlagSpec>{});
+}
+
+void ArgParser::add_switch(const std::string& name, const std::string& help)
+{
+  sections_.back().second.push_back(FlagSpec{name, "", help, false});
+}
+
+void ArgParser::add_option(const std::string& name, const std::string& value_name, const std::string& help,
+                           bool repeatable)
+{
+  sections_.back().second.push_back(FlagSpec{name, value_name, help, repeatable});
+}
+
+void ArgParser::allow_positional(const std::string& usage, size_t max_count)
+{
+  positional_usage_ = usage;
+  max_positional_ = max_count;
+}
+
+const FlagSpec* ArgParser::find(const std::string& name) const
+{
+  for (const auto& section : sections_)
+    for (const FlagSpec& spec : section.second)
+      if (spec.name == name)
+        return &spec;
+  return nullptr;
+}
+
+ParsedArgs ArgParser::parse(const std::vector<std::string>& args)
+{
+  ParsedArgs parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      help_requested_ = true;
+      continue;
+    }
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
+      if (parsed.positional_.size() >= max_positional_)
+        throw InputError("unexpected argument '" + arg + "' for '" + command_ + "' (see " + command_ + " --help)");
+      parsed.positional_.push_back(arg);
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const FlagSpec* spec = find(name);
+    if (spec == nullptr)
+      throw InputError("unknown option '" + name + "' for '" + command_ + "' (see " + command_ + " --help)");
+    std::string value;
+    if (spec->value_name.empty()) {
+      if (eq != std::string::npos)
+        throw InputError(name + ": takes no value, got '" + arg.substr(eq + 1) + "'");
+    } else if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      throw InputError(name + ": expected a value (" + spec->value_name + ")");
+    }
+    auto& slot = parsed.values_[name];
+    if (!spec->repeatable)
+      slot.clear();
+    slot.push_back(value);
+  }
+  return parsed;
+}
+
+std::string ArgParser::help() const
+{
+  std::ostringstream out;
+  out << "usage: " << command_ << " [options]" << (positional_usage_.empty() ? "" : " " + positional_usage_)
+      << "\n\n"
+      << summary_ << "\n";
+  for (const auto& [title, flags] : sections_) {
+    if (flags.empty())
+      continue;
+    out << "\n" << title << ":\n";
+    for (const FlagSpec& spec : flags) {
+      std::string left = "  " + spec.name + (spec.value_name.empty() ? "" : " " + spec.value_name);
+      if (left.size() < 30)
+        left.resize(30, ' ');
+      else
+        left += "\n" + std::string(30, ' ');
+      out << left << spec.help << "\n";
+    }
+  }
+  out << "\n  --help, -h                  this help\n";
+  return out.str();
+}
+
+} // namespace gputwin::cli

@@ -1,0 +1,52 @@
+#include "gputwin/models/flops.hpp"
+
+#include <stdexcept>
+
+namespace gputwin {
+
+double layer_forward_flops(const GptConfig& model, int64_t samples)
+{
+  const double B = static_cast<double>(samples), s = static_cast<double>(model.seq_len),
+               h = static_cast<double>(model.hidden);
+  return 24.0 * B * s * h * h + 4.0 * B * s * s * h;
+}
+
+double logits_forward_flops(const GptConfig& model, int64_t samples)
+{
+  const double B = static_cast<double>(samples), s = static_cast<double>(model.seq_len),
+               h = static_cast<double>(model.hidden), v = static_cast<double>(model.vocab);
+  return 2.0 * B * s * h * v;
+}
+
+double model_flops_per_iteration(const GptConfig& model, int64_t global_batch)
+{
+  // Forward + backward = 3 x forward, for every layer and the logits.
+  const double L = static_cast<double>(model.layers);
+  return 3.0 * (L * layer_forward_flops(model, global_batch) + logits_forward_flops(model, global_batch));
+}
+
+double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch, Recompute recompute)
+{
+  const double L = static_cast<double>(model.layers);
+  const double model_flops = model_flops_per_iteration(model, global_batch);
+  switch (recompute) {
+  case Recompute::None: return model_flops;
+  case Recompute::Selective: {
+    const double B = static_cast<double>(global_batch), s = static_cast<double>(model.seq_len),
+                 h = static_cast<double>(model.hidden);
+    return model_flops + 12.0 * B * L * s * s * h; // Appendix A: s/(6h) becomes s/(3h)
+  }
+  case Recompute::Full: return model_flops + L * layer_forward_flops(model, global_batch);
+  }
+  return model_flops;
+}
+
+double flops_utilization(double flops_per_iteration, double iteration_seconds, int64_t gpus,
+                         double peak_flops_per_gpu)
+{
+  if (iteration_seconds <= 0 || gpus <= 0 || peak_flops_per_gpu <= 0)
+    throw std::invalid_argument("flops_utilization: time, GPUs and peak must be positive");
+  return flops_per_iteration / (iteration_seconds * static_cast<double>(gpus) * peak_flops_per_gpu);
+}
+
+} // namespace gputwin

@@ -1,0 +1,131 @@
+#include "gputwin/models/parallel_plan.hpp"
+
+#include "gputwin/models/input_error.hpp"
+
+namespace gputwin {
+
+std::string to_string(Recompute r)
+{
+  switch (r) {
+  case Recompute::None: return "none";
+  case Recompute::Selective: return "selective";
+  case Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+std::string to_string(Schedule s)
+{
+  switch (s) {
+  case Schedule::GPipe: return "gpipe";
+  case Schedule::OneFOneB: return "1f1b";
+  case Schedule::Interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+std::string to_string(TpComm c)
+{
+  return c == TpComm::SequenceParallel ? "sequence-parallel" : "all-reduce";
+}
+
+std::optional<Recompute> parse_recompute(const std::string& text)
+{
+  if (text == "none")
+    return Recompute::None;
+  if (text == "selective")
+    return Recompute::Selective;
+  if (text == "full")
+    return Recompute::Full;
+  return std::nullopt;
+}
+
+std::optional<Schedule> parse_schedule(const std::string& text)
+{
+  if (text == "gpipe")
+    return Schedule::GPipe;
+  if (text == "1f1b")
+    return Schedule::OneFOneB;
+  if (text == "interleaved")
+    return Schedule::Interleaved;
+  return std::nullopt;
+}
+
+namespace {
+std::string str(int64_t v)
+{
+  return std::to_string(v);
+}
+
+void require_positive(int64_t value, const char* flag)
+{
+  if (value <= 0)
+    throw InputError(std::string(flag) + ": expected a positive integer, got " + str(value));
+}
+} // namespace
+
+void validate_plan(const GptConfig& model, const ParallelPlan& plan)
+{
+  validate_model(model);
+  require_positive(plan.tp, "--tp");
+  require_positive(plan.pp, "--pp");
+  require_positive(plan.dp, "--dp");
+  require_positive(plan.micro_batch, "--micro-batch");
+  require_positive(plan.chunks, "--chunks");
+  if (plan.global_batch < 0)
+    throw InputError("--global-batch: expected a positive integer, got " + str(plan.global_batch));
+  if (plan.zero_stage != 0 && plan.zero_stage != 1)
+    throw InputError("--zero: expected 0 or 1, got " + str(plan.zero_stage));
+
+  if (model.heads % plan.tp != 0)
+    throw InputError("--tp: " + str(model.heads) + " attention heads of model '" + model.name +
+                     "' are not divisible by tensor-parallel size " + str(plan.tp) +
+                     " (expected a divisor of the head count)");
+  if (plan.sequence_parallel() && model.seq_len % plan.tp != 0)
+    throw InputError("--sp: sequence length " + str(model.seq_len) + " is not divisible by tensor-parallel size " +
+                     str(plan.tp) + " (sequence parallelism splits the sequence over the tp ranks)");
+  if (model.layers % plan.pp != 0)
+    throw InputError("--pp: " + str(model.layers) + " layers of model '" + model.name +
+                     "' are not divisible by " + str(plan.pp) + " pipeline stages (expected a divisor of the layers)");
+
+  if (plan.schedule == Schedule::Interleaved) {
+    if (plan.pp < 2)
+      throw InputError("--schedule: interleaved needs at least 2 pipeline stages (got --pp " + str(plan.pp) + ")");
+    if (plan.chunks < 2)
+      throw InputError("--chunks: interleaved needs at least 2 model chunks per stage, got " + str(plan.chunks));
+    if (model.layers % (plan.pp * plan.chunks) != 0)
+      throw InputError("--chunks: " + str(model.layers) + " layers are not divisible by pp x chunks = " +
+                       str(plan.pp) + " x " + str(plan.chunks) + " (expected each model chunk to get whole layers)");
+  } else if (plan.chunks != 1) {
+    throw InputError("--chunks: " + str(plan.chunks) + " model chunks per stage need --schedule interleaved (got " +
+                     to_string(plan.schedule) + ")");
+  }
+
+  const int64_t per_step = plan.micro_batch * plan.dp;
+  const int64_t global = plan.effective_global_batch();
+  if (global % per_step != 0)
+    throw InputError("--global-batch: " + str(global) + " is not divisible by micro-batch x dp = " +
+                     str(plan.micro_batch) + " x " + str(plan.dp) + " (expected a multiple of " + str(per_step) + ")");
+  if (plan.schedule == Schedule::Interleaved) {
+    const int64_t m = plan.micro_batches();
+    if (m < plan.pp || m % plan.pp != 0)
+      throw InputError("--global-batch: the interleaved schedule needs the micro-batches per pipeline (" + str(m) +
+                       ") to be a multiple of the " + str(plan.pp) + " pipeline stages");
+  }
+}
+
+std::string describe_plan(const ParallelPlan& plan)
+{
+  std::string s = "tp " + str(plan.tp) + " · pp " + str(plan.pp) + " · dp " + str(plan.dp) + " · micro-batch " +
+                  str(plan.micro_batch) + " · global batch " + str(plan.effective_global_batch()) + " (" +
+                  str(plan.micro_batches()) + " micro-batches per pipeline)";
+  s += plan.sequence_parallel() ? " · SP" : "";
+  s += " · recompute " + to_string(plan.recompute);
+  s += " · " + to_string(plan.schedule);
+  if (plan.schedule == Schedule::Interleaved)
+    s += " x" + str(plan.chunks) + " chunks";
+  s += " · ZeRO-" + str(plan.zero_stage);
+  return s;
+}
+
+} // namespace gputwin

@@ -1,0 +1,136 @@
+#include "gputwin/models/plan_flags.hpp"
+
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/models/model_catalog.hpp"
+
+#include <fstream>
+
+namespace gputwin::cli {
+
+void add_model_flags(ArgParser& parser)
+{
+  parser.add_section("model");
+  parser.add_option("--model", "NAME|FILE",
+                    "built-in model (" + catalog_names() + ") or a model .yaml file");
+  parser.add_option("--hidden", "H", "hidden size h (overrides the model's)");
+  parser.add_option("--heads", "A", "attention heads a");
+  parser.add_option("--layers", "L", "transformer layers L");
+  parser.add_option("--seq-len", "S", "sequence length s, tokens");
+  parser.add_option("--vocab", "V", "vocabulary size v");
+}
+
+void add_plan_flags(ArgParser& parser)
+{
+  parser.add_section("parallel plan");
+  parser.add_option("--plan", "paper", "start from the built-in model's plan of the paper's Table 3");
+  parser.add_option("--tp", "T", "tensor-parallel size (default 1)");
+  parser.add_option("--pp", "P", "pipeline stages (default 1)");
+  parser.add_option("--dp", "D", "data-parallel replicas (default 1)");
+  parser.add_option("--micro-batch", "B", "samples per micro-batch (default 1)");
+  parser.add_option("--global-batch", "B", "samples per iteration over all replicas (default micro-batch x dp)");
+  parser.add_switch("--sp", "sequence parallelism in the tensor-parallel regions");
+  parser.add_option("--recompute", "MODE", "activation recompute: none|selective|full (default none)");
+  parser.add_option("--schedule", "NAME", "pipeline schedule: 1f1b|interleaved|gpipe (default 1f1b)");
+  parser.add_option("--chunks", "V", "model chunks per stage, interleaved schedule only");
+  parser.add_option("--zero", "0|1", "1 shards the optimizer states over the dp replicas (ZeRO-1)");
+}
+
+namespace {
+
+bool looks_like_file(const std::string& name)
+{
+  auto ends_with = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".yaml") || ends_with(".yml") || name.find('/') != std::string::npos ||
+         std::ifstream(name).good();
+}
+
+void override_size(const ParsedArgs& args, const std::string& flag, int64_t& field)
+{
+  if (const std::optional<int64_t> v = args.integer(flag))
+    field = *v;
+}
+
+} // namespace
+
+GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file)
+{
+  GptConfig model;
+  if (const std::optional<std::string> name = args.value("--model")) {
+    if (const CatalogEntry* entry = find_catalog_model(*name)) {
+      model = entry->model;
+    } else if (looks_like_file(*name)) {
+      if (!load_file)
+        throw InputError("--model: model files are not supported here; expected one of " + catalog_names());
+      model = load_file(*name);
+    } else {
+      throw InputError("--model: unknown model '" + *name + "' (expected one of " + catalog_names() +
+                       ", or a .yaml model file)");
+    }
+  } else {
+    model.name = "custom";
+    for (const char* flag : {"--hidden", "--heads", "--layers", "--seq-len", "--vocab"})
+      if (!args.has(flag))
+        throw InputError(std::string("--model: not given, so ") + flag +
+                         " is required (expected --model NAME|FILE or all of --hidden --heads --layers --seq-len "
+                         "--vocab)");
+  }
+  override_size(args, "--hidden", model.hidden);
+  override_size(args, "--heads", model.heads);
+  override_size(args, "--layers", model.layers);
+  override_size(args, "--seq-len", model.seq_len);
+  override_size(args, "--vocab", model.vocab);
+  validate_model(model);
+  return model;
+}
+
+ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
+{
+  ParallelPlan plan;
+  if (const std::optional<std::string> base = args.value("--plan")) {
+    if (*base != "paper")
+      throw InputError("--plan: expected 'paper', got '" + *base + "'");
+    const CatalogEntry* entry = find_catalog_model(model.name);
+    if (entry == nullptr)
+      throw InputError("--plan: 'paper' needs a built-in model (" + catalog_names() + "), got '" + model.name + "'");
+    plan = entry->paper_plan;
+  }
+  override_size(args, "--tp", plan.tp);
+  override_size(args, "--pp", plan.pp);
+  override_size(args, "--dp", plan.dp);
+  override_size(args, "--micro-batch", plan.micro_batch);
+  if (args.has("--global-batch")) {
+    plan.global_batch = *args.integer("--global-batch");
+    if (plan.global_batch <= 0)
+      throw InputError("--global-batch: expected a positive integer, got " + std::to_string(plan.global_batch));
+  } else if (!args.has("--plan")) {
+    plan.global_batch = 0; // micro-batch x dp
+  }
+  override_size(args, "--chunks", plan.chunks);
+  if (args.has("--sp"))
+    plan.tp_comm = TpComm::SequenceParallel;
+  if (const std::optional<std::string> r = args.value("--recompute")) {
+    const std::optional<Recompute> parsed = parse_recompute(*r);
+    if (!parsed)
+      throw InputError("--recompute: expected none|selective|full, got '" + *r + "'");
+    plan.recompute = *parsed;
+  }
+  if (const std::optional<std::string> s = args.value("--schedule")) {
+    const std::optional<Schedule> parsed = parse_schedule(*s);
+    if (!parsed)
+      throw InputError("--schedule: expected 1f1b|interleaved|gpipe, got '" + *s + "'");
+    plan.schedule = *parsed;
+    if (plan.schedule != Schedule::Interleaved && !args.has("--chunks"))
+      plan.chunks = 1; // leaving a --plan paper interleaved plan
+  }
+  if (const std::optional<int64_t> z = args.integer("--zero")) {
+    if (*z != 0 && *z != 1)
+      throw InputError("--zero: expected 0 or 1, got " + std::to_string(*z));
+    plan.zero_stage = static_cast<int>(*z);
+  }
+  validate_plan(model, plan);
+  return plan;
+}
+
+} // namespace gputwin::cli

@@ -1,0 +1,20 @@
+#pragma once
+// The subcommands of `gputwin`. Each takes its arguments (after the subcommand name), writes its report to
+// `out`, and returns the process exit status; bad input is thrown as InputError.
+
+#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/models/gpt_config.hpp"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gputwin::cli {
+
+// `gputwin memory`: per-GPU memory of the busiest pipeline stage.
+int run_memory(const std::vector<std::string>& args, std::ostream& out);
+
+// The model given by the shared model flags, model files loaded with the YAML loader.
+GptConfig model_from_flags(const ParsedArgs& args);
+
+} // namespace gputwin::cli

@@ -1,0 +1,110 @@
+// `gputwin memory`: per-GPU memory of the busiest pipeline stage, from the analytic models.
+#include "commands.hpp"
+
+#include "gputwin/models/memory_report.hpp"
+#include "gputwin/models/parameter_count.hpp"
+#include "gputwin/models/pipeline_schedule.hpp"
+#include "gputwin/models/plan_flags.hpp"
+#include "gputwin/traces/json_writer.hpp"
+
+#include <cstdio>
+
+namespace gputwin::cli {
+
+namespace {
+
+constexpr double bytes_per_gib = 1024.0 * 1024.0 * 1024.0;
+
+std::string gib(int64_t bytes)
+{
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", static_cast<double>(bytes) / bytes_per_gib);
+  return text;
+}
+
+void print_row(std::ostream& out, const std::string& label, int64_t bytes)
+{
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-34s %18lld %12s\n", label.c_str(), static_cast<long long>(bytes),
+                gib(bytes).c_str());
+  out << line;
+}
+
+void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const StageMemory& m)
+{
+  const int64_t vocab = padded_vocab(model, plan.tp);
+  char params[32];
+  std::snprintf(params, sizeof params, "%.2f", static_cast<double>(model_parameters(model, plan.tp)) / 1e9);
+  out << "model  " << model.name << ": h " << model.hidden << ", a " << model.heads << ", L " << model.layers
+      << ", s " << model.seq_len << ", v " << model.vocab;
+  if (vocab != model.vocab)
+    out << " (padded to " << vocab << ")";
+  out << "; " << params << " B parameters\n";
+  out << "plan   " << describe_plan(plan) << "\n";
+  const StageActivations& a = m.activations;
+  out << "busiest pipeline stage: " << m.stage << " of " << plan.pp << " (" << model.layers / plan.pp
+      << " layers; at peak " << a.chunks_in_flight << " micro-batch" << (plan.chunks > 1 ? " x chunk pairs" : "es")
+      << " in flight = " << a.chunks_in_flight * a.layers_per_chunk << " layers' worth of activations)\n\n";
+  out << "  per GPU                                         bytes          GiB\n";
+  print_row(out, "activations per layer (Table 2)", a.bytes_per_layer);
+  print_row(out, "activations of the layers", a.layer_bytes);
+  print_row(out, "activations, embedding + output", a.embedding_bytes + a.output_bytes);
+  print_row(out, "activations stored", a.total_bytes);
+  print_row(out, "recompute workspace (transient)", m.recompute_workspace_bytes);
+  print_row(out, "weights (bf16)", m.state.weight_bytes);
+  print_row(out, "gradients (fp32)", m.state.gradient_bytes);
+  print_row(out, plan.zero_stage ? "optimizer states (fp32, ZeRO-1)" : "optimizer states (fp32)",
+            m.state.optimizer_bytes);
+  print_row(out, "total", m.total_bytes);
+}
+
+void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const StageMemory& m)
+{
+  traces::JsonWriter json(out);
+  json.begin_object();
+  json.field("model", model.name);
+  json.field("gpus", plan.gpus());
+  json.field("stage", m.stage);
+  json.field("parameters_per_gpu", m.state.parameters);
+  json.field("activation_bytes_per_layer", m.activations.bytes_per_layer);
+  json.field("activation_layers_in_flight", m.activations.chunks_in_flight * m.activations.layers_per_chunk);
+  json.field("activation_bytes", m.activations.total_bytes);
+  json.field("recompute_workspace_bytes", m.recompute_workspace_bytes);
+  json.field("weight_bytes", m.state.weight_bytes);
+  json.field("gradient_bytes", m.state.gradient_bytes);
+  json.field("optimizer_bytes", m.state.optimizer_bytes);
+  json.field("total_bytes", m.total_bytes);
+  json.field("total_gib", static_cast<double>(m.total_bytes) / bytes_per_gib);
+  json.end_object();
+}
+
+} // namespace
+
+int run_memory(const std::vector<std::string>& args, std::ostream& out)
+{
+  ArgParser parser("gputwin memory",
+                   "Per-GPU memory of the busiest pipeline stage under a parallel plan: activations stored for\n"
+                   "backward (Korthikanti et al. 2022, Table 2, times the micro-batches the schedule keeps in\n"
+                   "flight), the recompute workspace, and mixed-precision Adam model state (2 + 4 + 12 bytes per\n"
+                   "parameter, optimizer sharded over dp with --zero 1).\n\n"
+                   "example: gputwin memory --model gpt3-175b --tp 8 --pp 8 --micro-batch 1 --sp --recompute selective");
+  add_model_flags(parser);
+  add_plan_flags(parser);
+  parser.add_section("output");
+  parser.add_switch("--json", "machine-readable output (bytes as integers)");
+  const ParsedArgs parsed = parser.parse(args);
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
+  }
+  const GptConfig model = model_from_flags(parsed);
+  const ParallelPlan plan = read_plan(parsed, model);
+  const StageMemory busiest = busiest_stage_memory(model, plan);
+  if (parsed.has("--json"))
+    print_json(out, model, plan, busiest);
+  else
+    print_table(out, model, plan, busiest);
+  return 0;
+}
+
+} // namespace gputwin::cli

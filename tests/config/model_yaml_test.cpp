@@ -1,0 +1,66 @@
+// Model files: loading, and errors that name FILE:LINE:COLUMN and the field.
+#include "gputwin/config/model_yaml.hpp"
+#include "gputwin/models/input_error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace gputwin::config {
+namespace {
+
+const std::string data_dir = GPUTWIN_TEST_DATA_DIR "/models/";
+
+std::string error_of(const std::string& file)
+{
+  try {
+    load_model_yaml(data_dir + file);
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelYaml, LoadsAllFields)
+{
+  const GptConfig m = load_model_yaml(data_dir + "gpt-13b.yaml");
+  EXPECT_EQ(m.name, "gpt-13b");
+  EXPECT_EQ(m.hidden, 5120);
+  EXPECT_EQ(m.heads, 40);
+  EXPECT_EQ(m.layers, 40);
+  EXPECT_EQ(m.seq_len, 2048);
+  EXPECT_EQ(m.vocab, 51200);
+}
+
+TEST(ModelYaml, NameDefaultsToTheFileStem)
+{
+  const std::string path = ::testing::TempDir() + "/my-model.yaml";
+  {
+    std::ofstream out(path);
+    out << "hidden: 64\nheads: 4\nlayers: 2\nseq_len: 16\nvocab: 100\n";
+  }
+  EXPECT_EQ(load_model_yaml(path).name, "my-model");
+}
+
+TEST(ModelYaml, ErrorsNameFileLineAndField)
+{
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"missing-seq-len.yaml", "missing-seq-len.yaml:1:1: missing field 'seq_len' (expected a positive integer)"},
+      {"mistyped-heads.yaml", "mistyped-heads.yaml:2:8: heads: expected a positive integer, got 'forty'"},
+      {"negative-layers.yaml", "negative-layers.yaml:3:9: layers: expected a positive integer, got -4"},
+      {"unknown-field.yaml", "unknown-field.yaml:6:1: hiden: unknown field (expected one of name, hidden"},
+      {"malformed.yaml", "malformed.yaml:3:"},
+      {"heads-not-dividing.yaml", "heads-not-dividing.yaml:2:8: heads: 48 does not divide hidden 5120"},
+      {"not-a-mapping.yaml", "not-a-mapping.yaml:1: expected a mapping of fields"},
+      {"no-such-file.yaml", "no-such-file.yaml: cannot open the file"},
+  };
+  for (const auto& [file, expected] : cases) {
+    const std::string message = error_of(file);
+    EXPECT_NE(message.find(expected), std::string::npos) << "got: " << message << "\nexpected: " << expected;
+  }
+  EXPECT_NE(error_of("malformed.yaml").find("malformed YAML"), std::string::npos);
+}
+
+} // namespace
+} // namespace gputwin::config

@@ -1,0 +1,127 @@
+// The shared model and plan flags: parsing, defaults, and one-line errors that name the flag.
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/models/plan_flags.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gputwin::cli {
+namespace {
+
+struct Parsed {
+  GptConfig model;
+  ParallelPlan plan;
+};
+
+Parsed parse(const std::vector<std::string>& args)
+{
+  ArgParser parser("test", "test");
+  add_model_flags(parser);
+  add_plan_flags(parser);
+  const ParsedArgs parsed = parser.parse(args);
+  Parsed result;
+  result.model = read_model(parsed, {});
+  result.plan = read_plan(parsed, result.model);
+  return result;
+}
+
+// The InputError message of parsing `args`, or "" if it parsed.
+std::string error_of(const std::vector<std::string>& args)
+{
+  try {
+    parse(args);
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "error spans several lines";
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PlanFlags, DefaultsAndOverrides)
+{
+  const Parsed p = parse({"--model", "gpt3-175b", "--tp", "8", "--pp=8", "--sp", "--recompute", "selective"});
+  EXPECT_EQ(p.model.hidden, 12288);
+  EXPECT_EQ(p.plan.tp, 8);
+  EXPECT_EQ(p.plan.pp, 8);
+  EXPECT_EQ(p.plan.dp, 1);
+  EXPECT_EQ(p.plan.micro_batch, 1);
+  EXPECT_EQ(p.plan.effective_global_batch(), 1);
+  EXPECT_TRUE(p.plan.sequence_parallel());
+  EXPECT_EQ(p.plan.recompute, Recompute::Selective);
+  EXPECT_EQ(p.plan.schedule, Schedule::OneFOneB);
+
+  const Parsed custom = parse({"--model", "gpt-22b", "--layers", "24", "--hidden", "4096", "--heads", "32"});
+  EXPECT_EQ(custom.model.layers, 24);
+  EXPECT_EQ(custom.model.hidden, 4096);
+  EXPECT_EQ(custom.model.vocab, 51200);
+}
+
+TEST(PlanFlags, PaperPlanThenFlagsOnTop)
+{
+  const Parsed p = parse({"--model", "mt-nlg-530b", "--plan", "paper", "--recompute", "full"});
+  EXPECT_EQ(p.plan.tp, 8);
+  EXPECT_EQ(p.plan.pp, 35);
+  EXPECT_EQ(p.plan.effective_global_batch(), 280);
+  EXPECT_EQ(p.plan.schedule, Schedule::Interleaved);
+  EXPECT_EQ(p.plan.chunks, 3);
+  EXPECT_EQ(p.plan.recompute, Recompute::Full);
+  const Parsed back = parse({"--model", "mt-nlg-530b", "--plan", "paper", "--schedule", "1f1b"});
+  EXPECT_EQ(back.plan.chunks, 1);
+}
+
+TEST(PlanFlags, ModelFromSizeFlagsAlone)
+{
+  const Parsed p = parse({"--hidden", "1024", "--heads", "16", "--layers", "8", "--seq-len", "512", "--vocab", "32000"});
+  EXPECT_EQ(p.model.name, "custom");
+  EXPECT_EQ(p.model.layers, 8);
+  EXPECT_NE(error_of({"--hidden", "1024"}).find("--model: not given, so --heads is required"), std::string::npos);
+}
+
+TEST(PlanFlags, ErrorsNameTheFlag)
+{
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--model", "gpt-7"}, "--model: unknown model 'gpt-7' (expected one of gpt-22b, gpt3-175b"},
+      {{"--model", "gpt-22b", "--tp", "-2"}, "--tp: expected a positive integer, got -2"},
+      {{"--model", "gpt-22b", "--tp", "0"}, "--tp: expected a positive integer, got 0"},
+      {{"--model", "gpt-22b", "--hidden", "0"}, "--hidden: expected a positive integer"},
+      {{"--model", "gpt-22b", "--tp", "abc"}, "--tp: expected an integer, got 'abc'"},
+      {{"--model", "gpt-22b", "--tp", "99999999999999999999"}, "--tp: expected an integer that fits in 64 bits"},
+      {{"--model", "gpt-22b", "--tp", "5"}, "--tp: 64 attention heads of model 'gpt-22b' are not divisible by "
+                                           "tensor-parallel size 5"},
+      {{"--model", "gpt-22b", "--pp", "5"}, "--pp: 48 layers of model 'gpt-22b' are not divisible by 5"},
+      {{"--model", "gpt-22b", "--pp", "4", "--schedule", "interleaved", "--chunks", "5", "--global-batch", "4"},
+       "--chunks: 48 layers are not divisible by pp x chunks = 4 x 5"},
+      {{"--model", "gpt-22b", "--chunks", "2"}, "--chunks: 2 model chunks per stage need --schedule interleaved"},
+      {{"--model", "gpt-22b", "--micro-batch", "2", "--dp", "2", "--global-batch", "6"},
+       "--global-batch: 6 is not divisible by micro-batch x dp = 2 x 2"},
+      {{"--model", "gpt-22b", "--pp", "4", "--schedule", "interleaved", "--chunks", "2", "--global-batch", "2"},
+       "--global-batch: the interleaved schedule needs the micro-batches per pipeline (2) to be a multiple of"},
+      {{"--model", "gpt-22b", "--recompute", "some"}, "--recompute: expected none|selective|full, got 'some'"},
+      {{"--model", "gpt-22b", "--schedule", "zb"}, "--schedule: expected 1f1b|interleaved|gpipe, got 'zb'"},
+      {{"--model", "gpt-22b", "--zero", "3"}, "--zero: expected 0 or 1, got 3"},
+      {{"--model", "gpt-22b", "--heads", "7"}, "--heads: hidden size 6144 of model 'gpt-22b' is not divisible by 7"},
+      {{"--model", "gpt-22b", "--plan", "best"}, "--plan: expected 'paper', got 'best'"},
+      {{"--model", "gpt-22b", "--seq-len", "1001", "--tp", "8", "--sp"}, "--sp: sequence length 1001"},
+      {{"--model", "gpt-22b", "--tpp", "2"}, "unknown option '--tpp' for 'test'"},
+      {{"--model"}, "--model: expected a value (NAME|FILE)"},
+      {{"--model", "gpt-22b", "--sp=yes"}, "--sp: takes no value"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const std::string message = error_of(args);
+    EXPECT_NE(message.find(expected), std::string::npos) << "got: " << message << "\nexpected: " << expected;
+  }
+}
+
+TEST(PlanFlags, HelpListsEveryPlanFlag)
+{
+  ArgParser parser("gputwin memory", "summary");
+  add_model_flags(parser);
+  add_plan_flags(parser);
+  const std::string help = parser.help();
+  for (const char* flag : {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--tp", "--pp",
+                           "--dp", "--micro-batch", "--global-batch", "--sp", "--recompute", "--schedule", "--chunks",
+                           "--zero", "--plan"})
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+}
+
+} // namespace
+} // namespace gputwin::cli
