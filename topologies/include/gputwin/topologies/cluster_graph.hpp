@@ -1,0 +1,86 @@
+#pragma once
+// The cluster as a graph (Boost.Graph inside): GPUs, NVSwitches, PCIe switches, NICs and fabric switches as
+// vertices; every physical full-duplex link as two directed links. Routing between any two GPUs returns the
+// directed links a transfer crosses, so the simulator's platform and the graph can never disagree.
+
+#include "gputwin/topologies/cluster_spec.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gputwin::topo {
+
+enum class VertexKind { Gpu, NvSwitch, PcieSwitch, Nic, FabricSwitch };
+enum class LinkKind { Nvlink, Pcie, NicToFabric, Fabric };
+
+struct Vertex {
+  VertexKind kind;
+  int node = -1;     // owning node; -1 for fabric switches
+  int index = 0;     // local index within the node (GPU, NIC, PCIe switch) or within the fabric level
+  int level = 0;     // fabric level (1 = leaf) for fabric switches; 0 otherwise
+  std::string name;  // unique: "n3.gpu5", "n3.nvswitch", "n3.pcie2", "n3.nic5", "leaf.r5.0", "spine.7", "core.12"
+};
+
+// One direction of a physical link.
+struct Link {
+  int from = 0, to = 0;     // vertex ids
+  LinkKind kind;
+  double bytes_per_s = 0;   // line rate of this direction
+  double latency_s = 0;
+  std::string name;         // "n3.gpu5->n3.nvswitch"
+};
+
+struct TopologySummary {
+  int nodes = 0;
+  int gpus = 0;
+  int nvswitch_chips = 0;          // physical chips over all nodes (spec.nvlink.switch_chips x nodes)
+  int pcie_switches = 0;
+  int nics = 0;
+  std::vector<int> fabric_switches_per_level; // [0] = leaves, [1] = spines, [2] = cores
+  int fabric_switches = 0;
+  int physical_links = 0;          // full-duplex links (each counted once)
+  double nvlink_bytes_per_s_per_gpu = 0;        // per direction
+  double injection_bytes_per_s_per_gpu = 0;     // inter-node: node NIC bandwidth / GPUs per node, per direction
+  double bisection_bytes_per_s = 0;             // inter-node, per direction, across the worst half/half node cut
+};
+
+class ClusterGraph {
+public:
+  // Builds and validates the graph: connected, every GPU reaches every other, positive bandwidths.
+  // Throws InputError naming the cluster on a disconnected or invalid topology.
+  explicit ClusterGraph(ClusterSpec spec);
+  ~ClusterGraph();
+  ClusterGraph(ClusterGraph&&) noexcept;
+  ClusterGraph& operator=(ClusterGraph&&) noexcept;
+
+  const ClusterSpec& spec() const { return spec_; }
+  const std::vector<Vertex>& vertices() const { return vertices_; }
+  const std::vector<Link>& links() const { return links_; }  // directed
+  int gpu_count() const { return spec_.gpus(); }
+  int gpu_vertex(int gpu) const;      // gpu = node * gpus_per_node + local index
+  int node_of_gpu(int gpu) const { return gpu / spec_.gpus_per_node; }
+
+  // The directed link ids a transfer from `src_gpu` to `dst_gpu` crosses, in order. Same node: NVLink up,
+  // NVLink down. Different nodes: rail-aligned as NCCL does it -- the NIC of the destination GPU's rail
+  // (its local index's NIC) on both sides; if the source GPU is not on that NIC's PCIe switch, the data first
+  // crosses NVLink to a GPU that is (PXN); then PCIe up, NIC->leaf, up-down through the fat tree
+  // (deterministic destination-based choice of uplinks), leaf->NIC, PCIe down. REQUIRES src != dst.
+  std::vector<int> route(int src_gpu, int dst_gpu) const;
+
+  TopologySummary summary() const;
+
+  // Graphviz text: one node per vertex, one undirected edge per physical link with its bandwidth.
+  std::string dot() const;
+
+private:
+  struct BoostGraph;
+  ClusterSpec spec_;
+  std::vector<Vertex> vertices_;
+  std::vector<Link> links_;
+  std::vector<int> gpu_vertices_;
+  std::unique_ptr<BoostGraph> graph_;
+};
+
+} // namespace gputwin::topo
