@@ -14,6 +14,12 @@ namespace gputwin::cli {
 // `gputwin memory`: per-GPU memory of the busiest pipeline stage.
 int run_memory(const std::vector<std::string>& args, std::ostream& out);
 
+// `gputwin topo`: the cluster graph's summary, or Graphviz with --dot.
+int run_topo(const std::vector<std::string>& args, std::ostream& out);
+
+// `gputwin collective`: one collective on a simulated cluster, nccl-tests style.
+int run_collective(const std::vector<std::string>& args, std::ostream& out);
+
 // The model given by the shared model flags, model files loaded with the YAML loader.
 GptConfig model_from_flags(const ParsedArgs& args);
 

@@ -19,6 +19,10 @@ struct Subcommand {
 const Subcommand subcommands[] = {
     {"memory", "per-GPU memory of the busiest pipeline stage (activations, weights, gradients, optimizer)",
      gputwin::cli::run_memory},
+    {"topo", "a cluster's graph: GPUs, switches, links, injection and bisection bandwidth (--dot: Graphviz)",
+     gputwin::cli::run_topo},
+    {"collective", "time, algbw and busbw of one NCCL collective on a simulated cluster, per size",
+     gputwin::cli::run_collective},
 };
 
 void print_usage(std::ostream& out)
