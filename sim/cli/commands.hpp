@@ -20,6 +20,9 @@ int run_topo(const std::vector<std::string>& args, std::ostream& out);
 // `gputwin collective`: one collective on a simulated cluster, nccl-tests style.
 int run_collective(const std::vector<std::string>& args, std::ostream& out);
 
+// `gputwin simulate`: one training iteration on a simulated cluster.
+int run_simulate(const std::vector<std::string>& args, std::ostream& out);
+
 // The model given by the shared model flags, model files loaded with the YAML loader.
 GptConfig model_from_flags(const ParsedArgs& args);
 

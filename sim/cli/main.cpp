@@ -19,6 +19,8 @@ struct Subcommand {
 const Subcommand subcommands[] = {
     {"memory", "per-GPU memory of the busiest pipeline stage (activations, weights, gradients, optimizer)",
      gputwin::cli::run_memory},
+    {"simulate", "one training iteration of a GPT under a parallel plan on a simulated cluster",
+     gputwin::cli::run_simulate},
     {"topo", "a cluster's graph: GPUs, switches, links, injection and bisection bandwidth (--dot: Graphviz)",
      gputwin::cli::run_topo},
     {"collective", "time, algbw and busbw of one NCCL collective on a simulated cluster, per size",
@@ -30,7 +32,7 @@ void print_usage(std::ostream& out)
   out << "usage: gputwin <subcommand> [options]   (gputwin <subcommand> --help for its options)\n\nsubcommands:\n";
   for (const Subcommand& s : subcommands)
     out << "  " << s.name << std::string(12 - std::string(s.name).size(), ' ') << s.summary << "\n";
-  out << "\nexample: gputwin memory --model gpt3-175b --plan paper --sp --recompute selective\n";
+  out << "\nexample: gputwin simulate --model gpt3-175b --plan paper --sp --recompute selective\n";
 }
 
 } // namespace

@@ -1,13 +1,134 @@
-// `gputwin topo` -- written with the topology work (issue #3).
+// `gputwin topo`: the graph of a cluster -- its GPUs, switches and links, injection and bisection bandwidth,
+// or the whole graph as Graphviz text.
 #include "commands.hpp"
 
 #include "gputwin/models/input_error.hpp"
+#include "gputwin/topologies/cluster_flags.hpp"
+#include "gputwin/topologies/cluster_graph.hpp"
+#include "gputwin/traces/json_writer.hpp"
+
+#include <cstdio>
 
 namespace gputwin::cli {
 
-int run_topo(const std::vector<std::string>&, std::ostream&)
+namespace {
+
+using traces::json_number;
+
+double gbytes(double bytes)
 {
-  throw InputError("topo: not built yet");
+  return bytes / 1e9;
+}
+
+void print_row(std::ostream& out, const char* label, const std::string& value)
+{
+  char line[64];
+  std::snprintf(line, sizeof line, "%-16s ", label);
+  out << line << value << "\n";
+}
+
+std::string describe_fabric(const topo::ClusterGraph& graph)
+{
+  const topo::FatTreeShape& tree = graph.fabric();
+  const topo::FabricSpec& spec = graph.spec().fabric;
+  if (tree.levels == 0)
+    return "none (a single node)";
+  static const char* const level_names[] = {"leaves", "spines", "cores"};
+  std::string text = std::to_string(tree.levels) + (tree.levels == 1 ? " level: " : " levels: ");
+  const std::vector<int> counts = tree.switches_per_level();
+  for (size_t level = 0; level < counts.size(); ++level)
+    text += (level ? " + " : "") + std::to_string(counts[level]) + " " +
+            (level == 1 && tree.levels == 3 ? "aggregation" : level_names[level]);
+  text += " = " + std::to_string(tree.switches()) + " switches (" +
+          (spec.rail_optimized ? "rail-optimized" : "not rail-optimized") + ", radix " +
+          std::to_string(spec.switch_radix) + ", oversubscription " + json_number(spec.oversubscription) + ")";
+  return text;
+}
+
+void print_table(std::ostream& out, const topo::ClusterGraph& graph)
+{
+  const topo::ClusterSpec& spec = graph.spec();
+  const topo::TopologySummary s = graph.summary();
+  const std::string per_node = " per node";
+  print_row(out, "cluster", spec.name + " (" + spec.source + ")");
+  print_row(out, "GPU",
+            spec.gpu.kind + ": " + json_number(spec.gpu.peak_bf16_flops / 1e12) + " TFLOP/s bf16, " +
+                json_number(gbytes(static_cast<double>(spec.gpu.hbm_bytes))) + " GB HBM at " +
+                json_number(gbytes(spec.gpu.hbm_bytes_per_s)) + " GB/s");
+  print_row(out, "nodes", std::to_string(s.nodes));
+  print_row(out, "GPUs", std::to_string(s.gpus) + " (" + std::to_string(spec.gpus_per_node) + per_node + ")");
+  print_row(out, "NVSwitch chips",
+            std::to_string(s.nvswitch_chips) + " (" + std::to_string(spec.nvlink.switch_chips) + per_node +
+                "; one logical crossbar per node in the graph)");
+  print_row(out, "PCIe switches",
+            std::to_string(s.pcie_switches) + " (" + std::to_string(spec.pcie.switches_per_node) + per_node + ")");
+  print_row(out, "NICs",
+            std::to_string(s.nics) + " (" + std::to_string(spec.nic.count) + per_node + ", " +
+                json_number(gbytes(spec.nic.bytes_per_s)) + " GB/s each)");
+  print_row(out, "fabric", describe_fabric(graph));
+  print_row(out, "physical links",
+            std::to_string(s.physical_links) + " full-duplex (" + std::to_string(graph.links().size()) + " directed)");
+  print_row(out, "NVLink", json_number(gbytes(s.nvlink_bytes_per_s_per_gpu)) + " GB/s per GPU, per direction");
+  print_row(out, "injection",
+            json_number(gbytes(s.injection_bytes_per_s_per_gpu)) +
+                " GB/s per GPU, per direction (NICs / GPUs of a node)");
+  print_row(out, "bisection",
+            json_number(gbytes(s.bisection_bytes_per_s)) + " GB/s per direction (worst half/half cut of the nodes)");
+}
+
+void print_json(std::ostream& out, const topo::ClusterGraph& graph)
+{
+  const topo::TopologySummary s = graph.summary();
+  traces::JsonWriter json(out);
+  json.begin_object();
+  json.field("cluster", graph.spec().name);
+  json.field("nodes", s.nodes);
+  json.field("gpus", s.gpus);
+  json.field("nvswitch_chips", s.nvswitch_chips);
+  json.field("pcie_switches", s.pcie_switches);
+  json.field("nics", s.nics);
+  json.key("fabric_switches_per_level");
+  json.begin_array();
+  for (int count : s.fabric_switches_per_level)
+    json.value(count);
+  json.end_array();
+  json.field("fabric_switches", s.fabric_switches);
+  json.field("physical_links", s.physical_links);
+  json.field("nvlink_gbps_per_gpu", gbytes(s.nvlink_bytes_per_s_per_gpu));
+  json.field("injection_gbps_per_gpu", gbytes(s.injection_bytes_per_s_per_gpu));
+  json.field("bisection_gbps", gbytes(s.bisection_bytes_per_s));
+  json.end_object();
+}
+
+} // namespace
+
+int run_topo(const std::vector<std::string>& args, std::ostream& out)
+{
+  ArgParser parser("gputwin topo",
+                   "The graph of a cluster: GPUs, NVSwitch, PCIe switches, NICs and the fat tree joining the nodes,\n"
+                   "with its link count, NVLink, injection and bisection bandwidth (GB/s = 1e9 bytes/s, per\n"
+                   "direction). --dot prints the whole graph as Graphviz text.\n\n"
+                   "example: gputwin topo --cluster dgx-a100 --nodes 64\n"
+                   "         gputwin topo --cluster dgx-h100 --nodes 2 --dot | dot -Tsvg > dgx-h100.svg");
+  topo::add_cluster_flags(parser);
+  parser.add_section("output");
+  parser.add_switch("--json", "machine-readable summary (bandwidths in GB/s, keys ending in _gbps)");
+  parser.add_switch("--dot", "Graphviz text of the graph: one box per node, edges labelled with GB/s");
+  const ParsedArgs parsed = parser.parse(args);
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
+  }
+  if (parsed.has("--json") && parsed.has("--dot"))
+    throw InputError("--dot: cannot be combined with --json (expected one of them)");
+  const topo::ClusterGraph graph(topo::read_cluster(parsed));
+  if (parsed.has("--dot"))
+    out << graph.dot();
+  else if (parsed.has("--json"))
+    print_json(out, graph);
+  else
+    print_table(out, graph);
+  return 0;
 }
 
 } // namespace gputwin::cli

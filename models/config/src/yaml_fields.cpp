@@ -3,6 +3,8 @@
 #include "gputwin/models/arg_parser.hpp"
 #include "gputwin/models/input_error.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -80,6 +82,53 @@ void reject_unknown_keys(const YamlFile& file, const YAML::Node& map, std::initi
       throw InputError(location(file, item.first) + ": " + key + ": unknown field (expected one of " + expected +
                        ")");
   }
+}
+
+YamlFile parse_yaml_text(const std::string& text, const std::string& path)
+{
+  YamlFile file{path, {}};
+  try {
+    file.root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": malformed YAML: " + e.msg);
+  }
+  if (!file.root.IsMap())
+    throw InputError(path + ":1: expected a mapping of fields (key: value) at the top level");
+  return file;
+}
+
+std::string node_kind(const YAML::Node& node)
+{
+  if (node.IsMap())
+    return "mapping";
+  if (node.IsSequence())
+    return "list";
+  if (node.IsScalar())
+    return "scalar";
+  return "null value";
+}
+
+std::optional<double> parse_finite_number(const std::string& text)
+{
+  double value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (begin != end && *begin == '+')
+    ++begin;
+  const auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || ptr != end || begin == end || !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
+std::optional<bool> parse_boolean(const std::string& text)
+{
+  if (text == "true")
+    return true;
+  if (text == "false")
+    return false;
+  return std::nullopt;
 }
 
 } // namespace gputwin::config

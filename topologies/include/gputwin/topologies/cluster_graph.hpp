@@ -4,6 +4,7 @@
 // directed links a transfer crosses, so the simulator's platform and the graph can never disagree.
 
 #include "gputwin/topologies/cluster_spec.hpp"
+#include "gputwin/topologies/fat_tree.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,8 @@ struct Vertex {
   int index = 0;     // local index within the node (GPU, NIC, PCIe switch) or within the fabric level
   int level = 0;     // fabric level (1 = leaf) for fabric switches; 0 otherwise
   std::string name;  // unique: "n3.gpu5", "n3.nvswitch", "n3.pcie2", "n3.nic5", "leaf.r5.0", "spine.7", "core.12"
+                     // (3-level trees: "leaf.r5.0", "agg.p1.3" = pod 1's aggregation switch 3, "core.12";
+                     // not rail-optimized: "leaf.4")
 };
 
 // One direction of a physical link.
@@ -57,6 +60,8 @@ public:
 
   const ClusterSpec& spec() const { return spec_; }
   const std::vector<Vertex>& vertices() const { return vertices_; }
+  // Directed links; ids 2k and 2k + 1 are the two directions of one physical link, 2k the one away from the GPUs
+  // (GPU -> switch, PCIe switch -> NIC, NIC -> leaf, leaf -> spine -> core).
   const std::vector<Link>& links() const { return links_; }  // directed
   int gpu_count() const { return spec_.gpus(); }
   int gpu_vertex(int gpu) const;      // gpu = node * gpus_per_node + local index
@@ -74,13 +79,31 @@ public:
   // Graphviz text: one node per vertex, one undirected edge per physical link with its bandwidth.
   std::string dot() const;
 
+  // The fat tree joining the nodes (levels 0 for a single node).
+  const FatTreeShape& fabric() const { return fabric_; }
+
+  // The fewest links from vertex `from_vertex` to each vertex (-1 where unreachable): a breadth-first search
+  // of the Boost graph, independent of route().
+  std::vector<int> hop_counts(int from_vertex) const;
+
 private:
   struct BoostGraph;
+  struct Wiring; // link ids by endpoint, so route() is table look-ups
+
+  int add_vertex(VertexKind kind, int node, int index, int level, std::string name);
+  // Adds the physical link a <-> b as links a->b (the returned id, even) and b->a (id + 1).
+  int add_link(int a, int b, LinkKind kind, double bytes_per_s, double latency_s);
+  void build_nodes();
+  void build_fabric();
+  void check_links() const;
+
   ClusterSpec spec_;
   std::vector<Vertex> vertices_;
   std::vector<Link> links_;
   std::vector<int> gpu_vertices_;
   std::unique_ptr<BoostGraph> graph_;
+  FatTreeShape fabric_;
+  std::unique_ptr<Wiring> wiring_;
 };
 
 } // namespace gputwin::topo

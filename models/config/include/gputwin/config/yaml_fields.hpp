@@ -31,4 +31,17 @@ std::optional<std::string> optional_string(const YamlFile& file, const YAML::Nod
 // Throws naming the first key of `map` that is not in `allowed` (catches typos such as `hiden:`).
 void reject_unknown_keys(const YamlFile& file, const YAML::Node& map, std::initializer_list<const char*> allowed);
 
+// Parses `text` as the contents of a file called `path` (e.g. a file embedded into the binary at build time);
+// errors as load_yaml_file, naming `path`.
+YamlFile parse_yaml_text(const std::string& text, const std::string& path);
+
+// What `node` is, for error messages: "mapping", "list", "null value" or "scalar".
+std::string node_kind(const YAML::Node& node);
+
+// The whole of `text` as a finite decimal number ("31.5", "2e9"), or nullopt.
+std::optional<double> parse_finite_number(const std::string& text);
+
+// `text` as a YAML 1.2 boolean ("true" or "false"), or nullopt.
+std::optional<bool> parse_boolean(const std::string& text);
+
 } // namespace gputwin::config

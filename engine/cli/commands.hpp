@@ -1,0 +1,15 @@
+#pragma once
+// The subcommands of gputwin-engine.
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gputwin::engine::cli {
+
+// `gputwin-engine train`: trains a GPT with a parallel plan on the CPU backend; returns the exit status.
+int run_train(const std::vector<std::string>& args, std::ostream& out);
+// `gputwin-engine trace-to-perfetto IN OUT`: converts a trace to Chrome trace-event JSON for Perfetto.
+int run_trace_to_perfetto(const std::vector<std::string>& args, std::ostream& out);
+
+} // namespace gputwin::engine::cli

@@ -1,0 +1,45 @@
+#pragma once
+// The ops of one GPT transformer layer on one tensor-parallel rank, forward, backward and recompute, with the
+// TP collectives exactly where Megatron-LM puts them (parallelism primer; Korthikanti et al. 2022 Fig. 5):
+//   TP:      f = identity fwd / all-reduce bwd before each block, f-bar = all-reduce fwd / identity bwd after;
+//   TP + SP: g = all-gather fwd / reduce-scatter bwd, g-bar = reduce-scatter fwd / all-gather bwd, along the
+//            sequence; the sharded layernorm output is saved and re-gathered in backward for the weight
+//            gradient, overlapped with the input-gradient GEMM as Megatron does.
+// Also the embedding (first model chunk) and the output layer with the vocabulary-parallel loss (last chunk).
+
+#include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/op_emitter.hpp"
+#include "gputwin/models/parallel_plan.hpp"
+
+namespace gputwin {
+
+// Per-rank sizes of one micro-batch.
+struct LayerShape {
+  int64_t s = 0, b = 0, h = 0, a = 0, t = 1;
+  int64_t vocab_per_rank = 0; // padded vocabulary / t
+  bool sp = false;
+
+  int64_t tokens() const { return s * b; }                      // T = s b
+  int64_t tokens_outside_tp() const { return sp ? s * b / t : s * b; } // sharded by SP outside the TP regions
+  int64_t head_dim() const { return h / a; }
+  int64_t heads_per_rank() const { return a / t; }
+};
+
+LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan);
+
+// Forward of one layer (phase Forward, or Recompute when full recompute reruns it). `tp_group` is the index
+// of the rank's TP communicator (ignored when t = 1).
+void emit_layer_forward(OpEmitter& e, const LayerShape& s, int32_t tp_group);
+
+// Backward of one layer; with selective recompute the attention core's forward is rerun first.
+void emit_layer_backward(OpEmitter& e, const LayerShape& s, int32_t tp_group, Recompute recompute);
+
+// Vocabulary-parallel embedding lookup + dropout (first model chunk), and its backward.
+void emit_embedding_forward(OpEmitter& e, const LayerShape& s, int32_t tp_group);
+void emit_embedding_backward(OpEmitter& e, const LayerShape& s, int32_t tp_group);
+
+// Final layernorm, logits and fused vocabulary-parallel cross-entropy (last model chunk), and its backward.
+void emit_output_forward(OpEmitter& e, const LayerShape& s, int32_t tp_group);
+void emit_output_backward(OpEmitter& e, const LayerShape& s, int32_t tp_group);
+
+} // namespace gputwin

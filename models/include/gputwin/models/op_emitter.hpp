@@ -1,0 +1,56 @@
+#pragma once
+// Appends ops to one rank's program: ids in issue order, the current phase/layer/micro-batch/chunk stamped on
+// each, FLOPs and bytes from the shapes, and per-communicator sequence numbers that match across ranks.
+
+#include "gputwin/traces/op_graph.hpp"
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace gputwin {
+
+// Streams of a generated program: ops on one stream run in order.
+enum WorkloadStream : int32_t {
+  compute_stream = 0,  // kernels and the blocking TP collectives
+  recv_stream = 1,     // pipeline receives
+  send_stream = 2,     // pipeline sends
+  dp_stream = 3,       // data-parallel gradient reduction (overlaps backward when asked)
+  tp_async_stream = 4, // TP collectives Megatron overlaps with a GEMM (backward all-gather / reduce-scatter)
+};
+
+class OpEmitter {
+public:
+  explicit OpEmitter(std::vector<traces::Op>& out) : out_(out) {}
+
+  void set_context(traces::Phase phase, int32_t layer, int32_t micro_batch, int32_t chunk);
+  void set_phase(traces::Phase phase) { phase_ = phase; }
+  traces::Phase phase() const { return phase_; }
+
+  // A (batched) bf16 GEMM on the compute stream: 2 m n k batch FLOPs, bytes of A, B and C in 16 bits.
+  int64_t gemm(const char* name, traces::GemmShape shape, std::vector<int64_t> deps = {});
+  // A memory-bound kernel on the compute stream.
+  int64_t memory(const char* name, double bytes, double flops, std::vector<int64_t> deps = {});
+  // A collective of `bytes` (nccl-tests size) on `group`, numbered in this rank's order on that group.
+  int64_t collective(const char* name, CollectiveOp op, int32_t group, double bytes, int32_t stream,
+                     std::vector<int64_t> deps = {});
+  int64_t send(const char* name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps);
+  int64_t recv(const char* name, int32_t peer, int64_t sequence, double bytes);
+
+  int64_t last_id() const { return out_.empty() ? -1 : out_.back().id; }
+  // Id of the last op issued on the compute stream (-1 if none).
+  int64_t last_compute_id() const { return last_compute_; }
+  int64_t next_id() const { return next_id_; }
+
+private:
+  traces::Op& add(const char* name, traces::OpKind kind, int32_t stream, std::vector<int64_t> deps);
+
+  std::vector<traces::Op>& out_;
+  int64_t next_id_ = 0;
+  int64_t last_compute_ = -1;
+  std::map<int32_t, int64_t> group_sequence_;
+  traces::Phase phase_ = traces::Phase::Forward;
+  int32_t layer_ = -1, micro_batch_ = -1, chunk_ = 0;
+};
+
+} // namespace gputwin

@@ -1,0 +1,50 @@
+#pragma once
+// The workload of one training iteration: for a GPT model and a parallel plan, the program (op list) of each
+// pipeline stage's representative rank, in THE schedule's order (pipeline_schedule.hpp), with the pipeline
+// send/recv between stages, the data-parallel gradient reduction and the optimizer step. Plain C++.
+//
+// Folding: the t ranks of a TP group and the d data-parallel replicas of a stage do identical work, so one
+// program per stage (the rank with tp = 0, dp = 0) stands for all of them; the executor puts the flows of
+// the folded ranks on the links too (see sim/executor).
+
+#include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/parallel_plan.hpp"
+#include "gputwin/traces/op_graph.hpp"
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace gputwin {
+
+struct WorkloadOptions {
+  bool overlap_grad_reduce = false; // launch each layer's DP gradient reduction as soon as its last backward ends
+};
+
+struct Workload {
+  GptConfig model;
+  ParallelPlan plan;
+  WorkloadOptions options;
+  // Communicators of the representative ranks: tp_group(stage), dp_group(stage), and the embedding group
+  // (first and last stage, tied word embedding) when pp > 1.
+  std::vector<traces::CommGroup> groups;
+  // Sequence number of each pipeline message, keyed by (sender stage, direction, micro-batch, chunk).
+  std::unordered_map<int64_t, int64_t> message_sequence;
+
+  int32_t tp_group(int64_t stage) const { return static_cast<int32_t>(3 * stage); }
+  int32_t dp_group(int64_t stage) const { return static_cast<int32_t>(3 * stage + 1); }
+  int32_t embedding_group() const { return static_cast<int32_t>(3 * plan.pp); }
+  // The rank whose program stands for `stage`: tp 0, dp 0.
+  int32_t stage_rank(int64_t stage) const;
+};
+
+// REQUIRES: validate_plan(model, plan) passed.
+Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options = {});
+
+// The program of `stage`'s representative rank.
+traces::RankProgram stage_program(const Workload& workload, int64_t stage);
+
+// Every stage's program, the communicators and the model/plan as metadata: the whole op graph.
+traces::OpGraph workload_graph(const Workload& workload);
+
+} // namespace gputwin

@@ -1,0 +1,78 @@
+#include "gputwin/models/op_emitter.hpp"
+
+namespace gputwin {
+
+void OpEmitter::set_context(traces::Phase phase, int32_t layer, int32_t micro_batch, int32_t chunk)
+{
+  phase_ = phase;
+  layer_ = layer;
+  micro_batch_ = micro_batch;
+  chunk_ = chunk;
+}
+
+traces::Op& OpEmitter::add(const char* name, traces::OpKind kind, int32_t stream, std::vector<int64_t> deps)
+{
+  traces::Op& op = out_.emplace_back();
+  op.id = next_id_++;
+  op.kind = kind;
+  op.name = name;
+  op.phase = phase_;
+  op.layer = layer_;
+  op.micro_batch = micro_batch_;
+  op.chunk = chunk_;
+  op.stream = stream;
+  op.deps = std::move(deps);
+  if (stream == compute_stream)
+    last_compute_ = op.id;
+  return op;
+}
+
+int64_t OpEmitter::gemm(const char* name, traces::GemmShape shape, std::vector<int64_t> deps)
+{
+  traces::Op& op = add(name, traces::OpKind::Compute, compute_stream, std::move(deps));
+  const double m = static_cast<double>(shape.m), n = static_cast<double>(shape.n), k = static_cast<double>(shape.k),
+               batch = static_cast<double>(shape.batch);
+  op.gemm = shape;
+  op.flops = 2.0 * m * n * k * batch;
+  op.bytes = 2.0 * (m * k + k * n + m * n) * batch;
+  return op.id;
+}
+
+int64_t OpEmitter::memory(const char* name, double bytes, double flops, std::vector<int64_t> deps)
+{
+  traces::Op& op = add(name, traces::OpKind::Compute, compute_stream, std::move(deps));
+  op.bytes = bytes;
+  op.flops = flops;
+  return op.id;
+}
+
+int64_t OpEmitter::collective(const char* name, CollectiveOp kind, int32_t group, double bytes, int32_t stream,
+                              std::vector<int64_t> deps)
+{
+  traces::Op& op = add(name, traces::OpKind::Collective, stream, std::move(deps));
+  op.collective = kind;
+  op.group = group;
+  op.bytes = bytes;
+  op.sequence = group_sequence_[group]++;
+  return op.id;
+}
+
+int64_t OpEmitter::send(const char* name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps)
+{
+  traces::Op& op = add(name, traces::OpKind::Send, send_stream, std::move(deps));
+  op.peer = peer;
+  op.sequence = sequence;
+  op.bytes = bytes;
+  return op.id;
+}
+
+int64_t OpEmitter::recv(const char* name, int32_t peer, int64_t sequence, double bytes)
+{
+  traces::Op& op = add(name, traces::OpKind::Recv, recv_stream, {});
+  op.peer = peer;
+  op.sequence = sequence;
+  op.bytes = bytes;
+  return op.id;
+}
+
+} // namespace gputwin

@@ -1,0 +1,35 @@
+#include "gputwin/models/rank_layout.hpp"
+
+namespace gputwin {
+
+int64_t global_rank(const ParallelPlan& plan, const RankCoord& c)
+{
+  return c.tp + plan.tp * (c.dp + plan.dp * c.stage);
+}
+
+RankCoord rank_coord(const ParallelPlan& plan, int64_t rank)
+{
+  RankCoord c;
+  c.tp = rank % plan.tp;
+  c.dp = (rank / plan.tp) % plan.dp;
+  c.stage = rank / (plan.tp * plan.dp);
+  return c;
+}
+
+std::vector<int32_t> tp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t dp)
+{
+  std::vector<int32_t> ranks;
+  for (int64_t t = 0; t < plan.tp; ++t)
+    ranks.push_back(static_cast<int32_t>(global_rank(plan, {stage, dp, t})));
+  return ranks;
+}
+
+std::vector<int32_t> dp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t tp)
+{
+  std::vector<int32_t> ranks;
+  for (int64_t d = 0; d < plan.dp; ++d)
+    ranks.push_back(static_cast<int32_t>(global_rank(plan, {stage, d, tp})));
+  return ranks;
+}
+
+} // namespace gputwin

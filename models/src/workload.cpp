@@ -1,0 +1,213 @@
+#include "gputwin/models/workload.hpp"
+
+#include "gputwin/models/layer_ops.hpp"
+#include "gputwin/models/parameter_count.hpp"
+#include "gputwin/models/pipeline_schedule.hpp"
+#include "gputwin/models/rank_layout.hpp"
+
+namespace gputwin {
+
+namespace {
+
+enum class Direction { Activation = 0, Gradient = 1 };
+
+int64_t message_key(int64_t sender_stage, Direction dir, int64_t micro_batch, int64_t chunk)
+{
+  return ((sender_stage * 2 + static_cast<int64_t>(dir)) * (int64_t{1} << 24) + micro_batch) * 1024 + chunk;
+}
+
+// Virtual pipeline stage of (stage, chunk): chunk c of every stage, in stage order, then chunk c + 1.
+int64_t virtual_stage(const ParallelPlan& plan, int64_t stage, int64_t chunk)
+{
+  return chunk * plan.pp + stage;
+}
+
+struct Neighbour {
+  int64_t stage, chunk;
+};
+Neighbour next_of(const ParallelPlan& p, int64_t stage, int64_t chunk)
+{
+  return stage + 1 < p.pp ? Neighbour{stage + 1, chunk} : Neighbour{0, chunk + 1};
+}
+Neighbour previous_of(const ParallelPlan& p, int64_t stage, int64_t chunk)
+{
+  return stage > 0 ? Neighbour{stage - 1, chunk} : Neighbour{p.pp - 1, chunk - 1};
+}
+
+} // namespace
+
+int32_t Workload::stage_rank(int64_t stage) const
+{
+  return static_cast<int32_t>(global_rank(plan, {stage, 0, 0}));
+}
+
+Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options)
+{
+  Workload w{model, plan, options, {}, {}};
+  for (int64_t stage = 0; stage < plan.pp; ++stage) {
+    w.groups.push_back({"tp", tp_group_ranks(plan, stage, 0)});
+    w.groups.push_back({"dp", dp_group_ranks(plan, stage, 0)});
+    w.groups.push_back({"unused", {}}); // keeps tp_group(stage) = 3 stage
+  }
+  w.groups.push_back({"embedding", plan.pp > 1 ? std::vector<int32_t>{w.stage_rank(0), w.stage_rank(plan.pp - 1)}
+                                               : std::vector<int32_t>{w.stage_rank(0)}});
+
+  // Number each stage's messages per destination in the order the stage sends them.
+  const PipelineShape shape = pipeline_shape(plan);
+  const int64_t last_virtual = plan.pp * shape.chunks - 1;
+  for (int64_t stage = 0; stage < plan.pp; ++stage) {
+    std::unordered_map<int64_t, int64_t> next_sequence; // per destination stage
+    for (const PipelineStep& step : stage_schedule(shape, stage)) {
+      const int64_t v = virtual_stage(plan, stage, step.chunk);
+      if (step.phase == PipelinePhase::Forward && v < last_virtual) {
+        const int64_t dst = next_of(plan, stage, step.chunk).stage;
+        w.message_sequence[message_key(stage, Direction::Activation, step.micro_batch, step.chunk)] = next_sequence[dst]++;
+      } else if (step.phase == PipelinePhase::Backward && v > 0) {
+        const int64_t dst = previous_of(plan, stage, step.chunk).stage;
+        w.message_sequence[message_key(stage, Direction::Gradient, step.micro_batch, step.chunk)] = next_sequence[dst]++;
+      }
+    }
+  }
+  return w;
+}
+
+traces::RankProgram stage_program(const Workload& w, int64_t stage)
+{
+  const ParallelPlan& plan = w.plan;
+  const PipelineShape shape = pipeline_shape(plan);
+  const LayerShape s = layer_shape(w.model, plan);
+  const int64_t layers_per_chunk = w.model.layers / (plan.pp * shape.chunks);
+  const int64_t last_virtual = plan.pp * shape.chunks - 1;
+  const int32_t tp = w.tp_group(stage);
+  const double message_bytes = 2.0 * static_cast<double>(s.tokens_outside_tp() * s.h); // 16-bit activations
+  const double grad_bytes_per_param = 4.0; // Megatron keeps and reduces fp32 main gradients
+
+  traces::RankProgram program;
+  program.rank = w.stage_rank(stage);
+  OpEmitter e(program.ops);
+  std::vector<int64_t> dp_ops;
+
+  for (const PipelineStep& step : stage_schedule(shape, stage)) {
+    const int64_t v = virtual_stage(plan, stage, step.chunk);
+    const int32_t mb = static_cast<int32_t>(step.micro_batch), chunk = static_cast<int32_t>(step.chunk);
+    const int64_t first_layer = v * layers_per_chunk;
+    if (step.phase == PipelinePhase::Forward) {
+      e.set_context(traces::Phase::Forward, -1, mb, chunk);
+      std::vector<int64_t> input;
+      if (v > 0) {
+        const Neighbour from = previous_of(plan, stage, step.chunk);
+        const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Activation, mb, from.chunk));
+        input.push_back(e.recv("pp.recv_activation", w.stage_rank(from.stage), seq, message_bytes));
+      }
+      if (v == 0) {
+        emit_embedding_forward(e, s, tp);
+      }
+      for (int64_t l = 0; l < layers_per_chunk; ++l) {
+        e.set_context(traces::Phase::Forward, static_cast<int32_t>(first_layer + l), mb, chunk);
+        const size_t before = program.ops.size();
+        emit_layer_forward(e, s, tp);
+        if (l == 0 && !input.empty())
+          program.ops[before].deps = input; // the layer's first kernel needs the received activation
+      }
+      e.set_context(traces::Phase::Forward, -1, mb, chunk);
+      if (v == last_virtual) {
+        emit_output_forward(e, s, tp);
+      } else {
+        const Neighbour to = next_of(plan, stage, step.chunk);
+        const int64_t seq = w.message_sequence.at(message_key(stage, Direction::Activation, mb, step.chunk));
+        e.send("pp.send_activation", w.stage_rank(to.stage), seq, message_bytes, {e.last_compute_id()});
+      }
+      continue;
+    }
+
+    // Backward.
+    e.set_context(traces::Phase::Backward, -1, mb, chunk);
+    std::vector<int64_t> grad_input;
+    if (v == last_virtual) {
+      emit_output_backward(e, s, tp);
+    } else {
+      const Neighbour from = next_of(plan, stage, step.chunk);
+      const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Gradient, mb, from.chunk));
+      grad_input.push_back(e.recv("pp.recv_gradient", w.stage_rank(from.stage), seq, message_bytes));
+    }
+    const bool last_backward_of_chunk = step.micro_batch == shape.micro_batches - 1;
+    for (int64_t l = layers_per_chunk - 1; l >= 0; --l) {
+      const int32_t layer = static_cast<int32_t>(first_layer + l);
+      const size_t before = program.ops.size();
+      if (plan.recompute == Recompute::Full) {
+        e.set_context(traces::Phase::Recompute, layer, mb, chunk);
+        emit_layer_forward(e, s, tp);
+      }
+      e.set_context(traces::Phase::Backward, layer, mb, chunk);
+      emit_layer_backward(e, s, tp, plan.recompute);
+      if (!grad_input.empty()) {
+        program.ops[before].deps = grad_input;
+        grad_input.clear();
+      }
+      if (w.options.overlap_grad_reduce && last_backward_of_chunk && plan.dp > 1) {
+        const double bytes = grad_bytes_per_param * static_cast<double>(layer_parameters_per_gpu(w.model, plan.tp));
+        e.set_context(traces::Phase::Backward, layer, -1, chunk);
+        dp_ops.push_back(e.collective(plan.zero_stage ? "dp.reduce_scatter" : "dp.all_reduce",
+                                      plan.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
+                                      w.dp_group(stage), bytes, dp_stream, {e.last_compute_id()}));
+      }
+    }
+    e.set_context(traces::Phase::Backward, -1, mb, chunk);
+    if (v == 0) {
+      emit_embedding_backward(e, s, tp);
+    } else {
+      const Neighbour to = previous_of(plan, stage, step.chunk);
+      const int64_t seq = w.message_sequence.at(message_key(stage, Direction::Gradient, mb, step.chunk));
+      e.send("pp.send_gradient", w.stage_rank(to.stage), seq, message_bytes, {e.last_compute_id()});
+    }
+  }
+
+  // End of the iteration: tied-embedding gradient, data-parallel reduction, optimizer.
+  e.set_context(traces::Phase::Optimizer, -1, -1, 0);
+  const int64_t params = stage_parameters_per_gpu(w.model, plan, stage);
+  std::vector<int64_t> before_step{e.last_compute_id()};
+  if (plan.pp > 1 && (stage == 0 || stage == plan.pp - 1)) {
+    const double bytes = grad_bytes_per_param * static_cast<double>(s.vocab_per_rank * s.h);
+    before_step.push_back(e.collective("embedding.grad_all_reduce", CollectiveOp::AllReduce, w.embedding_group(),
+                                       bytes, compute_stream));
+  }
+  if (plan.dp > 1) {
+    if (!w.options.overlap_grad_reduce)
+      dp_ops.push_back(e.collective(plan.zero_stage ? "dp.reduce_scatter" : "dp.all_reduce",
+                                    plan.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
+                                    w.dp_group(stage), grad_bytes_per_param * static_cast<double>(params), dp_stream,
+                                    {e.last_compute_id()}));
+    before_step.insert(before_step.end(), dp_ops.begin(), dp_ops.end());
+  }
+  // Mixed-precision Adam over this rank's share: read fp32 gradient, read+write fp32 master weight, momentum
+  // and variance, write the bf16 weight: 4 + 8 + 8 + 8 + 2 bytes per parameter.
+  const double owned = static_cast<double>(params) / static_cast<double>(plan.zero_stage ? plan.dp : 1);
+  e.memory("optimizer.adam", owned * 30, owned * 12, before_step);
+  if (plan.zero_stage && plan.dp > 1)
+    e.collective("dp.all_gather", CollectiveOp::AllGather, w.dp_group(stage), 2.0 * static_cast<double>(params),
+                 compute_stream);
+  return program;
+}
+
+traces::OpGraph workload_graph(const Workload& w)
+{
+  traces::OpGraph graph;
+  graph.groups = w.groups;
+  for (int64_t stage = 0; stage < w.plan.pp; ++stage)
+    graph.ranks.push_back(stage_program(w, stage));
+  const ParallelPlan& p = w.plan;
+  graph.metadata = {
+      {"generator", "gputwin workload"}, {"model", w.model.name},
+      {"hidden", std::to_string(w.model.hidden)}, {"heads", std::to_string(w.model.heads)},
+      {"layers", std::to_string(w.model.layers)}, {"seq_len", std::to_string(w.model.seq_len)},
+      {"vocab", std::to_string(w.model.vocab)}, {"tp", std::to_string(p.tp)},
+      {"pp", std::to_string(p.pp)}, {"dp", std::to_string(p.dp)},
+      {"micro_batch", std::to_string(p.micro_batch)}, {"global_batch", std::to_string(p.effective_global_batch())},
+      {"sequence_parallel", p.sequence_parallel() ? "true" : "false"}, {"recompute", to_string(p.recompute)},
+      {"schedule", to_string(p.schedule)}, {"chunks", std::to_string(p.chunks)},
+      {"zero", std::to_string(p.zero_stage)}, {"folded", "true"},
+  };
+  return graph;
+}
+
+} // namespace gputwin

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Benchmarks of the simulator itself (wall time and peak memory of real CLI runs); prints one line per case.
+# Usage: scripts/bench.sh [build-dir]   (after scripts/run.sh or scripts/test.sh has built build/gputwin)
+set -euo pipefail
+build_dir=${1:-$(cd "$(dirname "$0")/.." && pwd)/build}
+gputwin="$build_dir/gputwin"
+[ -x "$gputwin" ] || { echo "bench: $gputwin not built (run scripts/test.sh first)" >&2; exit 1; }
+
+bench() { # name, target seconds, command...
+  local name=$1 target_s=$2
+  shift 2
+  local out
+  out=$( { /usr/bin/time -f '%e %M' "$@" >/dev/null; } 2>&1 | tail -n 1)
+  local wall_s=${out% *} rss_kb=${out#* }
+  printf '%-58s wall %6.2f s (target < %s s)  peak RSS %6.0f MiB\n' "$name" "$wall_s" "$target_s" "$((rss_kb / 1024))"
+}
+
+echo "# gputwin benchmarks on $(nproc) cores, $(date -u +%Y-%m-%d)"
+bench "8 GiB all-reduce, 1024 GPUs (dgx-a100, 128 nodes)" 5 \
+  "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 1024 --bytes 8G --json
+bench "all-reduce sweep 1M:8G, 128 GPUs (dgx-a100, 16 nodes)" 5 \
+  "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 128 --sweep 1M:8G --json

@@ -1,0 +1,192 @@
+// `gputwin collective`: one NCCL collective simulated on a cluster, printed like nccl-tests' *_perf.
+#include "byte_size.hpp"
+#include "commands.hpp"
+
+#include "gputwin/traces/collective_op.hpp"
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/sim/collective_executor.hpp"
+#include "gputwin/topologies/cluster_flags.hpp"
+#include "gputwin/traces/json_writer.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+namespace gputwin::cli {
+
+namespace {
+
+struct Row {
+  int64_t bytes = 0;
+  double time_s = 0;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  std::string algorithm, protocol;
+};
+
+// Rank r on node r / per_node, local GPU r % per_node: ranks fill nodes in order, as mpirun places them.
+std::vector<int> place_ranks(const topo::ClusterSpec& cluster, int64_t ranks, int64_t per_node)
+{
+  if (per_node > cluster.gpus_per_node)
+    throw InputError("--ranks-per-node: " + std::to_string(per_node) + " is more than the " +
+                     std::to_string(cluster.gpus_per_node) + " GPUs of a " + cluster.name + " node");
+  const int64_t nodes_needed = (ranks + per_node - 1) / per_node;
+  if (nodes_needed > cluster.nodes)
+    throw InputError("--ranks: " + std::to_string(ranks) + " ranks at " + std::to_string(per_node) +
+                     " per node need " + std::to_string(nodes_needed) + " nodes, but the cluster has " +
+                     std::to_string(cluster.nodes) + " (expected at most " +
+                     std::to_string(cluster.nodes * per_node) + " ranks, or a larger --nodes)");
+  std::vector<int> gpus;
+  for (int64_t r = 0; r < ranks; ++r)
+    gpus.push_back(static_cast<int>((r / per_node) * cluster.gpus_per_node + r % per_node));
+  return gpus;
+}
+
+void print_table(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveOp op, int64_t ranks,
+                 const sim::CollectivePlan& first, const std::vector<Row>& rows)
+{
+  char line[256];
+  std::snprintf(line, sizeof line, "# gputwin collective: %s, %lld ranks on %d node(s) of %s, %d channel(s)\n",
+                to_string(op).c_str(), static_cast<long long>(ranks), first.nodes, cluster.name.c_str(), first.channels);
+  out << line;
+  out << "#\n#          size       time     algbw     busbw   algo   proto\n"
+         "#           (B)       (us)    (GB/s)    (GB/s)\n";
+  for (const Row& r : rows) {
+    std::snprintf(line, sizeof line, "%15lld %10.2f %9.2f %9.2f   %-5s  %s\n", static_cast<long long>(r.bytes),
+                  r.time_s * 1e6, r.algbw_gbps, r.busbw_gbps, r.algorithm.c_str(), r.protocol.c_str());
+    out << line;
+  }
+}
+
+void print_json(std::ostream& out, const std::vector<Row>& rows)
+{
+  traces::JsonWriter json(out);
+  json.begin_array();
+  for (const Row& r : rows) {
+    json.begin_object();
+    json.field("bytes", r.bytes);
+    json.field("time_s", r.time_s);
+    json.field("algbw_gbps", r.algbw_gbps);
+    json.field("busbw_gbps", r.busbw_gbps);
+    json.field("algorithm", r.algorithm);
+    json.field("protocol", r.protocol);
+    json.end_object();
+  }
+  json.end_array();
+}
+
+} // namespace
+
+int run_collective(const std::vector<std::string>& args, std::ostream& out)
+{
+  ArgParser parser("gputwin collective",
+                   "Simulates one NCCL collective on a cluster and prints time, algbw and busbw per size with\n"
+                   "nccl-tests' definitions (algbw = size / time; busbw = algbw x 2(n-1)/n for all-reduce,\n"
+                   "(n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and send-recv).\n"
+                   "NCCL's own cost model picks the algorithm (ring, tree) and protocol (LL, LL128, Simple);\n"
+                   "the chosen algorithm's flows then share the cluster's links on SimGrid.\n\n"
+                   "example: gputwin collective --cluster dgx-a100 --nodes 16 --op all-reduce --ranks 128 --sweep 1M:8G");
+  topo::add_cluster_flags(parser);
+  parser.add_section("collective");
+  parser.add_option("--op", "OP", collective_op_names());
+  parser.add_option("--ranks", "R", "participating GPUs (default: every GPU of the cluster)");
+  parser.add_option("--ranks-per-node", "K", "ranks placed on each node (default: all its GPUs)");
+  parser.add_option("--bytes", "SIZE", "one size, e.g. 8G (binary multiples K, M, G, T)");
+  parser.add_option("--sweep", "MIN:MAX[:F]", "sizes MIN, MIN*F, ... MAX (F = 2), e.g. 1M:8G");
+  parser.add_option("--algo", "ring|tree", "force NCCL's algorithm (like NCCL_ALGO)");
+  parser.add_option("--proto", "ll|ll128|simple", "force NCCL's protocol (like NCCL_PROTO)");
+  parser.add_section("output");
+  parser.add_switch("--json", "a JSON list of {bytes, time_s, algbw_gbps, busbw_gbps, algorithm, protocol}");
+  const ParsedArgs parsed = parser.parse(args);
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
+  }
+
+  const std::optional<std::string> op_text = parsed.value("--op");
+  if (!op_text)
+    throw InputError("--op: required (expected " + collective_op_names() + ")");
+  const std::optional<CollectiveOp> op = parse_collective_op(*op_text);
+  if (!op)
+    throw InputError("--op: expected " + collective_op_names() + ", got '" + *op_text + "'");
+  std::vector<int64_t> sizes;
+  if (parsed.has("--bytes") == parsed.has("--sweep"))
+    throw InputError("--bytes: expected exactly one of --bytes SIZE or --sweep MIN:MAX");
+  if (parsed.has("--bytes"))
+    sizes.push_back(parse_byte_size("--bytes", *parsed.value("--bytes")));
+  else
+    sizes = parse_size_sweep("--sweep", *parsed.value("--sweep"));
+  sim::CollectiveOptions options;
+  if (const auto a = parsed.value("--algo")) {
+    options.algorithm = sim::parse_nccl_algorithm(*a);
+    if (!options.algorithm)
+      throw InputError("--algo: expected ring|tree, got '" + *a + "'");
+  }
+  if (const auto p = parsed.value("--proto")) {
+    options.protocol = sim::parse_nccl_protocol(*p);
+    if (!options.protocol)
+      throw InputError("--proto: expected ll|ll128|simple, got '" + *p + "'");
+  }
+
+  // Without --nodes the cluster is sized to hold the ranks.
+  topo::ClusterSpec cluster = topo::read_cluster(parsed);
+  const int64_t per_node = parsed.integer("--ranks-per-node").value_or(cluster.gpus_per_node);
+  if (per_node <= 0)
+    throw InputError("--ranks-per-node: expected a positive integer, got " + std::to_string(per_node));
+  const std::optional<int64_t> ranks_flag = parsed.integer("--ranks");
+  if (ranks_flag && *ranks_flag <= 0)
+    throw InputError("--ranks: expected a positive integer, got " + std::to_string(*ranks_flag));
+  if (ranks_flag && !parsed.has("--nodes")) {
+    const int64_t nodes = (*ranks_flag + per_node - 1) / per_node;
+    if (nodes > 100000)
+      throw InputError("--ranks: " + std::to_string(*ranks_flag) + " ranks need more than 100000 nodes");
+    cluster = topo::load_cluster(parsed.value("--cluster").value_or("dgx-a100"), static_cast<int>(nodes),
+                                 parsed.values("--set"));
+  }
+  const int64_t ranks = ranks_flag.value_or(static_cast<int64_t>(cluster.nodes) * per_node);
+  const std::vector<int> gpus = place_ranks(cluster, ranks, per_node);
+  const topo::ClusterGraph graph(cluster);
+
+  std::vector<sim::CollectivePlan> plans;
+  try {
+    for (const int64_t bytes : sizes)
+      plans.push_back(sim::plan_collective(cluster, *op, gpus, static_cast<double>(bytes), options));
+  } catch (const std::invalid_argument& e) {
+    throw InputError(std::string(parsed.has("--algo") ? "--algo: " : "--op: ") + e.what());
+  }
+  std::vector<const sim::CollectivePlan*> stream;
+  for (const sim::CollectivePlan& p : plans)
+    stream.push_back(&p);
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  const sim::SimgridPlatform platform(graph, sim::flow_pairs(stream));
+  const std::vector<std::vector<sim::PlanTiming>> timings = sim::run_collective_streams(platform, {stream});
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  std::vector<Row> rows;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    Row r;
+    r.bytes = sizes[i];
+    r.time_s = timings[0][i].duration_s();
+    // One rank moves nothing: report zero bandwidth rather than dividing by a zero time.
+    r.algbw_gbps = r.time_s > 0 ? static_cast<double>(r.bytes) / r.time_s / 1e9 : 0.0;
+    r.busbw_gbps = r.algbw_gbps * bus_bandwidth_factor(*op, static_cast<int>(ranks));
+    r.algorithm = to_string(plans[i].choice.algorithm);
+    r.protocol = to_string(plans[i].choice.protocol);
+    rows.push_back(r);
+  }
+  if (parsed.has("--json")) {
+    print_json(out, rows);
+  } else {
+    print_table(out, cluster, *op, ranks, plans.front(), rows);
+    size_t flows = 0;
+    for (const auto& p : plans)
+      flows += p.flows.size();
+    char line[200];
+    std::snprintf(line, sizeof line, "# simulated %zu flows over %zu links and %zu routes in %.2f s wall\n", flows,
+                  platform.link_count(), platform.route_count(), wall_s);
+    out << line;
+  }
+  return 0;
+}
+
+} // namespace gputwin::cli

@@ -1,0 +1,180 @@
+// `gputwin simulate`: one training iteration of a GPT under a parallel plan on a simulated cluster.
+#include "commands.hpp"
+#include "timeline.hpp"
+
+#include "gputwin/models/flops.hpp"
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/models/memory_report.hpp"
+#include "gputwin/models/plan_flags.hpp"
+#include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/topologies/cluster_flags.hpp"
+#include "gputwin/traces/json_writer.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+namespace gputwin::cli {
+
+namespace {
+
+struct Report {
+  double iteration_time_s = 0, tokens_per_s = 0, model_flops = 0, hardware_flops = 0, mfu = 0, hfu = 0;
+  double bubble_fraction = 0, compute_s = 0, exposed_comm_s = 0;
+  int64_t peak_memory_bytes = 0, peak_memory_stage = 0, gpus = 0, nodes = 0, simulated_events = 0;
+  double sim_wall_time_s = 0;
+};
+
+void print_json(std::ostream& out, const GptConfig& model, const topo::ClusterSpec& cluster, const Report& r)
+{
+  traces::JsonWriter json(out);
+  json.begin_object();
+  json.field("model", model.name);
+  json.field("cluster", cluster.name);
+  json.field("nodes", r.nodes);
+  json.field("gpus", r.gpus);
+  json.field("iteration_time_s", r.iteration_time_s);
+  json.field("tokens_per_s", r.tokens_per_s);
+  json.field("model_flops", r.model_flops);
+  json.field("hardware_flops", r.hardware_flops);
+  json.field("mfu", r.mfu);
+  json.field("hfu", r.hfu);
+  json.field("bubble_fraction", r.bubble_fraction);
+  json.field("compute_time_s", r.compute_s);
+  json.field("exposed_communication_s", r.exposed_comm_s);
+  json.field("peak_memory_bytes", r.peak_memory_bytes);
+  json.field("peak_memory_stage", r.peak_memory_stage);
+  json.field("simulated_events", r.simulated_events);
+  json.field("sim_wall_time_s", r.sim_wall_time_s);
+  json.end_object();
+}
+
+void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
+                 const Report& r)
+{
+  char line[256];
+  out << "model    " << model.name << " (h " << model.hidden << ", a " << model.heads << ", L " << model.layers
+      << ", s " << model.seq_len << ", v " << model.vocab << ")\n";
+  out << "plan     " << describe_plan(plan) << "\n";
+  std::snprintf(line, sizeof line, "cluster  %s: %lld nodes, %lld GPUs used of %d\n\n", cluster.name.c_str(),
+                static_cast<long long>(r.nodes), static_cast<long long>(r.gpus), cluster.gpus());
+  out << line;
+  auto row = [&](const char* label, const std::string& value) {
+    std::snprintf(line, sizeof line, "  %-34s %s\n", label, value.c_str());
+    out << line;
+  };
+  auto fmt = [](const char* f, double v) {
+    char text[64];
+    std::snprintf(text, sizeof text, f, v);
+    return std::string(text);
+  };
+  row("iteration time", fmt("%.4f s", r.iteration_time_s));
+  row("throughput", fmt("%.0f tokens/s", r.tokens_per_s));
+  row("model FLOPs / iteration", fmt("%.4g", r.model_flops));
+  row("hardware FLOPs / iteration", fmt("%.4g", r.hardware_flops));
+  row("MFU", fmt("%.1f %%", 100 * r.mfu));
+  row("HFU", fmt("%.1f %%", 100 * r.hfu));
+  row("pipeline bubble (stage 0)", fmt("%.3f of compute", r.bubble_fraction));
+  row("compute (stage 0)", fmt("%.4f s", r.compute_s));
+  row("exposed communication (stage 0)", fmt("%.4f s", r.exposed_comm_s));
+  row("peak memory (busiest GPU)", fmt("%.2f GiB", static_cast<double>(r.peak_memory_bytes) / (1 << 30)) +
+                                        " (stage " + std::to_string(r.peak_memory_stage) + ")");
+  row("simulated events", std::to_string(r.simulated_events));
+  row("simulator wall time", fmt("%.2f s", r.sim_wall_time_s));
+}
+
+} // namespace
+
+int run_simulate(const std::vector<std::string>& args, std::ostream& out)
+{
+  ArgParser parser("gputwin simulate",
+                   "Simulates one training iteration of a GPT under a parallel plan on a cluster: every kernel\n"
+                   "timed by the GPU compute model, every collective and pipeline transfer as flows sharing the\n"
+                   "cluster's links on SimGrid. Reports iteration time, throughput, MFU/HFU, pipeline bubble,\n"
+                   "compute vs exposed communication, and the busiest GPU's memory.\n\n"
+                   "example: gputwin simulate --model gpt3-175b --plan paper --sp --recompute selective");
+  add_model_flags(parser);
+  add_plan_flags(parser);
+  parser.add_switch("--overlap-grad-reduce", "reduce each layer's gradients over dp while backward goes on");
+  topo::add_cluster_flags(parser);
+  parser.add_section("output");
+  parser.add_switch("--json", "machine-readable report");
+  parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
+  const ParsedArgs parsed = parser.parse(args);
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
+  }
+  const GptConfig model = model_from_flags(parsed);
+  const ParallelPlan plan = read_plan(parsed, model);
+  topo::ClusterSpec cluster = topo::read_cluster(parsed);
+  const int64_t nodes_needed = (plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+  if (!parsed.has("--nodes"))
+    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
+                                 static_cast<int>(nodes_needed), parsed.values("--set"));
+  else if (plan.gpus() > cluster.gpus())
+    throw InputError("--nodes: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) + " GPUs but " +
+                     std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
+                     std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
+                     " or more)");
+  const GpuComputeModel gpu = builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
+                                                    cluster.gpu.hbm_bytes_per_s);
+
+  // Memory first: a plan that does not fit is still simulated, with a warning naming the stage.
+  Report r;
+  for (const StageMemory& m : all_stage_memory(model, plan))
+    if (m.total_bytes > r.peak_memory_bytes) {
+      r.peak_memory_bytes = m.total_bytes;
+      r.peak_memory_stage = m.stage;
+    }
+  if (r.peak_memory_bytes > cluster.gpu.hbm_bytes)
+    std::cerr << "gputwin simulate: warning: pipeline stage " << r.peak_memory_stage << " needs "
+              << r.peak_memory_bytes << " bytes per GPU (" << static_cast<double>(r.peak_memory_bytes) / (1 << 30)
+              << " GiB) but a " << cluster.gpu.kind << " has " << cluster.gpu.hbm_bytes
+              << " bytes; simulating anyway\n";
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  const topo::ClusterGraph graph(cluster);
+  WorkloadOptions options;
+  options.overlap_grad_reduce = parsed.has("--overlap-grad-reduce");
+  const Workload workload = make_workload(model, plan, options);
+  sim::IterationOptions run_options;
+  run_options.record_timeline = parsed.has("--timeline");
+  const sim::IterationResult result = sim::simulate_iteration(graph, workload, gpu, run_options);
+  r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  const int64_t batch = plan.effective_global_batch();
+  r.iteration_time_s = result.iteration_time_s;
+  r.gpus = plan.gpus();
+  r.nodes = cluster.nodes;
+  r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
+  r.model_flops = model_flops_per_iteration(model, batch);
+  r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute);
+  r.mfu = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_bf16_flops);
+  r.hfu = flops_utilization(r.hardware_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_bf16_flops);
+  const sim::StageTimes& first = result.stages.front();
+  const double window_s = first.pipeline_end_s - first.pipeline_start_s;
+  // Megatron's definition: idle time of the first stage during the pipeline over its compute time; on a
+  // communication-free cluster (p - 1)/m for 1F1B and GPipe, (p - 1)/(v m) interleaved.
+  r.bubble_fraction = first.pipeline_compute_s > 0
+                          ? (window_s - first.pipeline_compute_s - first.pipeline_comm_s) / first.pipeline_compute_s
+                          : 0;
+  r.compute_s = first.compute_s;
+  r.exposed_comm_s = first.exposed_comm_s;
+  r.simulated_events = result.executed_ops + result.simulated_flows;
+
+  if (const auto file = parsed.value("--timeline")) {
+    std::ofstream timeline(*file);
+    if (!timeline)
+      throw InputError("--timeline: cannot write '" + *file + "'");
+    write_chrome_timeline(timeline, result, plan.tp * plan.dp);
+  }
+  if (parsed.has("--json"))
+    print_json(out, model, cluster, r);
+  else
+    print_table(out, model, plan, cluster, r);
+  return 0;
+}
+
+} // namespace gputwin::cli

@@ -1,0 +1,79 @@
+#include "timeline.hpp"
+
+#include "gputwin/traces/json_writer.hpp"
+
+namespace gputwin::cli {
+
+namespace {
+const char* stream_name(int32_t stream)
+{
+  switch (stream) {
+  case 0: return "compute";
+  case 1: return "pipeline recv";
+  case 2: return "pipeline send";
+  case 3: return "data-parallel";
+  case 4: return "tensor-parallel (async)";
+  default: return "stream";
+  }
+}
+} // namespace
+
+void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result, int64_t ranks_per_program)
+{
+  traces::JsonWriter json(out, 0);
+  json.begin_object();
+  json.field("displayTimeUnit", "ms");
+  json.key("traceEvents");
+  json.begin_array();
+  for (size_t p = 0; p < result.programs.size(); ++p) {
+    json.begin_object();
+    json.field("ph", "M");
+    json.field("name", "process_name");
+    json.field("pid", static_cast<int64_t>(p));
+    json.key("args");
+    json.begin_object();
+    json.field("name", "stage " + std::to_string(p) + ": rank " + std::to_string(result.programs[p].rank) +
+                           (ranks_per_program > 1 ? " (stands for " + std::to_string(ranks_per_program) + " ranks)" : ""));
+    json.end_object();
+    json.end_object();
+    for (int32_t stream = 0; stream <= 4; ++stream) {
+      json.begin_object();
+      json.field("ph", "M");
+      json.field("name", "thread_name");
+      json.field("pid", static_cast<int64_t>(p));
+      json.field("tid", stream);
+      json.key("args");
+      json.begin_object();
+      json.field("name", stream_name(stream));
+      json.end_object();
+      json.end_object();
+    }
+  }
+  for (const sim::OpSlice& slice : result.timeline) {
+    const traces::Op& op = result.programs[static_cast<size_t>(slice.program)].ops[static_cast<size_t>(slice.op)];
+    json.begin_object();
+    json.field("ph", "X");
+    json.field("name", op.name);
+    json.field("cat", to_string(op.kind));
+    json.field("pid", slice.program);
+    json.field("tid", op.stream);
+    json.field("ts", slice.start_s * 1e6);
+    json.field("dur", (slice.end_s - slice.start_s) * 1e6);
+    json.key("args");
+    json.begin_object();
+    json.field("phase", to_string(op.phase));
+    json.field("layer", op.layer);
+    json.field("micro_batch", op.micro_batch);
+    json.field("chunk", op.chunk);
+    if (op.flops > 0)
+      json.field("flops", op.flops);
+    json.field("bytes", op.bytes);
+    json.end_object();
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  out << '\n';
+}
+
+} // namespace gputwin::cli

@@ -1,0 +1,62 @@
+#pragma once
+// A collective decomposed into the flows it puts on the links, as NCCL would run it on this cluster:
+// rings (one channel per NIC rail, entering and leaving each node through that rail's NIC, as NCCL's ring
+// search arranges), double binary trees across nodes for all-reduce, direct flows for send/recv and
+// all-to-all. Plain C++ on the cluster description: no SimGrid.
+//
+// Granularity: a ring's steps move the same bytes over the same hops, so each hop of each channel is ONE
+// flow carrying all its steps' bytes; its route's latency is paid once, and the per-step latency of the
+// algorithm is NCCL's own latency model (`choice.latency_s`: base + steps x per-hop hardware latency). That
+// keeps a 1024-GPU all-reduce at 8192 flows instead of 2 million, with the same bytes on every link.
+
+#include "gputwin/traces/collective_op.hpp"
+#include "gputwin/sim/nccl_tuner.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace gputwin::sim {
+
+struct Flow {
+  int src_gpu = 0;
+  int dst_gpu = 0;
+  double bytes = 0;  // bytes on the wire (protocol overhead included)
+  int steps = 1;     // sequential algorithm steps these bytes are spread over (their latency is NCCL's model)
+};
+
+struct CollectivePlan {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  double bytes = 0;  // nccl-tests size of the operation
+  int ranks = 0;
+  int nodes = 0;     // nodes the communicator spans
+  int channels = 0;
+  NcclChoice choice;
+  std::vector<Flow> flows;
+};
+
+struct CollectiveOptions {
+  std::optional<NcclAlgorithm> algorithm; // NCCL_ALGO
+  std::optional<NcclProtocol> protocol;   // NCCL_PROTO
+};
+
+// The ring bus bandwidth the topology offers a communicator (what NCCL's graph search finds): within one
+// node the NVLink (or PCIe) bandwidth per GPU; across nodes the smaller of that and the NIC bandwidth of the
+// rails the communicator's GPUs use, all at NCCL's efficiency for the link kind.
+double ring_bus_bytes_per_s(const topo::ClusterSpec& cluster, const std::vector<int>& gpus);
+
+// Decomposes `op` of `bytes` over the GPUs `gpus` (rank i = gpus[i]; global GPU ids, distinct). Send/recv
+// pairs rank 2k with 2k+1 (both directions); broadcast roots at rank 0.
+// REQUIRES: gpus non-empty, ids valid for `cluster`; throws std::invalid_argument otherwise.
+CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op, const std::vector<int>& gpus,
+                               double bytes, const CollectiveOptions& options = {});
+
+// Rings per channel: the order of the GPUs (global ids) of each channel's ring. Exposed for tests.
+std::vector<std::vector<int>> ring_orders(const topo::ClusterSpec& cluster, const std::vector<int>& gpus);
+
+// Parent of each position 0..n-1 in the two trees of a double binary tree over n nodes (-1 for a root):
+// a binary heap over the node order and one over the reversed order, so most nodes are interior in only
+// one of them (NCCL's double binary tree, Sanders et al. 2009).
+std::vector<std::vector<int>> double_binary_tree_parents(int n);
+
+} // namespace gputwin::sim

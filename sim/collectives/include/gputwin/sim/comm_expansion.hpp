@@ -1,0 +1,46 @@
+#pragma once
+// The flows behind each communication op of a folded workload. One program stands for the t x d ranks of its
+// stage, so a collective or a pipeline message of that program stands for one copy per folded rank group;
+// every copy that could share a link with another (it leaves its node) is put on the network, and copies
+// that stay inside one node -- whose NVLink/PCIe links no other copy touches -- are represented by the
+// program's own copy. Plain C++, no SimGrid.
+
+#include "gputwin/models/workload.hpp"
+#include "gputwin/sim/collective_plan.hpp"
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace gputwin::sim {
+
+struct CommWork {
+  std::vector<Flow> flows;
+  double latency_s = 0; // NCCL's software latency, paid once after the flows
+  int copies = 0;       // physical communicators (or message pairs) whose flows are included
+};
+
+class CommExpander {
+public:
+  // Ranks are GPUs: rank r runs on GPU r of `cluster`. REQUIRES: cluster.gpus() >= plan.gpus().
+  CommExpander(const topo::ClusterSpec& cluster, const Workload& workload);
+
+  // The flows of collective `op` (kind Collective) of a stage program, all copies. Cached.
+  const CommWork& collective(const traces::Op& op);
+  // The flows of a pipeline message of `bytes` from the program of stage `src_stage` to that of `dst_stage`.
+  const CommWork& message(int64_t src_stage, int64_t dst_stage, double bytes);
+
+  // Every ordered GPU pair any op of `programs` puts a flow on (what the platform needs routes for).
+  std::vector<std::pair<int, int>> all_pairs(const std::vector<traces::RankProgram>& programs);
+
+private:
+  std::vector<std::vector<int32_t>> copies_of_group(int32_t group) const;
+  bool within_one_node(const std::vector<int32_t>& ranks) const;
+
+  const topo::ClusterSpec& cluster_;
+  const Workload& workload_;
+  std::map<std::tuple<int32_t, int, double>, CommWork> collectives_;
+  std::map<std::tuple<int64_t, int64_t, double>, CommWork> messages_;
+};
+
+} // namespace gputwin::sim

@@ -1,0 +1,261 @@
+#include "gputwin/sim/collective_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace gputwin::sim {
+
+namespace {
+
+// Where a node's GPUs and NICs sit, as NCCL's topology detection sees them.
+class NodeLayout {
+public:
+  explicit NodeLayout(const topo::ClusterSpec& c) : c_(c) {}
+
+  int node(int gpu) const { return gpu / c_.gpus_per_node; }
+  int local(int gpu) const { return gpu % c_.gpus_per_node; }
+  int pcie_switch(int local_gpu) const
+  {
+    const int per_switch = c_.pcie.switches_per_node > 0 ? c_.gpus_per_node / c_.pcie.switches_per_node : 0;
+    return per_switch > 0 ? local_gpu / per_switch : 0;
+  }
+  // The NIC serving local GPU `local_gpu` (its rail), or -1.
+  int nic_of(int local_gpu) const
+  {
+    for (int n = 0; n < c_.nic.count; ++n)
+      for (const int g : c_.nic.gpus[static_cast<size_t>(n)])
+        if (g == local_gpu)
+          return n;
+    return -1;
+  }
+  int nic_switch(int nic) const { return pcie_switch(c_.nic.gpus[static_cast<size_t>(nic)].front()); }
+
+private:
+  const topo::ClusterSpec& c_;
+};
+
+// The communicator's GPUs grouped by node (nodes in order of first appearance, GPUs by local index).
+std::vector<std::vector<int>> group_by_node(const NodeLayout& layout, const std::vector<int>& gpus)
+{
+  std::vector<std::vector<int>> groups;
+  std::map<int, size_t> index;
+  for (const int g : gpus) {
+    const auto [it, inserted] = index.emplace(layout.node(g), groups.size());
+    if (inserted)
+      groups.emplace_back();
+    groups[it->second].push_back(g);
+  }
+  for (auto& group : groups)
+    std::sort(group.begin(), group.end());
+  return groups;
+}
+
+// The rails (NIC indices) the communicator's channels use: NICs serving its GPUs on the first node. Inside one
+// node the channels would all load every GPU's NVLink equally, so one ring stands for them.
+std::vector<int> channel_rails(const NodeLayout& layout, const std::vector<std::vector<int>>& groups)
+{
+  if (groups.size() == 1)
+    return {layout.nic_of(layout.local(groups.front().front()))};
+  std::set<int> rails;
+  for (const int g : groups.front()) {
+    const int nic = layout.nic_of(layout.local(g));
+    if (nic >= 0)
+      rails.insert(nic);
+  }
+  if (rails.empty())
+    return {-1}; // no NIC: one channel, inside the node
+  return {rails.begin(), rails.end()};
+}
+
+// One node's part of rail `rail`'s ring: enter at the GPU the rail's NIC serves, leave from a GPU on the same
+// PCIe switch as that NIC (so the data goes GPU -> PCIe -> NIC without crossing NVLink), the rest between.
+std::vector<int> node_ring_segment(const NodeLayout& layout, const std::vector<int>& group, int rail)
+{
+  auto entry = group.begin();
+  if (rail >= 0)
+    entry = std::find_if(group.begin(), group.end(), [&](int g) { return layout.nic_of(layout.local(g)) == rail; });
+  if (entry == group.end())
+    entry = group.begin();
+  const int entry_gpu = *entry;
+  int exit_gpu = -1;
+  if (group.size() > 1) {
+    for (const int g : group)
+      if (g != entry_gpu && rail >= 0 && layout.pcie_switch(layout.local(g)) == layout.nic_switch(rail)) {
+        exit_gpu = g;
+        break;
+      }
+    if (exit_gpu < 0)
+      exit_gpu = group.back() != entry_gpu ? group.back() : group.front();
+  }
+  std::vector<int> segment{entry_gpu};
+  for (const int g : group)
+    if (g != entry_gpu && g != exit_gpu)
+      segment.push_back(g);
+  if (exit_gpu >= 0)
+    segment.push_back(exit_gpu);
+  return segment;
+}
+
+void check_gpus(const topo::ClusterSpec& cluster, const std::vector<int>& gpus)
+{
+  if (gpus.empty())
+    throw std::invalid_argument("collective: no ranks");
+  std::set<int> seen;
+  for (const int g : gpus) {
+    if (g < 0 || g >= cluster.gpus())
+      throw std::invalid_argument("collective: GPU " + std::to_string(g) + " is not in the cluster");
+    if (!seen.insert(g).second)
+      throw std::invalid_argument("collective: GPU " + std::to_string(g) + " appears twice");
+  }
+}
+
+} // namespace
+
+std::vector<std::vector<int>> ring_orders(const topo::ClusterSpec& cluster, const std::vector<int>& gpus)
+{
+  check_gpus(cluster, gpus);
+  const NodeLayout layout(cluster);
+  const auto groups = group_by_node(layout, gpus);
+  std::vector<std::vector<int>> rings;
+  for (const int rail : channel_rails(layout, groups)) {
+    std::vector<int> ring;
+    for (const auto& group : groups) {
+      const std::vector<int> segment = node_ring_segment(layout, group, rail);
+      ring.insert(ring.end(), segment.begin(), segment.end());
+    }
+    rings.push_back(std::move(ring));
+  }
+  return rings;
+}
+
+std::vector<std::vector<int>> double_binary_tree_parents(int n)
+{
+  std::vector<std::vector<int>> parents(2, std::vector<int>(static_cast<size_t>(std::max(n, 0)), -1));
+  for (int i = 1; i < n; ++i)
+    parents[0][static_cast<size_t>(i)] = (i - 1) / 2;
+  for (int i = 0; i < n - 1; ++i) {
+    const int mirrored = n - 1 - i; // position in the reversed order
+    parents[1][static_cast<size_t>(i)] = n - 1 - (mirrored - 1) / 2;
+  }
+  return parents;
+}
+
+double ring_bus_bytes_per_s(const topo::ClusterSpec& c, const std::vector<int>& gpus)
+{
+  check_gpus(c, gpus);
+  const NodeLayout layout(c);
+  const auto groups = group_by_node(layout, gpus);
+  const double nvlink = c.nvlink.bytes_per_s * c.nccl.nvlink_efficiency;
+  const double intra = nvlink > 0 ? nvlink : c.pcie.bytes_per_s * c.nccl.pcie_efficiency;
+  if (groups.size() == 1)
+    return intra;
+  const std::vector<int> rails = channel_rails(layout, groups);
+  const double net = static_cast<double>(rails.size()) * c.nic.bytes_per_s * c.nccl.net_efficiency;
+  return std::min(intra, net);
+}
+
+CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op, const std::vector<int>& gpus,
+                               double bytes, const CollectiveOptions& options)
+{
+  check_gpus(cluster, gpus);
+  if (!(bytes >= 0))
+    throw std::invalid_argument("collective: bytes must be >= 0");
+  const NodeLayout layout(cluster);
+  const auto groups = group_by_node(layout, gpus);
+  const std::vector<int> rails = channel_rails(layout, groups);
+
+  CollectivePlan plan;
+  plan.op = op;
+  plan.bytes = bytes;
+  plan.ranks = static_cast<int>(gpus.size());
+  plan.nodes = static_cast<int>(groups.size());
+  plan.channels = static_cast<int>(rails.size());
+
+  TunerInput in;
+  in.op = op;
+  in.bytes = bytes;
+  in.ranks = plan.ranks;
+  in.nodes = plan.nodes;
+  in.intra_node_nvlink = cluster.nvlink.bytes_per_s > 0;
+  in.ring_bus_bytes_per_s = ring_bus_bytes_per_s(cluster, gpus);
+  in.ampere = cluster.gpu.kind.rfind("a100", 0) == 0;
+  in.force_algorithm = options.algorithm;
+  in.force_protocol = options.protocol;
+  plan.choice = choose_nccl_algorithm(in);
+  if (plan.ranks == 1 || bytes == 0)
+    return plan;
+
+  const double n = plan.ranks;
+  const double channels = plan.channels;
+  const double wire = 1.0 / plan.choice.bandwidth_fraction; // LL/LL128 move more bytes for the same data
+  auto add = [&](int src, int dst, double flow_bytes, int steps) {
+    if (src != dst && flow_bytes > 0)
+      plan.flows.push_back(Flow{src, dst, flow_bytes * wire, steps});
+  };
+
+  switch (op) {
+  case CollectiveOp::SendRecv:
+    for (size_t r = 0; r + 1 < gpus.size(); r += 2) {
+      add(gpus[r], gpus[r + 1], bytes, 1);
+      add(gpus[r + 1], gpus[r], bytes, 1);
+    }
+    return plan;
+  case CollectiveOp::AllToAll:
+    for (const int src : gpus)
+      for (const int dst : gpus)
+        add(src, dst, bytes / n, 1);
+    return plan;
+  default: break;
+  }
+
+  const auto rings = ring_orders(cluster, gpus);
+  if (plan.choice.algorithm == NcclAlgorithm::Tree) {
+    // Channel c runs tree c % 2 of the double binary tree over nodes, rooted in each node at the GPU its rail
+    // enters through, with the node's other GPUs chained behind it. Reduce up and broadcast down are
+    // pipelined, so both directions of every edge carry the channel's share at the same time.
+    const auto parents = double_binary_tree_parents(plan.nodes);
+    const double share = bytes / channels;
+    for (size_t c = 0; c < rails.size(); ++c) {
+      const std::vector<int>& tree_parent = parents[c % 2];
+      std::vector<int> node_root;
+      for (const auto& group : groups) {
+        const std::vector<int> chain = node_ring_segment(layout, group, rails[c]);
+        node_root.push_back(chain.front());
+        for (size_t k = 1; k < chain.size(); ++k) {
+          add(chain[k], chain[k - 1], share, 1);
+          add(chain[k - 1], chain[k], share, 1);
+        }
+      }
+      for (size_t k = 0; k < node_root.size(); ++k) {
+        const int parent = tree_parent[k];
+        if (parent >= 0) {
+          add(node_root[k], node_root[static_cast<size_t>(parent)], share, 1);
+          add(node_root[static_cast<size_t>(parent)], node_root[k], share, 1);
+        }
+      }
+    }
+    return plan;
+  }
+
+  // Rings: every hop of every channel is one flow carrying all the steps' bytes.
+  for (const std::vector<int>& ring : rings) {
+    const size_t m = ring.size();
+    if (op == CollectiveOp::Broadcast) {
+      // A chain from the root along the ring: n - 1 hops, each forwarding the whole buffer (pipelined).
+      const size_t root = static_cast<size_t>(std::find(ring.begin(), ring.end(), gpus.front()) - ring.begin());
+      for (size_t k = 0; k + 1 < m; ++k)
+        add(ring[(root + k) % m], ring[(root + k + 1) % m], bytes / channels, 1);
+      continue;
+    }
+    const bool all_reduce = op == CollectiveOp::AllReduce;
+    const int steps = all_reduce ? 2 * (plan.ranks - 1) : plan.ranks - 1;
+    const double per_hop = (all_reduce ? 2.0 : 1.0) * (n - 1) / n * bytes / channels;
+    for (size_t k = 0; k < m; ++k)
+      add(ring[k], ring[(k + 1) % m], per_hop, steps);
+  }
+  return plan;
+}
+
+} // namespace gputwin::sim

@@ -1,0 +1,113 @@
+#include "gputwin/sim/comm_expansion.hpp"
+
+#include "gputwin/models/rank_layout.hpp"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace gputwin::sim {
+
+CommExpander::CommExpander(const topo::ClusterSpec& cluster, const Workload& workload)
+    : cluster_(cluster), workload_(workload)
+{
+}
+
+bool CommExpander::within_one_node(const std::vector<int32_t>& ranks) const
+{
+  for (const int32_t r : ranks)
+    if (r / cluster_.gpus_per_node != ranks.front() / cluster_.gpus_per_node)
+      return false;
+  return true;
+}
+
+std::vector<std::vector<int32_t>> CommExpander::copies_of_group(int32_t group) const
+{
+  const ParallelPlan& plan = workload_.plan;
+  std::vector<std::vector<int32_t>> copies;
+  if (group == workload_.embedding_group()) {
+    for (int64_t d = 0; d < plan.dp; ++d)
+      for (int64_t t = 0; t < plan.tp; ++t)
+        copies.push_back({static_cast<int32_t>(global_rank(plan, {0, d, t})),
+                          static_cast<int32_t>(global_rank(plan, {plan.pp - 1, d, t}))});
+    return copies;
+  }
+  const int64_t stage = group / 3;
+  if (group == workload_.tp_group(stage)) {
+    for (int64_t d = 0; d < plan.dp; ++d)
+      copies.push_back(tp_group_ranks(plan, stage, d));
+  } else if (group == workload_.dp_group(stage)) {
+    for (int64_t t = 0; t < plan.tp; ++t)
+      copies.push_back(dp_group_ranks(plan, stage, t));
+  } else {
+    throw std::invalid_argument("comm expansion: op refers to unknown group " + std::to_string(group));
+  }
+  return copies;
+}
+
+const CommWork& CommExpander::collective(const traces::Op& op)
+{
+  const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes);
+  const auto found = collectives_.find(key);
+  if (found != collectives_.end())
+    return found->second;
+  CommWork work;
+  const std::vector<std::vector<int32_t>> copies = copies_of_group(op.group);
+  for (size_t c = 0; c < copies.size(); ++c) {
+    if (c > 0 && within_one_node(copies[c]))
+      continue; // link-disjoint from every other copy: represented by copy 0
+    const std::vector<int> gpus(copies[c].begin(), copies[c].end());
+    const CollectivePlan plan = plan_collective(cluster_, op.collective, gpus, op.bytes);
+    if (c == 0)
+      work.latency_s = plan.choice.latency_s;
+    work.flows.insert(work.flows.end(), plan.flows.begin(), plan.flows.end());
+    ++work.copies;
+  }
+  return collectives_.emplace(key, std::move(work)).first->second;
+}
+
+const CommWork& CommExpander::message(int64_t src_stage, int64_t dst_stage, double bytes)
+{
+  const auto key = std::make_tuple(src_stage, dst_stage, bytes);
+  const auto found = messages_.find(key);
+  if (found != messages_.end())
+    return found->second;
+  const ParallelPlan& plan = workload_.plan;
+  CommWork work;
+  for (int64_t d = 0; d < plan.dp; ++d)
+    for (int64_t t = 0; t < plan.tp; ++t) {
+      const int src = static_cast<int>(global_rank(plan, {src_stage, d, t}));
+      const int dst = static_cast<int>(global_rank(plan, {dst_stage, d, t}));
+      const bool first = d == 0 && t == 0;
+      if (!first && src / cluster_.gpus_per_node == dst / cluster_.gpus_per_node)
+        continue;
+      if (first) {
+        const CollectivePlan p2p = plan_collective(cluster_, CollectiveOp::SendRecv, {src, dst}, bytes);
+        work.latency_s = p2p.choice.latency_s;
+      }
+      work.flows.push_back(Flow{src, dst, bytes, 1});
+      ++work.copies;
+    }
+  return messages_.emplace(key, std::move(work)).first->second;
+}
+
+std::vector<std::pair<int, int>> CommExpander::all_pairs(const std::vector<traces::RankProgram>& programs)
+{
+  std::set<std::pair<int, int>> pairs;
+  auto add = [&](const CommWork& w) {
+    for (const Flow& f : w.flows)
+      pairs.emplace(f.src_gpu, f.dst_gpu);
+  };
+  for (const traces::RankProgram& program : programs) {
+    const int64_t stage = rank_coord(workload_.plan, program.rank).stage;
+    for (const traces::Op& op : program.ops) {
+      if (op.kind == traces::OpKind::Collective)
+        add(collective(op));
+      else if (op.kind == traces::OpKind::Send)
+        add(message(stage, rank_coord(workload_.plan, op.peer).stage, op.bytes));
+    }
+  }
+  return {pairs.begin(), pairs.end()};
+}
+
+} // namespace gputwin::sim

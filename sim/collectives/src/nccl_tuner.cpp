@@ -1,0 +1,217 @@
+#include "gputwin/sim/nccl_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace gputwin::sim {
+
+std::string to_string(NcclAlgorithm a)
+{
+  return a == NcclAlgorithm::Ring ? "ring" : "tree";
+}
+
+std::string to_string(NcclProtocol p)
+{
+  switch (p) {
+  case NcclProtocol::LL: return "ll";
+  case NcclProtocol::LL128: return "ll128";
+  case NcclProtocol::Simple: return "simple";
+  }
+  return "?";
+}
+
+std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& text)
+{
+  if (text == "ring")
+    return NcclAlgorithm::Ring;
+  if (text == "tree")
+    return NcclAlgorithm::Tree;
+  return std::nullopt;
+}
+
+std::optional<NcclProtocol> parse_nccl_protocol(const std::string& text)
+{
+  if (text == "ll")
+    return NcclProtocol::LL;
+  if (text == "ll128")
+    return NcclProtocol::LL128;
+  if (text == "simple")
+    return NcclProtocol::Simple;
+  return std::nullopt;
+}
+
+namespace {
+
+// NCCL 2.12 src/graph/tuning.cc, microseconds. Index [algorithm: tree, ring][protocol: LL, LL128, Simple].
+constexpr double base_latency_us[2][3] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
+// Per-hop hardware latency, [hardware: NVLink, PCIe, network][algorithm][protocol].
+constexpr double hw_latency_us[3][2][3] = {
+    {{0.52, 1.2, 28.0}, {0.47, 1.9, 3.4}}, // NVLink
+    {{1.0, 1.9, 28.0}, {1.0, 2.5, 5.7}},   // PCIe
+    {{5.0, 8.5, 50.0}, {2.7, 4.0, 9.6}},   // network
+};
+// LL128's maximum bus bandwidth per channel, GB/s, for all-reduce (the other collectives are close).
+constexpr double ll128_max_gbps_per_channel = 16.7;
+// Trees fall short of the model for medium sizes; NCCL corrects by these factors, sizes 64 B << i.
+constexpr double tree_correction[3][22] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9},
+};
+
+int index_of(NcclAlgorithm a)
+{
+  return a == NcclAlgorithm::Tree ? 0 : 1;
+}
+int index_of(NcclProtocol p)
+{
+  return p == NcclProtocol::LL ? 0 : p == NcclProtocol::LL128 ? 1 : 2;
+}
+
+enum class protocol_index { ll = 0, ll128 = 1, simple = 2 };
+bool protocol_is(protocol_index which, int p)
+{
+  return static_cast<int>(which) == p;
+}
+
+int ring_steps(CollectiveOp op, int n)
+{
+  switch (op) {
+  case CollectiveOp::AllReduce: return 2 * (n - 1);
+  case CollectiveOp::AllGather:
+  case CollectiveOp::ReduceScatter: return n - 1;
+  default: return n;
+  }
+}
+
+int log2_floor(double x)
+{
+  int l = 0;
+  while (x >= 2) {
+    x /= 2;
+    ++l;
+  }
+  return l;
+}
+
+} // namespace
+
+NcclChoice evaluate_nccl_algorithm(const TunerInput& in, NcclAlgorithm algorithm, NcclProtocol protocol)
+{
+  if (in.ranks < 1 || in.nodes < 1 || in.bytes < 0 || !(in.ring_bus_bytes_per_s > 0))
+    throw std::invalid_argument("nccl tuner: ranks, nodes >= 1, bytes >= 0 and a positive bandwidth required");
+  const int a = index_of(algorithm), p = index_of(protocol);
+  const int n = in.ranks;
+  const int per_node = std::max(1, n / in.nodes);
+  const bool is_p2p = in.op == CollectiveOp::SendRecv || in.op == CollectiveOp::AllToAll;
+
+  NcclChoice c;
+  c.algorithm = algorithm;
+  c.protocol = protocol;
+  c.steps = algorithm == NcclAlgorithm::Ring ? (is_p2p ? 1 : ring_steps(in.op, n)) : 2 * log2_floor(in.nodes);
+  if (n == 1) {
+    c.steps = 0;
+    return c;
+  }
+
+  // Bus bandwidth of this algorithm/protocol, GB/s, with NCCL's refinements. `protocol_share` keeps only the
+  // protocol's own share of the link (LL's flags, LL128's 120 of 128 bytes): that is what the simulated flows
+  // pay on the wire, while caps such as the tree maximum only steer the choice.
+  double bus_gbps = in.ring_bus_bytes_per_s / 1e9;
+  if (in.ampere)
+    bus_gbps = std::min(bus_gbps, 235.0);
+  double protocol_share = 1.0;
+  const int channels = 8; // NCCL on DGX-class nodes: one or two channels per NIC; only scales the LL128 cap
+  if (algorithm == NcclAlgorithm::Ring && protocol_is(protocol_index::ll, p)) {
+    protocol_share = (in.nodes > 1 || in.op == CollectiveOp::AllReduce) ? 1.0 / 4.0 : 1.0 / 3.0;
+    bus_gbps *= protocol_share;
+  }
+  if (algorithm == NcclAlgorithm::Ring && protocol_is(protocol_index::ll128, p)) {
+    protocol_share = per_node < 2 ? 0.7 : 0.92;
+    bus_gbps = std::min(bus_gbps * protocol_share, ll128_max_gbps_per_channel * channels);
+  }
+  if (algorithm == NcclAlgorithm::Tree) {
+    const double max_tree_gbps = in.nodes > 2 ? (in.ampere && protocol_is(protocol_index::ll128, p) ? 105.0 : 80.0)
+                                              : (in.ampere && protocol_is(protocol_index::ll128, p) ? 130.0 : 110.0);
+    bus_gbps = std::min(bus_gbps * 0.9, max_tree_gbps);
+    if (protocol_is(protocol_index::ll, p)) {
+      protocol_share = 1.0 / 3.8;
+      bus_gbps *= protocol_share;
+    }
+    if (protocol_is(protocol_index::ll128, p)) {
+      protocol_share = in.nodes == 1 ? 7.0 / 9.0 : 0.915;
+      bus_gbps = std::min(bus_gbps * protocol_share, ll128_max_gbps_per_channel * channels * 7.0 / 9.0);
+    }
+  }
+  c.bandwidth_fraction = protocol_share;
+
+  // Latency: base + per-step hardware latency, intra-node steps on NVLink/PCIe, inter-node on the network.
+  const int intra_hw = in.intra_node_nvlink ? 0 : 1;
+  double intra_us = hw_latency_us[intra_hw][a][p];
+  const double inter_us = hw_latency_us[2][a][p];
+  if (in.nodes > 1 && protocol == NcclProtocol::LL)
+    intra_us *= 1.8;
+  double latency_us = base_latency_us[a][p];
+  if (is_p2p) {
+    latency_us += in.nodes > 1 ? inter_us : intra_us;
+  } else if (algorithm == NcclAlgorithm::Ring) {
+    const int steps = ring_steps(in.op, n);
+    const int inter_steps = in.nodes > 1 ? ring_steps(in.op, in.nodes) : 0;
+    latency_us += (steps - inter_steps) * intra_us + inter_steps * inter_us;
+  } else {
+    latency_us += 2 * ((per_node - 1) * intra_us + log2_floor(in.nodes) * inter_us);
+  }
+
+  // Algorithm bandwidth: ring moves n/steps of the bus bandwidth, a tree half of it.
+  double algo_gbps = algorithm == NcclAlgorithm::Ring && !is_p2p
+                         ? bus_gbps * n / ring_steps(in.op, n)
+                         : (algorithm == NcclAlgorithm::Ring ? bus_gbps : bus_gbps * 0.5);
+  if (algorithm == NcclAlgorithm::Tree) {
+    const int log_size = log2_floor(std::max(1.0, in.bytes / 64.0));
+    if (log_size < 22)
+      algo_gbps *= tree_correction[p][log_size];
+  }
+  if (algorithm == NcclAlgorithm::Ring && protocol == NcclProtocol::Simple && in.nodes > 1 &&
+      in.op == CollectiveOp::AllReduce && in.bytes >= n / 16.0 * 65536)
+    latency_us *= 1.9; // NCCL: "plateau effect of ring"
+
+  c.latency_s = latency_us * 1e-6;
+  c.predicted_time_s = c.latency_s + in.bytes / (algo_gbps * 1e9);
+  return c;
+}
+
+NcclChoice choose_nccl_algorithm(const TunerInput& in)
+{
+  NcclChoice best;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (const NcclAlgorithm algorithm : {NcclAlgorithm::Tree, NcclAlgorithm::Ring}) {
+    if (in.force_algorithm && *in.force_algorithm != algorithm)
+      continue;
+    // Trees: all-reduce across nodes only (within a node NCCL's tree is a chain, which the ring beats).
+    if (algorithm == NcclAlgorithm::Tree && (in.op != CollectiveOp::AllReduce || in.nodes < 2))
+      continue;
+    for (const NcclProtocol protocol : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
+      if (in.force_protocol && *in.force_protocol != protocol)
+        continue;
+      if (protocol == NcclProtocol::LL128 && !in.ll128_enabled && !in.force_protocol)
+        continue;
+      // Point-to-point operations go through NCCL's p2p path, which this model runs with Simple only.
+      const bool p2p = in.op == CollectiveOp::SendRecv || in.op == CollectiveOp::AllToAll;
+      if (p2p && protocol != NcclProtocol::Simple && !in.force_protocol)
+        continue;
+      const NcclChoice c = evaluate_nccl_algorithm(in, algorithm, protocol);
+      if (c.predicted_time_s < best_time) {
+        best = c;
+        best_time = c.predicted_time_s;
+      }
+    }
+  }
+  if (!std::isfinite(best_time))
+    throw std::invalid_argument("nccl tuner: the forced algorithm does not apply to " + to_string(in.op) +
+                                " on " + std::to_string(in.nodes) + " node(s)");
+  return best;
+}
+
+} // namespace gputwin::sim

@@ -1,0 +1,54 @@
+#pragma once
+// The one place where the cluster graph becomes a SimGrid platform.
+//
+// Network model, chosen deliberately (see sim/README.md): CM02 with cross-traffic and the TCP-gamma window
+// limit off, so a flow alone on its route takes exactly latency + bytes / bandwidth and concurrent flows
+// share each link max-min fairly. SimGrid's default LV08 corrections (bandwidth x 0.97, latency x 13.01,
+// reverse-path cross-traffic, TCP window cap) model TCP over Ethernet, not NCCL over NVLink and InfiniBand
+// RDMA; the protocol overhead NCCL really pays is put in instead as each link kind's measured NCCL
+// efficiency (cluster YAML `nccl:`), and its software latency by the NCCL tuner's latency model.
+//
+// Every directed graph link a route uses becomes one SimGrid link of bandwidth = line rate x NCCL efficiency
+// of its kind, so both directions of a cable are independent (full duplex); every GPU pair that talks gets
+// the route ClusterGraph::route() computes, so SimGrid and the graph cannot disagree. SimGrid 3.32 allows one
+// platform per process: constructing a second SimgridPlatform throws std::logic_error.
+
+#include "gputwin/topologies/cluster_graph.hpp"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace simgrid::s4u {
+class Host;
+class Engine;
+} // namespace simgrid::s4u
+
+namespace gputwin::sim {
+
+class SimgridPlatform {
+public:
+  // A platform with a host per GPU of `graph` (speed = the GPU's bf16 peak) and routes for `gpu_pairs`
+  // (ordered, src != dst).
+  SimgridPlatform(const topo::ClusterGraph& graph, const std::vector<std::pair<int, int>>& gpu_pairs);
+  ~SimgridPlatform();
+  SimgridPlatform(const SimgridPlatform&) = delete;
+  SimgridPlatform& operator=(const SimgridPlatform&) = delete;
+
+  simgrid::s4u::Engine& engine() const;
+  simgrid::s4u::Host* host(int gpu) const;
+  // Sum of the link latencies of the route src -> dst. REQUIRES: the pair was given to the constructor.
+  double route_latency_s(int src_gpu, int dst_gpu) const;
+  size_t link_count() const { return link_count_; }
+  size_t route_count() const { return route_latency_s_.size(); }
+
+  // Effective bandwidth SimGrid gives a directed link: line rate x NCCL efficiency of its kind.
+  static double effective_bytes_per_s(const topo::ClusterSpec& spec, const topo::Link& link);
+
+private:
+  std::vector<simgrid::s4u::Host*> hosts_;
+  std::vector<std::pair<std::pair<int, int>, double>> route_latency_s_; // sorted by pair
+  size_t link_count_ = 0;
+};
+
+} // namespace gputwin::sim

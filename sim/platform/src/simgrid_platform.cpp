@@ -1,0 +1,115 @@
+#include "gputwin/sim/simgrid_platform.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace sg4 = simgrid::s4u;
+
+namespace gputwin::sim {
+
+namespace {
+
+bool platform_built = false;
+
+// The SimGrid engine of this process, created on first use with the network model settings above.
+sg4::Engine& simgrid_engine()
+{
+  if (sg4::Engine::is_initialized())
+    return *sg4::Engine::get_instance();
+  static std::vector<std::string> args = {"gputwin",
+                                          "--cfg=network/model:CM02",
+                                          "--cfg=network/crosstraffic:0",
+                                          "--cfg=network/TCP-gamma:0",
+                                          "--log=root.thres:critical"};
+  static std::vector<char*> argv;
+  for (std::string& a : args)
+    argv.push_back(a.data());
+  static int argc = static_cast<int>(argv.size());
+  static sg4::Engine engine(&argc, argv.data());
+  return engine;
+}
+
+} // namespace
+
+double SimgridPlatform::effective_bytes_per_s(const topo::ClusterSpec& spec, const topo::Link& link)
+{
+  switch (link.kind) {
+  case topo::LinkKind::Nvlink: return link.bytes_per_s * spec.nccl.nvlink_efficiency;
+  case topo::LinkKind::Pcie: return link.bytes_per_s * spec.nccl.pcie_efficiency;
+  case topo::LinkKind::NicToFabric:
+  case topo::LinkKind::Fabric: return link.bytes_per_s * spec.nccl.net_efficiency;
+  }
+  return link.bytes_per_s;
+}
+
+SimgridPlatform::SimgridPlatform(const topo::ClusterGraph& graph, const std::vector<std::pair<int, int>>& gpu_pairs)
+{
+  if (platform_built)
+    throw std::logic_error("SimGrid 3.32 allows one platform per process; this process already built one");
+  platform_built = true;
+  simgrid_engine();
+
+  const topo::ClusterSpec& spec = graph.spec();
+  sg4::NetZone* zone = sg4::create_full_zone(spec.name);
+  hosts_.resize(static_cast<size_t>(graph.gpu_count()));
+  for (int g = 0; g < graph.gpu_count(); ++g)
+    hosts_[static_cast<size_t>(g)] = zone->create_host("gpu" + std::to_string(g), spec.gpu.peak_bf16_flops)->seal();
+
+  // Links: created on first use by a route, one per directed graph link.
+  std::vector<sg4::Link*> links(graph.links().size(), nullptr);
+  auto link = [&](int id) {
+    sg4::Link*& l = links[static_cast<size_t>(id)];
+    if (l == nullptr) {
+      const topo::Link& g = graph.links()[static_cast<size_t>(id)];
+      l = zone->create_link(g.name, effective_bytes_per_s(spec, g))->set_latency(g.latency_s)->seal();
+      ++link_count_;
+    }
+    return l;
+  };
+
+  std::vector<std::pair<int, int>> pairs = gpu_pairs;
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  for (const auto& [src, dst] : pairs) {
+    if (src == dst)
+      throw std::invalid_argument("SimgridPlatform: a route from GPU " + std::to_string(src) + " to itself");
+    std::vector<sg4::LinkInRoute> route;
+    double latency_s = 0;
+    for (const int id : graph.route(src, dst)) {
+      route.emplace_back(link(id));
+      latency_s += graph.links()[static_cast<size_t>(id)].latency_s;
+    }
+    zone->add_route(hosts_[static_cast<size_t>(src)]->get_netpoint(), hosts_[static_cast<size_t>(dst)]->get_netpoint(),
+                    nullptr, nullptr, route, /*symmetrical=*/false);
+    route_latency_s_.push_back({{src, dst}, latency_s});
+  }
+  zone->seal();
+}
+
+SimgridPlatform::~SimgridPlatform() = default;
+
+sg4::Engine& SimgridPlatform::engine() const
+{
+  return simgrid_engine();
+}
+
+sg4::Host* SimgridPlatform::host(int gpu) const
+{
+  return hosts_.at(static_cast<size_t>(gpu));
+}
+
+double SimgridPlatform::route_latency_s(int src_gpu, int dst_gpu) const
+{
+  const std::pair<int, int> key{src_gpu, dst_gpu};
+  const auto it = std::lower_bound(route_latency_s_.begin(), route_latency_s_.end(), key,
+                                   [](const auto& entry, const auto& k) { return entry.first < k; });
+  if (it == route_latency_s_.end() || it->first != key)
+    throw std::logic_error("SimgridPlatform: no route from GPU " + std::to_string(src_gpu) + " to " +
+                           std::to_string(dst_gpu));
+  return it->second;
+}
+
+} // namespace gputwin::sim

@@ -1,0 +1,23 @@
+#pragma once
+// The cluster flags every simulator subcommand shares (`gputwin topo`, `gputwin collective`, ...):
+//
+//   --cluster NAME|FILE   built-in cluster (dgx-a100, dgx-h100, dgx-h200) or a cluster .yaml file; default dgx-a100
+//   --nodes N             number of nodes (default: the file's `nodes`)
+//   --set KEY=VALUE       override a field of the cluster file before it is validated (repeatable)
+
+#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
+
+namespace gputwin::topo {
+
+// The cluster used when --cluster is not given.
+inline constexpr const char* default_cluster = "dgx-a100";
+
+// Adds a "cluster" section with --cluster, --nodes and --set to `parser`.
+void add_cluster_flags(cli::ArgParser& parser);
+
+// The cluster the flags describe, loaded and validated (load_cluster). Throws InputError naming the flag
+// ("--nodes: expected a positive integer, got 0") or the file location of a bad field.
+ClusterSpec read_cluster(const cli::ParsedArgs& args);
+
+} // namespace gputwin::topo

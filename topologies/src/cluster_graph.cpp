@@ -1,0 +1,305 @@
+#include "gputwin/topologies/cluster_graph.hpp"
+
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/traces/json_writer.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/breadth_first_search.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace gputwin::topo {
+
+struct ClusterGraph::BoostGraph {
+  // One undirected edge per physical link: connectivity and hop counts.
+  boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS> graph;
+};
+
+// Link ids by endpoint, each of the direction away from the GPUs (GPU -> switch, PCIe switch -> NIC,
+// NIC -> leaf, level l -> level l + 1); the opposite direction is id + 1 (id ^ 1).
+struct ClusterGraph::Wiring {
+  std::vector<int> gpu_nvlink; // per GPU of the cluster: GPU -> NVSwitch
+  std::vector<int> gpu_pcie;   // per GPU: GPU -> its PCIe switch
+  std::vector<int> nic_pcie;   // per NIC of the cluster (node * nics + n): PCIe switch -> NIC
+  std::vector<int> nic_leaf;   // per NIC: NIC -> leaf
+  std::vector<int> leaf_of_nic;
+  std::vector<int> leaf_up;           // leaf * u + k: leaf -> spine k (2 levels) or aggregation switch k of its pod (3)
+  std::vector<int> agg_up;            // agg * (radix / 2) + c: aggregation switch -> core c of its group (3 levels)
+  std::vector<int> rail_of_local_gpu; // the NIC whose rail-map list first names the local GPU
+  std::vector<int> pcie_of_local_gpu;
+  std::vector<int> pcie_of_nic; // the PCIe switch of the NIC's first served GPU
+  std::vector<int> first_gpu_of_nic;
+};
+
+namespace {
+
+constexpr int reverse(int link)
+{
+  return link ^ 1;
+}
+
+// "n3." (appended piecewise: GCC 12 falsely warns -Wrestrict on "n" + std::string, its bug 105651).
+std::string node_prefix(int node)
+{
+  std::string prefix = "n";
+  prefix += std::to_string(node);
+  prefix += '.';
+  return prefix;
+}
+
+} // namespace
+
+ClusterGraph::ClusterGraph(ClusterSpec spec)
+    : spec_(std::move(spec)), graph_(std::make_unique<BoostGraph>()), wiring_(std::make_unique<Wiring>())
+{
+  fabric_ = fat_tree_shape(spec_); // checks the spec first (require_consistent)
+  build_nodes();
+  build_fabric();
+  check_links();
+}
+
+ClusterGraph::~ClusterGraph() = default;
+ClusterGraph::ClusterGraph(ClusterGraph&&) noexcept = default;
+ClusterGraph& ClusterGraph::operator=(ClusterGraph&&) noexcept = default;
+
+int ClusterGraph::add_vertex(VertexKind kind, int node, int index, int level, std::string name)
+{
+  vertices_.push_back(Vertex{kind, node, index, level, std::move(name)});
+  boost::add_vertex(graph_->graph);
+  return static_cast<int>(vertices_.size()) - 1;
+}
+
+int ClusterGraph::add_link(int a, int b, LinkKind kind, double bytes_per_s, double latency_s)
+{
+  const int id = static_cast<int>(links_.size());
+  const std::string& name_a = vertices_[static_cast<size_t>(a)].name;
+  const std::string& name_b = vertices_[static_cast<size_t>(b)].name;
+  links_.push_back(Link{a, b, kind, bytes_per_s, latency_s, name_a + "->" + name_b});
+  links_.push_back(Link{b, a, kind, bytes_per_s, latency_s, name_b + "->" + name_a});
+  boost::add_edge(static_cast<size_t>(a), static_cast<size_t>(b), graph_->graph);
+  return id;
+}
+
+void ClusterGraph::build_nodes()
+{
+  Wiring& w = *wiring_;
+  const int gpus = spec_.gpus_per_node;
+  const int gpus_per_switch = gpus / spec_.pcie.switches_per_node;
+  for (int i = 0; i < gpus; ++i)
+    w.pcie_of_local_gpu.push_back(i / gpus_per_switch);
+  w.rail_of_local_gpu.assign(static_cast<size_t>(gpus), -1);
+  for (int n = spec_.nic.count - 1; n >= 0; --n) // the first NIC naming a GPU wins
+    for (int gpu : spec_.nic.gpus[static_cast<size_t>(n)])
+      w.rail_of_local_gpu[static_cast<size_t>(gpu)] = n;
+  for (int n = 0; n < spec_.nic.count; ++n) {
+    const int first = spec_.nic.gpus[static_cast<size_t>(n)].front();
+    w.first_gpu_of_nic.push_back(first);
+    w.pcie_of_nic.push_back(w.pcie_of_local_gpu[static_cast<size_t>(first)]);
+  }
+
+  for (int node = 0; node < spec_.nodes; ++node) {
+    const std::string prefix = node_prefix(node);
+    const int first_gpu = static_cast<int>(vertices_.size());
+    for (int i = 0; i < gpus; ++i)
+      gpu_vertices_.push_back(add_vertex(VertexKind::Gpu, node, i, 0, prefix + "gpu" + std::to_string(i)));
+    const int nvswitch = add_vertex(VertexKind::NvSwitch, node, 0, 0, prefix + "nvswitch");
+    const int first_pcie = static_cast<int>(vertices_.size());
+    for (int s = 0; s < spec_.pcie.switches_per_node; ++s)
+      add_vertex(VertexKind::PcieSwitch, node, s, 0, prefix + "pcie" + std::to_string(s));
+    const int first_nic = static_cast<int>(vertices_.size());
+    for (int n = 0; n < spec_.nic.count; ++n)
+      add_vertex(VertexKind::Nic, node, n, 0, prefix + "nic" + std::to_string(n));
+
+    for (int i = 0; i < gpus; ++i)
+      w.gpu_nvlink.push_back(
+          add_link(first_gpu + i, nvswitch, LinkKind::Nvlink, spec_.nvlink.bytes_per_s, spec_.nvlink.latency_s));
+    for (int i = 0; i < gpus; ++i)
+      w.gpu_pcie.push_back(add_link(first_gpu + i, first_pcie + w.pcie_of_local_gpu[static_cast<size_t>(i)],
+                                    LinkKind::Pcie, spec_.pcie.bytes_per_s, spec_.pcie.latency_s));
+    for (int n = 0; n < spec_.nic.count; ++n)
+      w.nic_pcie.push_back(add_link(first_pcie + w.pcie_of_nic[static_cast<size_t>(n)], first_nic + n, LinkKind::Pcie,
+                                    spec_.pcie.bytes_per_s, spec_.pcie.latency_s));
+  }
+}
+
+void ClusterGraph::build_fabric()
+{
+  const FatTreeShape& t = fabric_;
+  if (t.levels == 0)
+    return;
+  Wiring& w = *wiring_;
+  const int nics = spec_.nic.count;
+  const int u = t.leaf_up_ports;
+  const int per_group = spec_.fabric.switch_radix / 2; // cores per group (3 levels)
+
+  const int first_leaf = static_cast<int>(vertices_.size());
+  for (int l = 0; l < t.leaves; ++l)
+    add_vertex(VertexKind::FabricSwitch, -1, l, 1,
+               t.rail_optimized ? "leaf.r" + std::to_string(l % nics) + "." + std::to_string(l / nics)
+                                : "leaf." + std::to_string(l));
+  const int first_spine = static_cast<int>(vertices_.size());
+  for (int k = 0; k < t.spines; ++k)
+    add_vertex(VertexKind::FabricSwitch, -1, k, 2,
+               t.levels == 2 ? "spine." + std::to_string(k)
+                             : "agg.p" + std::to_string(k / u) + "." + std::to_string(k % u));
+  const int first_core = static_cast<int>(vertices_.size());
+  for (int c = 0; c < t.cores; ++c)
+    add_vertex(VertexKind::FabricSwitch, -1, c, 3, "core." + std::to_string(c));
+
+  const double nic_bw = spec_.nic.bytes_per_s;
+  const double link_bw = spec_.fabric.link_bytes_per_s;
+  const double switch_latency = spec_.fabric.switch_latency_s;
+  for (int node = 0; node < spec_.nodes; ++node) {
+    for (int n = 0; n < nics; ++n) {
+      const int leaf = t.leaf_of_nic(node, n);
+      const int nic_vertex = links_[static_cast<size_t>(w.nic_pcie[static_cast<size_t>(node * nics + n)])].to;
+      w.leaf_of_nic.push_back(leaf);
+      w.nic_leaf.push_back(add_link(nic_vertex, first_leaf + leaf, LinkKind::NicToFabric, nic_bw, spec_.nic.latency_s));
+    }
+  }
+  for (int l = 0; l < t.leaves; ++l) {
+    const int pod_first_agg = t.levels == 3 ? (l / t.leaves_per_pod) * u : 0;
+    for (int k = 0; k < u && t.levels >= 2; ++k)
+      w.leaf_up.push_back(
+          add_link(first_leaf + l, first_spine + pod_first_agg + k, LinkKind::Fabric, link_bw, switch_latency));
+  }
+  for (int a = 0; a < t.spines && t.levels == 3; ++a) {
+    const int group = a % u;
+    for (int c = 0; c < per_group; ++c)
+      w.agg_up.push_back(
+          add_link(first_spine + a, first_core + group * per_group + c, LinkKind::Fabric, link_bw, switch_latency));
+  }
+}
+
+std::vector<int> ClusterGraph::hop_counts(int from_vertex) const
+{
+  std::vector<int> hops(vertices_.size(), -1);
+  hops.at(static_cast<size_t>(from_vertex)) = 0;
+  boost::breadth_first_search(
+      graph_->graph, boost::vertex(static_cast<size_t>(from_vertex), graph_->graph),
+      boost::visitor(boost::make_bfs_visitor(boost::record_distances(hops.data(), boost::on_tree_edge()))));
+  return hops;
+}
+
+void ClusterGraph::check_links() const
+{
+  for (const Link& link : links_)
+    if (!(link.bytes_per_s > 0))
+      throw InputError("cluster '" + spec_.name + "': link " + link.name + " has bandwidth " +
+                       traces::json_number(link.bytes_per_s) + " B/s (expected a positive bandwidth)");
+  // Connected: every vertex, so every GPU, is reachable from the first GPU.
+  const std::vector<int> hops = hop_counts(gpu_vertices_.front());
+  const auto unreachable =
+      std::find_if(gpu_vertices_.begin(), gpu_vertices_.end(), [&](int v) { return hops[static_cast<size_t>(v)] < 0; });
+  int vertex = unreachable == gpu_vertices_.end() ? -1 : *unreachable;
+  if (vertex < 0) {
+    const auto other = std::find(hops.begin(), hops.end(), -1);
+    vertex = other == hops.end() ? -1 : static_cast<int>(other - hops.begin());
+  }
+  if (vertex >= 0)
+    throw InputError("cluster '" + spec_.name +
+                     "': disconnected topology: " + vertices_[static_cast<size_t>(vertex)].name +
+                     " is unreachable from " + vertices_[static_cast<size_t>(gpu_vertices_.front())].name +
+                     " (expected NICs and a fabric joining the nodes)");
+}
+
+int ClusterGraph::gpu_vertex(int gpu) const
+{
+  return gpu_vertices_.at(static_cast<size_t>(gpu));
+}
+
+std::vector<int> ClusterGraph::route(int src_gpu, int dst_gpu) const
+{
+  const Wiring& w = *wiring_;
+  const int gpus = spec_.gpus_per_node;
+  if (src_gpu < 0 || dst_gpu < 0 || src_gpu >= gpu_count() || dst_gpu >= gpu_count())
+    throw std::out_of_range("ClusterGraph::route: GPU out of range");
+  std::vector<int> path;
+  if (src_gpu == dst_gpu)
+    return path;
+  const auto at = [](const std::vector<int>& table, int index) { return table[static_cast<size_t>(index)]; };
+  const int src_node = src_gpu / gpus;
+  const int dst_node = dst_gpu / gpus;
+  if (src_node == dst_node)
+    return {at(w.gpu_nvlink, src_gpu), reverse(at(w.gpu_nvlink, dst_gpu))};
+
+  // The rail of the destination GPU: NIC r on both nodes.
+  const int rail = at(w.rail_of_local_gpu, dst_gpu % gpus);
+  const int rail_switch = at(w.pcie_of_nic, rail);
+  const int rail_gpu = at(w.first_gpu_of_nic, rail);
+  path.reserve(14);
+  int src = src_gpu;
+  if (at(w.pcie_of_local_gpu, src_gpu % gpus) != rail_switch) { // PXN: NVLink to a GPU beside the NIC first
+    src = src_node * gpus + rail_gpu;
+    path.push_back(at(w.gpu_nvlink, src_gpu));
+    path.push_back(reverse(at(w.gpu_nvlink, src)));
+  }
+  const int src_nic = src_node * spec_.nic.count + rail;
+  const int dst_nic = dst_node * spec_.nic.count + rail;
+  path.push_back(at(w.gpu_pcie, src));
+  path.push_back(at(w.nic_pcie, src_nic));
+  path.push_back(at(w.nic_leaf, src_nic));
+
+  // Up-down through the fat tree, uplinks chosen by the destination endpoint e (deterministic).
+  const int src_leaf = at(w.leaf_of_nic, src_nic);
+  const int dst_leaf = at(w.leaf_of_nic, dst_nic);
+  if (src_leaf != dst_leaf) {
+    const int u = fabric_.leaf_up_ports;
+    const int e = dst_nic;
+    const int k = e % u;
+    path.push_back(at(w.leaf_up, src_leaf * u + k));
+    if (fabric_.levels == 3) {
+      const int src_pod = src_leaf / fabric_.leaves_per_pod;
+      const int dst_pod = dst_leaf / fabric_.leaves_per_pod;
+      if (src_pod != dst_pod) {
+        const int per_group = spec_.fabric.switch_radix / 2;
+        const int core = (e / u) % per_group;
+        path.push_back(at(w.agg_up, (src_pod * u + k) * per_group + core));
+        path.push_back(reverse(at(w.agg_up, (dst_pod * u + k) * per_group + core)));
+      }
+    }
+    path.push_back(reverse(at(w.leaf_up, dst_leaf * u + k)));
+  }
+
+  path.push_back(reverse(at(w.nic_leaf, dst_nic)));
+  path.push_back(reverse(at(w.nic_pcie, dst_nic)));
+  if (at(w.pcie_of_local_gpu, dst_gpu % gpus) == rail_switch) {
+    path.push_back(reverse(at(w.gpu_pcie, dst_gpu)));
+  } else { // the destination is not beside its NIC: through the NIC's first GPU, then NVLink
+    const int via = dst_node * gpus + rail_gpu;
+    path.push_back(reverse(at(w.gpu_pcie, via)));
+    path.push_back(at(w.gpu_nvlink, via));
+    path.push_back(reverse(at(w.gpu_nvlink, dst_gpu)));
+  }
+  return path;
+}
+
+TopologySummary ClusterGraph::summary() const
+{
+  TopologySummary s;
+  s.nodes = spec_.nodes;
+  s.gpus = spec_.gpus();
+  s.nvswitch_chips = spec_.nvlink.switch_chips * spec_.nodes;
+  s.pcie_switches = spec_.pcie.switches_per_node * spec_.nodes;
+  s.nics = spec_.nic.count * spec_.nodes;
+  s.fabric_switches_per_level = fabric_.switches_per_level();
+  s.fabric_switches = fabric_.switches();
+  s.physical_links = static_cast<int>(links_.size() / 2);
+  s.nvlink_bytes_per_s_per_gpu = spec_.nvlink.bytes_per_s;
+  s.injection_bytes_per_s_per_gpu = spec_.nic.count * spec_.nic.bytes_per_s / spec_.gpus_per_node;
+  // Per direction across the worst half/half node cut: the NICs of half the nodes, capped by half the leaf
+  // uplinks (2+ levels) and half the aggregation uplinks (3 levels). topologies/README.md, "Summary".
+  if (spec_.nodes > 1) {
+    const double link_bw = spec_.fabric.link_bytes_per_s;
+    double bisection = (spec_.nodes / 2) * spec_.nic.count * spec_.nic.bytes_per_s;
+    if (fabric_.levels >= 2)
+      bisection = std::min(bisection, fabric_.leaves * fabric_.leaf_up_ports * link_bw / 2);
+    if (fabric_.levels == 3)
+      bisection = std::min(bisection, fabric_.spines * (spec_.fabric.switch_radix / 2) * link_bw / 2);
+    s.bisection_bytes_per_s = bisection;
+  }
+  return s;
+}
+
+} // namespace gputwin::topo

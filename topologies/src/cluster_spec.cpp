@@ -1,0 +1,127 @@
+#include "gputwin/topologies/cluster_spec.hpp"
+
+#include "builtin_clusters.hpp"
+#include "cluster_spec_check.hpp"
+#include "field_reader.hpp"
+#include "yaml_overrides.hpp"
+
+#include "gputwin/models/input_error.hpp"
+
+#include <cmath>
+#include <fstream>
+
+namespace gputwin::topo {
+
+namespace {
+
+constexpr double giga = 1e9;
+constexpr double micro = 1e-6;
+
+std::string file_stem(const std::string& path)
+{
+  const size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+
+// The cluster file `name_or_path` names: a built-in name first, then a readable file.
+config::YamlFile open_cluster_file(const std::string& name_or_path, std::string& source)
+{
+  for (const BuiltinCluster& builtin : builtin_clusters()) {
+    if (builtin.name != name_or_path)
+      continue;
+    source = "<built-in " + name_or_path + ">";
+    return config::parse_yaml_text(std::string(builtin.yaml), name_or_path + ".yaml (built-in)");
+  }
+  if (std::ifstream(name_or_path).good()) {
+    source = name_or_path;
+    return config::load_yaml_file(name_or_path);
+  }
+  throw InputError("--cluster: unknown cluster '" + name_or_path + "' (expected one of " + builtin_cluster_names() +
+                   ", or a cluster .yaml file)");
+}
+
+// The fields of the file, in SI units (schema: topologies/README.md). Checks each field's type and sign; the
+// rules between fields are find_spec_problem's.
+ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
+{
+  ClusterSpec spec;
+  in.mapping("", {"name", "nodes", "gpu", "node", "fabric", "nccl"});
+  spec.name = in.has("name") ? in.text("name") : default_name;
+  spec.nodes = in.positive_integer("nodes");
+
+  in.mapping("gpu", {"kind", "peak_bf16_tflops", "hbm_gbytes", "hbm_gbytes_per_s"});
+  spec.gpu.kind = in.text("gpu.kind");
+  spec.gpu.peak_bf16_flops = in.positive_number("gpu.peak_bf16_tflops") * 1e12;
+  spec.gpu.hbm_bytes = std::llround(in.positive_number("gpu.hbm_gbytes") * giga);
+  spec.gpu.hbm_bytes_per_s = in.positive_number("gpu.hbm_gbytes_per_s") * giga;
+
+  in.mapping("node", {"gpus", "nvlink", "pcie", "nics"});
+  spec.gpus_per_node = in.positive_integer("node.gpus");
+  in.mapping("node.nvlink", {"gbytes_per_s", "latency_us", "nvswitch_chips"});
+  spec.nvlink.bytes_per_s = in.positive_number("node.nvlink.gbytes_per_s") * giga;
+  spec.nvlink.latency_s = in.non_negative_number("node.nvlink.latency_us") * micro;
+  spec.nvlink.switch_chips = in.positive_integer("node.nvlink.nvswitch_chips");
+  in.mapping("node.pcie", {"gbytes_per_s", "latency_us", "switches"});
+  spec.pcie.bytes_per_s = in.positive_number("node.pcie.gbytes_per_s") * giga;
+  spec.pcie.latency_s = in.non_negative_number("node.pcie.latency_us") * micro;
+  spec.pcie.switches_per_node = in.positive_integer("node.pcie.switches");
+  in.mapping("node.nics", {"count", "gbits_per_s", "latency_us", "gpus"});
+  spec.nic.count = in.non_negative_integer("node.nics.count");
+  spec.nic.bytes_per_s = in.positive_number("node.nics.gbits_per_s") * giga / 8;
+  spec.nic.latency_s = in.non_negative_number("node.nics.latency_us") * micro;
+  if (spec.nic.count > 0) // a node without NICs needs no rail map
+    spec.nic.gpus = in.integer_lists("node.nics.gpus");
+
+  in.mapping("fabric",
+             {"levels", "switch_radix", "oversubscription", "rail_optimized", "link_gbits_per_s", "switch_latency_us"});
+  spec.fabric.levels = in.positive_integer("fabric.levels");
+  spec.fabric.switch_radix = in.positive_integer("fabric.switch_radix");
+  spec.fabric.oversubscription = in.positive_number("fabric.oversubscription");
+  spec.fabric.rail_optimized = in.boolean("fabric.rail_optimized");
+  spec.fabric.link_bytes_per_s = in.positive_number("fabric.link_gbits_per_s") * giga / 8;
+  spec.fabric.switch_latency_s = in.non_negative_number("fabric.switch_latency_us") * micro;
+
+  in.mapping("nccl", {"nvlink_efficiency", "pcie_efficiency", "net_efficiency"});
+  spec.nccl.nvlink_efficiency = in.positive_number("nccl.nvlink_efficiency");
+  spec.nccl.pcie_efficiency = in.positive_number("nccl.pcie_efficiency");
+  spec.nccl.net_efficiency = in.positive_number("nccl.net_efficiency");
+  return spec;
+}
+
+} // namespace
+
+std::string builtin_cluster_names()
+{
+  std::string names;
+  for (const BuiltinCluster& builtin : builtin_clusters())
+    names += (names.empty() ? "" : ", ") + std::string(builtin.name);
+  return names;
+}
+
+ClusterSpec load_cluster(const std::string& name_or_path, int nodes, const std::vector<std::string>& set_overrides)
+{
+  if (nodes < 0)
+    throw InputError("--nodes: expected a positive number of nodes, got " + std::to_string(nodes));
+  std::string source;
+  config::YamlFile file = open_cluster_file(name_or_path, source);
+  std::vector<std::string> set_keys;
+  for (const std::string& text : set_overrides) {
+    const SetOverride override = parse_set_override(text);
+    apply_set_override(file.root, override);
+    set_keys.push_back(override.key);
+  }
+  const FieldReader in(std::move(file), set_keys);
+  ClusterSpec spec = read_fields(in, file_stem(name_or_path));
+  spec.source = source;
+  if (nodes > 0)
+    spec.nodes = nodes;
+  if (const std::optional<SpecProblem> problem = find_spec_problem(spec)) {
+    const bool from_nodes_flag = nodes > 0 && problem->field == "nodes";
+    throw InputError((from_nodes_flag ? "--nodes" : in.where(problem->field)) + ": " + problem->message);
+  }
+  return spec;
+}
+
+} // namespace gputwin::topo

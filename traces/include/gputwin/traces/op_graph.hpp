@@ -1,0 +1,80 @@
+#pragma once
+// The op graph: THE intermediate form of a training iteration, shared by the workload generator (ops without
+// timings), the engine's tracer (the same ops with measured start and duration) and the simulator (which
+// executes either). A run is one program per rank: ops in issue order, each on a stream (ops on one stream
+// run in order), with explicit dependencies across streams, FLOPs and bytes for the compute model, and
+// communication matched across ranks (a collective by group + sequence number, a send with its receive by
+// peer + sequence number). Dependency-free: the engine builds it on a GPU machine with nothing but CUDA.
+
+#include "gputwin/traces/collective_op.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gputwin::traces {
+
+inline constexpr int op_graph_format_version = 1;
+
+enum class OpKind { Compute, Collective, Send, Recv, Memcpy };
+enum class Phase { Forward, Backward, Recompute, Optimizer };
+
+// C(m, n) = A(m, k) B(k, n), `batch` independent products (attention scores are batched over heads).
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool operator==(const GemmShape&) const = default;
+};
+
+struct Op {
+  int64_t id = 0;            // unique within its rank, increasing in issue order
+  OpKind kind = OpKind::Compute;
+  std::string name;          // "qkv.fwd", "attn.softmax.fwd", "tp.reduce_scatter", "pp.send", "adam" ...
+  Phase phase = Phase::Forward;
+  int32_t layer = -1;        // transformer layer (global index); -1 for embedding, loss, optimizer
+  int32_t micro_batch = -1;  // -1 for once-per-iteration ops (optimizer, DP gradient reduction)
+  int32_t chunk = 0;         // model chunk of the stage (interleaved schedule)
+  int32_t stream = 0;        // ops on one stream run one after another in id order
+  double flops = 0;          // floating-point operations of a compute op
+  double bytes = 0;          // compute: HBM bytes read + written; communication: the nccl-tests size
+  GemmShape gemm;            // set for GEMMs (m, n, k > 0)
+  // Communication ops.
+  CollectiveOp collective = CollectiveOp::AllReduce; // Collective only
+  int32_t group = -1;        // Collective: index into OpGraph::groups
+  int32_t peer = -1;         // Send/Recv: the other rank
+  int64_t sequence = -1;     // Collective: n-th op of its group on this rank; Send/Recv: n-th of this (src, dst)
+  std::vector<int64_t> deps; // ids of earlier ops of this rank (other streams) that must finish first
+  // Measured (engine traces); -1 when not measured.
+  int64_t start_ns = -1;
+  int64_t duration_ns = -1;
+
+  bool is_communication() const { return kind == OpKind::Collective || kind == OpKind::Send || kind == OpKind::Recv; }
+};
+
+// Ranks that take part in one communicator, in rank order of the communicator.
+struct CommGroup {
+  std::string kind;           // "tp", "dp", "pp", "world", ...
+  std::vector<int32_t> ranks;
+};
+
+struct RankProgram {
+  int32_t rank = 0;
+  std::vector<Op> ops;
+};
+
+struct OpGraph {
+  int format_version = op_graph_format_version;
+  // What produced the graph: model and plan ("hidden", "tp", "schedule", ...), device, tool version.
+  std::map<std::string, std::string> metadata;
+  std::vector<CommGroup> groups;
+  std::vector<RankProgram> ranks;
+  std::vector<double> measured_iteration_s; // engine traces: each measured iteration's wall time
+};
+
+std::string to_string(OpKind k);   // "compute", "collective", "send", "recv", "memcpy"
+std::string to_string(Phase p);    // "forward", "backward", "recompute", "optimizer"
+std::optional<OpKind> parse_op_kind(const std::string& text);
+std::optional<Phase> parse_phase(const std::string& text);
+
+} // namespace gputwin::traces
