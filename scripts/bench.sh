@@ -20,3 +20,8 @@ bench "8 GiB all-reduce, 1024 GPUs (dgx-a100, 128 nodes)" 5 \
   "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 1024 --bytes 8G --json
 bench "all-reduce sweep 1M:8G, 128 GPUs (dgx-a100, 16 nodes)" 5 \
   "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 128 --sweep 1M:8G --json
+bench "simulate gpt-1t, Table 3 plan, SP + selective, 512 GPUs" 10 \
+  "$gputwin" simulate --model gpt-1t --plan paper --sp --recompute selective --json
+bench "simulate gpt-1t, TP 8 PP 64 DP 6, 3072 GPUs (also < 4 GiB)" 60 \
+  "$gputwin" simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072 --micro-batch 1 --sp \
+  --recompute selective --json

@@ -80,6 +80,22 @@ inline constexpr Table5Row table5[] = {
     {"gpt-1t", 94.42, 71.49, 56.3, 57.0},
 };
 
+// Table 4: one 22B transformer layer on 8 A100s (t = 8, b = 4), forward and backward, milliseconds.
+struct Table4Row {
+  const char* experiment;
+  bool sequence_parallel;
+  const char* recompute; // none | selective | full
+  double forward_ms, backward_ms;
+};
+
+inline constexpr Table4Row table4[] = {
+    {"baseline, no recompute", false, "none", 7.7, 11.9},
+    {"sequence parallel", true, "none", 7.2, 11.8},
+    {"full recompute", false, "full", 7.7, 19.5},
+    {"selective recompute", false, "selective", 7.7, 13.2},
+    {"selective + sequence parallel", true, "selective", 7.2, 13.1},
+};
+
 inline constexpr double a100_peak_bf16_flops = 312e12;
 
 } // namespace gputwin::reference

@@ -1,0 +1,85 @@
+// `gputwin simulate`, `collective` and `topo` through the real binary: determinism and bad input.
+#include "run_cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <regex>
+
+namespace gputwin::testing {
+namespace {
+
+std::string without_wall_time(const std::string& json)
+{
+  return std::regex_replace(json, std::regex("\"sim_wall_time_s\": [0-9.e+-]+"), "\"sim_wall_time_s\": X");
+}
+
+TEST(SimulateCli, SameInputsGiveByteIdenticalJson)
+{
+  const std::string args = "simulate --model gpt3-175b --plan paper --sp --recompute selective --layers 24 --json";
+  const CliResult a = run_gputwin(args, false), b = run_gputwin(args, false);
+  ASSERT_EQ(a.exit_code, 0);
+  EXPECT_EQ(without_wall_time(a.output), without_wall_time(b.output));
+  for (const char* key : {"\"iteration_time_s\"", "\"mfu\"", "\"hfu\"", "\"bubble_fraction\"", "\"peak_memory_bytes\"",
+                          "\"sim_wall_time_s\"", "\"simulated_events\""})
+    EXPECT_NE(a.output.find(key), std::string::npos) << key;
+}
+
+TEST(SimulateCli, TimelineIsChromeTraceJson)
+{
+  const std::string file = ::testing::TempDir() + "/timeline.json";
+  const CliResult r = run_gputwin("simulate --model gpt-22b --plan paper --layers 2 --timeline '" + file + "'", false);
+  ASSERT_EQ(r.exit_code, 0);
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", 0), 0u);
+  EXPECT_NE(text.find("\"name\":\"qkv.fwd\""), std::string::npos);
+  EXPECT_NE(text.find("\"micro_batch\":0"), std::string::npos);
+}
+
+TEST(SimulateCli, PlanThatDoesNotFitIsSimulatedWithAWarning)
+{
+  const CliResult r = run_gputwin("simulate --model gpt3-175b --tp 8 --pp 2", true);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("warning: pipeline stage 0 needs"), std::string::npos) << r.output;
+}
+
+TEST(SimulateCli, BadInputIsOneLineAndNonZeroExit)
+{
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"simulate --model gpt-22b --tp 8 --pp 4 --nodes 2", "--nodes: the plan needs tp x pp x dp = 32 GPUs"},
+      {"simulate --model gpt-22b --pp 4 --schedule interleaved --chunks 5 --global-batch 8",
+       "--chunks: 48 layers are not divisible"},
+      {"simulate --model gpt-22b --pp 4 --schedule interleaved --chunks 2 --global-batch 2",
+       "--global-batch: the interleaved schedule needs the micro-batches per pipeline (2)"},
+      {"simulate --model gpt-22b --warp-speed", "unknown option '--warp-speed'"},
+      {"simulate --model gpt-22b --cluster dgx-z100", "--cluster: unknown cluster 'dgx-z100'"},
+      {"collective --op all-reduce --ranks 200 --nodes 16 --bytes 1G", "--ranks: 200 ranks"},
+      {"collective --op all-sum --ranks 8 --bytes 1G", "--op: expected all-reduce|"},
+      {"collective --op all-reduce --ranks 8 --bytes 12Q", "--bytes: expected a size in bytes"},
+      {"collective --op all-reduce --ranks 8 --bytes 1G --set fabric.radixx=4", "--set fabric.radixx"},
+      {"collective --op all-reduce --ranks 8 --bytes 1G --algo tree", "--algo: "},
+  };
+  for (const auto& [args, expected] : cases) {
+    SCOPED_TRACE(args);
+    const CliResult r = run_gputwin(args, true);
+    EXPECT_GT(r.exit_code, 0);
+    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+    ASSERT_FALSE(r.output.empty());
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "expected one line: " << r.output;
+  }
+}
+
+TEST(CollectiveCli, JsonRowsPerSize)
+{
+  const CliResult r = run_gputwin("collective --cluster dgx-a100 --op all-reduce --ranks 8 --sweep 1M:4M --json", false);
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("\"bytes\": 1048576"), std::string::npos);
+  EXPECT_NE(r.output.find("\"bytes\": 4194304"), std::string::npos);
+  for (const char* key : {"\"time_s\"", "\"algbw_gbps\"", "\"busbw_gbps\""})
+    EXPECT_NE(r.output.find(key), std::string::npos);
+}
+
+} // namespace
+} // namespace gputwin::testing
