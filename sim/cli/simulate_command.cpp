@@ -131,7 +131,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   if (r.peak_memory_bytes > cluster.gpu.hbm_bytes)
     std::cerr << "gputwin simulate: warning: pipeline stage " << r.peak_memory_stage << " needs "
               << r.peak_memory_bytes << " bytes per GPU (" << static_cast<double>(r.peak_memory_bytes) / (1 << 30)
-              << " GiB) but a " << cluster.gpu.kind << " has " << cluster.gpu.hbm_bytes
+              << " GiB) but the GPU (" << cluster.gpu.kind << ") has " << cluster.gpu.hbm_bytes
               << " bytes; simulating anyway\n";
 
   const auto wall_start = std::chrono::steady_clock::now();
