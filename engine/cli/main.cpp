@@ -16,7 +16,8 @@ struct Subcommand {
 };
 
 const Subcommand subcommands[] = {
-    {"train", "train a GPT with a parallel plan (TP, SP, PP, DP, recompute) and measure it; --trace writes the op graph",
+    {"train",
+     "train a GPT with a parallel plan (TP, SP, PP, DP, recompute) and measure it; --trace writes the op graph",
      gputwin::engine::cli::run_train},
     {"trace-to-perfetto", "convert a trace to Chrome trace-event JSON (open in ui.perfetto.dev)",
      gputwin::engine::cli::run_trace_to_perfetto},

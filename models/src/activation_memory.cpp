@@ -93,12 +93,12 @@ StageActivations stage_activation_memory(const GptConfig& model, const ParallelP
     // Final layernorm input and output-layer input (2 sbh each, sharded by SP) and the fp32 logits of the
     // vocabulary-parallel loss (4 s b v / t), for the one micro-batch whose last chunk is in flight:
     // 4 sbh / t (1 + v / h) with SP, the paper's delta(p = 1) term.
-    const int64_t logits = checked_product({4, model.seq_len, plan.micro_batch, padded_vocab(model, plan.tp)},
-                                           "activations") / plan.tp;
+    const int64_t logits =
+        checked_product({4, model.seq_len, plan.micro_batch, padded_vocab(model, plan.tp)}, "activations") / plan.tp;
     a.output_bytes = checked_sum(outside_tp_region(4 * sbh(model, plan), plan), logits, "activations");
   }
-  a.total_bytes = checked_sum(checked_sum(a.layer_bytes, a.embedding_bytes, "activations"), a.output_bytes,
-                              "activations");
+  a.total_bytes =
+      checked_sum(checked_sum(a.layer_bytes, a.embedding_bytes, "activations"), a.output_bytes, "activations");
   return a;
 }
 

@@ -123,8 +123,7 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args)
 std::string ArgParser::help() const
 {
   std::ostringstream out;
-  out << "usage: " << command_ << " [options]" << (positional_usage_.empty() ? "" : " " + positional_usage_)
-      << "\n\n"
+  out << "usage: " << command_ << " [options]" << (positional_usage_.empty() ? "" : " " + positional_usage_) << "\n\n"
       << summary_ << "\n";
   for (const auto& [title, flags] : sections_) {
     if (flags.empty())

@@ -41,8 +41,7 @@ double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch
   return model_flops;
 }
 
-double flops_utilization(double flops_per_iteration, double iteration_seconds, int64_t gpus,
-                         double peak_flops_per_gpu)
+double flops_utilization(double flops_per_iteration, double iteration_seconds, int64_t gpus, double peak_flops_per_gpu)
 {
   if (iteration_seconds <= 0 || gpus <= 0 || peak_flops_per_gpu <= 0)
     throw std::invalid_argument("flops_utilization: time, GPUs and peak must be positive");

@@ -34,8 +34,7 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
     m.kernel_overhead_s = 4e-6;
     m.source = "A100 shape model; large-GEMM efficiency and copy bandwidth measured on H100/H200 (not fit)";
   } else {
-    throw std::invalid_argument("no compute model for GPU kind '" + gpu_kind +
-                                "' (expected a100-*, h100-* or h200-*)");
+    throw std::invalid_argument("no compute model for GPU kind '" + gpu_kind + "' (expected a100-*, h100-* or h200-*)");
   }
   return m;
 }

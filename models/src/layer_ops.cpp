@@ -168,8 +168,8 @@ void emit_embedding_forward(OpEmitter& e, const LayerShape& s, int32_t g)
   // embeddings are summed: all-reduce, or with SP reduce-scatter straight into the sequence shards.
   e.memory("embedding.fwd", full(s) * 2 + d(s.tokens()) * 8, 0);
   if (s.t > 1)
-    e.collective(s.sp ? "tp.reduce_scatter" : "tp.all_reduce", s.sp ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
-                 g, hidden_bytes(s), compute_stream);
+    e.collective(s.sp ? "tp.reduce_scatter" : "tp.all_reduce",
+                 s.sp ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, g, hidden_bytes(s), compute_stream);
   e.memory("embedding.dropout.fwd", outside(s) * (2 + 2 + 1), outside(s));
 }
 

@@ -14,8 +14,8 @@ ModelStateMemory model_state_memory(int64_t parameters, const ParallelPlan& plan
   const int64_t optimizer = checked_product({parameters, bytes.optimizer}, "optimizer states");
   // ZeRO-1 / distributed optimizer (Rajbhandari et al. 2020): each replica keeps 1/dp of the fp32 states.
   m.optimizer_bytes = plan.zero_stage >= 1 ? (optimizer + plan.dp - 1) / plan.dp : optimizer;
-  m.total_bytes = checked_sum(checked_sum(m.weight_bytes, m.gradient_bytes, "model state"), m.optimizer_bytes,
-                              "model state");
+  m.total_bytes =
+      checked_sum(checked_sum(m.weight_bytes, m.gradient_bytes, "model state"), m.optimizer_bytes, "model state");
   return m;
 }
 

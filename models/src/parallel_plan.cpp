@@ -85,8 +85,8 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
     throw InputError("--sp: sequence length " + str(model.seq_len) + " is not divisible by tensor-parallel size " +
                      str(plan.tp) + " (sequence parallelism splits the sequence over the tp ranks)");
   if (model.layers % plan.pp != 0)
-    throw InputError("--pp: " + str(model.layers) + " layers of model '" + model.name +
-                     "' are not divisible by " + str(plan.pp) + " pipeline stages (expected a divisor of the layers)");
+    throw InputError("--pp: " + str(model.layers) + " layers of model '" + model.name + "' are not divisible by " +
+                     str(plan.pp) + " pipeline stages (expected a divisor of the layers)");
 
   if (plan.schedule == Schedule::Interleaved) {
     if (plan.pp < 2)
@@ -94,8 +94,8 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
     if (plan.chunks < 2)
       throw InputError("--chunks: interleaved needs at least 2 model chunks per stage, got " + str(plan.chunks));
     if (model.layers % (plan.pp * plan.chunks) != 0)
-      throw InputError("--chunks: " + str(model.layers) + " layers are not divisible by pp x chunks = " +
-                       str(plan.pp) + " x " + str(plan.chunks) + " (expected each model chunk to get whole layers)");
+      throw InputError("--chunks: " + str(model.layers) + " layers are not divisible by pp x chunks = " + str(plan.pp) +
+                       " x " + str(plan.chunks) + " (expected each model chunk to get whole layers)");
   } else if (plan.chunks != 1) {
     throw InputError("--chunks: " + str(plan.chunks) + " model chunks per stage need --schedule interleaved (got " +
                      to_string(plan.schedule) + ")");

@@ -10,8 +10,7 @@ namespace gputwin::cli {
 void add_model_flags(ArgParser& parser)
 {
   parser.add_section("model");
-  parser.add_option("--model", "NAME|FILE",
-                    "built-in model (" + catalog_names() + ") or a model .yaml file");
+  parser.add_option("--model", "NAME|FILE", "built-in model (" + catalog_names() + ") or a model .yaml file");
   parser.add_option("--hidden", "H", "hidden size h (overrides the model's)");
   parser.add_option("--heads", "A", "attention heads a");
   parser.add_option("--layers", "L", "transformer layers L");
@@ -42,8 +41,7 @@ bool looks_like_file(const std::string& name)
   auto ends_with = [&](const std::string& suffix) {
     return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return ends_with(".yaml") || ends_with(".yml") || name.find('/') != std::string::npos ||
-         std::ifstream(name).good();
+  return ends_with(".yaml") || ends_with(".yml") || name.find('/') != std::string::npos || std::ifstream(name).good();
 }
 
 void override_size(const ParsedArgs& args, const std::string& flag, int64_t& field)

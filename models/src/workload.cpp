@@ -61,10 +61,12 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
       const int64_t v = virtual_stage(plan, stage, step.chunk);
       if (step.phase == PipelinePhase::Forward && v < last_virtual) {
         const int64_t dst = next_of(plan, stage, step.chunk).stage;
-        w.message_sequence[message_key(stage, Direction::Activation, step.micro_batch, step.chunk)] = next_sequence[dst]++;
+        w.message_sequence[message_key(stage, Direction::Activation, step.micro_batch, step.chunk)] =
+            next_sequence[dst]++;
       } else if (step.phase == PipelinePhase::Backward && v > 0) {
         const int64_t dst = previous_of(plan, stage, step.chunk).stage;
-        w.message_sequence[message_key(stage, Direction::Gradient, step.micro_batch, step.chunk)] = next_sequence[dst]++;
+        w.message_sequence[message_key(stage, Direction::Gradient, step.micro_batch, step.chunk)] =
+            next_sequence[dst]++;
       }
     }
   }
@@ -168,8 +170,8 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
   std::vector<int64_t> before_step{e.last_compute_id()};
   if (plan.pp > 1 && (stage == 0 || stage == plan.pp - 1)) {
     const double bytes = grad_bytes_per_param * static_cast<double>(s.vocab_per_rank * s.h);
-    before_step.push_back(e.collective("embedding.grad_all_reduce", CollectiveOp::AllReduce, w.embedding_group(),
-                                       bytes, compute_stream));
+    before_step.push_back(
+        e.collective("embedding.grad_all_reduce", CollectiveOp::AllReduce, w.embedding_group(), bytes, compute_stream));
   }
   if (plan.dp > 1) {
     if (!w.options.overlap_grad_reduce)
@@ -197,15 +199,24 @@ traces::OpGraph workload_graph(const Workload& w)
     graph.ranks.push_back(stage_program(w, stage));
   const ParallelPlan& p = w.plan;
   graph.metadata = {
-      {"generator", "gputwin workload"}, {"model", w.model.name},
-      {"hidden", std::to_string(w.model.hidden)}, {"heads", std::to_string(w.model.heads)},
-      {"layers", std::to_string(w.model.layers)}, {"seq_len", std::to_string(w.model.seq_len)},
-      {"vocab", std::to_string(w.model.vocab)}, {"tp", std::to_string(p.tp)},
-      {"pp", std::to_string(p.pp)}, {"dp", std::to_string(p.dp)},
-      {"micro_batch", std::to_string(p.micro_batch)}, {"global_batch", std::to_string(p.effective_global_batch())},
-      {"sequence_parallel", p.sequence_parallel() ? "true" : "false"}, {"recompute", to_string(p.recompute)},
-      {"schedule", to_string(p.schedule)}, {"chunks", std::to_string(p.chunks)},
-      {"zero", std::to_string(p.zero_stage)}, {"folded", "true"},
+      {"generator", "gputwin workload"},
+      {"model", w.model.name},
+      {"hidden", std::to_string(w.model.hidden)},
+      {"heads", std::to_string(w.model.heads)},
+      {"layers", std::to_string(w.model.layers)},
+      {"seq_len", std::to_string(w.model.seq_len)},
+      {"vocab", std::to_string(w.model.vocab)},
+      {"tp", std::to_string(p.tp)},
+      {"pp", std::to_string(p.pp)},
+      {"dp", std::to_string(p.dp)},
+      {"micro_batch", std::to_string(p.micro_batch)},
+      {"global_batch", std::to_string(p.effective_global_batch())},
+      {"sequence_parallel", p.sequence_parallel() ? "true" : "false"},
+      {"recompute", to_string(p.recompute)},
+      {"schedule", to_string(p.schedule)},
+      {"chunks", std::to_string(p.chunks)},
+      {"zero", std::to_string(p.zero_stage)},
+      {"folded", "true"},
   };
   return graph;
 }

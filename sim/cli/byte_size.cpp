@@ -13,10 +13,14 @@ int64_t parse_byte_size(const std::string& flag, const std::string& text)
   int64_t multiplier = 1;
   std::string digits = text;
   switch (text.back()) {
-  case 'K': case 'k': multiplier = int64_t{1} << 10; break;
-  case 'M': case 'm': multiplier = int64_t{1} << 20; break;
-  case 'G': case 'g': multiplier = int64_t{1} << 30; break;
-  case 'T': case 't': multiplier = int64_t{1} << 40; break;
+  case 'K':
+  case 'k': multiplier = int64_t{1} << 10; break;
+  case 'M':
+  case 'm': multiplier = int64_t{1} << 20; break;
+  case 'G':
+  case 'g': multiplier = int64_t{1} << 30; break;
+  case 'T':
+  case 't': multiplier = int64_t{1} << 40; break;
   default: break;
   }
   if (multiplier != 1)
@@ -41,7 +45,8 @@ std::vector<int64_t> parse_size_sweep(const std::string& flag, const std::string
     throw InputError(flag + ": expected MIN:MAX[:FACTOR] such as 1M:8G, got '" + text + "'");
   const size_t colon2 = text.find(':', colon + 1);
   const int64_t min_bytes = parse_byte_size(flag, text.substr(0, colon));
-  const int64_t max_bytes = parse_byte_size(flag, text.substr(colon + 1, colon2 == std::string::npos ? std::string::npos : colon2 - colon - 1));
+  const int64_t max_bytes = parse_byte_size(
+      flag, text.substr(colon + 1, colon2 == std::string::npos ? std::string::npos : colon2 - colon - 1));
   int64_t factor = 2;
   if (colon2 != std::string::npos) {
     factor = parse_integer(flag, text.substr(colon2 + 1));

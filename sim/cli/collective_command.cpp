@@ -2,10 +2,10 @@
 #include "byte_size.hpp"
 #include "commands.hpp"
 
-#include "gputwin/traces/collective_op.hpp"
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/sim/collective_executor.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
+#include "gputwin/traces/collective_op.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
 #include <chrono>
@@ -31,10 +31,9 @@ std::vector<int> place_ranks(const topo::ClusterSpec& cluster, int64_t ranks, in
                      std::to_string(cluster.gpus_per_node) + " GPUs of a " + cluster.name + " node");
   const int64_t nodes_needed = (ranks + per_node - 1) / per_node;
   if (nodes_needed > cluster.nodes)
-    throw InputError("--ranks: " + std::to_string(ranks) + " ranks at " + std::to_string(per_node) +
-                     " per node need " + std::to_string(nodes_needed) + " nodes, but the cluster has " +
-                     std::to_string(cluster.nodes) + " (expected at most " +
-                     std::to_string(cluster.nodes * per_node) + " ranks, or a larger --nodes)");
+    throw InputError("--ranks: " + std::to_string(ranks) + " ranks at " + std::to_string(per_node) + " per node need " +
+                     std::to_string(nodes_needed) + " nodes, but the cluster has " + std::to_string(cluster.nodes) +
+                     " (expected at most " + std::to_string(cluster.nodes * per_node) + " ranks, or a larger --nodes)");
   std::vector<int> gpus;
   for (int64_t r = 0; r < ranks; ++r)
     gpus.push_back(static_cast<int>((r / per_node) * cluster.gpus_per_node + r % per_node));
@@ -46,7 +45,8 @@ void print_table(std::ostream& out, const topo::ClusterSpec& cluster, Collective
 {
   char line[256];
   std::snprintf(line, sizeof line, "# gputwin collective: %s, %lld ranks on %d node(s) of %s, %d channel(s)\n",
-                to_string(op).c_str(), static_cast<long long>(ranks), first.nodes, cluster.name.c_str(), first.channels);
+                to_string(op).c_str(), static_cast<long long>(ranks), first.nodes, cluster.name.c_str(),
+                first.channels);
   out << line;
   out << "#\n#          size       time     algbw     busbw   algo   proto\n"
          "#           (B)       (us)    (GB/s)    (GB/s)\n";
@@ -78,13 +78,14 @@ void print_json(std::ostream& out, const std::vector<Row>& rows)
 
 int run_collective(const std::vector<std::string>& args, std::ostream& out)
 {
-  ArgParser parser("gputwin collective",
-                   "Simulates one NCCL collective on a cluster and prints time, algbw and busbw per size with\n"
-                   "nccl-tests' definitions (algbw = size / time; busbw = algbw x 2(n-1)/n for all-reduce,\n"
-                   "(n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and send-recv).\n"
-                   "NCCL's own cost model picks the algorithm (ring, tree) and protocol (LL, LL128, Simple);\n"
-                   "the chosen algorithm's flows then share the cluster's links on SimGrid.\n\n"
-                   "example: gputwin collective --cluster dgx-a100 --nodes 16 --op all-reduce --ranks 128 --sweep 1M:8G");
+  ArgParser parser(
+      "gputwin collective",
+      "Simulates one NCCL collective on a cluster and prints time, algbw and busbw per size with\n"
+      "nccl-tests' definitions (algbw = size / time; busbw = algbw x 2(n-1)/n for all-reduce,\n"
+      "(n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and send-recv).\n"
+      "NCCL's own cost model picks the algorithm (ring, tree) and protocol (LL, LL128, Simple);\n"
+      "the chosen algorithm's flows then share the cluster's links on SimGrid.\n\n"
+      "example: gputwin collective --cluster dgx-a100 --nodes 16 --op all-reduce --ranks 128 --sweep 1M:8G");
   topo::add_cluster_flags(parser);
   parser.add_section("collective");
   parser.add_option("--op", "OP", collective_op_names());

@@ -35,8 +35,8 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   const int64_t vocab = padded_vocab(model, plan.tp);
   char params[32];
   std::snprintf(params, sizeof params, "%.2f", static_cast<double>(model_parameters(model, plan.tp)) / 1e9);
-  out << "model  " << model.name << ": h " << model.hidden << ", a " << model.heads << ", L " << model.layers
-      << ", s " << model.seq_len << ", v " << model.vocab;
+  out << "model  " << model.name << ": h " << model.hidden << ", a " << model.heads << ", L " << model.layers << ", s "
+      << model.seq_len << ", v " << model.vocab;
   if (vocab != model.vocab)
     out << " (padded to " << vocab << ")";
   out << "; " << params << " B parameters\n";
@@ -82,12 +82,13 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
 
 int run_memory(const std::vector<std::string>& args, std::ostream& out)
 {
-  ArgParser parser("gputwin memory",
-                   "Per-GPU memory of the busiest pipeline stage under a parallel plan: activations stored for\n"
-                   "backward (Korthikanti et al. 2022, Table 2, times the micro-batches the schedule keeps in\n"
-                   "flight), the recompute workspace, and mixed-precision Adam model state (2 + 4 + 12 bytes per\n"
-                   "parameter, optimizer sharded over dp with --zero 1).\n\n"
-                   "example: gputwin memory --model gpt3-175b --tp 8 --pp 8 --micro-batch 1 --sp --recompute selective");
+  ArgParser parser(
+      "gputwin memory",
+      "Per-GPU memory of the busiest pipeline stage under a parallel plan: activations stored for\n"
+      "backward (Korthikanti et al. 2022, Table 2, times the micro-batches the schedule keeps in\n"
+      "flight), the recompute workspace, and mixed-precision Adam model state (2 + 4 + 12 bytes per\n"
+      "parameter, optimizer sharded over dp with --zero 1).\n\n"
+      "example: gputwin memory --model gpt3-175b --tp 8 --pp 8 --micro-batch 1 --sp --recompute selective");
   add_model_flags(parser);
   add_plan_flags(parser);
   parser.add_section("output");

@@ -78,8 +78,8 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   row("pipeline bubble (stage 0)", fmt("%.3f of compute", r.bubble_fraction));
   row("compute (stage 0)", fmt("%.4f s", r.compute_s));
   row("exposed communication (stage 0)", fmt("%.4f s", r.exposed_comm_s));
-  row("peak memory (busiest GPU)", fmt("%.2f GiB", static_cast<double>(r.peak_memory_bytes) / (1 << 30)) +
-                                        " (stage " + std::to_string(r.peak_memory_stage) + ")");
+  row("peak memory (busiest GPU)", fmt("%.2f GiB", static_cast<double>(r.peak_memory_bytes) / (1 << 30)) + " (stage " +
+                                       std::to_string(r.peak_memory_stage) + ")");
   row("simulated events", std::to_string(r.simulated_events));
   row("simulator wall time", fmt("%.2f s", r.sim_wall_time_s));
 }
@@ -118,8 +118,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                      std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
                      std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
                      " or more)");
-  const GpuComputeModel gpu = builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
-                                                    cluster.gpu.hbm_bytes_per_s);
+  const GpuComputeModel gpu =
+      builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
 
   // Memory first: a plan that does not fit is still simulated, with a warning naming the stage.
   Report r;
@@ -129,10 +129,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
       r.peak_memory_stage = m.stage;
     }
   if (r.peak_memory_bytes > cluster.gpu.hbm_bytes)
-    std::cerr << "gputwin simulate: warning: pipeline stage " << r.peak_memory_stage << " needs "
-              << r.peak_memory_bytes << " bytes per GPU (" << static_cast<double>(r.peak_memory_bytes) / (1 << 30)
-              << " GiB) but the GPU (" << cluster.gpu.kind << ") has " << cluster.gpu.hbm_bytes
-              << " bytes; simulating anyway\n";
+    std::cerr << "gputwin simulate: warning: pipeline stage " << r.peak_memory_stage << " needs " << r.peak_memory_bytes
+              << " bytes per GPU (" << static_cast<double>(r.peak_memory_bytes) / (1 << 30) << " GiB) but the GPU ("
+              << cluster.gpu.kind << ") has " << cluster.gpu.hbm_bytes << " bytes; simulating anyway\n";
 
   const auto wall_start = std::chrono::steady_clock::now();
   const topo::ClusterGraph graph(cluster);

@@ -32,8 +32,9 @@ void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result
     json.field("pid", static_cast<int64_t>(p));
     json.key("args");
     json.begin_object();
-    json.field("name", "stage " + std::to_string(p) + ": rank " + std::to_string(result.programs[p].rank) +
-                           (ranks_per_program > 1 ? " (stands for " + std::to_string(ranks_per_program) + " ranks)" : ""));
+    json.field("name",
+               "stage " + std::to_string(p) + ": rank " + std::to_string(result.programs[p].rank) +
+                   (ranks_per_program > 1 ? " (stands for " + std::to_string(ranks_per_program) + " ranks)" : ""));
     json.end_object();
     json.end_object();
     for (int32_t stream = 0; stream <= 4; ++stream) {

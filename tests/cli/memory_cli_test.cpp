@@ -8,12 +8,12 @@ namespace {
 
 TEST(MemoryCli, AcceptanceCommandPrintsTheTable2Bytes)
 {
-  const CliResult r = run_gputwin(
-      "memory --model gpt3-175b --tp 8 --pp 8 --micro-batch 1 --sp --recompute selective --json", false);
+  const CliResult r =
+      run_gputwin("memory --model gpt3-175b --tp 8 --pp 8 --micro-batch 1 --sp --recompute selective --json", false);
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("\"activation_bytes_per_layer\": 106954752,"), std::string::npos) << r.output;
-  for (const char* key : {"\"activation_bytes\":", "\"weight_bytes\":", "\"gradient_bytes\":",
-                          "\"optimizer_bytes\":", "\"total_bytes\":"})
+  for (const char* key : {"\"activation_bytes\":", "\"weight_bytes\":", "\"gradient_bytes\":", "\"optimizer_bytes\":",
+                          "\"total_bytes\":"})
     EXPECT_NE(r.output.find(key), std::string::npos) << key;
 }
 

@@ -16,8 +16,8 @@ struct CliResult {
 // Runs `gputwin <arguments>` (a shell-quoted string) with stdout or stderr captured.
 inline CliResult run_gputwin(const std::string& arguments, bool capture_stderr)
 {
-  const std::string command = std::string("'") + GPUTWIN_CLI + "' " + arguments +
-                              (capture_stderr ? " 2>&1 >/dev/null" : " 2>/dev/null");
+  const std::string command =
+      std::string("'") + GPUTWIN_CLI + "' " + arguments + (capture_stderr ? " 2>&1 >/dev/null" : " 2>/dev/null");
   CliResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr)

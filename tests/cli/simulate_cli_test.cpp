@@ -73,7 +73,8 @@ TEST(SimulateCli, BadInputIsOneLineAndNonZeroExit)
 
 TEST(CollectiveCli, JsonRowsPerSize)
 {
-  const CliResult r = run_gputwin("collective --cluster dgx-a100 --op all-reduce --ranks 8 --sweep 1M:4M --json", false);
+  const CliResult r =
+      run_gputwin("collective --cluster dgx-a100 --op all-reduce --ranks 8 --sweep 1M:4M --json", false);
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("\"bytes\": 1048576"), std::string::npos);
   EXPECT_NE(r.output.find("\"bytes\": 4194304"), std::string::npos);

@@ -154,8 +154,8 @@ TEST(ActivationMemory, EmbeddingAndOutputExtraTermsOfSection4)
   const ParallelPlan plan = paper_plan("gpt-22b", TpComm::SequenceParallel, Recompute::Selective); // p = 1
   const int64_t sbh = 2048LL * 4 * 6144;
   const StageActivations a = stage_activation_memory(model, plan, 0);
-  EXPECT_EQ(a.embedding_bytes, sbh / 8);                                   // p / L term, p = 1
-  EXPECT_EQ(a.output_bytes, 4 * sbh / 8 + 4LL * 2048 * 4 * 51200 / 8);     // 4 sbh / t (1 + v / h)
+  EXPECT_EQ(a.embedding_bytes, sbh / 8);                               // p / L term, p = 1
+  EXPECT_EQ(a.output_bytes, 4 * sbh / 8 + 4LL * 2048 * 4 * 51200 / 8); // 4 sbh / t (1 + v / h)
 
   ParallelPlan piped = paper_plan("gpt-1t", TpComm::SequenceParallel, Recompute::Selective); // p = 64, 1F1B
   const StageActivations first = stage_activation_memory(catalog("gpt-1t").model, piped, 0);

@@ -42,8 +42,8 @@ TEST(Flops, Table5MfuAndHfuFromTheMeasuredIterationTimes)
     const double mfu = flops_utilization(model_flops_per_iteration(e.model, batch), row.selective_sp_seconds,
                                          e.paper_plan.gpus(), reference::a100_peak_bf16_flops);
     const double hfu =
-        flops_utilization(hardware_flops_per_iteration(e.model, batch, Recompute::Selective),
-                          row.selective_sp_seconds, e.paper_plan.gpus(), reference::a100_peak_bf16_flops);
+        flops_utilization(hardware_flops_per_iteration(e.model, batch, Recompute::Selective), row.selective_sp_seconds,
+                          e.paper_plan.gpus(), reference::a100_peak_bf16_flops);
     EXPECT_NEAR(100 * mfu, row.mfu_percent, 0.3);
     EXPECT_NEAR(100 * hfu, row.hfu_percent, 0.3);
   }

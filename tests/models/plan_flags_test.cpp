@@ -70,7 +70,8 @@ TEST(PlanFlags, PaperPlanThenFlagsOnTop)
 
 TEST(PlanFlags, ModelFromSizeFlagsAlone)
 {
-  const Parsed p = parse({"--hidden", "1024", "--heads", "16", "--layers", "8", "--seq-len", "512", "--vocab", "32000"});
+  const Parsed p =
+      parse({"--hidden", "1024", "--heads", "16", "--layers", "8", "--seq-len", "512", "--vocab", "32000"});
   EXPECT_EQ(p.model.name, "custom");
   EXPECT_EQ(p.model.layers, 8);
   EXPECT_NE(error_of({"--hidden", "1024"}).find("--model: not given, so --heads is required"), std::string::npos);
@@ -85,8 +86,9 @@ TEST(PlanFlags, ErrorsNameTheFlag)
       {{"--model", "gpt-22b", "--hidden", "0"}, "--hidden: expected a positive integer"},
       {{"--model", "gpt-22b", "--tp", "abc"}, "--tp: expected an integer, got 'abc'"},
       {{"--model", "gpt-22b", "--tp", "99999999999999999999"}, "--tp: expected an integer that fits in 64 bits"},
-      {{"--model", "gpt-22b", "--tp", "5"}, "--tp: 64 attention heads of model 'gpt-22b' are not divisible by "
-                                           "tensor-parallel size 5"},
+      {{"--model", "gpt-22b", "--tp", "5"},
+       "--tp: 64 attention heads of model 'gpt-22b' are not divisible by "
+       "tensor-parallel size 5"},
       {{"--model", "gpt-22b", "--pp", "5"}, "--pp: 48 layers of model 'gpt-22b' are not divisible by 5"},
       {{"--model", "gpt-22b", "--pp", "4", "--schedule", "interleaved", "--chunks", "5", "--global-batch", "4"},
        "--chunks: 48 layers are not divisible by pp x chunks = 4 x 5"},
@@ -117,9 +119,9 @@ TEST(PlanFlags, HelpListsEveryPlanFlag)
   add_model_flags(parser);
   add_plan_flags(parser);
   const std::string help = parser.help();
-  for (const char* flag : {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--tp", "--pp",
-                           "--dp", "--micro-batch", "--global-batch", "--sp", "--recompute", "--schedule", "--chunks",
-                           "--zero", "--plan"})
+  for (const char* flag :
+       {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--tp", "--pp", "--dp", "--micro-batch",
+        "--global-batch", "--sp", "--recompute", "--schedule", "--chunks", "--zero", "--plan"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
 }
 

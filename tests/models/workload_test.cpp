@@ -94,8 +94,8 @@ TEST(Workload, TensorParallelCollectivesWhereMegatronPutsThem)
 
 TEST(Workload, StageProgramsRunTheScheduleModulesOrder)
 {
-  for (const auto& [schedule, chunks] : {std::pair{Schedule::OneFOneB, 1}, std::pair{Schedule::GPipe, 1},
-                                         std::pair{Schedule::Interleaved, 2}}) {
+  for (const auto& [schedule, chunks] :
+       {std::pair{Schedule::OneFOneB, 1}, std::pair{Schedule::GPipe, 1}, std::pair{Schedule::Interleaved, 2}}) {
     const ParallelPlan plan = plan_of(2, 4, 1, 8, true, Recompute::Full, schedule, chunks);
     const Workload w = make_workload(small_model(), plan);
     for (int64_t stage = 0; stage < 4; ++stage) {

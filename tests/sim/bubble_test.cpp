@@ -28,9 +28,18 @@ double bubble(Schedule schedule, int64_t chunks, int64_t micro_batches)
   return (s.pipeline_end_s - s.pipeline_start_s - s.pipeline_compute_s) / s.pipeline_compute_s;
 }
 
-TEST(Bubble, OneFOneB) { EXPECT_NEAR(bubble(Schedule::OneFOneB, 1, 8), 3.0 / 8, 0.01); }
-TEST(Bubble, GPipe) { EXPECT_NEAR(bubble(Schedule::GPipe, 1, 8), 3.0 / 8, 0.01); }
-TEST(Bubble, Interleaved) { EXPECT_NEAR(bubble(Schedule::Interleaved, 2, 8), 3.0 / 16, 0.01); }
+TEST(Bubble, OneFOneB)
+{
+  EXPECT_NEAR(bubble(Schedule::OneFOneB, 1, 8), 3.0 / 8, 0.01);
+}
+TEST(Bubble, GPipe)
+{
+  EXPECT_NEAR(bubble(Schedule::GPipe, 1, 8), 3.0 / 8, 0.01);
+}
+TEST(Bubble, Interleaved)
+{
+  EXPECT_NEAR(bubble(Schedule::Interleaved, 2, 8), 3.0 / 16, 0.01);
+}
 
 } // namespace
 } // namespace gputwin::sim

@@ -35,8 +35,8 @@ TEST(CollectiveExecutor, RingAllReduceReproducesTheClosedFormWithIdealLinks)
   const SimgridPlatform platform(graph, flow_pairs(stream));
   const auto timings = run_collective_streams(platform, {stream});
 
-  const double B = 300e9;                      // NVLink per GPU per direction
-  const double wire_s = 2 * 0.35e-6;           // GPU -> NVSwitch -> GPU
+  const double B = 300e9;            // NVLink per GPU per direction
+  const double wire_s = 2 * 0.35e-6; // GPU -> NVSwitch -> GPU
   for (size_t i = 0; i < plans.size(); ++i) {
     const double n = plans[i].ranks;
     const int steps = 2 * (plans[i].ranks - 1);

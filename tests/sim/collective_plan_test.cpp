@@ -98,8 +98,8 @@ TEST(CollectivePlan, SendRecvAllToAllBroadcastAndTree)
     EXPECT_NE(f.dst_gpu, 0) << "nothing flows back into the root";
 
   // Tree all-reduce over 4 nodes: per channel 3 inter-node edges and 7 chain edges per node, both directions.
-  const CollectivePlan tree = plan_collective(c, CollectiveOp::AllReduce, first_gpus(32), 1e6,
-                                              {NcclAlgorithm::Tree, NcclProtocol::Simple});
+  const CollectivePlan tree =
+      plan_collective(c, CollectiveOp::AllReduce, first_gpus(32), 1e6, {NcclAlgorithm::Tree, NcclProtocol::Simple});
   EXPECT_EQ(tree.choice.algorithm, NcclAlgorithm::Tree);
   EXPECT_EQ(tree.flows.size(), 8u * (3 + 4 * 7) * 2);
 }

@@ -18,8 +18,7 @@ namespace {
 
 IterationResult run(const GptConfig& model, const ParallelPlan& plan, bool timeline)
 {
-  const topo::ClusterSpec cluster =
-      topo::load_cluster("dgx-a100", static_cast<int>((plan.gpus() + 7) / 8), {});
+  const topo::ClusterSpec cluster = topo::load_cluster("dgx-a100", static_cast<int>((plan.gpus() + 7) / 8), {});
   const topo::ClusterGraph graph(cluster);
   const GpuComputeModel gpu =
       builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
@@ -58,11 +57,26 @@ void check_table4_row(size_t row_index)
   EXPECT_NEAR((bwd_end - bwd_begin) * 1e3, row.backward_ms, 0.10 * row.backward_ms);
 }
 
-TEST(Table4, Baseline) { check_table4_row(0); }
-TEST(Table4, SequenceParallel) { check_table4_row(1); }
-TEST(Table4, FullRecompute) { check_table4_row(2); }
-TEST(Table4, SelectiveRecompute) { check_table4_row(3); }
-TEST(Table4, SelectiveAndSequenceParallel) { check_table4_row(4); }
+TEST(Table4, Baseline)
+{
+  check_table4_row(0);
+}
+TEST(Table4, SequenceParallel)
+{
+  check_table4_row(1);
+}
+TEST(Table4, FullRecompute)
+{
+  check_table4_row(2);
+}
+TEST(Table4, SelectiveRecompute)
+{
+  check_table4_row(3);
+}
+TEST(Table4, SelectiveAndSequenceParallel)
+{
+  check_table4_row(4);
+}
 
 // Table 5 figures simulated with the Table 3 plans. The mean-absolute-error bound over all eight is checked
 // in Table5.MeanAbsoluteErrorOfTheRecordedRuns from the same runs' results recorded below; each run here
@@ -73,8 +87,9 @@ struct Table5Case {
   double simulated_s; // recorded result of this very run, asserted to 0.1%
 };
 constexpr Table5Case table5_cases[] = {
-    {"gpt-22b", false, 1.3882}, {"gpt-22b", true, 1.0195},   {"gpt3-175b", false, 18.144}, {"gpt3-175b", true, 13.178},
-    {"mt-nlg-530b", false, 48.668}, {"mt-nlg-530b", true, 35.782}, {"gpt-1t", false, 97.232}, {"gpt-1t", true, 72.330},
+    {"gpt-22b", false, 1.3882},  {"gpt-22b", true, 1.0195},      {"gpt3-175b", false, 18.144},
+    {"gpt3-175b", true, 13.178}, {"mt-nlg-530b", false, 48.668}, {"mt-nlg-530b", true, 35.782},
+    {"gpt-1t", false, 97.232},   {"gpt-1t", true, 72.330},
 };
 
 double published(const Table5Case& c)
@@ -96,14 +111,38 @@ void check_table5(size_t index)
   EXPECT_NEAR(r.iteration_time_s, c.simulated_s, 1e-3 * c.simulated_s) << "update table5_cases";
 }
 
-TEST(Table5, Gpt22bFullRecompute) { check_table5(0); }
-TEST(Table5, Gpt22bSelectiveSp) { check_table5(1); }
-TEST(Table5, Gpt175bFullRecompute) { check_table5(2); }
-TEST(Table5, Gpt175bSelectiveSp) { check_table5(3); }
-TEST(Table5, Mtnlg530bFullRecompute) { check_table5(4); }
-TEST(Table5, Mtnlg530bSelectiveSp) { check_table5(5); }
-TEST(Table5, Gpt1tFullRecompute) { check_table5(6); }
-TEST(Table5, Gpt1tSelectiveSp) { check_table5(7); }
+TEST(Table5, Gpt22bFullRecompute)
+{
+  check_table5(0);
+}
+TEST(Table5, Gpt22bSelectiveSp)
+{
+  check_table5(1);
+}
+TEST(Table5, Gpt175bFullRecompute)
+{
+  check_table5(2);
+}
+TEST(Table5, Gpt175bSelectiveSp)
+{
+  check_table5(3);
+}
+TEST(Table5, Mtnlg530bFullRecompute)
+{
+  check_table5(4);
+}
+TEST(Table5, Mtnlg530bSelectiveSp)
+{
+  check_table5(5);
+}
+TEST(Table5, Gpt1tFullRecompute)
+{
+  check_table5(6);
+}
+TEST(Table5, Gpt1tSelectiveSp)
+{
+  check_table5(7);
+}
 
 TEST(Table5, MeanAbsoluteErrorAtMostFivePercentAndGainSign)
 {

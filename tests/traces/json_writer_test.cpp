@@ -28,7 +28,8 @@ TEST(JsonWriter, NestedObjectsAndArrays)
   json.end_object();
   json.end_object();
   EXPECT_TRUE(json.done());
-  EXPECT_EQ(out.str(), R"({"name":"a \"b\"\n","bytes":106954752,"ratio":0.1,"ok":true,"list":[1,2.5,null],"empty":{}})");
+  EXPECT_EQ(out.str(),
+            R"({"name":"a \"b\"\n","bytes":106954752,"ratio":0.1,"ok":true,"list":[1,2.5,null],"empty":{}})");
 }
 
 TEST(JsonWriter, IndentedLayout)

@@ -12,16 +12,11 @@ namespace {
 const char* shape_of(VertexKind kind)
 {
   switch (kind) {
-  case VertexKind::Gpu:
-    return "box";
-  case VertexKind::NvSwitch:
-    return "hexagon";
-  case VertexKind::PcieSwitch:
-    return "ellipse";
-  case VertexKind::Nic:
-    return "cds";
-  case VertexKind::FabricSwitch:
-    return "diamond";
+  case VertexKind::Gpu: return "box";
+  case VertexKind::NvSwitch: return "hexagon";
+  case VertexKind::PcieSwitch: return "ellipse";
+  case VertexKind::Nic: return "cds";
+  case VertexKind::FabricSwitch: return "diamond";
   }
   return "ellipse";
 }

@@ -20,12 +20,9 @@ int64_t max_leaves(const FabricSpec& fabric)
 {
   const int64_t radix = fabric.switch_radix;
   switch (fabric.levels) {
-  case 1:
-    return 1;
-  case 2:
-    return radix;
-  default:
-    return radix * (radix / 2);
+  case 1: return 1;
+  case 2: return radix;
+  default: return radix * (radix / 2);
   }
 }
 

@@ -1,4 +1,5 @@
 #include "gputwin/traces/json_value.hpp"
+#include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <fstream>
@@ -15,14 +16,17 @@ std::string describe(const JsonValue& v)
   switch (v.type) {
   case JsonValue::Type::String: {
     std::string quoted = "'";
-    quoted += v.text.size() > 40 ? v.text.substr(0, 40) + "..." : v.text;
+    quoted += json_escape(v.text.size() > 40 ? v.text.substr(0, 40) + "..." : v.text);
     quoted += "'";
     return quoted;
   }
   case JsonValue::Type::Number: return v.text.size() > 40 ? v.text.substr(0, 40) + "..." : v.text;
   case JsonValue::Type::Bool: return v.boolean ? "true" : "false";
-  default: return "a" + std::string(v.type == JsonValue::Type::Array || v.type == JsonValue::Type::Object ? "n " : " ") +
-                  type_name(v.type);
+  default: {
+    std::string text = v.type == JsonValue::Type::Array || v.type == JsonValue::Type::Object ? "an " : "a ";
+    text += type_name(v.type);
+    return text;
+  }
   }
 }
 
@@ -38,7 +42,7 @@ public:
   [[noreturn]] void fail(const JsonValue& at, const std::string& field, const std::string& message) const
   {
     throw TraceError(source_ + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": " + where_ +
-                     (where_.empty() ? "" : ": ") + "field '" + field + "': " + message);
+                     (where_.empty() ? "" : ": ") + "field '" + json_escape(field) + "': " + message);
   }
 
   const JsonValue& require(const std::string& field, JsonValue::Type type, const std::string& expected) const
@@ -46,8 +50,8 @@ public:
     const JsonValue* v = object_.find(field);
     if (v == nullptr)
       throw TraceError(source_ + ":" + std::to_string(object_.line) + ":" + std::to_string(object_.column) + ": " +
-                       where_ + (where_.empty() ? "" : ": ") + "missing field '" + field + "' (expected " +
-                       expected + ")");
+                       where_ + (where_.empty() ? "" : ": ") + "missing field '" + field + "' (expected " + expected +
+                       ")");
     if (v->type != type)
       fail(*v, field, "expected " + expected + ", got " + describe(*v));
     return *v;
@@ -178,7 +182,8 @@ OpGraph read_graph(const JsonValue& root, const std::string& source)
                      ": expected a trace object {\"format\": \"" + op_graph_format_name + "\", ...}, got " +
                      describe(root));
   const Fields top(root, source, "");
-  const JsonValue& format = top.require("format", JsonValue::Type::String, std::string("'") + op_graph_format_name + "'");
+  const JsonValue& format =
+      top.require("format", JsonValue::Type::String, std::string("'") + op_graph_format_name + "'");
   if (format.text != op_graph_format_name)
     top.fail(format, "format", std::string("expected '") + op_graph_format_name + "', got " + describe(format));
   OpGraph graph;
@@ -192,7 +197,8 @@ OpGraph read_graph(const JsonValue& root, const std::string& source)
   const JsonValue& metadata = top.require("metadata", JsonValue::Type::Object, "an object of strings");
   for (size_t i = 0; i < metadata.keys.size(); ++i) {
     if (metadata.items[i].type != JsonValue::Type::String)
-      top.fail(metadata.items[i], "metadata." + metadata.keys[i], "expected a string, got " + describe(metadata.items[i]));
+      top.fail(metadata.items[i], "metadata." + metadata.keys[i],
+               "expected a string, got " + describe(metadata.items[i]));
     graph.metadata[metadata.keys[i]] = metadata.items[i].text;
   }
   const JsonValue& times = top.require("measured_iteration_s", JsonValue::Type::Array, "an array of seconds");

@@ -49,8 +49,9 @@ void check_op_fields(int32_t rank, const Op& op, const OpGraph& graph, const std
                   std::to_string(op.group));
     const std::vector<int32_t>& members = graph.groups[static_cast<size_t>(op.group)].ranks;
     if (std::find(members.begin(), members.end(), rank) == members.end())
-      fail_op(rank, op, "group", "rank " + std::to_string(rank) + " is not a member of group " +
-                                     std::to_string(op.group) + " (expected a group that contains the rank)");
+      fail_op(rank, op, "group",
+              "rank " + std::to_string(rank) + " is not a member of group " + std::to_string(op.group) +
+                  " (expected a group that contains the rank)");
   }
   if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
     if (op.peer == rank || programs.count(op.peer) == 0)
@@ -72,8 +73,8 @@ void check_collectives(const OpGraph& graph, const std::vector<Located>& collect
       continue;
     }
     const Located& first = it->second.first;
-    const std::string what = "collective sequence " + std::to_string(c.op->sequence) + " of group " +
-                             std::to_string(c.op->group) + " ";
+    const std::string what =
+        "collective sequence " + std::to_string(c.op->sequence) + " of group " + std::to_string(c.op->group) + " ";
     if (!it->second.second.insert(c.rank).second)
       fail_op(c.rank, *c.op, "sequence", what + "appears twice on this rank (expected one op per sequence number)");
     if (first.op->collective != c.op->collective)
@@ -91,8 +92,8 @@ void check_collectives(const OpGraph& graph, const std::vector<Located>& collect
       if (entry.second.count(member) == 0) {
         const Located& first = entry.first;
         fail_op(first.rank, *first.op, "sequence",
-                "collective sequence " + std::to_string(key.second) + " of group " + std::to_string(key.first) +
-                    " (" + graph.groups[static_cast<size_t>(key.first)].kind + ") has no matching op on member rank " +
+                "collective sequence " + std::to_string(key.second) + " of group " + std::to_string(key.first) + " (" +
+                    graph.groups[static_cast<size_t>(key.first)].kind + ") has no matching op on member rank " +
                     std::to_string(member) + " (expected it on every member)");
       }
   }
@@ -105,12 +106,14 @@ void check_point_to_point(const std::vector<Located>& sends, const std::vector<L
   std::map<Key, Located> send_of, recv_of;
   for (const Located& s : sends)
     if (!send_of.emplace(Key{s.rank, s.op->peer, s.op->sequence}, s).second)
-      fail_op(s.rank, *s.op, "sequence", "a second send to rank " + std::to_string(s.op->peer) + " with sequence " +
-                                             std::to_string(s.op->sequence) + " (expected unique sequence numbers)");
+      fail_op(s.rank, *s.op, "sequence",
+              "a second send to rank " + std::to_string(s.op->peer) + " with sequence " +
+                  std::to_string(s.op->sequence) + " (expected unique sequence numbers)");
   for (const Located& r : recvs)
     if (!recv_of.emplace(Key{r.op->peer, r.rank, r.op->sequence}, r).second)
-      fail_op(r.rank, *r.op, "sequence", "a second recv from rank " + std::to_string(r.op->peer) + " with sequence " +
-                                             std::to_string(r.op->sequence) + " (expected unique sequence numbers)");
+      fail_op(r.rank, *r.op, "sequence",
+              "a second recv from rank " + std::to_string(r.op->peer) + " with sequence " +
+                  std::to_string(r.op->sequence) + " (expected unique sequence numbers)");
   for (const auto& [key, s] : send_of) {
     const auto it = recv_of.find(key);
     if (it == recv_of.end())

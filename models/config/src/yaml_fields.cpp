@@ -44,17 +44,17 @@ int64_t require_positive_integer(const YamlFile& file, const YAML::Node& map, co
     throw InputError(location(file, map) + ": missing field '" + key + "' (expected a positive integer)");
   if (!node.IsScalar())
     throw InputError(location(file, node) + ": " + key + ": expected a positive integer, got a " +
-                     (node.IsMap() ? "mapping" : node.IsSequence() ? "list" : "null value"));
+                     (node.IsMap()        ? "mapping"
+                      : node.IsSequence() ? "list"
+                                          : "null value"));
   int64_t value = 0;
   try {
     value = cli::parse_integer(key, node.Scalar());
   } catch (const InputError&) {
-    throw InputError(location(file, node) + ": " + key + ": expected a positive integer, got '" + node.Scalar() +
-                     "'");
+    throw InputError(location(file, node) + ": " + key + ": expected a positive integer, got '" + node.Scalar() + "'");
   }
   if (value <= 0)
-    throw InputError(location(file, node) + ": " + key + ": expected a positive integer, got " +
-                     std::to_string(value));
+    throw InputError(location(file, node) + ": " + key + ": expected a positive integer, got " + std::to_string(value));
   return value;
 }
 
@@ -79,8 +79,7 @@ void reject_unknown_keys(const YamlFile& file, const YAML::Node& map, std::initi
       expected += (expected.empty() ? "" : ", ") + std::string(a);
     }
     if (!known)
-      throw InputError(location(file, item.first) + ": " + key + ": unknown field (expected one of " + expected +
-                       ")");
+      throw InputError(location(file, item.first) + ": " + key + ": unknown field (expected one of " + expected + ")");
   }
 }
 

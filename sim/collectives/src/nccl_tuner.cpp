@@ -209,8 +209,8 @@ NcclChoice choose_nccl_algorithm(const TunerInput& in)
     }
   }
   if (!std::isfinite(best_time))
-    throw std::invalid_argument("nccl tuner: the forced algorithm does not apply to " + to_string(in.op) +
-                                " on " + std::to_string(in.nodes) + " node(s)");
+    throw std::invalid_argument("nccl tuner: the forced algorithm does not apply to " + to_string(in.op) + " on " +
+                                std::to_string(in.nodes) + " node(s)");
   return best;
 }
 

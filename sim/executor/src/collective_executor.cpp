@@ -35,21 +35,23 @@ void run_flows_now(const SimgridPlatform& platform, const std::vector<Flow>& flo
   sg4::this_actor::sleep_until(end_s + latency_s);
 }
 
-std::vector<std::vector<PlanTiming>> run_collective_streams(const SimgridPlatform& platform,
-                                                            const std::vector<std::vector<const CollectivePlan*>>& streams)
+std::vector<std::vector<PlanTiming>>
+run_collective_streams(const SimgridPlatform& platform, const std::vector<std::vector<const CollectivePlan*>>& streams)
 {
   std::vector<std::vector<PlanTiming>> timings(streams.size());
   const double run_start_s = sg4::Engine::get_clock();
   for (size_t s = 0; s < streams.size(); ++s) {
     timings[s].resize(streams[s].size());
-    const int host_gpu = streams[s].empty() || streams[s].front()->flows.empty() ? 0 : streams[s].front()->flows.front().src_gpu;
-    sg4::Actor::create("stream" + std::to_string(s), platform.host(host_gpu), [&platform, &streams, &timings, s, run_start_s] {
-      for (size_t p = 0; p < streams[s].size(); ++p) {
-        timings[s][p].start_s = sg4::Engine::get_clock() - run_start_s;
-        run_flows_now(platform, streams[s][p]->flows, streams[s][p]->choice.latency_s);
-        timings[s][p].end_s = sg4::Engine::get_clock() - run_start_s;
-      }
-    });
+    const int host_gpu =
+        streams[s].empty() || streams[s].front()->flows.empty() ? 0 : streams[s].front()->flows.front().src_gpu;
+    sg4::Actor::create("stream" + std::to_string(s), platform.host(host_gpu),
+                       [&platform, &streams, &timings, s, run_start_s] {
+                         for (size_t p = 0; p < streams[s].size(); ++p) {
+                           timings[s][p].start_s = sg4::Engine::get_clock() - run_start_s;
+                           run_flows_now(platform, streams[s][p]->flows, streams[s][p]->choice.latency_s);
+                           timings[s][p].end_s = sg4::Engine::get_clock() - run_start_s;
+                         }
+                       });
   }
   platform.engine().run();
   return timings;

@@ -47,9 +47,8 @@ public:
       rank_cv_.push_back(sg4::ConditionVariable::create());
     }
     for (const traces::CommGroup& g : workload.groups)
-      group_members_.push_back(static_cast<int>(std::count_if(g.ranks.begin(), g.ranks.end(), [&](int32_t r) {
-        return program_of_rank_.count(r) != 0;
-      })));
+      group_members_.push_back(static_cast<int>(
+          std::count_if(g.ranks.begin(), g.ranks.end(), [&](int32_t r) { return program_of_rank_.count(r) != 0; })));
     find_links_shared_outside_tp();
     for (size_t p = 0; p < programs; ++p)
       precompute_program(p);

@@ -19,11 +19,8 @@ sg4::Engine& simgrid_engine()
 {
   if (sg4::Engine::is_initialized())
     return *sg4::Engine::get_instance();
-  static std::vector<std::string> args = {"gputwin",
-                                          "--cfg=network/model:CM02",
-                                          "--cfg=network/crosstraffic:0",
-                                          "--cfg=network/TCP-gamma:0",
-                                          "--log=root.thres:critical"};
+  static std::vector<std::string> args = {"gputwin", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+                                          "--cfg=network/TCP-gamma:0", "--log=root.thres:critical"};
   static std::vector<char*> argv;
   for (std::string& a : args)
     argv.push_back(a.data());

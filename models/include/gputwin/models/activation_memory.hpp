@@ -26,13 +26,13 @@ int64_t recompute_workspace_bytes(const GptConfig& model, const ParallelPlan& pl
 
 // What a pipeline stage stores at its peak, one GPU.
 struct StageActivations {
-  int64_t bytes_per_layer = 0;          // Table 2, one micro-batch
-  int64_t layers_per_chunk = 0;         // L / (p v)
-  int64_t chunks_in_flight = 0;         // peak (micro-batch, chunk) pairs stored, from the schedule
-  int64_t layer_bytes = 0;              // bytes_per_layer x layers_per_chunk x chunks_in_flight
-  int64_t embedding_bytes = 0;          // embedding-dropout masks of the micro-batches in flight (stage 0)
-  int64_t output_bytes = 0;             // final layernorm + output-layer inputs and fp32 logits (last stage)
-  int64_t total_bytes = 0;              // layer_bytes + embedding_bytes + output_bytes
+  int64_t bytes_per_layer = 0;  // Table 2, one micro-batch
+  int64_t layers_per_chunk = 0; // L / (p v)
+  int64_t chunks_in_flight = 0; // peak (micro-batch, chunk) pairs stored, from the schedule
+  int64_t layer_bytes = 0;      // bytes_per_layer x layers_per_chunk x chunks_in_flight
+  int64_t embedding_bytes = 0;  // embedding-dropout masks of the micro-batches in flight (stage 0)
+  int64_t output_bytes = 0;     // final layernorm + output-layer inputs and fp32 logits (last stage)
+  int64_t total_bytes = 0;      // layer_bytes + embedding_bytes + output_bytes
 };
 
 // Peak stored activations of pipeline stage `stage`. With 1F1B and at least p micro-batches the first stage

@@ -30,7 +30,6 @@ double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch
 
 // Model FLOPs utilisation: model FLOPs / (iteration time x GPUs x peak FLOP/s per GPU). HFU is the same ratio
 // with the hardware FLOPs. REQUIRES: iteration_seconds, gpus and peak_flops_per_gpu > 0.
-double flops_utilization(double flops_per_iteration, double iteration_seconds, int64_t gpus,
-                         double peak_flops_per_gpu);
+double flops_utilization(double flops_per_iteration, double iteration_seconds, int64_t gpus, double peak_flops_per_gpu);
 
 } // namespace gputwin

@@ -11,16 +11,16 @@ namespace gputwin {
 
 struct GpuComputeModel {
   std::string gpu_kind;
-  double peak_flops = 0;          // dense bf16 tensor-core peak, FLOP/s
-  double hbm_bytes_per_s = 0;     // HBM bandwidth
-  int multiprocessors = 0;        // SMs: GEMM tiles are scheduled in waves of this many
-  double gemm_tile_m = 128;       // output tile of the GEMM kernels (cuBLAS/CUTLASS bf16 on sm_80/sm_90)
+  double peak_flops = 0;      // dense bf16 tensor-core peak, FLOP/s
+  double hbm_bytes_per_s = 0; // HBM bandwidth
+  int multiprocessors = 0;    // SMs: GEMM tiles are scheduled in waves of this many
+  double gemm_tile_m = 128;   // output tile of the GEMM kernels (cuBLAS/CUTLASS bf16 on sm_80/sm_90)
   double gemm_tile_n = 128;
-  double gemm_efficiency = 0;     // fraction of peak a large, well-shaped GEMM reaches
-  double gemm_k_half = 0;         // inner dimension at which a GEMM reaches half its efficiency (short-k penalty)
-  double memory_efficiency = 0;   // fraction of HBM bandwidth memory-bound kernels reach
-  double kernel_overhead_s = 0;   // launch and tail per kernel
-  std::string source;             // which measurements the parameters were fit to
+  double gemm_efficiency = 0;   // fraction of peak a large, well-shaped GEMM reaches
+  double gemm_k_half = 0;       // inner dimension at which a GEMM reaches half its efficiency (short-k penalty)
+  double memory_efficiency = 0; // fraction of HBM bandwidth memory-bound kernels reach
+  double kernel_overhead_s = 0; // launch and tail per kernel
+  std::string source;           // which measurements the parameters were fit to
 };
 
 // The built-in model of a GPU kind ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb"), with the cluster

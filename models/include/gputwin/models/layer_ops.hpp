@@ -19,7 +19,7 @@ struct LayerShape {
   int64_t vocab_per_rank = 0; // padded vocabulary / t
   bool sp = false;
 
-  int64_t tokens() const { return s * b; }                      // T = s b
+  int64_t tokens() const { return s * b; }                             // T = s b
   int64_t tokens_outside_tp() const { return sp ? s * b / t : s * b; } // sharded by SP outside the TP regions
   int64_t head_dim() const { return h / a; }
   int64_t heads_per_rank() const { return a / t; }

@@ -19,8 +19,8 @@ enum class Recompute {
 
 // How the tensor-parallel regions communicate.
 enum class TpComm {
-  AllReduce,          // Megatron TP: all-reduce after the row-parallel linears; layernorms/dropouts replicated
-  SequenceParallel,   // TP + SP: all-gather / reduce-scatter along the sequence; everything splits by t
+  AllReduce,        // Megatron TP: all-reduce after the row-parallel linears; layernorms/dropouts replicated
+  SequenceParallel, // TP + SP: all-gather / reduce-scatter along the sequence; everything splits by t
 };
 
 // Order of forward/backward micro-batches on each pipeline stage.

@@ -18,35 +18,35 @@ enum class LinkKind { Nvlink, Pcie, NicToFabric, Fabric };
 
 struct Vertex {
   VertexKind kind;
-  int node = -1;     // owning node; -1 for fabric switches
-  int index = 0;     // local index within the node (GPU, NIC, PCIe switch) or within the fabric level
-  int level = 0;     // fabric level (1 = leaf) for fabric switches; 0 otherwise
-  std::string name;  // unique: "n3.gpu5", "n3.nvswitch", "n3.pcie2", "n3.nic5", "leaf.r5.0", "spine.7", "core.12"
-                     // (3-level trees: "leaf.r5.0", "agg.p1.3" = pod 1's aggregation switch 3, "core.12";
-                     // not rail-optimized: "leaf.4")
+  int node = -1;    // owning node; -1 for fabric switches
+  int index = 0;    // local index within the node (GPU, NIC, PCIe switch) or within the fabric level
+  int level = 0;    // fabric level (1 = leaf) for fabric switches; 0 otherwise
+  std::string name; // unique: "n3.gpu5", "n3.nvswitch", "n3.pcie2", "n3.nic5", "leaf.r5.0", "spine.7", "core.12"
+                    // (3-level trees: "leaf.r5.0", "agg.p1.3" = pod 1's aggregation switch 3, "core.12";
+                    // not rail-optimized: "leaf.4")
 };
 
 // One direction of a physical link.
 struct Link {
-  int from = 0, to = 0;     // vertex ids
+  int from = 0, to = 0; // vertex ids
   LinkKind kind;
-  double bytes_per_s = 0;   // line rate of this direction
+  double bytes_per_s = 0; // line rate of this direction
   double latency_s = 0;
-  std::string name;         // "n3.gpu5->n3.nvswitch"
+  std::string name; // "n3.gpu5->n3.nvswitch"
 };
 
 struct TopologySummary {
   int nodes = 0;
   int gpus = 0;
-  int nvswitch_chips = 0;          // physical chips over all nodes (spec.nvlink.switch_chips x nodes)
+  int nvswitch_chips = 0; // physical chips over all nodes (spec.nvlink.switch_chips x nodes)
   int pcie_switches = 0;
   int nics = 0;
   std::vector<int> fabric_switches_per_level; // [0] = leaves, [1] = spines, [2] = cores
   int fabric_switches = 0;
-  int physical_links = 0;          // full-duplex links (each counted once)
-  double nvlink_bytes_per_s_per_gpu = 0;        // per direction
-  double injection_bytes_per_s_per_gpu = 0;     // inter-node: node NIC bandwidth / GPUs per node, per direction
-  double bisection_bytes_per_s = 0;             // inter-node, per direction, across the worst half/half node cut
+  int physical_links = 0;                   // full-duplex links (each counted once)
+  double nvlink_bytes_per_s_per_gpu = 0;    // per direction
+  double injection_bytes_per_s_per_gpu = 0; // inter-node: node NIC bandwidth / GPUs per node, per direction
+  double bisection_bytes_per_s = 0;         // inter-node, per direction, across the worst half/half node cut
 };
 
 class ClusterGraph {
@@ -62,9 +62,9 @@ public:
   const std::vector<Vertex>& vertices() const { return vertices_; }
   // Directed links; ids 2k and 2k + 1 are the two directions of one physical link, 2k the one away from the GPUs
   // (GPU -> switch, PCIe switch -> NIC, NIC -> leaf, leaf -> spine -> core).
-  const std::vector<Link>& links() const { return links_; }  // directed
+  const std::vector<Link>& links() const { return links_; } // directed
   int gpu_count() const { return spec_.gpus(); }
-  int gpu_vertex(int gpu) const;      // gpu = node * gpus_per_node + local index
+  int gpu_vertex(int gpu) const; // gpu = node * gpus_per_node + local index
   int node_of_gpu(int gpu) const { return gpu / spec_.gpus_per_node; }
 
   // The directed link ids a transfer from `src_gpu` to `dst_gpu` crosses, in order. Same node: NVLink up,

@@ -9,9 +9,9 @@ namespace gputwin {
 
 enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, Broadcast, SendRecv, AllToAll };
 
-std::string to_string(CollectiveOp op);       // "all-reduce", "all-gather", ...
+std::string to_string(CollectiveOp op); // "all-reduce", "all-gather", ...
 std::optional<CollectiveOp> parse_collective_op(const std::string& text);
-std::string collective_op_names();            // "all-reduce|all-gather|..."
+std::string collective_op_names(); // "all-reduce|all-gather|..."
 
 // busbw / algbw for `ranks` participants, as nccl-tests defines it (doc/PERFORMANCE.md): 2(n-1)/n for
 // all-reduce; (n-1)/n for all-gather, reduce-scatter and all-to-all (the size is the whole gathered array);

@@ -28,21 +28,21 @@ struct GemmShape {
 };
 
 struct Op {
-  int64_t id = 0;            // unique within its rank, increasing in issue order
+  int64_t id = 0; // unique within its rank, increasing in issue order
   OpKind kind = OpKind::Compute;
-  std::string name;          // "qkv.fwd", "attn.softmax.fwd", "tp.reduce_scatter", "pp.send", "adam" ...
+  std::string name; // "qkv.fwd", "attn.softmax.fwd", "tp.reduce_scatter", "pp.send", "adam" ...
   Phase phase = Phase::Forward;
-  int32_t layer = -1;        // transformer layer (global index); -1 for embedding, loss, optimizer
-  int32_t micro_batch = -1;  // -1 for once-per-iteration ops (optimizer, DP gradient reduction)
-  int32_t chunk = 0;         // model chunk of the stage (interleaved schedule)
-  int32_t stream = 0;        // ops on one stream run one after another in id order
-  double flops = 0;          // floating-point operations of a compute op
-  double bytes = 0;          // compute: HBM bytes read + written; communication: the nccl-tests size
-  GemmShape gemm;            // set for GEMMs (m, n, k > 0)
+  int32_t layer = -1;       // transformer layer (global index); -1 for embedding, loss, optimizer
+  int32_t micro_batch = -1; // -1 for once-per-iteration ops (optimizer, DP gradient reduction)
+  int32_t chunk = 0;        // model chunk of the stage (interleaved schedule)
+  int32_t stream = 0;       // ops on one stream run one after another in id order
+  double flops = 0;         // floating-point operations of a compute op
+  double bytes = 0;         // compute: HBM bytes read + written; communication: the nccl-tests size
+  GemmShape gemm;           // set for GEMMs (m, n, k > 0)
   // Communication ops.
   CollectiveOp collective = CollectiveOp::AllReduce; // Collective only
-  int32_t group = -1;        // Collective: index into OpGraph::groups
-  int32_t peer = -1;         // Send/Recv: the other rank
+  int32_t group = -1;                                // Collective: index into OpGraph::groups
+  int32_t peer = -1;                                 // Send/Recv: the other rank
   int64_t sequence = -1;     // Collective: n-th op of its group on this rank; Send/Recv: n-th of this (src, dst)
   std::vector<int64_t> deps; // ids of earlier ops of this rank (other streams) that must finish first
   // Measured (engine traces); -1 when not measured.
@@ -54,7 +54,7 @@ struct Op {
 
 // Ranks that take part in one communicator, in rank order of the communicator.
 struct CommGroup {
-  std::string kind;           // "tp", "dp", "pp", "world", ...
+  std::string kind; // "tp", "dp", "pp", "world", ...
   std::vector<int32_t> ranks;
 };
 
@@ -72,8 +72,8 @@ struct OpGraph {
   std::vector<double> measured_iteration_s; // engine traces: each measured iteration's wall time
 };
 
-std::string to_string(OpKind k);   // "compute", "collective", "send", "recv", "memcpy"
-std::string to_string(Phase p);    // "forward", "backward", "recompute", "optimizer"
+std::string to_string(OpKind k); // "compute", "collective", "send", "recv", "memcpy"
+std::string to_string(Phase p);  // "forward", "backward", "recompute", "optimizer"
 std::optional<OpKind> parse_op_kind(const std::string& text);
 std::optional<Phase> parse_phase(const std::string& text);
 

@@ -9,9 +9,9 @@
 // algorithm is NCCL's own latency model (`choice.latency_s`: base + steps x per-hop hardware latency). That
 // keeps a 1024-GPU all-reduce at 8192 flows instead of 2 million, with the same bytes on every link.
 
-#include "gputwin/traces/collective_op.hpp"
 #include "gputwin/sim/nccl_tuner.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
+#include "gputwin/traces/collective_op.hpp"
 
 #include <optional>
 #include <vector>
@@ -21,15 +21,15 @@ namespace gputwin::sim {
 struct Flow {
   int src_gpu = 0;
   int dst_gpu = 0;
-  double bytes = 0;  // bytes on the wire (protocol overhead included)
-  int steps = 1;     // sequential algorithm steps these bytes are spread over (their latency is NCCL's model)
+  double bytes = 0; // bytes on the wire (protocol overhead included)
+  int steps = 1;    // sequential algorithm steps these bytes are spread over (their latency is NCCL's model)
 };
 
 struct CollectivePlan {
   CollectiveOp op = CollectiveOp::AllReduce;
-  double bytes = 0;  // nccl-tests size of the operation
+  double bytes = 0; // nccl-tests size of the operation
   int ranks = 0;
-  int nodes = 0;     // nodes the communicator spans
+  int nodes = 0; // nodes the communicator spans
   int channels = 0;
   NcclChoice choice;
   std::vector<Flow> flows;

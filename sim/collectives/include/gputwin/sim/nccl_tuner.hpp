@@ -21,15 +21,15 @@ std::optional<NcclProtocol> parse_nccl_protocol(const std::string& text);   // "
 // Who takes part and what the links offer, as NCCL's tuner sees it.
 struct TunerInput {
   CollectiveOp op = CollectiveOp::AllReduce;
-  double bytes = 0;                 // nccl-tests size of the operation
+  double bytes = 0; // nccl-tests size of the operation
   int ranks = 1;
   int nodes = 1;
-  bool intra_node_nvlink = true;    // NVLink between the node's GPUs (else PCIe)
-  double ring_bus_bytes_per_s = 0;  // bus bandwidth the ring graph offers (all channels), from the topology
-  bool ampere = false;              // NCCL caps A100 (sm_80) bus bandwidth at 235 GB/s
+  bool intra_node_nvlink = true;   // NVLink between the node's GPUs (else PCIe)
+  double ring_bus_bytes_per_s = 0; // bus bandwidth the ring graph offers (all channels), from the topology
+  bool ampere = false;             // NCCL caps A100 (sm_80) bus bandwidth at 235 GB/s
   bool ll128_enabled = true;
-  std::optional<NcclAlgorithm> force_algorithm;  // like NCCL_ALGO
-  std::optional<NcclProtocol> force_protocol;    // like NCCL_PROTO
+  std::optional<NcclAlgorithm> force_algorithm; // like NCCL_ALGO
+  std::optional<NcclProtocol> force_protocol;   // like NCCL_PROTO
 };
 
 struct NcclChoice {

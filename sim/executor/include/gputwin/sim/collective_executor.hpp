@@ -26,7 +26,7 @@ void run_flows_now(const SimgridPlatform& platform, const std::vector<Flow>& flo
 // Runs `streams` concurrently from the current simulated time; each stream runs its plans back to back, each
 // plan as run_flows_now(plan.flows, plan.choice.latency_s).
 // REQUIRES: the platform has routes for flow_pairs() of every plan. Can be called again on the same platform.
-std::vector<std::vector<PlanTiming>> run_collective_streams(const SimgridPlatform& platform,
-                                                            const std::vector<std::vector<const CollectivePlan*>>& streams);
+std::vector<std::vector<PlanTiming>>
+run_collective_streams(const SimgridPlatform& platform, const std::vector<std::vector<const CollectivePlan*>>& streams);
 
 } // namespace gputwin::sim

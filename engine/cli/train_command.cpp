@@ -1,0 +1,139 @@
+#include "commands.hpp"
+
+#include "gputwin/engine/backend/backend_factory.hpp"
+#include "gputwin/engine/train/trainer.hpp"
+#include "gputwin/models/activation_memory.hpp"
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/models/pipeline_schedule.hpp"
+#include "gputwin/models/plan_flags.hpp"
+#include "gputwin/traces/perfetto.hpp"
+#include "gputwin/traces/trace_io.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace gputwin::engine::cli {
+
+namespace {
+
+using gputwin::cli::ParsedArgs;
+
+double parse_fraction(const ParsedArgs& args, const std::string& flag, double fallback, double low, double high)
+{
+  const std::optional<std::string> text = args.value(flag);
+  if (!text)
+    return fallback;
+  char* end = nullptr;
+  const double value = std::strtod(text->c_str(), &end);
+  if (text->empty() || end != text->c_str() + text->size() || !std::isfinite(value) || value < low || value >= high)
+    throw InputError(flag + ": expected a number in [" + std::to_string(low) + ", " + std::to_string(high) +
+                     "), got '" + *text + "'");
+  return value;
+}
+
+std::string milliseconds(double seconds)
+{
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f ms", seconds * 1e3);
+  return buffer;
+}
+
+void print_memory(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const TrainResult& result)
+{
+  const int64_t paper = activation_bytes_per_layer(model, plan);
+  int64_t measured_min = -1, measured_max = -1;
+  for (const RankMemory& m : result.memory) {
+    if (m.saved_bytes_per_layer_min < 0)
+      continue;
+    measured_min = measured_min < 0 ? m.saved_bytes_per_layer_min : std::min(measured_min, m.saved_bytes_per_layer_min);
+    measured_max = std::max(measured_max, m.saved_bytes_per_layer_max);
+  }
+  out << "activation bytes saved per layer (one GPU, one micro-batch): measured " << measured_max;
+  if (measured_min != measured_max)
+    out << " (min " << measured_min << ")";
+  out << ", paper Table 2 " << paper << (measured_min == paper && measured_max == paper ? " (equal)" : " (DIFFERENT)")
+      << "\n";
+  const RankMemory& first = result.memory.front();
+  const int64_t in_flight = peak_in_flight(pipeline_shape(plan), 0);
+  out << "stage 0 peak layer activations: " << first.peak_bytes[static_cast<size_t>(MemoryPurpose::LayerActivations)]
+      << " bytes (" << in_flight << " micro-batch chunks in flight by the " << to_string(plan.schedule)
+      << " schedule)\n";
+  out << "rank 0 peak bytes by purpose:";
+  for (int p = 0; p < memory_purpose_count; ++p)
+    out << (p ? ", " : " ") << to_string(static_cast<MemoryPurpose>(p)) << " "
+        << first.peak_bytes[static_cast<size_t>(p)];
+  out << "; total " << first.peak_total_bytes << "\n";
+}
+
+} // namespace
+
+int run_train(const std::vector<std::string>& args, std::ostream& out)
+{
+  gputwin::cli::ArgParser parser("gputwin-engine train",
+                                 "train a GPT on the synthetic corpus with a parallel plan, every rank a thread");
+  gputwin::cli::add_model_flags(parser);
+  gputwin::cli::add_plan_flags(parser);
+  parser.add_section("engine");
+  parser.add_option("--steps", "N", "training iterations (default 20)");
+  parser.add_option("--seed", "N", "seed of initialisation, data and dropout (default 1234)");
+  parser.add_option("--backend", "NAME", "kernels: cpu (default; cuda comes with the CUDA issue)");
+  parser.add_option("--dropout", "P", "dropout probability (default 0.1)");
+  parser.add_option("--lr", "X", "Adam learning rate (default 0.003)");
+  parser.add_option("--trace", "FILE", "write the last iteration's op graph (traces/FORMAT.md)");
+  parser.add_option("--timeline", "FILE", "write the last iteration as Chrome trace-event JSON for Perfetto");
+  const ParsedArgs parsed = parser.parse(args);
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
+  }
+  check_backend_name(parsed.value("--backend").value_or("cpu"));
+  TrainConfig config;
+  config.backend = parsed.value("--backend").value_or("cpu");
+  config.model = gputwin::cli::read_model(parsed, {});
+  config.plan = gputwin::cli::read_plan(parsed, config.model);
+  config.steps = parsed.integer("--steps").value_or(20);
+  if (config.steps < 1)
+    throw InputError("--steps: expected a positive integer, got " + std::to_string(config.steps));
+  const int64_t seed = parsed.integer("--seed").value_or(1234);
+  if (seed < 0)
+    throw InputError("--seed: expected an integer >= 0, got " + std::to_string(seed));
+  config.options.seed = static_cast<uint64_t>(seed);
+  config.options.dropout = static_cast<float>(parse_fraction(parsed, "--dropout", 0.1, 0.0, 1.0));
+  config.options.adam.learning_rate = static_cast<float>(parse_fraction(parsed, "--lr", 3e-3, 0.0, 1.0));
+  const std::optional<std::string> trace_path = parsed.value("--trace");
+  const std::optional<std::string> timeline_path = parsed.value("--timeline");
+  config.record_trace = trace_path.has_value() || timeline_path.has_value();
+
+  out << "gputwin-engine train: " << config.model.name << " (h " << config.model.hidden << ", a " << config.model.heads
+      << ", L " << config.model.layers << ", s " << config.model.seq_len << ", v " << config.model.vocab << ") · "
+      << describe_plan(config.plan) << " · backend " << config.backend << ", " << config.plan.gpus()
+      << " ranks as threads\n";
+  out.flush();
+  const TrainResult result = train(config, [&](int64_t step, double loss, double seconds) {
+    char line[96];
+    std::snprintf(line, sizeof line, "step %4lld  loss %.4f  time %s\n", static_cast<long long>(step + 1), loss,
+                  milliseconds(seconds).c_str());
+    out << line;
+    out.flush();
+  });
+
+  const size_t warmup = result.iteration_seconds.size() > 2 ? 2 : 0;
+  out << "iteration time: median " << milliseconds(median_seconds(result.iteration_seconds, warmup)) << " over "
+      << result.iteration_seconds.size() - warmup << " steps after " << warmup << " warm-up\n";
+  print_memory(out, config.model, config.plan, result);
+  if (trace_path) {
+    traces::write_op_graph_file(*trace_path, result.trace);
+    size_t ops = 0;
+    for (const traces::RankProgram& r : result.trace.ranks)
+      ops += r.ops.size();
+    out << "trace: " << *trace_path << " (" << ops << " ops over " << result.trace.ranks.size() << " ranks)\n";
+  }
+  if (timeline_path) {
+    traces::write_perfetto_trace_file(*timeline_path, result.trace);
+    out << "timeline: " << *timeline_path << " (open it in ui.perfetto.dev)\n";
+  }
+  return 0;
+}
+
+} // namespace gputwin::engine::cli

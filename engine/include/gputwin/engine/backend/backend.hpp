@@ -1,0 +1,124 @@
+#pragma once
+// The kernels the engine runs, behind one interface: the CPU reference backend implements it today and the
+// CUDA backend (cuBLASLt + custom kernels) implements the same calls. Every kernel takes its outputs first,
+// then inputs, then sizes. Floating inputs may be f32 or bf16 (read as fp32); outputs are rounded to their
+// tensor's type, so an activation written into a bf16 tensor is stored in 16 bits as the paper assumes.
+
+#include "gputwin/engine/core/tensor.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace gputwin::engine {
+
+// The attention core of one rank: `heads` local heads of `head_dim`, over a micro-batch of `batch`
+// sequences of `seq` tokens. qkv is (seq, batch, 3 * heads * head_dim) laid out [Q heads | K heads | V heads];
+// scores and probabilities are (batch, heads, seq, seq); the context is (seq, batch, heads * head_dim).
+struct AttentionDims {
+  int64_t batch = 1, heads = 1, seq = 1, head_dim = 1;
+};
+
+// Where the elements of a dropout input sit in the whole logical tensor of the iteration, so that every
+// sharding of it draws the same mask: the local tensor is local_dims (row-major, up to 4 dims, pad with 1);
+// its element (i0, i1, i2, i3) is element (offsets + i) of a logical tensor of global_dims.
+struct DropoutSite {
+  uint64_t key = 0;      // dropout_key(seed, iteration, layer, site)
+  float probability = 0; // of dropping an element
+  std::array<int64_t, 4> local_dims{1, 1, 1, 1};
+  std::array<int64_t, 4> offsets{0, 0, 0, 0};
+  std::array<int64_t, 4> global_dims{1, 1, 1, 1};
+};
+
+struct AdamHyper {
+  float learning_rate = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.95f, epsilon = 1e-8f;
+  float weight_decay = 0.0f; // decoupled (AdamW)
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual Device device() const = 0;
+
+  // C (m, n) = alpha op(A) op(B) + beta C with op(A) (m, k) and op(B) (k, n), each row-major before the
+  // optional transpose. Sums over k in index order in fp32. C is f32, or bf16 with beta = 0.
+  virtual void gemm(Tensor& c, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, int64_t m,
+                    int64_t n, int64_t k, float alpha, float beta) = 0;
+
+  // out (rows, cols) = (x - mean) / sqrt(var + eps) * gamma + beta, per row.
+  virtual void layernorm_forward(Tensor& out, const Tensor& in, const Tensor& gamma, const Tensor& beta, int64_t rows,
+                                 int64_t cols, float eps) = 0;
+  // d_in = the layernorm's input gradient; d_gamma, d_beta (f32) += their gradients. Mean and variance are
+  // recomputed from `in`, so backward needs only the stored input (as Table 2 counts).
+  virtual void layernorm_backward(Tensor& d_in, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out, const Tensor& in,
+                                  const Tensor& gamma, int64_t rows, int64_t cols, float eps) = 0;
+
+  // GeLU, tanh approximation (GPT-2/Megatron), elementwise over n elements.
+  virtual void gelu_forward(Tensor& out, const Tensor& in, int64_t n) = 0;
+  virtual void gelu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n) = 0;
+
+  // scores (f32) = Q K^T / sqrt(head_dim) for key j <= query i (the causal part; the rest is left 0).
+  virtual void attention_scores_forward(Tensor& scores, const Tensor& qkv, const AttentionDims& dims) = 0;
+  // d_qkv's Q and K parts = the gradients of the scores; its V part is left unchanged.
+  virtual void attention_scores_backward(Tensor& d_qkv, const Tensor& d_scores, const Tensor& qkv,
+                                         const AttentionDims& dims) = 0;
+  // Softmax of each row of `rows` rows of seq scores over keys j <= i, i = row % seq; 0 above the diagonal.
+  virtual void causal_softmax_forward(Tensor& probs, const Tensor& scores, int64_t rows, int64_t seq) = 0;
+  virtual void causal_softmax_backward(Tensor& d_scores, const Tensor& d_probs, const Tensor& probs, int64_t rows,
+                                       int64_t seq) = 0;
+  // context (seq, batch, heads * head_dim) = probs V.
+  virtual void attention_context_forward(Tensor& context, const Tensor& probs, const Tensor& qkv,
+                                         const AttentionDims& dims) = 0;
+  // d_probs (f32) and the V part of d_qkv from the context gradient.
+  virtual void attention_context_backward(Tensor& d_probs, Tensor& d_qkv, const Tensor& d_context, const Tensor& probs,
+                                          const Tensor& qkv, const AttentionDims& dims) = 0;
+
+  // out = in * mask / (1 - p), mask (u8) = 1 where counter_uniform(key, logical position) >= p.
+  virtual void dropout_forward(Tensor& out, Tensor& mask, const Tensor& in, const DropoutSite& site) = 0;
+  virtual void dropout_backward(Tensor& d_in, const Tensor& d_out, const Tensor& mask, float probability) = 0;
+
+  // Vocabulary-parallel embedding lookup: out (n, h) = table row (token - vocab_start) for tokens this rank
+  // owns ([vocab_start, vocab_start + owned_rows)), 0 for the others (summed over ranks afterwards).
+  virtual void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table, int64_t vocab_start,
+                                 int64_t owned_rows, int64_t n, int64_t h) = 0;
+  // d_table (f32) += the rows of d_out of the tokens this rank owns, in token order.
+  virtual void embedding_backward(Tensor& d_table, const Tensor& d_out, const Tensor& tokens, int64_t vocab_start,
+                                  int64_t owned_rows, int64_t n, int64_t h) = 0;
+
+  // Fused vocabulary-parallel cross-entropy (Megatron-LM): logits (rows, cols) f32 hold this rank's vocabulary
+  // slice [vocab_start, vocab_start + valid_cols) (columns past valid_cols are padding and ignored).
+  // Step 1: the row maxima of the slice (then all-reduced with max over the tensor-parallel group).
+  virtual void cross_entropy_local_max(Tensor& row_max, const Tensor& logits, int64_t rows, int64_t cols,
+                                       int64_t valid_cols) = 0;
+  // Step 2: sum of exp(logit - max) over the slice and the target's logit if this rank owns it, else 0 (both
+  // then all-reduced with sum: only 2 values per token cross ranks, not the vocabulary).
+  virtual void cross_entropy_local_sums(Tensor& sum_exp, Tensor& target_logit, const Tensor& logits,
+                                        const Tensor& targets, const Tensor& row_max, int64_t rows, int64_t cols,
+                                        int64_t valid_cols, int64_t vocab_start) = 0;
+  // d_logits = scale (softmax - one_hot(target)) over the slice.
+  virtual void cross_entropy_backward(Tensor& d_logits, const Tensor& logits, const Tensor& targets,
+                                      const Tensor& row_max, const Tensor& sum_exp, int64_t rows, int64_t cols,
+                                      int64_t valid_cols, int64_t vocab_start, float scale) = 0;
+
+  // One Adam step (Kingma & Ba, with bias correction; decoupled weight decay) on n fp32 master weights.
+  // `step` counts from 1.
+  virtual void adam_step(Tensor& master, Tensor& momentum, Tensor& variance, const Tensor& grad, int64_t n,
+                         const AdamHyper& hyper, int64_t step) = 0;
+
+  // out = a + b over n elements.
+  virtual void add(Tensor& out, const Tensor& a, const Tensor& b, int64_t n) = 0;
+  // out (rows, cols) = in + bias (broadcast over rows); out may alias in.
+  virtual void add_bias(Tensor& out, const Tensor& in, const Tensor& bias, int64_t rows, int64_t cols) = 0;
+  // d_bias (f32) += the column sums of d_out (rows, cols), rows in order.
+  virtual void bias_backward(Tensor& d_bias, const Tensor& d_out, int64_t rows, int64_t cols) = 0;
+  // out = in converted to out's type (round to nearest even into bf16), n elements.
+  virtual void copy(Tensor& out, const Tensor& in, int64_t n) = 0;
+  // out (f32) += in, n elements.
+  virtual void accumulate(Tensor& out, const Tensor& in, int64_t n) = 0;
+  // Sets every element of t to zero.
+  virtual void zero(Tensor& t) = 0;
+};
+
+} // namespace gputwin::engine

@@ -1,0 +1,17 @@
+#pragma once
+// Backends by name, for --backend.
+
+#include "gputwin/engine/backend/backend.hpp"
+
+#include <memory>
+#include <string>
+
+namespace gputwin::engine {
+
+// "cpu" -> the CPU reference backend. Throws InputError naming --backend for "cuda" (not built yet) and for
+// unknown names.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+// Checks the name only (what make_backend would throw), before any rank starts.
+void check_backend_name(const std::string& name);
+
+} // namespace gputwin::engine

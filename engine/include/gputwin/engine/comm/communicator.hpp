@@ -1,0 +1,47 @@
+#pragma once
+// The communication interface of the engine: the collectives Megatron-style training needs and
+// point-to-point messages between pipeline stages. The in-process implementation runs every rank as a
+// thread; an NCCL implementation (CUDA issue) provides the same calls.
+
+#include "gputwin/engine/core/dtype.hpp"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gputwin::engine {
+
+enum class ReduceOp { Sum, Max };
+
+// A communication failure: a peer failed or the run was aborted, or a wait timed out.
+class CommError : public std::runtime_error {
+public:
+  explicit CommError(const std::string& message) : std::runtime_error(message) {}
+};
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0; // this member's index in the group, 0 .. size-1
+  virtual int size() const = 0;
+  virtual const std::vector<int>& world_ranks() const = 0; // the members' global ranks, in group order
+
+  // In place over `count` f32 or bf16 elements: the element-wise sum (or max) over the members, accumulated in
+  // fp32 in member order and rounded once, so the result does not depend on timing.
+  virtual void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
+  // out (size x count) = member 0's `count` elements, then member 1's, ...
+  virtual void all_gather(const void* in, void* out, int64_t count, DType dtype) = 0;
+  // out (count) = the sum over members of their elements [rank x count, (rank + 1) x count) of `in`.
+  virtual void reduce_scatter(const void* in, void* out, int64_t count, DType dtype) = 0;
+  // Hands `bytes` to group member `peer`; returns at once (buffered). `tag` selects the matching recv;
+  // `sequence` is delivered with the message (the tracer's send/recv matching number).
+  virtual void send(const void* data, int64_t bytes, int peer, int64_t tag, int64_t sequence) = 0;
+  // Waits for the message from `peer` with `tag` and copies it into `data`; returns its sequence number.
+  // Throws CommError if its size is not `bytes`.
+  virtual int64_t recv(void* data, int64_t bytes, int peer, int64_t tag) = 0;
+  virtual void barrier() = 0;
+};
+
+} // namespace gputwin::engine

@@ -1,0 +1,77 @@
+#pragma once
+// One pre-LN GPT transformer layer on one rank, with tensor parallelism (column-parallel QKV and first MLP
+// linear, row-parallel attention output and second MLP linear; Shoeybi et al. 2019), optional sequence
+// parallelism and activation recompute (Korthikanti et al. 2022, Sections 4.2.2 and 5):
+//
+//   x -> LN1 -> [g|f] -> QKV -> attention core -> proj -> [g-bar|f-bar] -> +bias, dropout -> +x = r1
+//   r1 -> LN2 -> [g|f] -> fc1 -> GeLU -> fc2 -> [g-bar|f-bar] -> +bias, dropout -> +r1 = y
+//
+// The residual stream x, r1, y is (s/t, b, h) with SP and (s, b, h) without; tensors inside the TP
+// blocks are (s, b, cols/t). Every activation is bf16 (masks u8); gradients are fp32.
+
+#include "gputwin/engine/model/parameter_store.hpp"
+
+namespace gputwin::engine {
+
+// Every tensor one layer's forward produces for one micro-batch that backward may need, with its Table 2
+// bytes (sbh = s b h; "/t" on the residual-stream tensors only with SP). No recompute keeps all of them,
+// 34 sbh + 5 a s^2 b in total; selective drops the attention core (the 5 a s^2 b); full keeps only x.
+struct LayerActivations {
+  Tensor x;             // (s_l, b, h) layer input = LN1 input                     2 sbh
+  Tensor ln1;           // (s_l, b, h) LN1 output, the QKV input (shard with SP)    2 sbh
+  Tensor qkv;           // (s, b, 3h/t) Q, K, V                                     6 sbh / t
+  Tensor probs;         // (b, a/t, s, s) softmax output                            2 a s^2 b / t
+  Tensor attn_mask;     // (b, a/t, s, s) softmax-dropout mask, u8                  a s^2 b / t
+  Tensor probs_dropped; // (b, a/t, s, s) softmax-dropout output                    2 a s^2 b / t
+  Tensor context;       // (s, b, h/t) attention over V, output-projection input    2 sbh / t
+  Tensor drop1_mask;    // (s_l, b, h) attention-output dropout mask, u8            sbh
+  Tensor r1;            // (s_l, b, h) residual after attention = LN2 input         2 sbh
+  Tensor ln2;           // (s_l, b, h) LN2 output, the fc1 input (shard with SP)    2 sbh
+  Tensor fc1_out;       // (s, b, 4h/t) GeLU input                                  8 sbh / t
+  Tensor gelu_out;      // (s, b, 4h/t) GeLU output, the fc2 input                  8 sbh / t
+  Tensor drop2_mask;    // (s_l, b, h) MLP-output dropout mask, u8                  sbh
+
+  // Bytes of the tensors currently held.
+  int64_t bytes() const;
+};
+
+class TransformerLayer {
+public:
+  // Declares the layer's parameters (global layer index `layer`) in `store`.
+  TransformerLayer(RankContext& ctx, ParameterStore& store, int64_t layer);
+
+  // Forward of micro-batch `micro_batch`: consumes x (s_l, b, h) bf16 and returns y (Workspace). Keeps in
+  // `saved` what plan.recompute needs for backward, counted as LayerActivations.
+  Tensor forward(Tensor x, int64_t micro_batch, LayerActivations& saved);
+  // Backward: d_y (s_l, b, h) f32 -> d_x; accumulates the parameter gradients and frees `saved`.
+  // Recomputes the attention core (selective) or the whole forward (full) first.
+  Tensor backward(Tensor d_y, int64_t micro_batch, LayerActivations& saved);
+
+  int64_t layer() const { return layer_; }
+
+private:
+  // The forward from acts.x; fills every other member of `acts` (Workspace) and returns y.
+  Tensor run_forward(LayerActivations& acts, int64_t micro_batch);
+  // QK^T, softmax, dropout and (if `with_context`) attention over V from acts.qkv.
+  void attention_core_forward(LayerActivations& acts, int64_t micro_batch, bool with_context);
+  Tensor mlp_backward(const Tensor& d_y, LayerActivations& acts);        // returns d_r1
+  Tensor attention_backward(const Tensor& d_r1, LayerActivations& acts); // returns d_x
+  // y = residual + dropout(partial + bias) after the row-parallel linear's reduction; returns y (bf16).
+  Tensor bias_dropout_residual(Tensor partial_full, const Parameter& bias, const Tensor& residual, Tensor& mask,
+                               int64_t micro_batch, int site, const std::string& name);
+  // The row-parallel output gradient (s_l, b, h) made whole for the GEMMs: all-gather with SP.
+  Tensor row_parallel_output_grad(const Tensor& d_out, const std::string& name);
+  // The column-parallel input (s_l, b, h) made whole: all-gather with SP (forward, and re-gathered in backward).
+  Tensor column_parallel_input(const Tensor& ln_out, const std::string& name);
+  // Reduces the column-parallel input gradient (s, b, h) partials: reduce-scatter with SP, all-reduce without.
+  Tensor column_parallel_input_grad(Tensor d_in_partial, const std::string& name);
+  void gemm(const std::string& name, Tensor& c, const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t m,
+            int64_t n, int64_t k, float beta);
+
+  RankContext& ctx_;
+  int64_t layer_;
+  Parameter *ln1_gamma_, *ln1_beta_, *qkv_weight_, *qkv_bias_, *proj_weight_, *proj_bias_;
+  Parameter *ln2_gamma_, *ln2_beta_, *fc1_weight_, *fc1_bias_, *fc2_weight_, *fc2_bias_;
+};
+
+} // namespace gputwin::engine

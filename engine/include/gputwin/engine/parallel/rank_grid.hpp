@@ -1,0 +1,43 @@
+#pragma once
+// The rank grid of a run: dp x pp x tp ranks with tensor parallelism innermost (neighbouring ranks share a
+// node's fast links in Megatron-LM's layout), and the communicator groups it needs, in a fixed order that
+// is also the trace's group list.
+
+#include "gputwin/traces/op_graph.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace gputwin::engine {
+
+struct RankCoords {
+  int64_t dp = 0, pp = 0, tp = 0;
+};
+
+class RankGrid {
+public:
+  RankGrid(int64_t dp, int64_t pp, int64_t tp);
+
+  int64_t dp() const { return dp_; }
+  int64_t pp() const { return pp_; }
+  int64_t tp() const { return tp_; }
+  int world_size() const { return static_cast<int>(dp_ * pp_ * tp_); }
+  // world rank = (dp x pp + pp) x tp + tp
+  int rank_of(int64_t dp, int64_t pp, int64_t tp) const;
+  RankCoords coords(int rank) const;
+
+  // Every group of the run: the tp groups (one per (dp, stage)), then the pp groups (one per (dp, tp)), then
+  // the dp groups (one per (stage, tp)), then, with pp > 1, the embedding groups (first and last stage of
+  // one (dp, tp): they all-reduce the tied word embedding's gradient).
+  const std::vector<traces::CommGroup>& groups() const { return groups_; }
+  int tp_group(int rank) const;
+  int pp_group(int rank) const;
+  int dp_group(int rank) const;
+  int embedding_group(int rank) const; // -1 for ranks outside the first and last stage or with pp == 1
+
+private:
+  int64_t dp_, pp_, tp_;
+  std::vector<traces::CommGroup> groups_;
+};
+
+} // namespace gputwin::engine

@@ -1,0 +1,43 @@
+#pragma once
+// A communicator of one trace group whose every collective is recorded as a traces::Op with the group's
+// index and the next sequence number, so the same collective matches across its members in the trace.
+// A group of one member is the identity: nothing moves and nothing is recorded.
+
+#include "gputwin/engine/comm/communicator.hpp"
+#include "gputwin/engine/core/tensor.hpp"
+#include "gputwin/engine/trace/tracer.hpp"
+
+#include <memory>
+#include <string>
+
+namespace gputwin::engine {
+
+class TracedComm {
+public:
+  TracedComm() = default;
+  TracedComm(std::unique_ptr<Communicator> comm, Tracer& tracer, int32_t group, TraceStream stream)
+      : comm_(std::move(comm)), tracer_(&tracer), group_(group), stream_(stream)
+  {
+  }
+
+  bool valid() const { return comm_ != nullptr; }
+  int size() const { return comm_ ? comm_->size() : 1; }
+  int rank() const { return comm_ ? comm_->rank() : 0; }
+
+  // In place over the first `count` elements of `t` (f32 or bf16).
+  void all_reduce(const Tensor& t, int64_t count, ReduceOp op, const std::string& name);
+  // out (size x count) from every member's first `count` elements of `in`.
+  void all_gather(const Tensor& in, const Tensor& out, int64_t count, const std::string& name);
+  // out (count) = the sum of every member's block `rank` of `in` (size x count).
+  void reduce_scatter(const Tensor& in, const Tensor& out, int64_t count, const std::string& name);
+
+private:
+  int64_t begin(CollectiveOp op, double bytes, const std::string& name);
+
+  std::unique_ptr<Communicator> comm_;
+  Tracer* tracer_ = nullptr;
+  int32_t group_ = -1;
+  TraceStream stream_ = TraceStream::TensorParallel;
+};
+
+} // namespace gputwin::engine

@@ -1,0 +1,64 @@
+#pragma once
+// Trains a GPT on the synthetic corpus with a parallel plan, every rank of the dp x pp x tp grid as a thread
+// of this process, and reports what it measured: loss per step, iteration times, memory by purpose, the
+// bytes each layer saved for backward and, optionally, the gradients and the trace of the last iteration.
+
+#include "gputwin/engine/core/memory_accountant.hpp"
+#include "gputwin/engine/parallel/rank_context.hpp"
+#include "gputwin/traces/op_graph.hpp"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gputwin::engine {
+
+struct TrainConfig {
+  GptConfig model;
+  ParallelPlan plan;
+  EngineOptions options;
+  std::string backend = "cpu";
+  int64_t steps = 1;
+  bool record_trace = false;      // op graph of the last iteration
+  bool capture_gradients = false; // logical gradients of the last iteration (ZeRO-0 only: before the step)
+  bool capture_weights = false;   // logical bf16 weights after the last step
+};
+
+// A logical (unsharded) parameter assembled from the ranks that hold it.
+struct LogicalTensor {
+  std::string name;
+  int64_t rows = 0, cols = 0;
+  std::vector<float> values; // rows x cols
+};
+
+struct RankMemory {
+  int rank = 0;
+  RankCoords coords;
+  std::array<int64_t, memory_purpose_count> peak_bytes{}; // by MemoryPurpose
+  int64_t peak_total_bytes = 0;
+  int64_t saved_bytes_per_layer_min = -1; // LayerActivations one layer forward left (-1: no layer)
+  int64_t saved_bytes_per_layer_max = -1;
+};
+
+struct TrainResult {
+  std::vector<double> loss_per_step;     // mean loss over the global batch
+  std::vector<double> iteration_seconds; // wall time from one iteration's start barrier to the next
+  std::vector<RankMemory> memory;        // by world rank
+  std::vector<LogicalTensor> gradients;  // capture_gradients: by parameter name
+  std::vector<LogicalTensor> weights;    // capture_weights
+  traces::OpGraph trace;                 // record_trace
+};
+
+// Called after every step with its index, mean loss and wall time.
+using StepCallback = std::function<void(int64_t step, double loss, double seconds)>;
+
+// REQUIRES: validate_plan(config.model, config.plan) passed. Throws InputError for a bad backend name and
+// std::runtime_error naming the rank if a rank fails.
+TrainResult train(const TrainConfig& config, const StepCallback& on_step = {});
+
+// The median of `seconds` after dropping the first `warmup` entries (all of them if fewer remain).
+double median_seconds(const std::vector<double>& seconds, size_t warmup);
+
+} // namespace gputwin::engine

@@ -1,0 +1,230 @@
+#include "gputwin/engine/comm/in_process_world.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gputwin::engine {
+
+namespace {
+
+constexpr auto poll_interval = std::chrono::milliseconds(20); // how often a waiting rank checks for abort
+
+float read_element(const void* base, DType dtype, int64_t i)
+{
+  if (dtype == DType::F32)
+    return static_cast<const float*>(base)[i];
+  return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
+}
+
+void write_element(void* base, DType dtype, int64_t i, float value)
+{
+  if (dtype == DType::F32)
+    static_cast<float*>(base)[i] = value;
+  else
+    static_cast<uint16_t*>(base)[i] = float_to_bf16(value);
+}
+
+void require_float_type(DType dtype, const char* op)
+{
+  if (dtype != DType::F32 && dtype != DType::BF16)
+    throw CommError(std::string(op) + ": expected f32 or bf16 elements, got " + to_string(dtype));
+}
+
+class InProcessCommunicator final : public Communicator {
+public:
+  InProcessCommunicator(InProcessWorld& world, std::shared_ptr<InProcessWorld::Group> group, int index)
+      : world_(world), group_(std::move(group)), index_(index)
+  {
+  }
+
+  int rank() const override { return index_; }
+  int size() const override { return static_cast<int>(group_->ranks.size()); }
+  const std::vector<int>& world_ranks() const override { return group_->ranks; }
+
+  void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op) override
+  {
+    require_float_type(dtype, "all_reduce");
+    std::vector<float> result(static_cast<size_t>(count));
+    exchange(data, [&](const std::vector<const void*>& inputs) {
+      for (int64_t i = 0; i < count; ++i) {
+        float acc = read_element(inputs[0], dtype, i);
+        for (size_t r = 1; r < inputs.size(); ++r) {
+          const float x = read_element(inputs[r], dtype, i);
+          acc = op == ReduceOp::Sum ? acc + x : std::max(acc, x);
+        }
+        result[static_cast<size_t>(i)] = acc;
+      }
+    });
+    for (int64_t i = 0; i < count; ++i) // after every member has read its inputs
+      write_element(data, dtype, i, result[static_cast<size_t>(i)]);
+  }
+
+  void all_gather(const void* in, void* out, int64_t count, DType dtype) override
+  {
+    const int64_t bytes = count * dtype_bytes(dtype);
+    exchange(in, [&](const std::vector<const void*>& inputs) {
+      for (size_t r = 0; r < inputs.size(); ++r)
+        std::memcpy(static_cast<char*>(out) + static_cast<int64_t>(r) * bytes, inputs[r], static_cast<size_t>(bytes));
+    });
+  }
+
+  void reduce_scatter(const void* in, void* out, int64_t count, DType dtype) override
+  {
+    require_float_type(dtype, "reduce_scatter");
+    exchange(in, [&](const std::vector<const void*>& inputs) {
+      const int64_t offset = static_cast<int64_t>(index_) * count;
+      for (int64_t i = 0; i < count; ++i) {
+        float acc = read_element(inputs[0], dtype, offset + i);
+        for (size_t r = 1; r < inputs.size(); ++r)
+          acc += read_element(inputs[r], dtype, offset + i);
+        write_element(out, dtype, i, acc);
+      }
+    });
+  }
+
+  void send(const void* data, int64_t bytes, int peer, int64_t tag, int64_t sequence) override
+  {
+    InProcessWorld::Message message;
+    message.tag = tag;
+    message.sequence = sequence;
+    message.data.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+    world_.post(group_->ranks[static_cast<size_t>(index_)], group_->ranks.at(static_cast<size_t>(peer)),
+                std::move(message));
+  }
+
+  int64_t recv(void* data, int64_t bytes, int peer, int64_t tag) override
+  {
+    InProcessWorld::Message message =
+        world_.take(group_->ranks.at(static_cast<size_t>(peer)), group_->ranks[static_cast<size_t>(index_)], tag);
+    if (static_cast<int64_t>(message.data.size()) != bytes)
+      throw CommError("recv from rank " + std::to_string(group_->ranks[static_cast<size_t>(peer)]) + ": expected " +
+                      std::to_string(bytes) + " bytes, got " + std::to_string(message.data.size()));
+    std::memcpy(data, message.data.data(), static_cast<size_t>(bytes));
+    return message.sequence;
+  }
+
+  void barrier() override
+  {
+    exchange(nullptr, [](const std::vector<const void*>&) {});
+  }
+
+private:
+  // Publishes `input`, waits for every member, runs `read` on all members' inputs, and waits again so no
+  // member reuses its input buffer while another still reads it.
+  template <typename Read>
+  void exchange(const void* input, Read&& read)
+  {
+    InProcessWorld::Group& g = *group_;
+    std::unique_lock<std::mutex> lock(g.mutex);
+    g.inputs[static_cast<size_t>(index_)] = input;
+    world_.wait_all(g, lock);
+    const std::vector<const void*> inputs = g.inputs;
+    lock.unlock();
+    read(inputs);
+    lock.lock();
+    world_.wait_all(g, lock);
+  }
+
+  InProcessWorld& world_;
+  std::shared_ptr<InProcessWorld::Group> group_;
+  int index_;
+};
+
+} // namespace
+
+InProcessWorld::InProcessWorld(int world_size, std::chrono::seconds timeout) : size_(world_size), timeout_(timeout)
+{
+  if (world_size < 1)
+    throw std::invalid_argument("InProcessWorld: world size must be >= 1");
+}
+
+std::unique_ptr<Communicator> InProcessWorld::communicator(const std::vector<int>& world_ranks, int my_world_rank)
+{
+  const auto me = std::find(world_ranks.begin(), world_ranks.end(), my_world_rank);
+  if (me == world_ranks.end())
+    throw std::invalid_argument("InProcessWorld::communicator: rank " + std::to_string(my_world_rank) +
+                                " is not a member of the group");
+  for (const int r : world_ranks)
+    if (r < 0 || r >= size_)
+      throw std::invalid_argument("InProcessWorld::communicator: rank " + std::to_string(r) + " outside the world");
+  std::shared_ptr<Group> group;
+  {
+    std::lock_guard<std::mutex> lock(groups_mutex_);
+    std::shared_ptr<Group>& slot = groups_[world_ranks];
+    if (!slot) {
+      slot = std::make_shared<Group>();
+      slot->ranks = world_ranks;
+      slot->inputs.assign(world_ranks.size(), nullptr);
+    }
+    group = slot;
+  }
+  return std::make_unique<InProcessCommunicator>(*this, group, static_cast<int>(me - world_ranks.begin()));
+}
+
+void InProcessWorld::abort(const std::string& reason)
+{
+  {
+    std::lock_guard<std::mutex> lock(mail_mutex_);
+    if (!aborted_.load())
+      abort_reason_ = reason;
+    aborted_.store(true);
+  }
+  mail_cv_.notify_all();
+}
+
+void InProcessWorld::check_abort() const
+{
+  if (aborted_.load())
+    throw CommError("communication aborted: another rank failed");
+}
+
+void InProcessWorld::wait_all(Group& group, std::unique_lock<std::mutex>& lock)
+{
+  const uint64_t generation = group.generation;
+  if (++group.arrived == static_cast<int>(group.ranks.size())) {
+    group.arrived = 0;
+    ++group.generation;
+    group.cv.notify_all();
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (group.generation == generation) {
+    group.cv.wait_for(lock, poll_interval);
+    if (group.generation != generation)
+      break;
+    check_abort();
+    if (std::chrono::steady_clock::now() > deadline)
+      throw CommError("collective timed out after " + std::to_string(timeout_.count()) + " s waiting for peers");
+  }
+}
+
+void InProcessWorld::post(int source, int destination, Message message)
+{
+  {
+    std::lock_guard<std::mutex> lock(mail_mutex_);
+    mailboxes_[{source, destination}].push_back(std::move(message));
+  }
+  mail_cv_.notify_all();
+}
+
+InProcessWorld::Message InProcessWorld::take(int source, int destination, int64_t tag)
+{
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  std::unique_lock<std::mutex> lock(mail_mutex_);
+  for (;;) {
+    std::deque<Message>& box = mailboxes_[{source, destination}];
+    const auto it = std::find_if(box.begin(), box.end(), [&](const Message& m) { return m.tag == tag; });
+    if (it != box.end()) {
+      Message message = std::move(*it);
+      box.erase(it);
+      return message;
+    }
+    check_abort();
+    if (std::chrono::steady_clock::now() > deadline)
+      throw CommError("recv from rank " + std::to_string(source) + " timed out after " +
+                      std::to_string(timeout_.count()) + " s");
+    mail_cv_.wait_for(lock, poll_interval);
+  }
+}
+
+} // namespace gputwin::engine

@@ -1,0 +1,86 @@
+#include "gputwin/engine/backend/counter_rng.hpp"
+#include "gputwin/engine/model/gpt_edges.hpp"
+#include "gputwin/engine/parallel/tp_regions.hpp"
+
+namespace gputwin::engine {
+
+GptEmbedding::GptEmbedding(RankContext& ctx, ParameterStore& store) : ctx_(ctx)
+{
+  word_ = &store.add(ctx, ParameterSpec{"embedding.word", ctx.model.vocab, ctx.hidden(), Sharding{0, 1},
+                                        ParameterInit::Normal, false});
+  position_ = &store.add(
+      ctx, ParameterSpec{"embedding.position", ctx.seq(), ctx.hidden(), Sharding{-1, 1}, ParameterInit::Normal, true});
+}
+
+Tensor GptEmbedding::position_ids() const
+{
+  Tensor ids = ctx_.tensor(MemoryPurpose::Workspace, DType::I32, {ctx_.seq_local(), ctx_.batch()});
+  for (int64_t i = 0; i < ctx_.seq_local(); ++i)
+    for (int64_t b = 0; b < ctx_.batch(); ++b)
+      ids.i32()[i * ctx_.batch() + b] = static_cast<int32_t>(ctx_.seq_offset() + i);
+  return ids;
+}
+
+Tensor GptEmbedding::forward(Tensor tokens, int64_t micro_batch, EmbeddingSaved& saved)
+{
+  const int64_t h = ctx_.hidden(), rows = ctx_.rows_full(), rows_l = ctx_.rows_local();
+  OpContext c = ctx_.tracer.context();
+  ctx_.set_context(traces::Phase::Forward, -1, c.micro_batch, c.chunk);
+  saved.tokens = std::move(tokens);
+  saved.tokens.retag(MemoryPurpose::EdgeActivations);
+
+  // Each rank looks up the tokens of its vocabulary slice; the others read 0 (bf16 sums of one non-zero term
+  // are exact, so the reduction in bf16 loses nothing).
+  Tensor word = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq(), ctx_.batch(), h});
+  ctx_.compute("embedding.word", static_cast<double>(rows * h * 4), [&] {
+    ctx_.backend.embedding_forward(word, saved.tokens, word_->weight, ctx_.vocab_start(), ctx_.vocab_owned(), rows, h);
+  });
+  Tensor summed;
+  if (ctx_.sequence_parallel()) {
+    summed = reduce_scatter_to_sequence_parallel_region_forward(ctx_, word, h, "embedding.reduce_scatter");
+  } else {
+    reduce_from_tensor_parallel_region_forward(ctx_, word, rows, h, "embedding.all_reduce");
+    summed = std::move(word);
+  }
+  Tensor x = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq_local(), ctx_.batch(), h});
+  saved.dropout_mask = ctx_.tensor(MemoryPurpose::EdgeActivations, DType::U8, {ctx_.seq_local(), ctx_.batch(), h});
+  DropoutSite dropout;
+  dropout.key = dropout_key(ctx_.options.seed, ctx_.iteration, -1, DropoutSiteKind::Embedding);
+  dropout.probability = ctx_.options.dropout;
+  dropout.local_dims = {ctx_.seq_local(), ctx_.batch(), h, 1};
+  dropout.offsets = {ctx_.seq_offset(), ctx_.sample_in_iteration(micro_batch), 0, 0};
+  dropout.global_dims = {ctx_.seq(), ctx_.plan.effective_global_batch(), h, 1};
+  ctx_.compute("embedding.position_dropout", static_cast<double>(rows_l * h * 9), [&] {
+    const Tensor ids = position_ids();
+    Tensor pos = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {rows_l, h});
+    ctx_.backend.embedding_forward(pos, ids, position_->weight, 0, ctx_.seq(), rows_l, h);
+    ctx_.backend.add(summed, summed, pos, rows_l * h);
+    ctx_.backend.dropout_forward(x, saved.dropout_mask, summed, dropout);
+  });
+  ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
+  return x;
+}
+
+void GptEmbedding::backward(const Tensor& d_x, EmbeddingSaved& saved)
+{
+  const int64_t h = ctx_.hidden(), rows = ctx_.rows_full(), rows_l = ctx_.rows_local();
+  OpContext c = ctx_.tracer.context();
+  ctx_.set_context(traces::Phase::Backward, -1, c.micro_batch, c.chunk);
+  Tensor d_sum = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
+  ctx_.compute("embedding.position_dropout.bwd", static_cast<double>(rows_l * h * 13), [&] {
+    ctx_.backend.dropout_backward(d_sum, d_x, saved.dropout_mask, ctx_.options.dropout);
+    const Tensor ids = position_ids();
+    ctx_.backend.embedding_backward(position_->grad, d_sum, ids, 0, ctx_.seq(), rows_l, h);
+  });
+  const Tensor d_word =
+      ctx_.sequence_parallel()
+          ? reduce_scatter_to_sequence_parallel_region_backward(ctx_, d_sum, h, "embedding.all_gather.bwd")
+          : d_sum.view(0, d_sum.shape());
+  ctx_.compute("embedding.word.bwd", static_cast<double>(rows * h * 8), [&] {
+    ctx_.backend.embedding_backward(word_->grad, d_word, saved.tokens, ctx_.vocab_start(), ctx_.vocab_owned(), rows, h);
+  });
+  saved = EmbeddingSaved{};
+  ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
+}
+
+} // namespace gputwin::engine

@@ -1,0 +1,115 @@
+#include "gputwin/engine/model/parameter_store.hpp"
+
+#include "gputwin/engine/backend/counter_rng.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace gputwin::engine {
+
+namespace {
+
+uint64_t name_hash(const std::string& name)
+{
+  uint64_t h = 1469598103934665603ull; // FNV-1a
+  for (const char c : name)
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+// Local extent of a split dimension of `logical` elements over `tp` ranks in `blocks` blocks.
+int64_t split_extent(int64_t logical, int64_t blocks, int64_t tp, const std::string& name)
+{
+  if (blocks == 1)
+    return (logical + tp - 1) / tp; // the vocabulary may not divide: the last shard is padded
+  if (logical % (blocks * tp) != 0)
+    throw std::logic_error("parameter " + name + ": " + std::to_string(logical) + " does not split into " +
+                           std::to_string(blocks) + " blocks over " + std::to_string(tp) + " ranks");
+  return logical / tp;
+}
+
+} // namespace
+
+Parameter& ParameterStore::add(const RankContext& ctx, ParameterSpec spec)
+{
+  if (weights_.defined())
+    throw std::logic_error("ParameterStore::add after finalize");
+  Parameter p;
+  p.local_rows = spec.rows;
+  p.local_cols = spec.cols;
+  if (spec.sharding.dim == 0)
+    p.local_rows = split_extent(spec.rows, spec.sharding.blocks, ctx.tp_size(), spec.name);
+  if (spec.sharding.dim == 1)
+    p.local_cols = split_extent(spec.cols, spec.sharding.blocks, ctx.tp_size(), spec.name);
+  p.offset = total_;
+  p.spec = std::move(spec);
+  total_ += p.numel();
+  parameters_.push_back(std::move(p));
+  return parameters_.back();
+}
+
+std::vector<float> ParameterStore::finalize(RankContext& ctx, int64_t padded_elements)
+{
+  weights_ = ctx.tensor(MemoryPurpose::Weights, DType::BF16, {padded_elements});
+  grads_ = ctx.tensor(MemoryPurpose::Gradients, DType::F32, {padded_elements});
+  std::vector<float> master(static_cast<size_t>(padded_elements), 0.0f);
+  for (Parameter& p : parameters_) {
+    p.weight = weights_.view(p.offset, {p.local_rows, p.local_cols});
+    p.grad = grads_.view(p.offset, {p.local_rows, p.local_cols});
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      const int64_t logical = logical_index(p, i, ctx.coords.tp, ctx.tp_size());
+      const float value = logical < 0 ? 0.0f : initial_value(p.spec, logical, ctx.options, ctx.model.layers);
+      master[static_cast<size_t>(p.offset + i)] = value;
+      p.weight.bf16()[i] = float_to_bf16(value);
+    }
+  }
+  return master;
+}
+
+Parameter* ParameterStore::find(const std::string& name)
+{
+  for (Parameter& p : parameters_)
+    if (p.spec.name == name)
+      return &p;
+  return nullptr;
+}
+
+int64_t logical_index(const Parameter& p, int64_t local, int64_t tp_rank, int64_t tp)
+{
+  int64_t row = local / p.local_cols, col = local % p.local_cols;
+  const Sharding& s = p.spec.sharding;
+  if (s.dim == 0) {
+    const int64_t per_part = p.local_rows / s.blocks, block = row / per_part;
+    row = block * (p.spec.rows / s.blocks) + tp_rank * per_part + row % per_part;
+    if (row >= p.spec.rows)
+      return -1;
+  } else if (s.dim == 1) {
+    const int64_t per_part = p.local_cols / s.blocks, block = col / per_part;
+    col = block * (p.spec.cols / s.blocks) + tp_rank * per_part + col % per_part;
+    if (col >= p.spec.cols)
+      return -1;
+  }
+  (void)tp;
+  return row * p.spec.cols + col;
+}
+
+float initial_value(const ParameterSpec& spec, int64_t index, const EngineOptions& options, int64_t layers)
+{
+  switch (spec.init) {
+  case ParameterInit::Ones: return 1.0f;
+  case ParameterInit::Zeros: return 0.0f;
+  case ParameterInit::Normal:
+  case ParameterInit::ScaledNormal: break;
+  }
+  // Box-Muller from two counter-based uniforms keyed by (seed, name, element).
+  const uint64_t key = mix64(options.seed ^ name_hash(spec.name));
+  const double u1 = static_cast<double>(counter_uniform(key, static_cast<uint64_t>(2 * index))) + 0.5 / 16777216.0;
+  const double u2 = static_cast<double>(counter_uniform(key, static_cast<uint64_t>(2 * index + 1)));
+  const double normal = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  double std_dev = options.init_std;
+  if (spec.init == ParameterInit::ScaledNormal) // GPT-2: residual projections scaled by 1/sqrt(2L)
+    std_dev /= std::sqrt(2.0 * static_cast<double>(layers));
+  return static_cast<float>(normal * std_dev);
+}
+
+} // namespace gputwin::engine

@@ -1,0 +1,113 @@
+// The transformer layer's backward pass, with selective or full activation recompute first.
+#include "gputwin/engine/model/transformer_layer.hpp"
+
+namespace gputwin::engine {
+
+Tensor TransformerLayer::backward(Tensor d_y, int64_t micro_batch, LayerActivations& saved)
+{
+  const OpContext c = ctx_.tracer.context();
+  const auto layer = static_cast<int32_t>(layer_);
+  if (ctx_.plan.recompute != Recompute::None)
+    ctx_.set_context(traces::Phase::Recompute, layer, c.micro_batch, c.chunk);
+  if (ctx_.plan.recompute == Recompute::Full)
+    run_forward(saved, micro_batch); // rebuilds every activation from the stored input (y is not needed)
+  else if (ctx_.plan.recompute == Recompute::Selective)
+    attention_core_forward(saved, micro_batch, false); // softmax, its dropout mask and output from Q, K, V
+  ctx_.set_context(traces::Phase::Backward, layer, c.micro_batch, c.chunk);
+  const Tensor d_r1 = mlp_backward(d_y, saved);
+  Tensor d_x = attention_backward(d_r1, saved);
+  saved = LayerActivations{};
+  ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
+  return d_x;
+}
+
+// y = r1 + dropout(fc2(gelu(fc1(LN2(r1)))) + b2): returns d_r1.
+Tensor TransformerLayer::mlp_backward(const Tensor& d_y, LayerActivations& acts)
+{
+  const int64_t h = ctx_.hidden(), rows = ctx_.rows_full(), rows_l = ctx_.rows_local(), ffn = ctx_.ffn_local();
+  Tensor d_o2 = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
+  ctx_.compute("fc2.dropout.bwd", static_cast<double>(rows_l * h * 9), [&] {
+    ctx_.backend.dropout_backward(d_o2, d_y, acts.drop2_mask, ctx_.options.dropout);
+    ctx_.backend.bias_backward(fc2_bias_->grad, d_o2, rows_l, h);
+  });
+  Tensor d_gelu = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, ffn});
+  {
+    const Tensor d_o2_full = row_parallel_output_grad(d_o2, "fc2.all_gather.bwd");
+    gemm("fc2.dgrad", d_gelu, d_o2_full, false, fc2_weight_->weight, true, rows, ffn, h, 0.0f);
+    gemm("fc2.wgrad", fc2_weight_->grad, acts.gelu_out, true, d_o2_full, false, ffn, h, rows, 1.0f);
+  }
+  ctx_.compute("gelu.bwd", static_cast<double>(rows * ffn * 10), [&] {
+    ctx_.backend.gelu_backward(d_gelu, d_gelu, acts.fc1_out, rows * ffn);
+    ctx_.backend.bias_backward(fc1_bias_->grad, d_gelu, rows, ffn);
+  });
+  Tensor d_m_in = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq(), ctx_.batch(), h});
+  {
+    // With SP the fc1 input is re-gathered from the stored shard (Korthikanti et al. 2022, Section 4.2.2).
+    const Tensor m_in = column_parallel_input(acts.ln2, "ln2.all_gather.bwd");
+    gemm("fc1.wgrad", fc1_weight_->grad, m_in, true, d_gelu, false, h, ffn, rows, 1.0f);
+    gemm("fc1.dgrad", d_m_in, d_gelu, false, fc1_weight_->weight, true, rows, h, ffn, 0.0f);
+  }
+  const Tensor d_ln2 = column_parallel_input_grad(std::move(d_m_in), "ln2.reduce.bwd");
+  Tensor d_r1 = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
+  ctx_.compute("ln2.bwd", static_cast<double>(rows_l * h * 14), [&] {
+    ctx_.backend.layernorm_backward(d_r1, ln2_gamma_->grad, ln2_beta_->grad, d_ln2, acts.r1, ln2_gamma_->weight, rows_l,
+                                    h, ctx_.options.layernorm_epsilon);
+    ctx_.backend.accumulate(d_r1, d_y, rows_l * h); // the residual branch
+  });
+  return d_r1;
+}
+
+// r1 = x + dropout(proj(attention(QKV(LN1(x)))) + b): returns d_x.
+Tensor TransformerLayer::attention_backward(const Tensor& d_r1, LayerActivations& acts)
+{
+  const int64_t h = ctx_.hidden(), rows = ctx_.rows_full(), rows_l = ctx_.rows_local();
+  const int64_t width = ctx_.hidden_local(), qkv_cols = 3 * width;
+  const AttentionDims dims{ctx_.batch(), ctx_.heads_local(), ctx_.seq(), ctx_.model.head_dim()};
+  const int64_t b = dims.batch, a = dims.heads, s = dims.seq, d = dims.head_dim, scores = b * a * s * s;
+
+  Tensor d_o = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
+  ctx_.compute("proj.dropout.bwd", static_cast<double>(rows_l * h * 9), [&] {
+    ctx_.backend.dropout_backward(d_o, d_r1, acts.drop1_mask, ctx_.options.dropout);
+    ctx_.backend.bias_backward(proj_bias_->grad, d_o, rows_l, h);
+  });
+  Tensor d_context = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, width});
+  {
+    const Tensor d_o_full = row_parallel_output_grad(d_o, "proj.all_gather.bwd");
+    gemm("proj.dgrad", d_context, d_o_full, false, proj_weight_->weight, true, rows, width, h, 0.0f);
+    gemm("proj.wgrad", proj_weight_->grad, acts.context, true, d_o_full, false, width, h, rows, 1.0f);
+  }
+  Tensor d_qkv = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, qkv_cols});
+  {
+    Tensor d_probs = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {b, a, s, s});
+    ctx_.compute("attn.context.bwd", 4.0 * static_cast<double>(scores * d), static_cast<double>(scores * 6),
+                 traces::GemmShape{s, s, d, b * a}, [&] {
+                   ctx_.backend.attention_context_backward(d_probs, d_qkv, d_context, acts.probs_dropped, acts.qkv,
+                                                           dims);
+                 });
+    ctx_.compute("attn.dropout.bwd", static_cast<double>(scores * 9),
+                 [&] { ctx_.backend.dropout_backward(d_probs, d_probs, acts.attn_mask, ctx_.options.dropout); });
+    ctx_.compute("attn.softmax.bwd", static_cast<double>(scores * 10),
+                 [&] { ctx_.backend.causal_softmax_backward(d_probs, d_probs, acts.probs, b * a * s, s); });
+    ctx_.compute("attn.scores.bwd", 4.0 * static_cast<double>(scores * d), static_cast<double>(scores * 4),
+                 traces::GemmShape{s, d, s, b * a},
+                 [&] { ctx_.backend.attention_scores_backward(d_qkv, d_probs, acts.qkv, dims); });
+  }
+  ctx_.compute("qkv.bias.bwd", static_cast<double>(rows * qkv_cols * 4),
+               [&] { ctx_.backend.bias_backward(qkv_bias_->grad, d_qkv, rows, qkv_cols); });
+  Tensor d_a_in = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq(), ctx_.batch(), h});
+  {
+    const Tensor a_in = column_parallel_input(acts.ln1, "ln1.all_gather.bwd");
+    gemm("qkv.wgrad", qkv_weight_->grad, a_in, true, d_qkv, false, h, qkv_cols, rows, 1.0f);
+    gemm("qkv.dgrad", d_a_in, d_qkv, false, qkv_weight_->weight, true, rows, h, qkv_cols, 0.0f);
+  }
+  const Tensor d_ln1 = column_parallel_input_grad(std::move(d_a_in), "ln1.reduce.bwd");
+  Tensor d_x = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
+  ctx_.compute("ln1.bwd", static_cast<double>(rows_l * h * 14), [&] {
+    ctx_.backend.layernorm_backward(d_x, ln1_gamma_->grad, ln1_beta_->grad, d_ln1, acts.x, ln1_gamma_->weight, rows_l,
+                                    h, ctx_.options.layernorm_epsilon);
+    ctx_.backend.accumulate(d_x, d_r1, rows_l * h);
+  });
+  return d_x;
+}
+
+} // namespace gputwin::engine

@@ -1,0 +1,75 @@
+#include "gputwin/engine/parallel/rank_grid.hpp"
+
+#include <stdexcept>
+
+namespace gputwin::engine {
+
+RankGrid::RankGrid(int64_t dp, int64_t pp, int64_t tp) : dp_(dp), pp_(pp), tp_(tp)
+{
+  if (dp < 1 || pp < 1 || tp < 1)
+    throw std::invalid_argument("RankGrid: dp, pp and tp must be >= 1");
+  for (int64_t d = 0; d < dp; ++d)
+    for (int64_t p = 0; p < pp; ++p) {
+      traces::CommGroup g{"tp", {}};
+      for (int64_t t = 0; t < tp; ++t)
+        g.ranks.push_back(rank_of(d, p, t));
+      groups_.push_back(g);
+    }
+  for (int64_t d = 0; d < dp; ++d)
+    for (int64_t t = 0; t < tp; ++t) {
+      traces::CommGroup g{"pp", {}};
+      for (int64_t p = 0; p < pp; ++p)
+        g.ranks.push_back(rank_of(d, p, t));
+      groups_.push_back(g);
+    }
+  for (int64_t p = 0; p < pp; ++p)
+    for (int64_t t = 0; t < tp; ++t) {
+      traces::CommGroup g{"dp", {}};
+      for (int64_t d = 0; d < dp; ++d)
+        g.ranks.push_back(rank_of(d, p, t));
+      groups_.push_back(g);
+    }
+  if (pp > 1)
+    for (int64_t d = 0; d < dp; ++d)
+      for (int64_t t = 0; t < tp; ++t)
+        groups_.push_back(traces::CommGroup{"embedding", {rank_of(d, 0, t), rank_of(d, pp - 1, t)}});
+}
+
+int RankGrid::rank_of(int64_t dp, int64_t pp, int64_t tp) const
+{
+  return static_cast<int>((dp * pp_ + pp) * tp_ + tp);
+}
+
+RankCoords RankGrid::coords(int rank) const
+{
+  const int64_t r = rank;
+  return RankCoords{r / (pp_ * tp_), (r / tp_) % pp_, r % tp_};
+}
+
+int RankGrid::tp_group(int rank) const
+{
+  const RankCoords c = coords(rank);
+  return static_cast<int>(c.dp * pp_ + c.pp);
+}
+
+int RankGrid::pp_group(int rank) const
+{
+  const RankCoords c = coords(rank);
+  return static_cast<int>(dp_ * pp_ + c.dp * tp_ + c.tp);
+}
+
+int RankGrid::dp_group(int rank) const
+{
+  const RankCoords c = coords(rank);
+  return static_cast<int>(dp_ * pp_ + dp_ * tp_ + c.pp * tp_ + c.tp);
+}
+
+int RankGrid::embedding_group(int rank) const
+{
+  const RankCoords c = coords(rank);
+  if (pp_ == 1 || (c.pp != 0 && c.pp != pp_ - 1))
+    return -1;
+  return static_cast<int>(dp_ * pp_ + dp_ * tp_ + pp_ * tp_ + c.dp * tp_ + c.tp);
+}
+
+} // namespace gputwin::engine

@@ -1,0 +1,130 @@
+#include "gputwin/engine/train/pipeline_driver.hpp"
+
+#include "gputwin/models/pipeline_schedule.hpp"
+
+#include <algorithm>
+
+namespace gputwin::engine {
+
+void SavedBytesPerLayer::add(int64_t bytes)
+{
+  min = min < 0 ? bytes : std::min(min, bytes);
+  max = std::max(max, bytes);
+}
+
+PipelineDriver::PipelineDriver(RankContext& ctx, GptStage& stage, const SyntheticCorpus& corpus)
+    : ctx_(ctx), stage_(stage), corpus_(corpus)
+{
+}
+
+double PipelineDriver::run_iteration()
+{
+  loss_sum_ = 0;
+  const PipelineShape shape = pipeline_shape(ctx_.plan);
+  for (const PipelineStep& step : stage_schedule(shape, stage_.stage())) {
+    if (step.phase == PipelinePhase::Forward)
+      forward_step(step.micro_batch, step.chunk);
+    else
+      backward_step(step.micro_batch, step.chunk);
+  }
+  return loss_sum_;
+}
+
+Tensor PipelineDriver::tokens(int64_t micro_batch, int64_t shift)
+{
+  const int64_t s = ctx_.seq(), b = ctx_.batch();
+  Tensor t = ctx_.tensor(MemoryPurpose::Workspace, DType::I32, {s, b});
+  for (int64_t j = 0; j < b; ++j) {
+    const std::vector<int32_t> sample = corpus_.sample(ctx_.sample_base(micro_batch) + j, s + 1);
+    for (int64_t i = 0; i < s; ++i)
+      t.i32()[i * b + j] = sample[static_cast<size_t>(i + shift)];
+  }
+  return t;
+}
+
+int PipelineDriver::peer_rank(int64_t virtual_stage) const
+{
+  return ctx_.grid.rank_of(ctx_.coords.dp, virtual_stage % ctx_.plan.pp, ctx_.coords.tp);
+}
+
+namespace {
+// A message's tag: direction, micro-batch and the virtual stage it goes to.
+int64_t message_tag(bool gradient, int64_t micro_batch, int64_t to_virtual_stage)
+{
+  return (static_cast<int64_t>(gradient) << 48) | (micro_batch << 20) | to_virtual_stage;
+}
+} // namespace
+
+void PipelineDriver::send(const Tensor& t, int64_t to_virtual_stage, int64_t micro_batch, bool gradient)
+{
+  const int peer = peer_rank(to_virtual_stage);
+  traces::Op op;
+  op.kind = traces::OpKind::Send;
+  op.name = gradient ? "pp.send.grad" : "pp.send.activation";
+  op.stream = static_cast<int32_t>(TraceStream::Pipeline);
+  op.peer = peer;
+  op.bytes = static_cast<double>(t.bytes());
+  op.sequence = ctx_.tracer.next_send_sequence(peer);
+  const int64_t sequence = op.sequence;
+  TraceScope scope(ctx_.tracer, std::move(op));
+  ctx_.world->send(t.raw(), t.bytes(), peer, message_tag(gradient, micro_batch, to_virtual_stage), sequence);
+}
+
+Tensor PipelineDriver::recv(DType dtype, int64_t from_virtual_stage, int64_t micro_batch, bool gradient)
+{
+  const int peer = peer_rank(from_virtual_stage);
+  const int64_t me = gradient ? from_virtual_stage - 1 : from_virtual_stage + 1;
+  Tensor t = ctx_.tensor(MemoryPurpose::Workspace, dtype, {ctx_.seq_local(), ctx_.batch(), ctx_.hidden()});
+  traces::Op op;
+  op.kind = traces::OpKind::Recv;
+  op.name = gradient ? "pp.recv.grad" : "pp.recv.activation";
+  op.stream = static_cast<int32_t>(TraceStream::Pipeline);
+  op.peer = peer;
+  op.bytes = static_cast<double>(t.bytes());
+  TraceScope scope(ctx_.tracer, std::move(op));
+  const int64_t sequence = ctx_.world->recv(t.raw(), t.bytes(), peer, message_tag(gradient, micro_batch, me));
+  if (traces::Op* recorded = scope.op())
+    recorded->sequence = sequence; // the sender's number for this message on the (peer, this rank) channel
+  return t;
+}
+
+void PipelineDriver::forward_step(int64_t micro_batch, int64_t chunk)
+{
+  const int64_t vs = stage_.virtual_stage(chunk);
+  ctx_.set_context(traces::Phase::Forward, -1, static_cast<int32_t>(micro_batch), static_cast<int32_t>(chunk));
+  InFlight& state = in_flight_[{micro_batch, chunk}];
+  Tensor x = vs == 0 ? stage_.embedding()->forward(tokens(micro_batch, 0), micro_batch, state.embedding)
+                     : recv(DType::BF16, vs - 1, micro_batch, false);
+  std::deque<TransformerLayer>& layers = stage_.layers(chunk);
+  state.layers.resize(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const int64_t before = ctx_.memory.current_bytes(MemoryPurpose::LayerActivations);
+    x = layers[l].forward(std::move(x), micro_batch, state.layers[l]);
+    saved_per_layer_.add(ctx_.memory.current_bytes(MemoryPurpose::LayerActivations) - before);
+  }
+  if (vs == stage_.virtual_stages() - 1)
+    loss_sum_ += stage_.output()->forward(std::move(x), tokens(micro_batch, 1), state.output);
+  else
+    send(x, vs + 1, micro_batch, false);
+}
+
+void PipelineDriver::backward_step(int64_t micro_batch, int64_t chunk)
+{
+  const int64_t vs = stage_.virtual_stage(chunk);
+  ctx_.set_context(traces::Phase::Backward, -1, static_cast<int32_t>(micro_batch), static_cast<int32_t>(chunk));
+  InFlight& state = in_flight_.at({micro_batch, chunk});
+  // Each micro-batch's mean loss counts 1/(m dp) in the iteration's mean loss.
+  const float loss_scale = 1.0f / static_cast<float>(ctx_.plan.micro_batches() * ctx_.plan.dp);
+  Tensor d = vs == stage_.virtual_stages() - 1 ? stage_.output()->backward(state.output, loss_scale)
+                                               : recv(DType::F32, vs + 1, micro_batch, true);
+  std::deque<TransformerLayer>& layers = stage_.layers(chunk);
+  for (size_t l = layers.size(); l-- > 0;)
+    d = layers[l].backward(std::move(d), micro_batch, state.layers[l]);
+  if (vs == 0)
+    stage_.embedding()->backward(d, state.embedding);
+  else
+    send(d, vs - 1, micro_batch, true);
+  in_flight_.erase({micro_batch, chunk});
+}
+
+} // namespace gputwin::engine

@@ -1,0 +1,86 @@
+#pragma once
+// Shared by the engine tests: the tiny model every numerics and memory test trains, plans built from a few
+// fields, and the per-tensor comparison of gradients against the single-rank reference.
+
+#include "gputwin/engine/train/trainer.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace gputwin::engine::testing {
+
+// Tiny GPT: h 64, a 4 (head_dim 16), L 4, s 16, v 128.
+inline GptConfig tiny_model()
+{
+  GptConfig m;
+  m.name = "tiny";
+  m.hidden = 64;
+  m.heads = 4;
+  m.layers = 4;
+  m.seq_len = 16;
+  m.vocab = 128;
+  return m;
+}
+
+struct PlanSpec {
+  int64_t tp = 1, pp = 1, dp = 1;
+  bool sp = false;
+  Recompute recompute = Recompute::None;
+  Schedule schedule = Schedule::OneFOneB;
+  int64_t chunks = 1;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 4;
+  int zero = 0;
+};
+
+inline ParallelPlan make_plan(const PlanSpec& s)
+{
+  ParallelPlan p;
+  p.tp = s.tp;
+  p.pp = s.pp;
+  p.dp = s.dp;
+  p.tp_comm = s.sp ? TpComm::SequenceParallel : TpComm::AllReduce;
+  p.recompute = s.recompute;
+  p.schedule = s.schedule;
+  p.chunks = s.chunks;
+  p.micro_batch = s.micro_batch;
+  p.global_batch = s.global_batch;
+  p.zero_stage = s.zero;
+  return p;
+}
+
+inline std::string describe(const PlanSpec& s)
+{
+  return "tp" + std::to_string(s.tp) + (s.sp ? "+sp" : "") + " pp" + std::to_string(s.pp) + " dp" +
+         std::to_string(s.dp) + " " + to_string(s.recompute) + " " + to_string(s.schedule) +
+         (s.chunks > 1 ? "x" + std::to_string(s.chunks) : "") + " zero" + std::to_string(s.zero);
+}
+
+inline TrainResult run_tiny(const PlanSpec& spec, int64_t steps, bool gradients, bool weights = false,
+                            bool trace = false)
+{
+  TrainConfig config;
+  config.model = tiny_model();
+  config.plan = make_plan(spec);
+  validate_plan(config.model, config.plan);
+  config.options.dropout = 0.1f;
+  config.steps = steps;
+  config.capture_gradients = gradients;
+  config.capture_weights = weights;
+  config.record_trace = trace;
+  return train(config);
+}
+
+// ||a - b|| / ||b|| over the elements of one tensor.
+inline double relative_l2_error(const std::vector<float>& a, const std::vector<float>& b)
+{
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+}
+
+} // namespace gputwin::engine::testing

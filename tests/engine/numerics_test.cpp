@@ -1,0 +1,151 @@
+// Whole-step numerics: every tensor-, sequence-, pipeline- and data-parallel plan and every recompute mode
+// against the single-rank, no-recompute run of the same tiny GPT on the same global batch (llm.c's
+// test_gpt2 idea, per tensor).
+//
+// Tolerances, per tensor: relative L2 error ||g - g_ref|| / ||g_ref||. A parallel plan computes the same fp32
+// math in another order: a row-parallel linear sums t fp32 partial products, the vocabulary-parallel loss
+// sums t partial exponential sums, micro-batches and replicas add gradients in another order. That moves fp32
+// results by ~1e-7 relative. Every activation is then rounded to bf16 (8-bit mantissa); a 1e-7 change flips
+// the rounding of an element only when it lies within 1e-7 of a rounding boundary, and one flip changes that
+// element by one bf16 ulp (2^-8 relative), i.e. a tensor's relative L2 error by about 2^-8 / sqrt(elements),
+// ~1e-4 for these sizes. Measured over this grid: loss <= 3e-7, gradients <= 6e-7 except one plan with a few
+// flips (tp 4, b 2: 3.5e-4 on the last fc2 weight). The
+// bounds (loss 1e-5, gradients 1e-3) allow several such flips; a real bug (a missing all-reduce, a wrong
+// shard, a dropout mask drawn differently, a gradient scaled by 1/t) gives errors of order 1e-1 to 1.
+// Recompute (selective and full) reruns the same kernels on the same stored bf16 inputs, so its gradients
+// must equal no-recompute bit for bit.
+#include "engine_test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+namespace gputwin::engine::testing {
+namespace {
+
+constexpr double loss_relative_tolerance = 1e-5;
+constexpr double gradient_relative_l2_tolerance = 1e-3;
+
+// The single-rank, no-recompute run on the same global batch (micro-batch 1).
+const TrainResult& reference(int64_t global_batch)
+{
+  static std::map<int64_t, TrainResult> results;
+  auto it = results.find(global_batch);
+  if (it == results.end())
+    it = results.emplace(global_batch, run_tiny(PlanSpec{.global_batch = global_batch}, 1, true)).first;
+  return it->second;
+}
+
+void expect_matches_reference(const PlanSpec& spec, const TrainResult& run)
+{
+  const TrainResult& ref = reference(spec.global_batch);
+  ASSERT_EQ(run.gradients.size(), ref.gradients.size()) << describe(spec);
+  const double loss_error = std::abs(run.loss_per_step[0] - ref.loss_per_step[0]) / ref.loss_per_step[0];
+  EXPECT_LE(loss_error, loss_relative_tolerance)
+      << describe(spec) << ": loss " << run.loss_per_step[0] << " vs " << ref.loss_per_step[0];
+  double worst = 0;
+  std::string worst_name;
+  for (size_t i = 0; i < ref.gradients.size(); ++i) {
+    const LogicalTensor& g = run.gradients[i];
+    const LogicalTensor& r = ref.gradients[i];
+    ASSERT_EQ(g.name, r.name);
+    ASSERT_EQ(g.values.size(), r.values.size()) << g.name;
+    const double error = relative_l2_error(g.values, r.values);
+    EXPECT_LE(error, gradient_relative_l2_tolerance) << describe(spec) << ": gradient of " << g.name;
+    if (error > worst) {
+      worst = error;
+      worst_name = g.name;
+    }
+  }
+  std::printf("  %-40s loss error %.2e, worst gradient error %.2e (%s)\n", describe(spec).c_str(), loss_error, worst,
+              worst_name.c_str());
+}
+
+void expect_bit_identical(const TrainResult& a, const TrainResult& b, const std::string& what)
+{
+  ASSERT_EQ(a.gradients.size(), b.gradients.size());
+  EXPECT_EQ(a.loss_per_step, b.loss_per_step) << what;
+  for (size_t i = 0; i < a.gradients.size(); ++i) {
+    ASSERT_EQ(a.gradients[i].values.size(), b.gradients[i].values.size());
+    EXPECT_EQ(0, std::memcmp(a.gradients[i].values.data(), b.gradients[i].values.data(),
+                             a.gradients[i].values.size() * sizeof(float)))
+        << what << ": gradient of " << a.gradients[i].name << " differs";
+  }
+}
+
+TEST(EngineNumerics, ReferenceHasEveryParameterAndAFiniteLoss)
+{
+  const TrainResult& ref = reference(4);
+  // 4 layers x 12 tensors + word and position embeddings + final layernorm (2).
+  EXPECT_EQ(ref.gradients.size(), 4u * 12u + 4u);
+  EXPECT_NEAR(ref.loss_per_step[0], std::log(128.0), 0.3);
+  for (const LogicalTensor& g : ref.gradients)
+    EXPECT_GT(relative_l2_error(g.values, std::vector<float>(g.values.size(), 0.0f)), 0.0) << g.name << " is all 0";
+}
+
+// Each plan runs none, selective and full recompute: all three match the reference within tolerance and
+// selective/full equal none bit for bit.
+class PlanNumerics : public ::testing::TestWithParam<PlanSpec> {};
+
+TEST_P(PlanNumerics, MatchesSingleRankAndRecomputeIsBitIdentical)
+{
+  PlanSpec spec = GetParam();
+  spec.recompute = Recompute::None;
+  const TrainResult none = run_tiny(spec, 1, true);
+  expect_matches_reference(spec, none);
+  for (const Recompute mode : {Recompute::Selective, Recompute::Full}) {
+    spec.recompute = mode;
+    const TrainResult recomputed = run_tiny(spec, 1, true);
+    expect_bit_identical(recomputed, none, describe(spec) + " vs recompute none");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Grid, PlanNumerics,
+    ::testing::Values(PlanSpec{.tp = 1},                                                 // t = 1 recompute
+                      PlanSpec{.tp = 2},                                                 // TP
+                      PlanSpec{.tp = 2, .sp = true},                                     // TP + SP
+                      PlanSpec{.tp = 4},                                                 // TP 4
+                      PlanSpec{.tp = 4, .sp = true},                                     // TP 4 + SP
+                      PlanSpec{.pp = 2},                                                 // 1F1B
+                      PlanSpec{.pp = 4},                                                 // 1F1B, 4 stages
+                      PlanSpec{.pp = 4, .schedule = Schedule::GPipe},                    // GPipe
+                      PlanSpec{.pp = 2, .schedule = Schedule::Interleaved, .chunks = 2}, // interleaved
+                      PlanSpec{.dp = 2},                                                 // DP
+                      PlanSpec{.tp = 2, .pp = 2, .dp = 2, .sp = true},                   // all three
+                      PlanSpec{.tp = 2, .pp = 2, .sp = true, .schedule = Schedule::Interleaved, .chunks = 2},
+                      PlanSpec{.micro_batch = 2, .global_batch = 8}, // b = 2
+                      PlanSpec{.tp = 2, .sp = true, .micro_batch = 2, .global_batch = 8},
+                      PlanSpec{.tp = 4, .pp = 2, .schedule = Schedule::GPipe, .micro_batch = 2, .global_batch = 8}));
+
+TEST(EngineNumerics, ZeroOneUpdatesExactlyAsAllReduce)
+{
+  // ZeRO-1 reduce-scatters the gradients and all-gathers the updated weights; the sums run in the same rank
+  // order as the all-reduce, so after two Adam steps the weights are bit-identical.
+  const PlanSpec zero0{.tp = 2, .dp = 2, .sp = true, .zero = 0};
+  PlanSpec zero1 = zero0;
+  zero1.zero = 1;
+  const TrainResult a = run_tiny(zero0, 2, false, true);
+  const TrainResult b = run_tiny(zero1, 2, false, true);
+  ASSERT_EQ(a.weights.size(), b.weights.size());
+  EXPECT_EQ(a.loss_per_step, b.loss_per_step);
+  for (size_t i = 0; i < a.weights.size(); ++i)
+    EXPECT_EQ(a.weights[i].values, b.weights[i].values) << a.weights[i].name;
+  // And the optimizer state is sharded: each replica holds half of the 12 bytes per parameter.
+  EXPECT_EQ(a.memory[0].peak_bytes[static_cast<size_t>(MemoryPurpose::Optimizer)],
+            2 * b.memory[0].peak_bytes[static_cast<size_t>(MemoryPurpose::Optimizer)]);
+}
+
+TEST(EngineNumerics, TrainingStepsAgreeAcrossPlans)
+{
+  // Three optimizer steps: the losses of a TP+SP+PP+DP plan track the single-rank run.
+  const TrainResult ref = run_tiny(PlanSpec{}, 3, false);
+  const TrainResult par =
+      run_tiny(PlanSpec{.tp = 2, .pp = 2, .dp = 2, .sp = true, .recompute = Recompute::Selective}, 3, false);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(par.loss_per_step[i], ref.loss_per_step[i], 1e-2 * ref.loss_per_step[i]) << "step " << i;
+}
+
+} // namespace
+} // namespace gputwin::engine::testing
