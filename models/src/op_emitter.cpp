@@ -75,4 +75,22 @@ int64_t OpEmitter::recv(const char* name, int32_t peer, int64_t sequence, double
   return op.id;
 }
 
+int64_t OpEmitter::replay(const traces::Op& source, int32_t stream, int32_t group, std::vector<int64_t> deps)
+{
+  const traces::Phase phase = phase_;
+  phase_ = source.phase;
+  traces::Op& op = add(source.name.c_str(), source.kind, stream, std::move(deps));
+  phase_ = phase;
+  op.flops = source.flops;
+  op.bytes = source.bytes;
+  op.gemm = source.gemm;
+  op.duration_ns = source.duration_ns;
+  if (source.kind == traces::OpKind::Collective) {
+    op.collective = source.collective;
+    op.group = group;
+    op.sequence = group_sequence_[group]++;
+  }
+  return op.id;
+}
+
 } // namespace gputwin

@@ -34,16 +34,50 @@ Neighbour previous_of(const ParallelPlan& p, int64_t stage, int64_t chunk)
   return stage > 0 ? Neighbour{stage - 1, chunk} : Neighbour{p.pp - 1, chunk - 1};
 }
 
+class AnalyticLayerOps : public LayerOpSource {
+public:
+  AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan)
+      : shape_(layer_shape(model, plan)), recompute_(plan.recompute)
+  {
+  }
+  void embedding_forward(OpEmitter& e, int32_t g) const override { emit_embedding_forward(e, shape_, g); }
+  void embedding_backward(OpEmitter& e, int32_t g) const override { emit_embedding_backward(e, shape_, g); }
+  void layer_forward(OpEmitter& e, int32_t g) const override { emit_layer_forward(e, shape_, g); }
+  void layer_backward(OpEmitter& e, int32_t g) const override
+  {
+    if (recompute_ == Recompute::Full) {
+      // Full recompute: the layer's forward again, collectives included, before its backward.
+      const traces::Phase phase = e.phase();
+      e.set_phase(traces::Phase::Recompute);
+      emit_layer_forward(e, shape_, g);
+      e.set_phase(phase);
+    }
+    emit_layer_backward(e, shape_, g, recompute_);
+  }
+  void output_forward(OpEmitter& e, int32_t g) const override { emit_output_forward(e, shape_, g); }
+  void output_backward(OpEmitter& e, int32_t g) const override { emit_output_backward(e, shape_, g); }
+
+private:
+  LayerShape shape_;
+  Recompute recompute_;
+};
+
 } // namespace
+
+std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, const ParallelPlan& plan)
+{
+  return std::make_shared<AnalyticLayerOps>(model, plan);
+}
 
 int32_t Workload::stage_rank(int64_t stage) const
 {
   return static_cast<int32_t>(global_rank(plan, {stage, 0, 0}));
 }
 
-Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options)
+Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options,
+                       std::shared_ptr<const LayerOpSource> ops)
 {
-  Workload w{model, plan, options, {}, {}};
+  Workload w{model, plan, options, ops ? std::move(ops) : analytic_layer_ops(model, plan), {}, {}};
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     w.groups.push_back({"tp", tp_group_ranks(plan, stage, 0)});
     w.groups.push_back({"dp", dp_group_ranks(plan, stage, 0)});
@@ -102,18 +136,18 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
         input.push_back(e.recv("pp.recv_activation", w.stage_rank(from.stage), seq, message_bytes));
       }
       if (v == 0) {
-        emit_embedding_forward(e, s, tp);
+        w.ops->embedding_forward(e, tp);
       }
       for (int64_t l = 0; l < layers_per_chunk; ++l) {
         e.set_context(traces::Phase::Forward, static_cast<int32_t>(first_layer + l), mb, chunk);
         const size_t before = program.ops.size();
-        emit_layer_forward(e, s, tp);
+        w.ops->layer_forward(e, tp);
         if (l == 0 && !input.empty())
           program.ops[before].deps = input; // the layer's first kernel needs the received activation
       }
       e.set_context(traces::Phase::Forward, -1, mb, chunk);
       if (v == last_virtual) {
-        emit_output_forward(e, s, tp);
+        w.ops->output_forward(e, tp);
       } else {
         const Neighbour to = next_of(plan, stage, step.chunk);
         const int64_t seq = w.message_sequence.at(message_key(stage, Direction::Activation, mb, step.chunk));
@@ -126,7 +160,7 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
     e.set_context(traces::Phase::Backward, -1, mb, chunk);
     std::vector<int64_t> grad_input;
     if (v == last_virtual) {
-      emit_output_backward(e, s, tp);
+      w.ops->output_backward(e, tp);
     } else {
       const Neighbour from = next_of(plan, stage, step.chunk);
       const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Gradient, mb, from.chunk));
@@ -136,12 +170,8 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
     for (int64_t l = layers_per_chunk - 1; l >= 0; --l) {
       const int32_t layer = static_cast<int32_t>(first_layer + l);
       const size_t before = program.ops.size();
-      if (plan.recompute == Recompute::Full) {
-        e.set_context(traces::Phase::Recompute, layer, mb, chunk);
-        emit_layer_forward(e, s, tp);
-      }
       e.set_context(traces::Phase::Backward, layer, mb, chunk);
-      emit_layer_backward(e, s, tp, plan.recompute);
+      w.ops->layer_backward(e, tp);
       if (!grad_input.empty()) {
         program.ops[before].deps = grad_input;
         grad_input.clear();
@@ -156,7 +186,7 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
     }
     e.set_context(traces::Phase::Backward, -1, mb, chunk);
     if (v == 0) {
-      emit_embedding_backward(e, s, tp);
+      w.ops->embedding_backward(e, tp);
     } else {
       const Neighbour to = previous_of(plan, stage, step.chunk);
       const int64_t seq = w.message_sequence.at(message_key(stage, Direction::Gradient, mb, step.chunk));

@@ -23,6 +23,9 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out);
 // `gputwin simulate`: one training iteration on a simulated cluster.
 int run_simulate(const std::vector<std::string>& args, std::ostream& out);
 
+// `gputwin replay`: a captured trace re-simulated on a cluster, beside its measured iteration time.
+int run_replay(const std::vector<std::string>& args, std::ostream& out);
+
 // The model given by the shared model flags, model files loaded with the YAML loader.
 GptConfig model_from_flags(const ParsedArgs& args);
 

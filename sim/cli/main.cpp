@@ -21,6 +21,8 @@ const Subcommand subcommands[] = {
      gputwin::cli::run_memory},
     {"simulate", "one training iteration of a GPT under a parallel plan on a simulated cluster",
      gputwin::cli::run_simulate},
+    {"replay", "a captured trace re-simulated on a cluster (as measured, re-targeted, scaled out) vs measured",
+     gputwin::cli::run_replay},
     {"topo", "a cluster's graph: GPUs, switches, links, injection and bisection bandwidth (--dot: Graphviz)",
      gputwin::cli::run_topo},
     {"collective", "time, algbw and busbw of one NCCL collective on a simulated cluster, per size",

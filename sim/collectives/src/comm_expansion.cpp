@@ -91,23 +91,15 @@ const CommWork& CommExpander::message(int64_t src_stage, int64_t dst_stage, doub
   return messages_.emplace(key, std::move(work)).first->second;
 }
 
-std::vector<std::pair<int, int>> CommExpander::all_pairs(const std::vector<traces::RankProgram>& programs)
+const CommWork& CommExpander::message(int32_t src_rank, const traces::Op& send)
 {
-  std::set<std::pair<int, int>> pairs;
-  auto add = [&](const CommWork& w) {
-    for (const Flow& f : w.flows)
-      pairs.emplace(f.src_gpu, f.dst_gpu);
-  };
-  for (const traces::RankProgram& program : programs) {
-    const int64_t stage = rank_coord(workload_.plan, program.rank).stage;
-    for (const traces::Op& op : program.ops) {
-      if (op.kind == traces::OpKind::Collective)
-        add(collective(op));
-      else if (op.kind == traces::OpKind::Send)
-        add(message(stage, rank_coord(workload_.plan, op.peer).stage, op.bytes));
-    }
-  }
-  return {pairs.begin(), pairs.end()};
+  return message(rank_coord(workload_.plan, src_rank).stage, rank_coord(workload_.plan, send.peer).stage, send.bytes);
+}
+
+bool CommExpander::may_run_alone(const traces::Op& op) const
+{
+  return op.kind == traces::OpKind::Collective && op.group != workload_.embedding_group() &&
+         op.group == workload_.tp_group(op.group / 3);
 }
 
 } // namespace gputwin::sim

@@ -37,6 +37,12 @@ public:
   int64_t send(const char* name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps);
   int64_t recv(const char* name, int32_t peer, int64_t sequence, double bytes);
 
+  // A copy of `op` (a captured op: its kind, name, phase, FLOPs, bytes, GEMM shape, collective and measured
+  // duration) in the current layer/micro-batch/chunk, on `stream`; collectives on `group`, numbered anew.
+  int64_t replay(const traces::Op& op, int32_t stream, int32_t group, std::vector<int64_t> deps);
+
+  int32_t layer() const { return layer_; }
+  int32_t micro_batch() const { return micro_batch_; }
   int64_t last_id() const { return out_.empty() ? -1 : out_.back().id; }
   // Id of the last op issued on the compute stream (-1 if none).
   int64_t last_compute_id() const { return last_compute_; }

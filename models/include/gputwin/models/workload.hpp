@@ -12,10 +12,31 @@
 #include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
 namespace gputwin {
+
+class OpEmitter;
+
+// The ops of the model's building blocks, for one micro-batch on one rank, in the emitter's current
+// layer/micro-batch/chunk. The analytic source (layer_ops.hpp) derives them from the model's shapes; a
+// trace's source replays captured ops (sim/replay).
+class LayerOpSource {
+public:
+  virtual ~LayerOpSource() = default;
+  virtual void embedding_forward(OpEmitter& e, int32_t tp_group) const = 0;
+  virtual void embedding_backward(OpEmitter& e, int32_t tp_group) const = 0;
+  virtual void layer_forward(OpEmitter& e, int32_t tp_group) const = 0;
+  // The layer's backward, with whatever recompute the plan does (its ops in phase Recompute).
+  virtual void layer_backward(OpEmitter& e, int32_t tp_group) const = 0;
+  virtual void output_forward(OpEmitter& e, int32_t tp_group) const = 0;
+  virtual void output_backward(OpEmitter& e, int32_t tp_group) const = 0;
+};
+
+// The analytic ops of `model` under `plan` (layer_ops.hpp).
+std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, const ParallelPlan& plan);
 
 struct WorkloadOptions {
   bool overlap_grad_reduce = false; // launch each layer's DP gradient reduction as soon as its last backward ends
@@ -25,6 +46,7 @@ struct Workload {
   GptConfig model;
   ParallelPlan plan;
   WorkloadOptions options;
+  std::shared_ptr<const LayerOpSource> ops; // what each layer, the embedding and the output layer emit
   // Communicators of the representative ranks: tp_group(stage), dp_group(stage), and the embedding group
   // (first and last stage, tied word embedding) when pp > 1.
   std::vector<traces::CommGroup> groups;
@@ -38,8 +60,9 @@ struct Workload {
   int32_t stage_rank(int64_t stage) const;
 };
 
-// REQUIRES: validate_plan(model, plan) passed.
-Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options = {});
+// REQUIRES: validate_plan(model, plan) passed. `ops` defaults to analytic_layer_ops(model, plan).
+Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options = {},
+                       std::shared_ptr<const LayerOpSource> ops = nullptr);
 
 // The program of `stage`'s representative rank.
 traces::RankProgram stage_program(const Workload& workload, int64_t stage);

@@ -6,7 +6,7 @@
 // program's own copy. Plain C++, no SimGrid.
 
 #include "gputwin/models/workload.hpp"
-#include "gputwin/sim/collective_plan.hpp"
+#include "gputwin/sim/comm_source.hpp"
 
 #include <map>
 #include <tuple>
@@ -14,24 +14,20 @@
 
 namespace gputwin::sim {
 
-struct CommWork {
-  std::vector<Flow> flows;
-  double latency_s = 0; // NCCL's software latency, paid once after the flows
-  int copies = 0;       // physical communicators (or message pairs) whose flows are included
-};
-
-class CommExpander {
+class CommExpander : public CommSource {
 public:
   // Ranks are GPUs: rank r runs on GPU r of `cluster`. REQUIRES: cluster.gpus() >= plan.gpus().
   CommExpander(const topo::ClusterSpec& cluster, const Workload& workload);
 
   // The flows of collective `op` (kind Collective) of a stage program, all copies. Cached.
-  const CommWork& collective(const traces::Op& op);
+  const CommWork& collective(const traces::Op& op) override;
+  // The flows of a pipeline message `send` from `src_rank`'s program, all copies. Cached.
+  const CommWork& message(int32_t src_rank, const traces::Op& send) override;
+  // TP collectives: their groups' links carry nothing else unless a flow of other communication crosses them,
+  // which the executor checks before timing them alone.
+  bool may_run_alone(const traces::Op& op) const override;
   // The flows of a pipeline message of `bytes` from the program of stage `src_stage` to that of `dst_stage`.
   const CommWork& message(int64_t src_stage, int64_t dst_stage, double bytes);
-
-  // Every ordered GPU pair any op of `programs` puts a flow on (what the platform needs routes for).
-  std::vector<std::pair<int, int>> all_pairs(const std::vector<traces::RankProgram>& programs);
 
 private:
   std::vector<std::vector<int32_t>> copies_of_group(int32_t group) const;

@@ -1,0 +1,192 @@
+// `gputwin replay`: a captured trace re-simulated on a cluster -- as measured, re-targeted to another GPU, or
+// scaled out -- with the simulated iteration time beside the measured one.
+#include "commands.hpp"
+#include "timeline.hpp"
+
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/sim/progress_check.hpp"
+#include "gputwin/sim/trace_comm_source.hpp"
+#include "gputwin/sim/trace_workload.hpp"
+#include "gputwin/topologies/cluster_flags.hpp"
+#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/traces/trace_io.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+namespace gputwin::cli {
+
+namespace {
+
+// The measured time of the iteration the trace recorded (metadata traced_iteration), else the median.
+double measured_iteration_s(const traces::OpGraph& trace)
+{
+  if (trace.measured_iteration_s.empty())
+    return 0;
+  const auto it = trace.metadata.find("traced_iteration");
+  if (it != trace.metadata.end()) {
+    const size_t index = static_cast<size_t>(std::stoll(it->second));
+    if (index < trace.measured_iteration_s.size())
+      return trace.measured_iteration_s[index];
+  }
+  std::vector<double> sorted = trace.measured_iteration_s;
+  std::sort(sorted.begin(), sorted.end());
+  return sorted[sorted.size() / 2];
+}
+
+GpuComputeModel retarget_model(const std::string& gpu)
+{
+  const std::string cluster = gpu == "a100" ? "dgx-a100" : gpu == "h100" ? "dgx-h100" : gpu == "h200" ? "dgx-h200" : "";
+  if (cluster.empty())
+    throw InputError("--gpu: expected a100|h100|h200, got '" + gpu + "'");
+  const topo::ClusterSpec spec = topo::load_cluster(cluster, 1, {});
+  return builtin_compute_model(spec.gpu.kind, spec.gpu.peak_bf16_flops, spec.gpu.hbm_bytes_per_s);
+}
+
+} // namespace
+
+int run_replay(const std::vector<std::string>& args, std::ostream& out)
+{
+  ArgParser parser("gputwin replay",
+                   "Replays a trace captured by gputwin-engine (or any trace in traces/FORMAT.md) on a cluster:\n"
+                   "compute ops take their measured durations (or, with --gpu, the GPU compute model's time for\n"
+                   "their FLOPs, bytes and GEMM shapes), every collective and pipeline message is re-simulated as\n"
+                   "flows on the cluster, and the simulated iteration time is printed beside the measured one.\n"
+                   "With --dp/--pp/--layers the trace's per-layer ops are replayed in a larger plan.\n\n"
+                   "example: gputwin replay run.trace.json --cluster localhost");
+  parser.allow_positional("TRACE", 1);
+  topo::add_cluster_flags(parser);
+  parser.add_section("what-if");
+  parser.add_option("--gpu", "a100|h100|h200", "re-target compute to this GPU through the GPU compute model");
+  parser.add_option("--dp", "D", "replay with D data-parallel replicas");
+  parser.add_option("--pp", "P", "replay with P pipeline stages (1F1B unless the trace was interleaved)");
+  parser.add_option("--layers", "L", "replay with L transformer layers");
+  parser.add_option("--global-batch", "B", "global batch of the scaled-out replay (default: the trace's x dp)");
+  parser.add_section("output");
+  parser.add_switch("--json", "machine-readable report");
+  parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
+  const ParsedArgs parsed = parser.parse(args);
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
+  }
+  if (parsed.positional().empty())
+    throw InputError("replay: expected a trace file (gputwin replay TRACE --cluster C)");
+  const std::string path = parsed.positional().front();
+  traces::OpGraph trace;
+  try {
+    trace = traces::read_op_graph_file(path);
+    sim::check_progress(trace);
+  } catch (const traces::TraceError& e) {
+    throw InputError(e.what());
+  }
+  const auto device = trace.metadata.find("device");
+  const bool cpu_trace = device != trace.metadata.end() && device->second == "cpu";
+  // A CPU trace replays on the machine it was captured on unless told otherwise.
+  const std::string cluster_name = parsed.value("--cluster").value_or(cpu_trace ? "localhost" : topo::default_cluster);
+  const int64_t nodes_flag = parsed.integer("--nodes").value_or(0);
+  if (parsed.has("--nodes") && (nodes_flag <= 0 || nodes_flag > 1000000))
+    throw InputError("--nodes: expected a positive integer, got " + *parsed.value("--nodes"));
+  topo::ClusterSpec cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes_flag), parsed.values("--set"));
+
+  std::optional<GpuComputeModel> retarget;
+  if (const auto gpu = parsed.value("--gpu"))
+    retarget = retarget_model(*gpu);
+  const bool scaled = parsed.has("--dp") || parsed.has("--pp") || parsed.has("--layers");
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  sim::IterationOptions options;
+  options.record_timeline = parsed.has("--timeline");
+  sim::IterationResult result;
+  int64_t ranks_per_program = 1;
+  if (scaled) {
+    sim::ScaleOut scale;
+    scale.dp = parsed.integer("--dp");
+    scale.pp = parsed.integer("--pp");
+    scale.layers = parsed.integer("--layers");
+    scale.global_batch = parsed.integer("--global-batch");
+    const sim::TraceWorkload tw = sim::make_trace_workload(trace, scale);
+    const int64_t nodes = (tw.plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+    if (tw.plan.gpus() > cluster.gpus()) {
+      if (parsed.has("--nodes"))
+        throw InputError("--nodes: the scaled plan needs " + std::to_string(tw.plan.gpus()) + " GPUs but " +
+                         std::to_string(cluster.gpus()) + " are in the cluster");
+      cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes), parsed.values("--set"));
+    }
+    const topo::ClusterGraph graph(cluster);
+    const GpuComputeModel model = retarget ? *retarget : sim::template_compute_model(cluster);
+    const Workload workload = retarget ? tw.with_modelled_durations() : tw.with_measured_durations();
+    result = sim::simulate_iteration(graph, workload, model, options);
+    ranks_per_program = tw.plan.tp * tw.plan.dp;
+  } else {
+    int32_t max_rank = 0;
+    for (const auto& r : trace.ranks)
+      max_rank = std::max(max_rank, r.rank);
+    if (max_rank >= cluster.gpus())
+      throw InputError("--cluster: the trace has ranks up to " + std::to_string(max_rank) + " but '" + cluster.name +
+                       "' with " + std::to_string(cluster.nodes) + " node(s) has " + std::to_string(cluster.gpus()) +
+                       " GPUs (expected a larger --nodes)");
+    const topo::ClusterGraph graph(cluster);
+    sim::TraceCommSource comm(cluster, trace.groups);
+    const sim::ComputeDuration compute_s = [&retarget](size_t, const traces::Op& op) {
+      if (retarget || op.duration_ns < 0) {
+        if (!retarget)
+          throw InputError("replay: op '" + op.name + "' has no measured duration (expected --gpu to model it)");
+        return compute_duration_s(*retarget, op);
+      }
+      return static_cast<double>(op.duration_ns) * 1e-9;
+    };
+    result = sim::execute_programs(graph, trace.ranks, trace.groups, comm, compute_s, options);
+  }
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  const double measured_s = measured_iteration_s(trace);
+  const bool comparable = !scaled && !retarget && measured_s > 0;
+  const double relative_error = comparable ? (result.iteration_time_s - measured_s) / measured_s : 0;
+  if (const auto file = parsed.value("--timeline")) {
+    std::ofstream timeline(*file);
+    if (!timeline)
+      throw InputError("--timeline: cannot write '" + *file + "'");
+    write_chrome_timeline(timeline, result, ranks_per_program);
+  }
+  if (parsed.has("--json")) {
+    traces::JsonWriter json(out);
+    json.begin_object();
+    json.field("trace", path);
+    json.field("cluster", cluster.name);
+    json.field("mode", scaled ? "scaled" : retarget ? "retargeted" : "as-measured");
+    json.field("iteration_time_s", result.iteration_time_s);
+    if (measured_s > 0)
+      json.field("measured_iteration_time_s", measured_s);
+    if (comparable)
+      json.field("relative_error", relative_error);
+    json.field("simulated_events", result.executed_ops + result.simulated_flows);
+    json.field("sim_wall_time_s", wall_s);
+    json.end_object();
+    return 0;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "trace      %s (%zu ranks, device %s)\n", path.c_str(), trace.ranks.size(),
+                device == trace.metadata.end() ? "?" : device->second.c_str());
+  out << line;
+  out << "cluster    " << cluster.name << ", mode "
+      << (scaled ? "scaled out" : retarget ? "re-targeted to " + retarget->gpu_kind : std::string("as measured"))
+      << "\n";
+  std::snprintf(line, sizeof line, "simulated  %.6f s per iteration\n", result.iteration_time_s);
+  out << line;
+  if (measured_s > 0) {
+    std::snprintf(line, sizeof line, "measured   %.6f s per iteration%s\n", measured_s,
+                  comparable ? "" : " (captured plan and device; not comparable with this replay)");
+    out << line;
+  }
+  if (comparable) {
+    std::snprintf(line, sizeof line, "error      %+.2f %%\n", 100 * relative_error);
+    out << line;
+  }
+  return 0;
+}
+
+} // namespace gputwin::cli

@@ -1,0 +1,327 @@
+#include "gputwin/sim/program_executor.hpp"
+
+#include "gputwin/sim/collective_executor.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+namespace sg4 = simgrid::s4u;
+
+namespace gputwin::sim {
+
+namespace {
+
+// A point where actors wait for one event: a collective's completion or a message's arrival.
+struct Rendezvous {
+  int arrived = 0;
+  bool done = false;
+  sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
+};
+
+// The stream ops run on when they are not on a side stream: only its compute counts as the rank's compute.
+constexpr int32_t compute_stream = 0;
+
+class ProgramRun {
+public:
+  ProgramRun(const topo::ClusterGraph& graph, std::vector<traces::RankProgram> programs,
+             const std::vector<traces::CommGroup>& groups, CommSource& comm, const ComputeDuration& compute_s,
+             const IterationOptions& options, IterationResult& result)
+      : graph_(graph), comm_(comm), compute_s_(compute_s), options_(options), result_(result)
+  {
+    result_.programs = std::move(programs);
+    platform_ = std::make_unique<SimgridPlatform>(graph, flow_pairs());
+    mutex_ = sg4::Mutex::create(); // SimGrid objects only once the engine exists
+    result_.platform_links = platform_->link_count();
+    const size_t count = result_.programs.size();
+    result_.stages.resize(count);
+    started_.assign(count, false);
+    for (size_t p = 0; p < count; ++p) {
+      program_of_rank_[result_.programs[p].rank] = p;
+      done_.emplace_back(result_.programs[p].ops.size(), false);
+      rank_cv_.push_back(sg4::ConditionVariable::create());
+    }
+    for (const traces::CommGroup& g : groups)
+      group_members_.push_back(static_cast<int>(
+          std::count_if(g.ranks.begin(), g.ranks.end(), [&](int32_t r) { return program_of_rank_.count(r) != 0; })));
+    find_links_shared_outside_tp();
+    for (size_t p = 0; p < count; ++p)
+      precompute_program(p);
+  }
+
+  void run()
+  {
+    for (size_t p = 0; p < result_.programs.size(); ++p) {
+      std::map<int32_t, std::vector<size_t>> by_stream;
+      const auto& ops = result_.programs[p].ops;
+      for (size_t i = 0; i < ops.size(); ++i)
+        by_stream[ops[i].stream].push_back(i);
+      for (auto& [stream, indices] : by_stream)
+        sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".stream" + std::to_string(stream),
+                           platform_->host(result_.programs[p].rank),
+                           [this, p, list = std::move(indices)] { run_stream(p, list); });
+    }
+    platform_->engine().run();
+  }
+
+private:
+  const CommWork& work_of(size_t p, const traces::Op& op)
+  {
+    if (op.kind == traces::OpKind::Collective)
+      return comm_.collective(op);
+    return comm_.message(result_.programs[p].rank, op);
+  }
+
+  // Every ordered GPU pair a flow of any communication op uses: what the platform needs routes for.
+  std::vector<std::pair<int, int>> flow_pairs()
+  {
+    std::set<std::pair<int, int>> pairs;
+    for (size_t p = 0; p < result_.programs.size(); ++p)
+      for (const traces::Op& op : result_.programs[p].ops)
+        if (op.kind == traces::OpKind::Collective || op.kind == traces::OpKind::Send)
+          for (const Flow& f : work_of(p, op).flows)
+            pairs.emplace(f.src_gpu, f.dst_gpu);
+    return {pairs.begin(), pairs.end()};
+  }
+
+  // Links that communication other than the collectives allowed to run alone may put flows on.
+  void find_links_shared_outside_tp()
+  {
+    for (size_t p = 0; p < result_.programs.size(); ++p)
+      for (const traces::Op& op : result_.programs[p].ops)
+        if ((op.kind == traces::OpKind::Collective && !comm_.may_run_alone(op)) || op.kind == traces::OpKind::Send)
+          for (const Flow& f : work_of(p, op).flows)
+            for (const int link : graph_.route(f.src_gpu, f.dst_gpu))
+              shared_links_.insert(link);
+  }
+
+  // A TP collective whose flows no other traffic can touch -- one flow per link, no link shared with
+  // communication outside the TP groups, and its group's collectives never overlap each other (they are
+  // ordered on the compute and TP streams) -- takes exactly what SimGrid would compute for lone flows:
+  // route latency + bytes / slowest link. Returns -1 when the collective must run as flows.
+  double exclusive_duration_s(const CommWork& work)
+  {
+    const auto cached = exclusive_.find(&work);
+    if (cached != exclusive_.end())
+      return cached->second;
+    double duration_s = 0;
+    std::set<int> used;
+    for (const Flow& f : work.flows) {
+      double latency_s = 0, bandwidth = 1e300;
+      for (const int link : graph_.route(f.src_gpu, f.dst_gpu)) {
+        if (shared_links_.count(link) || !used.insert(link).second) {
+          duration_s = -1;
+          break;
+        }
+        const topo::Link& l = graph_.links()[static_cast<size_t>(link)];
+        latency_s += l.latency_s;
+        bandwidth = std::min(bandwidth, SimgridPlatform::effective_bytes_per_s(graph_.spec(), l));
+      }
+      if (duration_s < 0)
+        break;
+      duration_s = std::max(duration_s, latency_s + f.bytes / bandwidth);
+    }
+    if (duration_s >= 0)
+      duration_s += work.latency_s;
+    return exclusive_[&work] = duration_s;
+  }
+
+  // Fixed durations (compute; TP collectives that run alone on their links) and which ops others wait for.
+  void precompute_program(size_t p)
+  {
+    const auto& ops = result_.programs[p].ops;
+    fixed_s_.emplace_back(ops.size(), -1.0);
+    dep_target_.emplace_back(ops.size(), false);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const traces::Op& op = ops[i];
+      for (const int64_t d : op.deps)
+        dep_target_[p][static_cast<size_t>(d)] = true;
+      if (op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy)
+        fixed_s_[p][i] = compute_s_(p, op);
+      else if (comm_.may_run_alone(op) && group_members_[static_cast<size_t>(op.group)] == 1)
+        fixed_s_[p][i] = options_.zero_communication ? 0.0 : exclusive_duration_s(comm_.collective(op));
+    }
+  }
+
+  void wait_for_deps(size_t p, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
+  {
+    auto ready = [&] {
+      return std::all_of(op.deps.begin(), op.deps.end(), [&](int64_t d) { return done_[p][static_cast<size_t>(d)]; });
+    };
+    while (!ready())
+      rank_cv_[p]->wait(lock);
+  }
+
+  // What a compute-stream wait is: for a pipeline message it is idle time (the bubble), for other
+  // communication it is exposed communication.
+  bool waits_on_collective(size_t p, const traces::Op& op) const
+  {
+    return std::any_of(op.deps.begin(), op.deps.end(), [&](int64_t d) {
+      const traces::Op& dep = result_.programs[p].ops[static_cast<size_t>(d)];
+      return dep.kind == traces::OpKind::Collective;
+    });
+  }
+
+  void account(size_t p, const traces::Op& op, double start, double end)
+  {
+    StageTimes& times = result_.stages[p];
+    const bool in_pipeline = op.phase != traces::Phase::Optimizer && op.micro_batch >= 0;
+    if (op.stream == compute_stream) {
+      if (op.kind == traces::OpKind::Compute) {
+        times.compute_s += end - start;
+        if (in_pipeline)
+          times.pipeline_compute_s += end - start;
+      } else if (op.is_communication()) {
+        times.exposed_comm_s += end - start;
+        if (in_pipeline && started_[p])
+          times.pipeline_comm_s += end - start;
+      }
+      if (in_pipeline) {
+        if (!started_[p])
+          times.pipeline_start_s = start;
+        started_[p] = true;
+        times.pipeline_end_s = end;
+      }
+    }
+    ++result_.executed_ops;
+    result_.iteration_time_s = std::max(result_.iteration_time_s, end);
+  }
+
+  void run_stream(size_t p, const std::vector<size_t>& indices)
+  {
+    std::unique_lock<sg4::Mutex> lock(*mutex_);
+    const auto& ops = result_.programs[p].ops;
+    const int32_t rank = result_.programs[p].rank;
+    for (size_t k = 0; k < indices.size();) {
+      const size_t i = indices[k];
+      const traces::Op& op = ops[i];
+      const double wait_start = sg4::Engine::get_clock();
+      wait_for_deps(p, op, lock);
+      const double start = sg4::Engine::get_clock();
+      if (op.stream == compute_stream && start > wait_start && waits_on_collective(p, op)) {
+        result_.stages[p].exposed_comm_s += start - wait_start;
+        if (started_[p] && op.phase != traces::Phase::Optimizer)
+          result_.stages[p].pipeline_comm_s += start - wait_start;
+      }
+
+      if (fixed_s_[p][i] >= 0) {
+        // A run of fixed-duration ops that nothing else waits for in between is one sleep: the same times,
+        // far fewer simulation events.
+        size_t last = k;
+        double total_s = fixed_s_[p][i];
+        while (!dep_target_[p][indices[last]] && last + 1 < indices.size() && fixed_s_[p][indices[last + 1]] >= 0 &&
+               ops[indices[last + 1]].deps.empty()) {
+          ++last;
+          total_s += fixed_s_[p][indices[last]];
+        }
+        lock.unlock();
+        sg4::this_actor::sleep_for(total_s);
+        lock.lock();
+        double t = start;
+        for (size_t j = k; j <= last; ++j) {
+          const size_t op_index = indices[j];
+          const double end = j == last ? start + total_s : t + fixed_s_[p][op_index];
+          account(p, ops[op_index], t, end);
+          if (options_.record_timeline)
+            result_.timeline.push_back(OpSlice{static_cast<int32_t>(p), static_cast<int64_t>(op_index), t, end});
+          done_[p][op_index] = true;
+          t = end;
+        }
+        rank_cv_[p]->notify_all();
+        k = last + 1;
+        continue;
+      }
+
+      switch (op.kind) {
+      case traces::OpKind::Collective: run_collective(p, op, lock); break;
+      case traces::OpKind::Send: run_send(p, rank, op, lock); break;
+      case traces::OpKind::Recv: wait_message(op.peer, rank, op.sequence, lock); break;
+      default: break;
+      }
+      const double end = sg4::Engine::get_clock();
+      account(p, op, start, end);
+      if (options_.record_timeline)
+        result_.timeline.push_back(OpSlice{static_cast<int32_t>(p), static_cast<int64_t>(i), start, end});
+      done_[p][i] = true;
+      rank_cv_[p]->notify_all();
+      ++k;
+    }
+  }
+
+  void run_collective(size_t p, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
+  {
+    Rendezvous& rv = collectives_[{op.group, op.sequence}];
+    if (++rv.arrived < group_members_[static_cast<size_t>(op.group)]) {
+      while (!rv.done)
+        rv.cv->wait(lock);
+      return;
+    }
+    if (!options_.zero_communication) {
+      const CommWork& work = work_of(p, op);
+      result_.simulated_flows += static_cast<int64_t>(work.flows.size());
+      lock.unlock();
+      run_flows_now(*platform_, work.flows, work.latency_s);
+      lock.lock();
+    }
+    rv.done = true;
+    rv.cv->notify_all();
+  }
+
+  void run_send(size_t p, int32_t rank, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
+  {
+    if (!options_.zero_communication) {
+      const CommWork& work = work_of(p, op);
+      result_.simulated_flows += static_cast<int64_t>(work.flows.size());
+      lock.unlock();
+      run_flows_now(*platform_, work.flows, work.latency_s);
+      lock.lock();
+    }
+    Rendezvous& rv = messages_[{rank, op.peer, op.sequence}];
+    rv.done = true;
+    rv.cv->notify_all();
+  }
+
+  void wait_message(int32_t src, int32_t dst, int64_t sequence, std::unique_lock<sg4::Mutex>& lock)
+  {
+    Rendezvous& rv = messages_[{src, dst, sequence}];
+    while (!rv.done)
+      rv.cv->wait(lock);
+  }
+
+  const topo::ClusterGraph& graph_;
+  CommSource& comm_;
+  const ComputeDuration& compute_s_;
+  const IterationOptions& options_;
+  IterationResult& result_;
+  std::unique_ptr<SimgridPlatform> platform_;
+  sg4::MutexPtr mutex_;
+  std::map<int32_t, size_t> program_of_rank_;
+  std::vector<std::vector<bool>> done_;
+  std::vector<std::vector<double>> fixed_s_;
+  std::vector<std::vector<bool>> dep_target_;
+  std::vector<bool> started_; // per program: its pipeline window has begun
+  std::vector<sg4::ConditionVariablePtr> rank_cv_;
+  std::vector<int> group_members_;
+  std::set<int> shared_links_;
+  std::unordered_map<const CommWork*, double> exclusive_;
+  std::map<std::pair<int32_t, int64_t>, Rendezvous> collectives_;
+  std::map<std::tuple<int32_t, int32_t, int64_t>, Rendezvous> messages_;
+};
+
+} // namespace
+
+IterationResult execute_programs(const topo::ClusterGraph& graph, std::vector<traces::RankProgram> programs,
+                                 const std::vector<traces::CommGroup>& groups, CommSource& comm,
+                                 const ComputeDuration& compute_s, const IterationOptions& options)
+{
+  IterationResult result;
+  ProgramRun run(graph, std::move(programs), groups, comm, compute_s, options, result);
+  run.run();
+  return result;
+}
+
+} // namespace gputwin::sim
