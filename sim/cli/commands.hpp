@@ -4,6 +4,7 @@
 
 #include "gputwin/models/arg_parser.hpp"
 #include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/gpu_compute_model.hpp"
 
 #include <ostream>
 #include <string>
@@ -25,6 +26,15 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out);
 
 // `gputwin replay`: a captured trace re-simulated on a cluster, beside its measured iteration time.
 int run_replay(const std::vector<std::string>& args, std::ostream& out);
+
+// `gputwin calibrate`: the GPU compute model fitted to captured traces, written as a model file.
+int run_calibrate(const std::vector<std::string>& args, std::ostream& out);
+
+// `gputwin compare`: measured vs simulated iteration times of a set of traces.
+int run_compare(const std::vector<std::string>& args, std::ostream& out);
+
+// The compute model of --gpu-model FILE if given (gputwin calibrate's output), else `fallback`.
+GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback);
 
 // The model given by the shared model flags, model files loaded with the YAML loader.
 GptConfig model_from_flags(const ParsedArgs& args);

@@ -61,6 +61,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   topo::add_cluster_flags(parser);
   parser.add_section("what-if");
   parser.add_option("--gpu", "a100|h100|h200", "re-target compute to this GPU through the GPU compute model");
+  parser.add_option("--gpu-model", "FILE", "re-target compute through a model fitted by gputwin calibrate");
   parser.add_option("--dp", "D", "replay with D data-parallel replicas");
   parser.add_option("--pp", "P", "replay with P pipeline stages (1F1B unless the trace was interleaved)");
   parser.add_option("--layers", "L", "replay with L transformer layers");
@@ -95,6 +96,8 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   std::optional<GpuComputeModel> retarget;
   if (const auto gpu = parsed.value("--gpu"))
     retarget = retarget_model(*gpu);
+  if (parsed.has("--gpu-model"))
+    retarget = compute_model_from_flags(parsed, {});
   const bool scaled = parsed.has("--dp") || parsed.has("--pp") || parsed.has("--layers");
 
   const auto wall_start = std::chrono::steady_clock::now();
@@ -173,7 +176,9 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
                 device == trace.metadata.end() ? "?" : device->second.c_str());
   out << line;
   out << "cluster    " << cluster.name << ", mode "
-      << (scaled ? "scaled out" : retarget ? "re-targeted to " + retarget->gpu_kind : std::string("as measured"))
+      << (scaled     ? "scaled out"
+          : retarget ? "re-targeted to " + retarget->gpu_kind
+                     : std::string("as measured"))
       << "\n";
   std::snprintf(line, sizeof line, "simulated  %.6f s per iteration\n", result.iteration_time_s);
   out << line;

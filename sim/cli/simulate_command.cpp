@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <stdexcept>
 
 namespace gputwin::cli {
 
@@ -97,6 +98,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   add_model_flags(parser);
   add_plan_flags(parser);
   parser.add_switch("--overlap-grad-reduce", "reduce each layer's gradients over dp while backward goes on");
+  parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
   topo::add_cluster_flags(parser);
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable report");
@@ -118,8 +120,17 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                      std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
                      std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
                      " or more)");
-  const GpuComputeModel gpu =
-      builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+  GpuComputeModel gpu;
+  if (parsed.has("--gpu-model")) {
+    gpu = compute_model_from_flags(parsed, {});
+  } else {
+    try {
+      gpu = builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+    } catch (const std::invalid_argument&) {
+      throw InputError("--gpu-model: the cluster's GPU '" + cluster.gpu.kind +
+                       "' has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");
+    }
+  }
 
   // Memory first: a plan that does not fit is still simulated, with a warning naming the stage.
   Report r;

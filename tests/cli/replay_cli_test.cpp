@@ -11,10 +11,10 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <map>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <regex>
 
 namespace gputwin::testing {
@@ -52,7 +52,8 @@ TEST(ReplayCli, SingleRankAsMeasuredWithinFivePercent)
 TEST(ReplayCli, MultiRankAsMeasuredReportsItsError)
 {
   // tp 2, pp 2 as four threads of one process: the error is reported, not bounded (sim/README.md explains it).
-  const std::string trace = capture("tp2pp2", "--tp 2 --pp 2 --sp --recompute selective --micro-batch 2 --global-batch 8");
+  const std::string trace =
+      capture("tp2pp2", "--tp 2 --pp 2 --sp --recompute selective --micro-batch 2 --global-batch 8");
   const CliResult r = run_gputwin("replay '" + trace + "' --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const double error = json_number(r.output, "relative_error");

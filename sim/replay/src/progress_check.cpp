@@ -36,7 +36,7 @@ void check_progress(const traces::OpGraph& graph)
     for (size_t i = 0; i < graph.ranks[r].ops.size(); ++i)
       index[r][graph.ranks[r].ops[i].id] = i;
 
-  std::set<std::tuple<int32_t, int32_t, int64_t>> sent;           // (src, dst, sequence)
+  std::set<std::tuple<int32_t, int32_t, int64_t>> sent;            // (src, dst, sequence)
   std::map<std::pair<int32_t, int64_t>, std::set<size_t>> arrived; // collective -> ranks at its head
   size_t remaining = 0;
   for (const auto& s : streams)

@@ -26,7 +26,10 @@ public:
   }
   void embedding_forward(OpEmitter& e, int32_t g) const override { emit(e, g, at(e).embedding_forward); }
   void embedding_backward(OpEmitter& e, int32_t g) const override { emit(e, g, at(e).embedding_backward); }
-  void layer_forward(OpEmitter& e, int32_t g) const override { emit(e, g, at(e).layer_forward.at(e.layer() % layers_)); }
+  void layer_forward(OpEmitter& e, int32_t g) const override
+  {
+    emit(e, g, at(e).layer_forward.at(e.layer() % layers_));
+  }
   void layer_backward(OpEmitter& e, int32_t g) const override
   {
     emit(e, g, at(e).layer_backward.at(e.layer() % layers_));
@@ -91,8 +94,7 @@ std::vector<MicroBatchOps> cut(const traces::OpGraph& trace)
   for (const traces::Op& op : rank0.ops) {
     if (op.micro_batch < 0 || op.kind == traces::OpKind::Send || op.kind == traces::OpKind::Recv)
       continue;
-    if (op.kind == traces::OpKind::Collective &&
-        trace.groups[static_cast<size_t>(op.group)].kind != "tp")
+    if (op.kind == traces::OpKind::Collective && trace.groups[static_cast<size_t>(op.group)].kind != "tp")
       continue; // pipeline and data-parallel communication is regenerated for the new plan
     MicroBatchOps& m = by_micro_batch[op.micro_batch];
     const bool forward = op.phase == traces::Phase::Forward;
@@ -119,14 +121,17 @@ TraceWorkload make_trace_workload(const traces::OpGraph& trace, const ScaleOut& 
     throw InputError("replay: the trace has no ranks");
   const int64_t trace_pp = metadata_int(trace, "pp"), trace_dp = metadata_int(trace, "dp");
   if (trace_pp != 1)
-    throw InputError("--pp: scaling out needs a trace captured with pp 1 (whole model on every rank), this one has pp " +
-                     std::to_string(trace_pp));
-  GptConfig model{metadata_text(trace, "model", "traced"), metadata_int(trace, "hidden"), metadata_int(trace, "heads"),
-                  metadata_int(trace, "layers"), metadata_int(trace, "seq_len"), metadata_int(trace, "vocab")};
+    throw InputError(
+        "--pp: scaling out needs a trace captured with pp 1 (whole model on every rank), this one has pp " +
+        std::to_string(trace_pp));
+  GptConfig model{
+      metadata_text(trace, "model", "traced"), metadata_int(trace, "hidden"),  metadata_int(trace, "heads"),
+      metadata_int(trace, "layers"),           metadata_int(trace, "seq_len"), metadata_int(trace, "vocab")};
   ParallelPlan plan;
   plan.tp = metadata_int(trace, "tp");
   plan.micro_batch = metadata_int(trace, "micro_batch");
-  plan.tp_comm = metadata_text(trace, "sequence_parallel", "false") == "true" ? TpComm::SequenceParallel : TpComm::AllReduce;
+  plan.tp_comm =
+      metadata_text(trace, "sequence_parallel", "false") == "true" ? TpComm::SequenceParallel : TpComm::AllReduce;
   plan.recompute = parse_recompute(metadata_text(trace, "recompute", "none")).value_or(Recompute::None);
   plan.zero_stage = static_cast<int>(metadata_int(trace, "zero"));
   const int64_t trace_global = metadata_int(trace, "global_batch");

@@ -1,0 +1,215 @@
+#include "gputwin/config/gpu_model_yaml.hpp"
+
+#include "gputwin/config/yaml_fields.hpp"
+#include "gputwin/models/input_error.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <optional>
+
+namespace gputwin::config {
+
+namespace {
+
+// Shortest text that reads back to the same double.
+std::string number(double value)
+{
+  char buffer[40];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+// A YAML double-quoted scalar.
+std::string quoted(const std::string& text)
+{
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escape[8];
+      std::snprintf(escape, sizeof escape, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += escape;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// Text for a comment: one line.
+std::string comment_text(std::string text)
+{
+  for (char& c : text)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  return text;
+}
+
+void line(std::ostream& out, const std::string& key, const std::string& value, const std::string& comment)
+{
+  std::string text = key + ": " + value;
+  if (!comment.empty()) {
+    text.resize(std::max<size_t>(text.size() + 1, 32), ' ');
+    text += "# " + comment;
+  }
+  out << text << "\n";
+}
+
+// The field `key` of `map` as a finite number >= `min` (> `min` when `strict`).
+double require_number(const YamlFile& file, const YAML::Node& map, const std::string& key, double min, bool strict)
+{
+  const std::string expected = std::string("a number ") + (strict ? "> " : ">= ") + number(min);
+  const YAML::Node node = map[key];
+  if (!node)
+    throw InputError(location(file, map) + ": missing field '" + key + "' (expected " + expected + ")");
+  if (!node.IsScalar())
+    throw InputError(location(file, node) + ": " + key + ": expected " + expected + ", got a " + node_kind(node));
+  const std::optional<double> value = parse_finite_number(node.Scalar());
+  if (!value || *value < min || (strict && *value == min))
+    throw InputError(location(file, node) + ": " + key + ": expected " + expected + ", got '" + node.Scalar() + "'");
+  return *value;
+}
+
+std::string require_string(const YamlFile& file, const YAML::Node& map, const std::string& key)
+{
+  const std::optional<std::string> value = optional_string(file, map, key);
+  if (!value)
+    throw InputError(location(file, map) + ": missing field '" + key + "' (expected a string)");
+  if (value->empty())
+    throw InputError(location(file, map[key]) + ": " + key + ": expected a non-empty string");
+  return *value;
+}
+
+int32_t require_int32(const YamlFile& file, const YAML::Node& map, const std::string& key)
+{
+  const int64_t value = require_positive_integer(file, map, key);
+  if (value > std::numeric_limits<int32_t>::max())
+    throw InputError(location(file, map[key]) + ": " + key + ": expected a positive integer below 2^31, got " +
+                     std::to_string(value));
+  return static_cast<int32_t>(value);
+}
+
+// The optional list `key` of mappings; checks each item is a mapping with only `allowed` keys.
+std::vector<YAML::Node> optional_list(const YamlFile& file, const YAML::Node& root, const std::string& key,
+                                      std::initializer_list<const char*> allowed)
+{
+  const YAML::Node node = root[key];
+  std::vector<YAML::Node> items;
+  if (!node)
+    return items;
+  if (!node.IsSequence())
+    throw InputError(location(file, node) + ": " + key + ": expected a list, got a " + node_kind(node));
+  for (const YAML::Node& item : node) {
+    if (!item.IsMap())
+      throw InputError(location(file, item) + ": " + key + ": expected each item to be a mapping, got a " +
+                       node_kind(item));
+    reject_unknown_keys(file, item, allowed);
+    items.push_back(item);
+  }
+  return items;
+}
+
+} // namespace
+
+void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
+                            const std::vector<std::string>& trace_paths)
+{
+  const GpuComputeModel& g = calibration.gpu;
+  out << "# gputwin GPU compute model, fitted by `gputwin calibrate` to the measured op durations of "
+      << trace_paths.size() << " trace" << (trace_paths.size() == 1 ? "" : "s") << ":\n";
+  for (const std::string& path : trace_paths)
+    out << "#   " << comment_text(path) << "\n";
+  out << "# time = max(flops / (peak_flops_per_s x e_gemm), bytes / (hbm_bytes_per_s x memory_efficiency))"
+         " + kernel_overhead_s\n"
+         "#   (memory-bound ops: the bytes term alone), e_gemm = gemm_efficiency x wave quantization\n"
+         "#   (gemm_tile_m x gemm_tile_n tiles over the multiprocessors) x k / (k + gemm_k_half).\n"
+         "# Peak, bandwidth, multiprocessors and tiles are the nominal values the fit was made against; the\n"
+         "# efficiencies are relative to them and may exceed 1 (a CPU against its nominal peak).\n"
+         "# Method: sim/README.md, section \"Calibration\".\n";
+  for (const std::string& note : calibration.notes)
+    out << "# note: " << comment_text(note) << "\n";
+  line(out, "gpu_kind", quoted(g.gpu_kind), "");
+  line(out, "source", quoted(g.source), "");
+  line(out, "peak_flops_per_s", number(g.peak_flops), "nominal");
+  line(out, "hbm_bytes_per_s", number(g.hbm_bytes_per_s), "nominal");
+  line(out, "multiprocessors", std::to_string(g.multiprocessors), "nominal");
+  line(out, "gemm_tile_m", number(g.gemm_tile_m), "nominal, elements");
+  line(out, "gemm_tile_n", number(g.gemm_tile_n), "nominal, elements");
+  line(out, "gemm_efficiency", number(g.gemm_efficiency), "fitted");
+  line(out, "gemm_k_half", number(g.gemm_k_half), "fitted, inner-dimension elements");
+  line(out, "memory_efficiency", number(g.memory_efficiency), "fitted");
+  line(out, "kernel_overhead_s", number(g.kernel_overhead_s), "fitted");
+  if (!calibration.fits.empty()) {
+    out << "# Fit errors per op class, then per op name (|modelled - measured| / measured; seconds summed over\n"
+           "# the ops). Informational: not part of the model.\nfit:\n";
+    for (const OpClassFit& f : calibration.fits)
+      out << "  - {op_class: " << quoted(f.op_class) << ", ops: " << f.ops
+          << ", mean_abs_relative_error: " << number(f.mean_abs_relative_error)
+          << ", max_abs_relative_error: " << number(f.max_abs_relative_error)
+          << ", measured_s: " << number(f.measured_s) << ", modelled_s: " << number(f.modelled_s) << "}\n";
+  }
+  if (!calibration.collectives.empty()) {
+    out << "# Communication per kind and group size: time = latency_s + bytes / bytes_per_s (bytes_per_s 0: a\n"
+           "# single size, latency alone). Durations as measured, waiting for peers included.\ncollectives:\n";
+    for (const CollectiveFit& c : calibration.collectives)
+      out << "  - {op: " << quoted(to_string(c.op)) << ", ranks: " << c.ranks << ", samples: " << c.samples
+          << ", latency_s: " << number(c.latency_s) << ", bytes_per_s: " << number(c.bytes_per_s)
+          << ", mean_abs_relative_error: " << number(c.mean_abs_relative_error) << "}\n";
+  }
+}
+
+Calibration load_calibration_yaml(const std::string& path)
+{
+  const YamlFile file = load_yaml_file(path);
+  const YAML::Node& root = file.root;
+  reject_unknown_keys(file, root,
+                      {"gpu_kind", "source", "peak_flops_per_s", "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
+                       "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s", "fit",
+                       "collectives"});
+  Calibration result;
+  GpuComputeModel& g = result.gpu;
+  g.gpu_kind = require_string(file, root, "gpu_kind");
+  g.source = optional_string(file, root, "source").value_or("");
+  g.peak_flops = require_number(file, root, "peak_flops_per_s", 0, true);
+  g.hbm_bytes_per_s = require_number(file, root, "hbm_bytes_per_s", 0, true);
+  g.multiprocessors = require_int32(file, root, "multiprocessors");
+  g.gemm_tile_m = require_number(file, root, "gemm_tile_m", 0, true);
+  g.gemm_tile_n = require_number(file, root, "gemm_tile_n", 0, true);
+  g.gemm_efficiency = require_number(file, root, "gemm_efficiency", 0, true);
+  g.gemm_k_half = require_number(file, root, "gemm_k_half", 0, false);
+  g.memory_efficiency = require_number(file, root, "memory_efficiency", 0, true);
+  g.kernel_overhead_s = require_number(file, root, "kernel_overhead_s", 0, false);
+  for (const YAML::Node& item : optional_list(
+           file, root, "fit",
+           {"op_class", "ops", "mean_abs_relative_error", "max_abs_relative_error", "measured_s", "modelled_s"}))
+    result.fits.push_back({require_string(file, item, "op_class"), require_positive_integer(file, item, "ops"),
+                           require_number(file, item, "mean_abs_relative_error", 0, false),
+                           require_number(file, item, "max_abs_relative_error", 0, false),
+                           require_number(file, item, "measured_s", 0, false),
+                           require_number(file, item, "modelled_s", 0, false)});
+  for (const YAML::Node& item :
+       optional_list(file, root, "collectives",
+                     {"op", "ranks", "samples", "latency_s", "bytes_per_s", "mean_abs_relative_error"})) {
+    const std::string op_text = require_string(file, item, "op");
+    const std::optional<CollectiveOp> op = parse_collective_op(op_text);
+    if (!op)
+      throw InputError(location(file, item["op"]) + ": op: expected " + collective_op_names() + ", got '" + op_text +
+                       "'");
+    result.collectives.push_back(
+        {*op, require_int32(file, item, "ranks"), require_positive_integer(file, item, "samples"),
+         require_number(file, item, "latency_s", 0, false), require_number(file, item, "bytes_per_s", 0, false),
+         require_number(file, item, "mean_abs_relative_error", 0, false)});
+  }
+  return result;
+}
+
+GpuComputeModel load_gpu_model_yaml(const std::string& path)
+{
+  return load_calibration_yaml(path).gpu;
+}
+
+} // namespace gputwin::config

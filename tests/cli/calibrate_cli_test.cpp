@@ -1,0 +1,133 @@
+// `gputwin calibrate` through the real binary: the report, the written model file, and its bad-input errors.
+#include "run_cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace gputwin::testing {
+namespace {
+
+const std::string trace_dir = GPUTWIN_TEST_DATA_DIR "/traces/";
+
+std::string temp_path(const std::string& name)
+{
+  return ::testing::TempDir() + "/calibrate-cli-" + name;
+}
+
+std::string read_file(const std::string& path)
+{
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A copy of `trace` with `from` replaced by `to` (first occurrence).
+std::string edited_trace(const std::string& trace, const std::string& name, const std::string& from,
+                         const std::string& to)
+{
+  std::string text = read_file(trace_dir + trace);
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  const std::string path = temp_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(CalibrateCli, FitsACpuTracePrintsTheErrorsAndWritesTheModel)
+{
+  const std::string out = temp_path("cpu.yaml");
+  const CliResult r = run_gputwin("calibrate " + trace_dir + "cpu-tp1.json -o " + out, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* text : {"calibrated cpu on 1 trace (device cpu)", "gemm_efficiency", "  gemm  ", "  memory  ",
+                           "gemm:fc1 ", "memory:attn.softmax ", "wrote "})
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+  const std::string yaml = read_file(out);
+  for (const char* text : {"# gputwin GPU compute model, fitted by `gputwin calibrate`", "cpu-tp1.json\n",
+                           "gpu_kind: \"cpu\"\n", "peak_flops_per_s: 1e+11 ", "gemm_efficiency: ", "gemm_k_half: ",
+                           "memory_efficiency: ", "kernel_overhead_s: ", "fit:\n  - {op_class: \"gemm\", ops: 67,"})
+    EXPECT_NE(yaml.find(text), std::string::npos) << text << "\n" << yaml;
+}
+
+TEST(CalibrateCli, SeveralTracesAndCollectivesWithTheOutputLongFlag)
+{
+  const std::string out = temp_path("two.yaml");
+  const CliResult r =
+      run_gputwin("calibrate " + trace_dir + "cpu-tp1.json " + trace_dir + "cpu-tp2-pp2.json --output " + out, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("on 2 traces"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  all-reduce            2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  send-recv             2 "), std::string::npos) << r.output;
+  EXPECT_NE(read_file(out).find("collectives:\n  - {op: \"all-reduce\", ranks: 2,"), std::string::npos);
+}
+
+TEST(CalibrateCli, SameTracesGiveTheSameFile)
+{
+  const std::string a = temp_path("a.yaml"), b = temp_path("b.yaml");
+  ASSERT_EQ(run_gputwin("calibrate " + trace_dir + "cpu-tp2-pp2.json -o " + a, false).exit_code, 0);
+  ASSERT_EQ(run_gputwin("calibrate " + trace_dir + "cpu-tp2-pp2.json -o " + b, false).exit_code, 0);
+  EXPECT_EQ(read_file(a), read_file(b));
+}
+
+TEST(CalibrateCli, GpuFlagChoosesTheNominalModel)
+{
+  const std::string out = temp_path("a100.yaml");
+  const CliResult r = run_gputwin("calibrate --gpu a100 " + trace_dir + "cpu-tp1.json -o " + out, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string yaml = read_file(out);
+  EXPECT_NE(yaml.find("gpu_kind: \"a100-sxm4-80gb\"\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("peak_flops_per_s: 3.12e+14 "), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("multiprocessors: 108 "), std::string::npos) << yaml;
+
+  const std::string cuda = edited_trace("cpu-tp1.json", "cuda.json", "\"device\":\"cpu\"", "\"device\":\"cuda\"");
+  EXPECT_EQ(run_gputwin("calibrate --gpu h100 " + cuda + " -o " + out, false).exit_code, 0);
+  EXPECT_NE(read_file(out).find("gpu_kind: \"h100-sxm5-80gb\"\n"), std::string::npos);
+}
+
+TEST(CalibrateCli, HelpNamesTheFlags)
+{
+  const CliResult r = run_gputwin("calibrate --help", false);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("usage: gputwin calibrate [options] TRACE..."), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--output FILE"), std::string::npos);
+  EXPECT_NE(r.output.find("--gpu KIND"), std::string::npos);
+}
+
+TEST(CalibrateCli, BadInputIsAOneLineErrorAndExitStatus2)
+{
+  const std::string out = temp_path("bad.yaml");
+  const std::string bad_json = temp_path("bad.json");
+  std::ofstream(bad_json) << "{\"format\":\"gputwin-op-graph\",\"format_version\":2}";
+  const std::string cuda = edited_trace("cpu-tp1.json", "cuda2.json", "\"device\":\"cpu\"", "\"device\":\"cuda\"");
+  const std::string tp1 = trace_dir + "cpu-tp1.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"calibrate -o " + out, "gputwin calibrate: error: expected at least one TRACE (see gputwin calibrate --help)"},
+      {"calibrate " + tp1, "gputwin calibrate: error: --output: missing: where to write the fitted model (-o FILE)"},
+      {"calibrate /nonexistent/t.json -o " + out,
+       "gputwin calibrate: error: /nonexistent/t.json: cannot open the trace file (expected a readable file)"},
+      {"calibrate " + bad_json + " -o " + out, "gputwin calibrate: error: " + bad_json + ":1:"},
+      {"calibrate " + tp1 + " " + cuda + " -o " + out, "gputwin calibrate: error: " + cuda +
+                                                           ": device 'cuda' differs from device 'cpu' of " + tp1 +
+                                                           " (calibrate the traces of one device at a time)"},
+      {"calibrate " + cuda + " -o " + out,
+       "gputwin calibrate: error: " + cuda +
+           ": device 'cuda' is not a GPU kind calibrate knows (pass --gpu a100|h100|h200|cpu)"},
+      {"calibrate --gpu v100 " + tp1 + " -o " + out,
+       "gputwin calibrate: error: --gpu: expected a100|h100|h200|cpu, got 'v100'"},
+      {"calibrate " + tp1 + " -o /nonexistent/dir/m.yaml",
+       "gputwin calibrate: error: --output: cannot write '/nonexistent/dir/m.yaml'"},
+      {"calibrate --out " + out + " " + tp1, "gputwin calibrate: error: unknown option '--out'"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const CliResult r = run_gputwin(args, true);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.output.rfind(expected, 0), 0U) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
+  }
+}
+
+} // namespace
+} // namespace gputwin::testing
