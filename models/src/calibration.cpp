@@ -182,19 +182,8 @@ std::vector<CollectiveFit> fit_collectives(const std::vector<traces::OpGraph>& t
 
 GpuComputeModel nominal_cpu_compute_model()
 {
-  GpuComputeModel m;
-  m.gpu_kind = "cpu";
-  m.peak_flops = 1e11;
-  m.hbm_bytes_per_s = 1e10;
-  m.multiprocessors = 1;
-  m.gemm_tile_m = 1;
-  m.gemm_tile_n = 1;
-  m.gemm_efficiency = 1;
-  m.gemm_k_half = 0;
-  m.memory_efficiency = 1;
-  m.kernel_overhead_s = 0;
-  m.source = "nominal CPU reference (1e11 FLOP/s, 1e10 B/s); efficiencies are relative to it";
-  return m;
+  return nominal_roofline_model("cpu", 1e11, 1e10,
+                                "nominal CPU reference (1e11 FLOP/s, 1e10 B/s); efficiencies are relative to it");
 }
 
 Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuComputeModel& nominal)

@@ -39,6 +39,24 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
   return m;
 }
 
+GpuComputeModel nominal_roofline_model(const std::string& kind, double peak_flops, double hbm_bytes_per_s,
+                                       const std::string& source)
+{
+  GpuComputeModel m;
+  m.gpu_kind = kind;
+  m.peak_flops = peak_flops;
+  m.hbm_bytes_per_s = hbm_bytes_per_s;
+  m.multiprocessors = 1;
+  m.gemm_tile_m = 1;
+  m.gemm_tile_n = 1;
+  m.gemm_efficiency = 1;
+  m.gemm_k_half = 0;
+  m.memory_efficiency = 1;
+  m.kernel_overhead_s = 0;
+  m.source = source;
+  return m;
+}
+
 double gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape)
 {
   const double tiles = std::ceil(static_cast<double>(shape.m) / gpu.gemm_tile_m) *

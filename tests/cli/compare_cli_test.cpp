@@ -32,13 +32,8 @@ TEST(CompareCli, BadInput)
       {"compare /nonexistent.json", "/nonexistent.json"},
       {"compare '" + traces_dir + "cpu-tp1.json' --gpu-model /nonexistent.yaml", "/nonexistent.yaml"},
   };
-  for (const auto& [args, expected] : cases) {
-    SCOPED_TRACE(args);
-    const CliResult r = run_gputwin(args, true);
-    EXPECT_GT(r.exit_code, 0);
-    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
-    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
-  }
+  for (const auto& [args, expected] : cases)
+    expect_one_line_error(args, expected);
 }
 
 } // namespace

@@ -91,15 +91,8 @@ TEST(MemoryCli, BadInputIsOneLineAndNonZeroExit)
       {"memory --model gpt-22b --frobnicate", "unknown option '--frobnicate'"},
       {"frobnicate", "unknown subcommand 'frobnicate'"},
   };
-  for (const auto& [args, expected] : cases) {
-    SCOPED_TRACE(args);
-    const CliResult r = run_gputwin(args, true);
-    EXPECT_GT(r.exit_code, 0) << "must fail with an exit status, not crash";
-    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
-    ASSERT_FALSE(r.output.empty());
-    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "expected one line: " << r.output;
-    EXPECT_NE(r.output.find("error: "), std::string::npos);
-  }
+  for (const auto& [args, expected] : cases)
+    expect_one_line_error(args, expected);
 }
 
 } // namespace

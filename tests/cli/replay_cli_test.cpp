@@ -128,14 +128,8 @@ TEST(ReplayCli, BadInput)
       {"replay /nonexistent/trace.json", "/nonexistent/trace.json"},
       {"replay", "expected a trace file"},
   };
-  for (const auto& [args, expected] : cases) {
-    SCOPED_TRACE(args);
-    const CliResult r = run_gputwin(args, true);
-    EXPECT_GT(r.exit_code, 0);
-    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
-    ASSERT_FALSE(r.output.empty());
-    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "expected one line: " << r.output;
-  }
+  for (const auto& [args, expected] : cases)
+    expect_one_line_error(args, expected);
 }
 
 TEST(ProgressCheck, CollectivesEnteredInDifferentOrdersCannotComplete)

@@ -61,14 +61,8 @@ TEST(SimulateCli, BadInputIsOneLineAndNonZeroExit)
       {"collective --op all-reduce --ranks 8 --bytes 1G --set fabric.radixx=4", "--set fabric.radixx"},
       {"collective --op all-reduce --ranks 8 --bytes 1G --algo tree", "--algo: "},
   };
-  for (const auto& [args, expected] : cases) {
-    SCOPED_TRACE(args);
-    const CliResult r = run_gputwin(args, true);
-    EXPECT_GT(r.exit_code, 0);
-    EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
-    ASSERT_FALSE(r.output.empty());
-    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "expected one line: " << r.output;
-  }
+  for (const auto& [args, expected] : cases)
+    expect_one_line_error(args, expected);
 }
 
 TEST(CollectiveCli, JsonRowsPerSize)

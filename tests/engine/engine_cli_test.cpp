@@ -1,5 +1,7 @@
 // gputwin-engine through the built binary, as a user runs it: a short training run, and bad input that must
 // stop with one clear line and a non-zero exit status.
+#include "cli/run_cli.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -10,26 +12,11 @@
 
 namespace {
 
-struct CliResult {
-  int exit_code = -1; // -1 if killed by a signal
-  std::string output;
-};
+using gputwin::testing::CliResult;
 
 CliResult run_engine(const std::string& arguments, bool capture_stderr)
 {
-  const std::string command =
-      std::string("'") + GPUTWIN_ENGINE_CLI + "' " + arguments + (capture_stderr ? " 2>&1 >/dev/null" : " 2>/dev/null");
-  CliResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr)
-    return result;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return gputwin::testing::run_program(GPUTWIN_ENGINE_CLI, arguments, capture_stderr);
 }
 
 const std::string tiny = "--hidden 64 --heads 4 --layers 4 --seq-len 16 --vocab 128 ";

@@ -11,12 +11,7 @@
 namespace gputwin::sim {
 namespace {
 
-std::vector<int> first_gpus(int n)
-{
-  std::vector<int> g(static_cast<size_t>(n));
-  std::iota(g.begin(), g.end(), 0);
-  return g;
-}
+using testing::first_gpus;
 
 TEST(CollectiveExecutor, RingAllReduceReproducesTheClosedFormWithIdealLinks)
 {

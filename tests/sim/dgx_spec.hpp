@@ -3,6 +3,9 @@
 
 #include "gputwin/topologies/cluster_spec.hpp"
 
+#include <numeric>
+#include <vector>
+
 namespace gputwin::testing {
 
 inline topo::ClusterSpec dgx_like_spec(int nodes, bool ideal)
@@ -23,6 +26,14 @@ inline topo::ClusterSpec dgx_like_spec(int nodes, bool ideal)
   c.fabric = {3, 40, 1.0, true, 25e9, 0.13e-6};
   c.nccl = ideal ? topo::NcclSpec{1.0, 1.0, 1.0} : topo::NcclSpec{0.77, 0.8, 0.96};
   return c;
+}
+
+// GPUs 0 .. n-1: the ranks of a communicator filling nodes in order.
+inline std::vector<int> first_gpus(int n)
+{
+  std::vector<int> g(static_cast<size_t>(n));
+  std::iota(g.begin(), g.end(), 0);
+  return g;
 }
 
 } // namespace gputwin::testing

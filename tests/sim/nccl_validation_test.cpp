@@ -1,6 +1,7 @@
 // The built-in clusters' collectives against measured NCCL bus bandwidths (bound: 10%), and the shape of the
 // bandwidth curve. One SimGrid platform per test (ctest runs each test in its own process).
 #include "data/nccl_measurements.hpp"
+#include "dgx_spec.hpp"
 
 #include "gputwin/sim/collective_executor.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
@@ -9,6 +10,8 @@
 
 namespace gputwin::sim {
 namespace {
+
+using testing::first_gpus;
 
 struct Measured {
   double time_s, busbw_gbps;
@@ -33,14 +36,6 @@ std::vector<Measured> simulate(const char* cluster, int nodes, CollectiveOp op, 
     out.push_back({t, sizes[i] / t / 1e9 * bus_bandwidth_factor(op, static_cast<int>(gpus.size()))});
   }
   return out;
-}
-
-std::vector<int> first_gpus(int n)
-{
-  std::vector<int> g;
-  for (int i = 0; i < n; ++i)
-    g.push_back(i);
-  return g;
 }
 
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;

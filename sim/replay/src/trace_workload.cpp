@@ -164,19 +164,8 @@ GpuComputeModel template_compute_model(const topo::ClusterSpec& cluster)
   try {
     return builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
   } catch (const std::invalid_argument&) {
-    GpuComputeModel m;
-    m.gpu_kind = cluster.gpu.kind;
-    m.peak_flops = cluster.gpu.peak_bf16_flops;
-    m.hbm_bytes_per_s = cluster.gpu.hbm_bytes_per_s;
-    m.multiprocessors = 1;
-    m.gemm_tile_m = 1;
-    m.gemm_tile_n = 1;
-    m.gemm_efficiency = 1;
-    m.gemm_k_half = 0;
-    m.memory_efficiency = 1;
-    m.kernel_overhead_s = 0;
-    m.source = "nominal roofline at the cluster file's peak and bandwidth (not calibrated)";
-    return m;
+    return nominal_roofline_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
+                                  "nominal roofline at the cluster file's peak and bandwidth (not calibrated)");
   }
 }
 

@@ -27,6 +27,11 @@ struct GpuComputeModel {
 // file's peak and HBM bandwidth. Throws std::invalid_argument for an unknown kind.
 GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s);
 
+// A plain roofline at `peak_flops` and `hbm_bytes_per_s`: efficiencies 1, no overhead, one "multiprocessor"
+// with 1 x 1 tiles (no wave quantization) -- the reference for devices without a built-in model (a CPU).
+GpuComputeModel nominal_roofline_model(const std::string& kind, double peak_flops, double hbm_bytes_per_s,
+                                       const std::string& source);
+
 // Fraction of the peak a GEMM of this shape reaches: efficiency x wave quantization x k / (k + k_half).
 double gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape);
 
