@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 namespace gputwin::cli {
 
@@ -134,13 +135,33 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
                        " GPUs (expected a larger --nodes)");
     const topo::ClusterGraph graph(cluster);
     sim::TraceCommSource comm(cluster, trace.groups);
-    const sim::ComputeDuration compute_s = [&retarget](size_t, const traces::Op& op) {
+    // As measured, a compute op also keeps the host's issue gap before it: how long after it could start
+    // (its rank's previous op and its dependencies done) the trace shows it starting.
+    std::vector<std::map<int64_t, int64_t>> gap_ns(trace.ranks.size());
+    for (size_t p = 0; p < trace.ranks.size(); ++p) {
+      std::map<int64_t, int64_t> end_ns;
+      int64_t previous_end_ns = -1;
+      for (const traces::Op& op : trace.ranks[p].ops) {
+        if (op.start_ns < 0 || op.duration_ns < 0)
+          continue;
+        int64_t ready_ns = previous_end_ns;
+        for (const int64_t d : op.deps)
+          if (const auto it = end_ns.find(d); it != end_ns.end())
+            ready_ns = std::max(ready_ns, it->second);
+        if (ready_ns >= 0 && op.kind == traces::OpKind::Compute)
+          gap_ns[p][op.id] = std::max<int64_t>(0, op.start_ns - ready_ns);
+        end_ns[op.id] = op.start_ns + op.duration_ns;
+        previous_end_ns = std::max(previous_end_ns, op.start_ns + op.duration_ns);
+      }
+    }
+    const sim::ComputeDuration compute_s = [&retarget, &gap_ns](size_t p, const traces::Op& op) {
       if (retarget || op.duration_ns < 0) {
         if (!retarget)
           throw InputError("replay: op '" + op.name + "' has no measured duration (expected --gpu to model it)");
         return compute_duration_s(*retarget, op);
       }
-      return static_cast<double>(op.duration_ns) * 1e-9;
+      const auto gap = gap_ns[p].find(op.id);
+      return static_cast<double>(op.duration_ns + (gap == gap_ns[p].end() ? 0 : gap->second)) * 1e-9;
     };
     result = sim::execute_programs(graph, trace.ranks, trace.groups, comm, compute_s, options);
   }
