@@ -64,8 +64,14 @@ TEST(EngineCli, PlansThatDoNotDivideAreRejected)
 
 TEST(EngineCli, UnknownAndUnbuiltBackendsAreRejected)
 {
-  expect_one_line_error("train " + tiny + "--backend tpu", "--backend: unknown backend 'tpu' (expected cpu)");
+  expect_one_line_error("train " + tiny + "--backend tpu", "--backend: unknown backend 'tpu' (expected cpu");
+#ifdef GPUTWIN_ENGINE_HAS_CUDA
+  // Built with CUDA: where no GPU can be used, the device query's reason in one line (a GPU machine trains).
+  if (run_engine("train " + tiny + "--backend cuda --steps 1", true).exit_code != 0)
+    expect_one_line_error("train " + tiny + "--backend cuda", "--backend cuda: no usable GPU");
+#else
   expect_one_line_error("train " + tiny + "--backend cuda", "the CUDA backend is not built yet");
+#endif
 }
 
 TEST(EngineCli, CorruptAndTruncatedTracesAreRejected)

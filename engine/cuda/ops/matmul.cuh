@@ -1,0 +1,236 @@
+#pragma once
+// GEMM through cuBLASLt, row-major as the engine stores every matrix: C (m, n) = alpha op(A) op(B) + beta C,
+// optionally strided-batched, with the bias and GeLU(bias) epilogues fused where the inputs are bf16.
+// cuBLASLt is column-major, so the row-major product is computed as C^T = op(B)^T op(A)^T (llm.c
+// matmul.cuh). bf16 x bf16 runs on the tensor cores with fp32 accumulation; any fp32 operand runs the whole
+// product in fp32 (the bf16 operand widened exactly first), so an fp32 gradient is never rounded to bf16.
+
+#include "cuda/ops/common.cuh"
+
+#include <cublasLt.h>
+
+#include <stdexcept>
+
+namespace gputwin::engine::cuda {
+
+// One operand as stored: row-major with leading dimension `ld` (elements between rows), `batch_stride`
+// elements between the matrices of a batch, read transposed when `transpose`.
+struct MatmulOperand {
+  const void* p = nullptr;
+  bool bf16 = false;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+  bool transpose = false;
+};
+
+struct MatmulOutput {
+  void* p = nullptr;
+  bool bf16 = false;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+};
+
+enum class MatmulEpilogue {
+  None,
+  Bias,     // C = op(A) op(B) + bias (n, bias broadcast over rows)
+  GeluBias, // C = gelu(op(A) op(B) + bias), pre_gelu (m, n, bf16) = op(A) op(B) + bias (for GeLU backward)
+};
+
+// The cuBLASLt handle and workspace of one stream (32 MiB: what cuBLASLt asks for on Hopper).
+struct MatmulContext {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 32u << 20;
+  // fp32 scratch for the mixed-type path (grown on demand, freed with the context).
+  float* scratch = nullptr;
+  size_t scratch_floats = 0;
+};
+
+__global__ void widen_to_f32_kernel(float* out, const __nv_bfloat16* in, int64_t rows, int64_t cols, int64_t ld,
+                                    int64_t batch_stride, int64_t batch)
+{
+  // out (batch, rows, cols) dense fp32 <- in (batch, rows, ld-strided cols) bf16
+  const size_t total = static_cast<size_t>(batch) * static_cast<size_t>(rows) * static_cast<size_t>(cols);
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t c = i % static_cast<size_t>(cols), r = (i / static_cast<size_t>(cols)) % static_cast<size_t>(rows);
+    const size_t b = i / (static_cast<size_t>(cols) * static_cast<size_t>(rows));
+    out[i] = __bfloat162float(in[b * static_cast<size_t>(batch_stride) + r * static_cast<size_t>(ld) + c]);
+  }
+}
+
+__global__ void narrow_to_bf16_kernel(__nv_bfloat16* out, const float* in, int64_t rows, int64_t cols, int64_t ld,
+                                      int64_t batch_stride, int64_t batch)
+{
+  // out (batch, rows, ld-strided cols) bf16 <- in (batch, rows, cols) dense fp32
+  const size_t total = static_cast<size_t>(batch) * static_cast<size_t>(rows) * static_cast<size_t>(cols);
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t c = i % static_cast<size_t>(cols), r = (i / static_cast<size_t>(cols)) % static_cast<size_t>(rows);
+    const size_t b = i / (static_cast<size_t>(cols) * static_cast<size_t>(rows));
+    out[b * static_cast<size_t>(batch_stride) + r * static_cast<size_t>(ld) + c] = __float2bfloat16_rn(in[i]);
+  }
+}
+
+namespace detail {
+
+inline uint32_t alignment_of(const void* p, int64_t stride_bytes)
+{
+  uint64_t a = reinterpret_cast<uintptr_t>(p) | static_cast<uint64_t>(stride_bytes) | 256u;
+  return static_cast<uint32_t>(a & (~a + 1)); // lowest set bit, at most 256
+}
+
+// One cuBLASLt matmul on operands of one type; D = C in place. REQUIRES: a.bf16 == b.bf16, and c fp32 when
+// the operands are.
+inline void lt_matmul(MatmulContext& ctx, MatmulOutput c, MatmulOperand a, MatmulOperand b, int64_t m, int64_t n,
+                      int64_t k, int64_t batch, float alpha, float beta, MatmulEpilogue epilogue, const void* bias,
+                      bool bias_bf16, void* pre_gelu, cudaStream_t stream)
+{
+  const cudaDataType_t ab_type = a.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t c_type = c.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const int64_t ab_bytes = a.bf16 ? 2 : 4, c_bytes = c.bf16 ? 2 : 4;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  // Column-major view: D^T (n, m) = opB'(n, k) x opA'(k, m), with "A" = our B and "B" = our A.
+  const cublasOperation_t op_first = b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second));
+  cublasLtEpilogue_t lt_epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (epilogue == MatmulEpilogue::Bias)
+    lt_epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (epilogue == MatmulEpilogue::GeluBias)
+    lt_epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epilogue, sizeof lt_epilogue));
+  if (epilogue != MatmulEpilogue::None) {
+    const cudaDataType_t bias_type = bias_bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+  }
+  if (epilogue == MatmulEpilogue::GeluBias) {
+    const int64_t aux_ld = n; // pre_gelu (m, n) row-major = (n, m) column-major
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &pre_gelu, sizeof pre_gelu));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
+  }
+  // Stored shapes, column-major: our B (k, n) row-major is (n, k) column-major, transposed if stored (n, k).
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, ab_type, static_cast<uint64_t>(b.transpose ? k : n),
+                                          static_cast<uint64_t>(b.transpose ? n : k), b.ld));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, ab_type, static_cast<uint64_t>(a.transpose ? m : k),
+                                          static_cast<uint64_t>(a.transpose ? k : m), a.ld));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, c_type, static_cast<uint64_t>(n), static_cast<uint64_t>(m), c.ld));
+  if (batch > 1) {
+    const int32_t count = static_cast<int32_t>(batch);
+    for (auto [layout, stride] :
+         {std::pair{la, b.batch_stride}, std::pair{lb, a.batch_stride}, std::pair{lc, c.batch_stride}}) {
+      CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+      CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                    sizeof stride));
+    }
+  }
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &ctx.workspace_bytes, sizeof ctx.workspace_bytes));
+  const uint32_t align_first = alignment_of(b.p, (batch > 1 ? b.batch_stride : 0) * ab_bytes);
+  const uint32_t align_second = alignment_of(a.p, (batch > 1 ? a.batch_stride : 0) * ab_bytes);
+  const uint32_t align_c = alignment_of(c.p, (batch > 1 ? c.batch_stride : 0) * c_bytes);
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first,
+                                                    sizeof align_first));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_second,
+                                                    sizeof align_second));
+  CUBLAS_CHECK(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof align_c));
+  CUBLAS_CHECK(
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof align_c));
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle, desc, la, lb, lc, lc, pref, 1, &heuristic, &found));
+  if (found == 0) {
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatmulDescDestroy(desc);
+    throw std::runtime_error("matmul: cuBLASLt has no algorithm for m=" + std::to_string(m) +
+                             " n=" + std::to_string(n) + " k=" + std::to_string(k) + " batch=" + std::to_string(batch));
+  }
+  CUBLAS_CHECK(cublasLtMatmul(ctx.handle, desc, &alpha, b.p, la, a.p, lb, &beta, c.p, lc, c.p, lc, &heuristic.algo,
+                              ctx.workspace, ctx.workspace_bytes, stream));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lc));
+  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(la));
+  CUBLAS_CHECK(cublasLtMatmulDescDestroy(desc));
+}
+
+inline float* scratch(MatmulContext& ctx, size_t floats)
+{
+  if (floats > ctx.scratch_floats) {
+    if (ctx.scratch != nullptr)
+      CUDA_CHECK(cudaFree(ctx.scratch));
+    ctx.scratch = nullptr;
+    CUDA_CHECK(cudaMalloc(&ctx.scratch, floats * sizeof(float)));
+    ctx.scratch_floats = floats;
+  }
+  return ctx.scratch;
+}
+
+} // namespace detail
+
+// c (batch x (m, n)) = alpha op(a) op(b) + beta c, each product summed over k in fp32.
+// a: op(a) (m, k), stored (m, k) or, transposed, (k, m); b: op(b) (k, n), stored (k, n) or (n, k).
+// REQUIRES: beta = 0 when c is bf16; an epilogue only with bf16 operands and beta = 0.
+inline void matmul_forward(MatmulContext& ctx, MatmulOutput c, MatmulOperand a, MatmulOperand b, int64_t m, int64_t n,
+                           int64_t k, int64_t batch, float alpha, float beta, cudaStream_t stream,
+                           MatmulEpilogue epilogue = MatmulEpilogue::None, const void* bias = nullptr,
+                           bool bias_bf16 = true, void* pre_gelu = nullptr)
+{
+  if (m == 0 || n == 0 || batch == 0)
+    return;
+  if (a.bf16 && b.bf16) {
+    detail::lt_matmul(ctx, c, a, b, m, n, k, batch, alpha, beta, epilogue, bias, bias_bf16, pre_gelu, stream);
+    return;
+  }
+  if (epilogue != MatmulEpilogue::None)
+    throw std::logic_error("matmul_forward: epilogues need bf16 operands");
+  // Mixed or fp32: widen bf16 operands into dense fp32 scratch, run in fp32, narrow a bf16 output.
+  const auto rows_of = [&](const MatmulOperand& o, int64_t r, int64_t cc) { return o.transpose ? cc : r; };
+  const auto cols_of = [&](const MatmulOperand& o, int64_t r, int64_t cc) { return o.transpose ? r : cc; };
+  const size_t a_floats = a.bf16 ? static_cast<size_t>(batch * m * k) : 0;
+  const size_t b_floats = b.bf16 ? static_cast<size_t>(batch * k * n) : 0;
+  const size_t c_floats = c.bf16 ? static_cast<size_t>(batch * m * n) : 0;
+  float* base = detail::scratch(ctx, a_floats + b_floats + c_floats);
+  MatmulOperand a32 = a, b32 = b;
+  if (a.bf16) {
+    const int64_t r = rows_of(a, m, k), cc = cols_of(a, m, k);
+    widen_to_f32_kernel<<<grid_for(a_floats, 256), 256, 0, stream>>>(base, static_cast<const __nv_bfloat16*>(a.p), r,
+                                                                     cc, a.ld, a.batch_stride, batch);
+    CUDA_CHECK(cudaGetLastError());
+    a32 = MatmulOperand{base, false, cc, r * cc, a.transpose};
+  }
+  if (b.bf16) {
+    const int64_t r = rows_of(b, k, n), cc = cols_of(b, k, n);
+    widen_to_f32_kernel<<<grid_for(b_floats, 256), 256, 0, stream>>>(
+        base + a_floats, static_cast<const __nv_bfloat16*>(b.p), r, cc, b.ld, b.batch_stride, batch);
+    CUDA_CHECK(cudaGetLastError());
+    b32 = MatmulOperand{base + a_floats, false, cc, r * cc, b.transpose};
+  }
+  if (!c.bf16) {
+    detail::lt_matmul(ctx, c, a32, b32, m, n, k, batch, alpha, beta, MatmulEpilogue::None, nullptr, false, nullptr,
+                      stream);
+    return;
+  }
+  if (beta != 0.0f)
+    throw std::logic_error("matmul_forward: a bf16 output needs beta = 0");
+  float* c32 = base + a_floats + b_floats;
+  detail::lt_matmul(ctx, MatmulOutput{c32, false, n, m * n}, a32, b32, m, n, k, batch, alpha, 0.0f,
+                    MatmulEpilogue::None, nullptr, false, nullptr, stream);
+  narrow_to_bf16_kernel<<<grid_for(c_floats, 256), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(c.p), c32, m, n, c.ld,
+                                                                     c.batch_stride, batch);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace gputwin::engine::cuda
