@@ -24,15 +24,17 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
     m.kernel_overhead_s = 4e-6;
     m.source = "fit to Korthikanti et al. 2022 Table 4 (22B layer, A100)";
   } else if (gpu_kind.rfind("h100", 0) == 0 || gpu_kind.rfind("h200", 0) == 0) {
-    // Not yet calibrated on Hopper traces: the A100 shape model, with the large-GEMM efficiency set so an
-    // 8192^3 bf16 GEMM reaches the 798 of 989 TFLOP/s measured with cuBLAS on the lent H100/H200 (PyTorch,
-    // 2026-11), and the A100 fit's memory-kernel efficiency (a plain copy reaches 0.90 of HBM on H100).
+    // Fit by `gputwin calibrate --gpu h100` to traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json:
+    // cuBLAS bf16 GEMMs of GPT layer shapes (Table 3 models at tp 8, tp 1/2/4 layers) and PyTorch
+    // memory-bound kernels (copy, layernorm, GeLU, softmax), measured on a lent H100 80GB HBM3 with
+    // scripts/gpu-measure-kernels.py (2026-11-22). Fit errors: GEMMs 12.7% mean, memory-bound 33.6% mean.
+    // H200 (same SMs and clocks, faster HBM) uses the same efficiencies: not measured.
     m.multiprocessors = 132;
-    m.gemm_efficiency = 0.81;
-    m.gemm_k_half = 48;
-    m.memory_efficiency = 0.72;
-    m.kernel_overhead_s = 4e-6;
-    m.source = "A100 shape model; large-GEMM efficiency and copy bandwidth measured on H100/H200 (not fit)";
+    m.gemm_efficiency = 0.8042;
+    m.gemm_k_half = 340.4;
+    m.memory_efficiency = 0.5038;
+    m.kernel_overhead_s = 0;
+    m.source = "fit to cuBLAS/PyTorch kernels measured on an H100 (traces/captured/NVIDIA-H100-80GB-HBM3)";
   } else {
     throw std::invalid_argument("no compute model for GPU kind '" + gpu_kind + "' (expected a100-*, h100-* or h200-*)");
   }

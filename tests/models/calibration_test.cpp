@@ -197,3 +197,23 @@ TEST(Calibration, CapturedMultiRankTraceFitsItsCollectives)
 
 } // namespace
 } // namespace gputwin
+
+namespace gputwin {
+namespace {
+
+TEST(Calibration, BuiltinH100ModelIsTheFitToTheCommittedH100Measurements)
+{
+  // The built-in H100 parameters say where they come from; refitting the committed measurements (see
+  // scripts/gpu-measure-kernels.py) must give them back.
+  const traces::OpGraph trace =
+      traces::read_op_graph_file(GPUTWIN_SOURCE_DIR "/traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json");
+  const GpuComputeModel builtin = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  const Calibration fit = calibrate({trace}, builtin);
+  EXPECT_NEAR(fit.gpu.gemm_efficiency, builtin.gemm_efficiency, 1e-3);
+  EXPECT_NEAR(fit.gpu.gemm_k_half, builtin.gemm_k_half, 0.5);
+  EXPECT_NEAR(fit.gpu.memory_efficiency, builtin.memory_efficiency, 1e-3);
+  EXPECT_NEAR(fit.gpu.kernel_overhead_s, builtin.kernel_overhead_s, 1e-7);
+}
+
+} // namespace
+} // namespace gputwin
