@@ -6,8 +6,8 @@ measured in the same run on the same GPU (issue 7, Speed). Prints figures; not a
     python3 scripts/gpu-bench-layer.py --engine build-gpu/gputwin-engine
 
 The engine figure is the sum of the traced durations of the layer's ops (layer >= 0) in the last iteration of
-`gputwin-engine train --layers 1 --backend cuda`. While the CUDA backend stages host tensors (engine/README.md)
-that figure includes host<->device copies, so it is far slower than the kernels alone.
+`gputwin-engine train --layers 1 --backend cuda`. Tensors are device-resident; each traced op synchronises its
+stream, so the figure includes one host wait per op (engine/README.md).
 """
 import argparse, json, math, statistics, subprocess, sys, tempfile, time
 

@@ -7,10 +7,9 @@
 #   scripts/gpu-check.sh                  # GTest found by CMake; GTEST_DIR=<dir of GTestConfig.cmake> otherwise
 #
 # Exits non-zero with one line when no GPU can be used. Calibration plans run tp 1/2/4 on ONE GPU through the
-# in-process communicator (every rank a thread with its own CudaBackend and stream on device 0). The backend
-# stages host tensors through device buffers on every call (Tensor has no device memory yet, see
-# engine/README.md), so these times include PCIe transfers: they validate the path end to end, they are not
-# yet calibration-grade kernel times.
+# in-process communicator (every rank a thread with its own CudaBackend and stream on device 0). Tensors are
+# device-resident; while tracing, every op waits for its stream before it closes (so op times are GPU times,
+# plus one host wait each), and pipeline messages still pass through host memory (engine/README.md).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -69,8 +68,10 @@ python3 - "$out_dir" "$gpu_name" <<'PY'
 import json, statistics, sys, pathlib, re, collections
 out, gpu = pathlib.Path(sys.argv[1]), sys.argv[2]
 lines = [f"# Engine calibration on {gpu}", "",
-         "Backend cuda (host-staged tensors: times include host<->device copies). Written by scripts/gpu-check.sh.", ""]
+         "Backend cuda (device-resident tensors; every traced op synchronises its stream). Written by scripts/gpu-check.sh.", ""]
 for trace in sorted(out.glob("*.json")):
+    if not (out / (trace.stem + ".log")).exists():
+        continue  # not a calibration plan of this script (e.g. kernels.trace.json of gpu-measure-kernels.py)
     t = json.loads(trace.read_text())
     log = (out / (trace.stem + ".log")).read_text()
     it = t.get("measured_iteration_s", [])

@@ -77,7 +77,7 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   parser.add_section("engine");
   parser.add_option("--steps", "N", "training iterations (default 20)");
   parser.add_option("--seed", "N", "seed of initialisation, data and dropout (default 1234)");
-  parser.add_option("--backend", "NAME", "kernels: cpu (default; cuda comes with the CUDA issue)");
+  parser.add_option("--backend", "NAME", "kernels: cpu (default) or cuda (where built with CUDA and a GPU is present)");
   parser.add_option("--dropout", "P", "dropout probability (default 0.1)");
   parser.add_option("--lr", "X", "Adam learning rate (default 0.003)");
   parser.add_option("--trace", "FILE", "write the last iteration's op graph (traces/FORMAT.md)");

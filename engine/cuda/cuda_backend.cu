@@ -1,12 +1,13 @@
-// The CUDA backend: each Backend call stages its host tensors through device buffers (see cuda_backend.hpp),
-// runs one operator of cuda/ops/ on the backend's stream inside an NVTX range named like the op, and copies
-// its outputs back.
+// The CUDA backend: each Backend call runs one operator of cuda/ops/ on the backend's stream inside an NVTX
+// range named like the op, on device tensors in place (asynchronously); host tensors are staged through
+// device buffers and copied back (see cuda_backend.hpp).
 #include "cuda/cuda_backend.hpp"
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_query.hpp"
 #include "cuda/ops/adam.cuh"
 #include "cuda/ops/attention.cuh"
+#include "cuda/ops/collective.cuh"
 #include "cuda/ops/cross_entropy.cuh"
 #include "cuda/ops/dropout.cuh"
 #include "cuda/ops/elementwise.cuh"
@@ -16,6 +17,8 @@
 #include "cuda/ops/matmul.cuh"
 #include "cuda/ops/softmax.cuh"
 
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -37,9 +40,96 @@ std::string cuda_backend_unavailable_reason()
   return "";
 }
 
+// The backend's tensors in GPU memory: stream-ordered allocations from the device's default pool on the
+// backend's stream, so an allocation, the ops on it and its release are ordered without host waits.
+class CudaAllocator final : public DeviceAllocator {
+public:
+  CudaAllocator(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  Device device() const override { return Device::Cuda; }
+  void* allocate(size_t bytes) override
+  {
+    void* p = nullptr;
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+    return p;
+  }
+  void deallocate(void* p) noexcept override
+  {
+    // Must not throw (tensor destructors): a failing driver at exit is ignored.
+    cudaSetDevice(device_);
+    cudaFreeAsync(p, stream_);
+  }
+
+private:
+  int device_;
+  cudaStream_t stream_;
+};
+
+// The in-process communicator's device path: this rank's stream copies from and reduces over its peers'
+// buffers (every rank's on the same GPU), device to device.
+class CudaBufferOps final : public BufferOps {
+public:
+  CudaBufferOps(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  ~CudaBufferOps() override
+  {
+    cudaSetDevice(device_);
+    if (scratch_ != nullptr)
+      cudaFreeAsync(scratch_, stream_);
+  }
+  CudaBufferOps(const CudaBufferOps&) = delete;
+  CudaBufferOps& operator=(const CudaBufferOps&) = delete;
+
+  Device device() const override { return Device::Cuda; }
+  void publish() override { wait(); }
+  void copy(void* dst, const void* src, int64_t bytes) override
+  {
+    if (bytes <= 0 || dst == src)
+      return;
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream_));
+  }
+  void reduce(void* dst, const std::vector<const void*>& src, int64_t offset, int64_t count, DType dtype,
+              ReduceOp op) override
+  {
+    if (dtype != DType::F32 && dtype != DType::BF16)
+      throw std::logic_error("CudaBufferOps::reduce: expected f32 or bf16 elements, got " + to_string(dtype));
+    CUDA_CHECK(cudaSetDevice(device_));
+    cuda::member_reduce(dst, src.data(), static_cast<int>(src.size()), dtype == DType::BF16, offset, count,
+                        op == ReduceOp::Max, stream_);
+  }
+  void* scratch(int64_t bytes) override
+  {
+    const size_t need = static_cast<size_t>(bytes > 0 ? bytes : 1);
+    if (need > scratch_bytes_) {
+      CUDA_CHECK(cudaSetDevice(device_));
+      if (scratch_ != nullptr)
+        CUDA_CHECK(cudaFreeAsync(scratch_, stream_));
+      scratch_ = nullptr;
+      CUDA_CHECK(cudaMallocAsync(&scratch_, need, stream_));
+      scratch_bytes_ = need;
+    }
+    return scratch_;
+  }
+  void complete() override { wait(); }
+
+private:
+  void wait()
+  {
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  int device_;
+  cudaStream_t stream_;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+};
+
 struct CudaBackend::Impl {
   int device = 0;
   cudaStream_t stream = nullptr;
+  std::unique_ptr<CudaAllocator> allocator;
+  std::unique_ptr<CudaBufferOps> buffer_ops;
   cuda::MatmulContext matmul;
   struct Buffer {
     void* p = nullptr;
@@ -138,9 +228,13 @@ public:
   }
   cudaStream_t stream() const { return impl_.stream; }
 
-  // Copies the outputs back and waits for the stream: the host sees the results when the call returns.
+  // After launching the op. Device tensors: nothing to do, the call returns with the op in flight. Host
+  // tensors (the fallback): copies the outputs back and waits for the stream, so the host sees the results
+  // and the staging buffers are free for the next call.
   void finish()
   {
+    if (!staged_)
+      return;
     for (const Back& b : back_)
       CUDA_CHECK(cudaMemcpyAsync(b.host, b.device, b.bytes, cudaMemcpyDeviceToHost, impl_.stream));
     CUDA_CHECK(cudaStreamSynchronize(impl_.stream));
@@ -153,6 +247,7 @@ private:
       return nullptr;
     if (t.device() == Device::Cuda)
       return t.raw();
+    staged_ = true;
     const size_t bytes = static_cast<size_t>(t.bytes());
     void* d = impl_.buffer(next_++, bytes == 0 ? 1 : bytes);
     if (copy_in && bytes > 0)
@@ -171,6 +266,7 @@ private:
   cuda::NvtxRange range_;
   const char* name_;
   size_t next_ = 0;
+  bool staged_ = false;
   std::vector<Back> back_;
 };
 
@@ -194,11 +290,19 @@ CudaBackend::CudaBackend(int device) : impl_(std::make_unique<Impl>())
   CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
   CUBLAS_CHECK(cublasLtCreate(&impl_->matmul.handle));
   CUDA_CHECK(cudaMalloc(&impl_->matmul.workspace, impl_->matmul.workspace_bytes));
+  // Keep freed tensor memory in the pool (no release to the OS at every synchronization).
+  cudaMemPool_t pool = nullptr;
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  uint64_t threshold = UINT64_MAX;
+  CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  impl_->allocator = std::make_unique<CudaAllocator>(device, impl_->stream);
+  impl_->buffer_ops = std::make_unique<CudaBufferOps>(device, impl_->stream);
 }
 
 CudaBackend::~CudaBackend()
 {
   // Destructors must not throw: release what was created and ignore a failing driver at exit.
+  impl_->buffer_ops.reset(); // frees its scratch on the stream
   cudaSetDevice(impl_->device);
   if (impl_->stream != nullptr)
     cudaStreamSynchronize(impl_->stream);
@@ -211,6 +315,73 @@ CudaBackend::~CudaBackend()
     cublasLtDestroy(impl_->matmul.handle);
   if (impl_->stream != nullptr)
     cudaStreamDestroy(impl_->stream);
+}
+
+DeviceAllocator* CudaBackend::allocator()
+{
+  return impl_->allocator.get();
+}
+
+BufferOps* CudaBackend::buffer_ops()
+{
+  return impl_->buffer_ops.get();
+}
+
+namespace {
+void check_bytes(const char* what, const Tensor& t, int64_t bytes)
+{
+  if (bytes < 0 || bytes > t.bytes())
+    throw std::logic_error(std::string(what) + ": " + std::to_string(bytes) + " bytes of " + t.describe());
+}
+} // namespace
+
+void CudaBackend::upload(const Tensor& dst, const void* host, int64_t bytes)
+{
+  check_bytes("upload", dst, bytes);
+  if (bytes == 0)
+    return;
+  if (dst.device() != Device::Cuda) {
+    std::memcpy(dst.raw(), host, static_cast<size_t>(bytes));
+    return;
+  }
+  cuda::NvtxRange range("upload");
+  CUDA_CHECK(cudaSetDevice(impl_->device));
+  CUDA_CHECK(cudaMemcpyAsync(dst.raw(), host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, impl_->stream));
+  CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); // the host buffer may go away on return
+}
+
+void CudaBackend::download(void* host, const Tensor& src, int64_t bytes)
+{
+  check_bytes("download", src, bytes);
+  if (bytes == 0)
+    return;
+  if (src.device() != Device::Cuda) {
+    std::memcpy(host, src.raw(), static_cast<size_t>(bytes));
+    return;
+  }
+  cuda::NvtxRange range("download");
+  CUDA_CHECK(cudaSetDevice(impl_->device));
+  CUDA_CHECK(cudaMemcpyAsync(host, src.raw(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, impl_->stream));
+  CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+}
+
+void CudaBackend::copy_bytes(const Tensor& dst, const Tensor& src, int64_t bytes)
+{
+  check_bytes("copy_bytes", dst, bytes);
+  check_bytes("copy_bytes", src, bytes);
+  if (bytes == 0 || dst.raw() == src.raw())
+    return;
+  Call call(*impl_, "copy_bytes");
+  const void* from = call.in(src);
+  void* to = call.out(dst, true); // a staged host dst keeps its bytes past `bytes`
+  CUDA_CHECK(cudaMemcpyAsync(to, from, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, call.stream()));
+  call.finish();
+}
+
+void CudaBackend::synchronize()
+{
+  CUDA_CHECK(cudaSetDevice(impl_->device));
+  CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
 }
 
 std::string CudaBackend::gpu_name() const

@@ -3,10 +3,14 @@
 // through cuBLASLt and the kernels of cuda/ops/ (one operator per header). Plain C++ header: the engine
 // includes it without a CUDA compiler.
 //
-// Residency: the engine's Tensor allocates host memory only today (core/tensor.cpp), so a tensor whose device()
-// is Cpu is staged: each call copies its inputs to device buffers, runs the kernels on the backend's stream
-// and copies its outputs back before returning. A tensor whose device() is Cuda is used in place. Staged
-// timings measure the transfers as well: calibration needs device-resident tensors (see engine/README.md).
+// Residency: device() is Cuda and allocator() allocates the engine's tensors in GPU memory (stream-ordered
+// cudaMallocAsync/cudaFreeAsync on the backend's stream, zero-filled with cudaMemsetAsync), so a call on
+// Device::Cuda tensors uses them in place and only launches work on the stream: it returns before the GPU is
+// done (synchronize() waits; upload/download wait for their copy). A host tensor (Device::Cpu, e.g. the
+// kernel tests') still works as a fallback: that call copies its inputs to device buffers and its outputs
+// back, and waits for the stream before returning. buffer_ops() gives the in-process communicator device-to-
+// device copies and a member-order reduction kernel, so collectives between ranks' tensors on this GPU need
+// no host staging.
 
 #include "gputwin/engine/backend/backend.hpp"
 
@@ -28,7 +32,13 @@ public:
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string name() const override { return "cuda"; }
-  Device device() const override { return Device::Cpu; } // where its tensors live: staged (see above)
+  Device device() const override { return Device::Cuda; }
+  DeviceAllocator* allocator() override;
+  void upload(const Tensor& dst, const void* host, int64_t bytes) override;
+  void download(void* host, const Tensor& src, int64_t bytes) override;
+  void copy_bytes(const Tensor& dst, const Tensor& src, int64_t bytes) override;
+  void synchronize() override;
+  BufferOps* buffer_ops() override;
   // The GPU's name ("NVIDIA H100 80GB HBM3").
   std::string gpu_name() const;
 

@@ -32,18 +32,32 @@ void require_float_type(DType dtype, const char* op)
 
 class InProcessCommunicator final : public Communicator {
 public:
-  InProcessCommunicator(InProcessWorld& world, std::shared_ptr<InProcessWorld::Group> group, int index)
-      : world_(world), group_(std::move(group)), index_(index)
+  InProcessCommunicator(InProcessWorld& world, std::shared_ptr<InProcessWorld::Group> group, int index, BufferOps* ops)
+      : world_(world), group_(std::move(group)), index_(index), ops_(ops)
   {
   }
 
   int rank() const override { return index_; }
   int size() const override { return static_cast<int>(group_->ranks.size()); }
   const std::vector<int>& world_ranks() const override { return group_->ranks; }
+  bool reaches(Device device) const override
+  {
+    return ops_ != nullptr ? device == ops_->device() : device == Device::Cpu;
+  }
 
   void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op) override
   {
     require_float_type(dtype, "all_reduce");
+    if (ops_ != nullptr) {
+      // Reduce every member's buffer into this member's scratch, then (after every member has read) copy it in.
+      void* result = ops_->scratch(count * dtype_bytes(dtype));
+      exchange(data, [&](const std::vector<const void*>& inputs) {
+        ops_->reduce(result, inputs, 0, count, dtype, op);
+        ops_->complete();
+      });
+      ops_->copy(data, result, count * dtype_bytes(dtype));
+      return;
+    }
     std::vector<float> result(static_cast<size_t>(count));
     exchange(data, [&](const std::vector<const void*>& inputs) {
       for (int64_t i = 0; i < count; ++i) {
@@ -62,6 +76,14 @@ public:
   void all_gather(const void* in, void* out, int64_t count, DType dtype) override
   {
     const int64_t bytes = count * dtype_bytes(dtype);
+    if (ops_ != nullptr) {
+      exchange(in, [&](const std::vector<const void*>& inputs) {
+        for (size_t r = 0; r < inputs.size(); ++r)
+          ops_->copy(static_cast<char*>(out) + static_cast<int64_t>(r) * bytes, inputs[r], bytes);
+        ops_->complete();
+      });
+      return;
+    }
     exchange(in, [&](const std::vector<const void*>& inputs) {
       for (size_t r = 0; r < inputs.size(); ++r)
         std::memcpy(static_cast<char*>(out) + static_cast<int64_t>(r) * bytes, inputs[r], static_cast<size_t>(bytes));
@@ -71,6 +93,13 @@ public:
   void reduce_scatter(const void* in, void* out, int64_t count, DType dtype) override
   {
     require_float_type(dtype, "reduce_scatter");
+    if (ops_ != nullptr) {
+      exchange(in, [&](const std::vector<const void*>& inputs) {
+        ops_->reduce(out, inputs, static_cast<int64_t>(index_) * count, count, dtype, ReduceOp::Sum);
+        ops_->complete();
+      });
+      return;
+    }
     exchange(in, [&](const std::vector<const void*>& inputs) {
       const int64_t offset = static_cast<int64_t>(index_) * count;
       for (int64_t i = 0; i < count; ++i) {
@@ -114,6 +143,8 @@ private:
   template <typename Read>
   void exchange(const void* input, Read&& read)
   {
+    if (ops_ != nullptr && input != nullptr)
+      ops_->publish(); // peers read `input` once this member's pending work on it is done
     InProcessWorld::Group& g = *group_;
     std::unique_lock<std::mutex> lock(g.mutex);
     g.inputs[static_cast<size_t>(index_)] = input;
@@ -128,6 +159,7 @@ private:
   InProcessWorld& world_;
   std::shared_ptr<InProcessWorld::Group> group_;
   int index_;
+  BufferOps* ops_; // null: host buffers
 };
 
 } // namespace
@@ -138,7 +170,8 @@ InProcessWorld::InProcessWorld(int world_size, std::chrono::seconds timeout) : s
     throw std::invalid_argument("InProcessWorld: world size must be >= 1");
 }
 
-std::unique_ptr<Communicator> InProcessWorld::communicator(const std::vector<int>& world_ranks, int my_world_rank)
+std::unique_ptr<Communicator> InProcessWorld::communicator(const std::vector<int>& world_ranks, int my_world_rank,
+                                                           BufferOps* device_ops)
 {
   const auto me = std::find(world_ranks.begin(), world_ranks.end(), my_world_rank);
   if (me == world_ranks.end())
@@ -158,7 +191,7 @@ std::unique_ptr<Communicator> InProcessWorld::communicator(const std::vector<int
     }
     group = slot;
   }
-  return std::make_unique<InProcessCommunicator>(*this, group, static_cast<int>(me - world_ranks.begin()));
+  return std::make_unique<InProcessCommunicator>(*this, group, static_cast<int>(me - world_ranks.begin()), device_ops);
 }
 
 void InProcessWorld::abort(const std::string& reason)

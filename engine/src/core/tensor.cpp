@@ -28,17 +28,34 @@ Tensor::Tensor(MemoryAccountant& memory, MemoryPurpose purpose, DType dtype, std
       numel_(product(shape_))
 {
   if (device_ != Device::Cpu)
-    throw std::runtime_error("Tensor: no " + to_string(device_) + " memory in this build (CPU backend only)");
+    throw std::runtime_error("Tensor: no " + to_string(device_) +
+                             " memory without an allocator (pass the backend's DeviceAllocator)");
   const size_t size = static_cast<size_t>(std::max<int64_t>(bytes(), 1));
   data_ = ::operator new(size, tensor_alignment);
   std::memset(data_, 0, size);
   memory_->allocate(purpose_, bytes());
 }
 
+Tensor::Tensor(MemoryAccountant& memory, MemoryPurpose purpose, DType dtype, std::vector<int64_t> shape,
+               DeviceAllocator* allocator)
+    : memory_(&memory), allocator_(allocator), purpose_(purpose), dtype_(dtype),
+      device_(allocator != nullptr ? allocator->device() : Device::Cpu), shape_(std::move(shape)),
+      numel_(product(shape_))
+{
+  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes(), 1));
+  if (allocator_ != nullptr) {
+    data_ = allocator_->allocate(size); // zero-filled on the device
+  } else {
+    data_ = ::operator new(size, tensor_alignment);
+    std::memset(data_, 0, size);
+  }
+  memory_->allocate(purpose_, bytes());
+}
+
 Tensor::Tensor(Tensor&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), memory_(std::exchange(other.memory_, nullptr)),
-      purpose_(other.purpose_), dtype_(other.dtype_), device_(other.device_), shape_(std::move(other.shape_)),
-      numel_(std::exchange(other.numel_, 0))
+      allocator_(std::exchange(other.allocator_, nullptr)), purpose_(other.purpose_), dtype_(other.dtype_),
+      device_(other.device_), shape_(std::move(other.shape_)), numel_(std::exchange(other.numel_, 0))
 {
 }
 
@@ -48,6 +65,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept
     reset();
     data_ = std::exchange(other.data_, nullptr);
     memory_ = std::exchange(other.memory_, nullptr);
+    allocator_ = std::exchange(other.allocator_, nullptr);
     purpose_ = other.purpose_;
     dtype_ = other.dtype_;
     device_ = other.device_;
@@ -66,10 +84,14 @@ void Tensor::reset()
 {
   if (memory_ != nullptr && data_ != nullptr) {
     memory_->release(purpose_, bytes());
-    ::operator delete(data_, tensor_alignment);
+    if (allocator_ != nullptr)
+      allocator_->deallocate(data_);
+    else
+      ::operator delete(data_, tensor_alignment);
   }
   data_ = nullptr;
   memory_ = nullptr;
+  allocator_ = nullptr;
   shape_.clear();
   numel_ = 0;
 }
@@ -109,8 +131,11 @@ std::string Tensor::describe() const
   return text + ")";
 }
 
-void Tensor::check_dtype(DType expected) const
+void Tensor::check_host_access(DType expected) const
 {
+  if (device_ != Device::Cpu)
+    throw std::logic_error("Tensor: host access to " + to_string(device_) + " tensor " + describe() +
+                           " (copy it with Backend::download / upload)");
   if (dtype_ != expected)
     throw std::logic_error("Tensor: accessed " + describe() + " as " + to_string(expected));
 }

@@ -1,4 +1,5 @@
 #include "gputwin/engine/backend/counter_rng.hpp"
+#include "gputwin/engine/backend/host_access.hpp"
 #include "gputwin/engine/model/gpt_edges.hpp"
 #include "gputwin/engine/parallel/tp_regions.hpp"
 
@@ -15,9 +16,11 @@ GptEmbedding::GptEmbedding(RankContext& ctx, ParameterStore& store) : ctx_(ctx)
 Tensor GptEmbedding::position_ids() const
 {
   Tensor ids = ctx_.tensor(MemoryPurpose::Workspace, DType::I32, {ctx_.seq_local(), ctx_.batch()});
+  std::vector<int32_t> values(static_cast<size_t>(ctx_.seq_local() * ctx_.batch()));
   for (int64_t i = 0; i < ctx_.seq_local(); ++i)
     for (int64_t b = 0; b < ctx_.batch(); ++b)
-      ids.i32()[i * ctx_.batch() + b] = static_cast<int32_t>(ctx_.seq_offset() + i);
+      values[static_cast<size_t>(i * ctx_.batch() + b)] = static_cast<int32_t>(ctx_.seq_offset() + i);
+  upload(ctx_.backend, ids, values);
   return ids;
 }
 

@@ -1,3 +1,4 @@
+#include "gputwin/engine/backend/host_access.hpp"
 #include "gputwin/engine/model/gpt_edges.hpp"
 #include "gputwin/engine/parallel/tp_regions.hpp"
 
@@ -50,10 +51,14 @@ double GptOutput::forward(Tensor y, Tensor targets, OutputSaved& saved)
   });
   ctx_.tp.all_reduce(sums, 2 * rows, ReduceOp::Sum, "loss.sums.all_reduce");
   saved.sum_exp = ctx_.tensor(MemoryPurpose::EdgeActivations, DType::F32, {rows});
+  ctx_.backend.copy_bytes(saved.sum_exp, sum_exp, rows * static_cast<int64_t>(sizeof(float)));
+  // The loss is read back to the host (the only per-micro-batch readback of the step).
+  const std::vector<float> host_sums = download<float>(ctx_.backend, sums);
+  const std::vector<float> host_max = download<float>(ctx_.backend, saved.row_max);
   double loss = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    saved.sum_exp.f32()[r] = sum_exp.f32()[r];
-    loss += std::log(static_cast<double>(sum_exp.f32()[r])) + saved.row_max.f32()[r] - target_logit.f32()[r];
+    const size_t i = static_cast<size_t>(r);
+    loss += std::log(static_cast<double>(host_sums[i])) + host_max[i] - host_sums[static_cast<size_t>(rows) + i];
   }
   ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
   return loss / static_cast<double>(rows);

@@ -1,6 +1,7 @@
 #include "gputwin/engine/model/parameter_store.hpp"
 
 #include "gputwin/engine/backend/counter_rng.hpp"
+#include "gputwin/engine/backend/host_access.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -53,6 +54,7 @@ std::vector<float> ParameterStore::finalize(RankContext& ctx, int64_t padded_ele
   weights_ = ctx.tensor(MemoryPurpose::Weights, DType::BF16, {padded_elements});
   grads_ = ctx.tensor(MemoryPurpose::Gradients, DType::F32, {padded_elements});
   std::vector<float> master(static_cast<size_t>(padded_elements), 0.0f);
+  std::vector<uint16_t> weights(static_cast<size_t>(padded_elements), 0); // bf16 bits, uploaded at the end
   for (Parameter& p : parameters_) {
     p.weight = weights_.view(p.offset, {p.local_rows, p.local_cols});
     p.grad = grads_.view(p.offset, {p.local_rows, p.local_cols});
@@ -60,9 +62,10 @@ std::vector<float> ParameterStore::finalize(RankContext& ctx, int64_t padded_ele
       const int64_t logical = logical_index(p, i, ctx.coords.tp, ctx.tp_size());
       const float value = logical < 0 ? 0.0f : initial_value(p.spec, logical, ctx.options, ctx.model.layers);
       master[static_cast<size_t>(p.offset + i)] = value;
-      p.weight.bf16()[i] = float_to_bf16(value);
+      weights[static_cast<size_t>(p.offset + i)] = float_to_bf16(value);
     }
   }
+  upload(ctx.backend, weights_, weights);
   return master;
 }
 

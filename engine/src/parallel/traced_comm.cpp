@@ -1,8 +1,26 @@
 #include "gputwin/engine/parallel/traced_comm.hpp"
 
 #include <cstring>
+#include <stdexcept>
+#include <vector>
 
 namespace gputwin::engine {
+
+namespace {
+// Whether `comm` takes these tensors' memory as it is (else they are staged through host memory).
+bool direct(const Communicator& comm, const Tensor& a, const Tensor& b)
+{
+  if (a.device() != b.device())
+    throw std::logic_error("TracedComm: " + a.describe() + " on " + to_string(a.device()) + " and " + b.describe() +
+                           " on " + to_string(b.device()));
+  if (comm.reaches(a.device()))
+    return true;
+  if (!comm.reaches(Device::Cpu))
+    throw std::logic_error("TracedComm: the communicator reaches neither " + to_string(a.device()) +
+                           " nor host memory");
+  return false;
+}
+} // namespace
 
 int64_t TracedComm::begin(CollectiveOp op, double bytes, const std::string& name)
 {
@@ -22,36 +40,62 @@ void TracedComm::all_reduce(const Tensor& t, int64_t count, ReduceOp op, const s
   if (size() == 1)
     return;
   // nccl-tests size of an all-reduce: the buffer.
-  const int64_t index = begin(CollectiveOp::AllReduce, static_cast<double>(count * dtype_bytes(t.dtype())), name);
-  comm_->all_reduce(t.raw(), count, t.dtype(), op);
+  const int64_t bytes = count * dtype_bytes(t.dtype());
+  const int64_t index = begin(CollectiveOp::AllReduce, static_cast<double>(bytes), name);
+  if (direct(*comm_, t, t)) {
+    comm_->all_reduce(t.raw(), count, t.dtype(), op);
+  } else {
+    std::vector<char> host(static_cast<size_t>(bytes));
+    backend_->download(host.data(), t, bytes);
+    comm_->all_reduce(host.data(), count, t.dtype(), op);
+    backend_->upload(t, host.data(), bytes);
+  }
   tracer_->end(index);
 }
 
 void TracedComm::all_gather(const Tensor& in, const Tensor& out, int64_t count, const std::string& name)
 {
+  const int64_t bytes = count * dtype_bytes(in.dtype());
   if (size() == 1) {
-    if (in.raw() != out.raw())
-      std::memcpy(out.raw(), in.raw(), static_cast<size_t>(count * dtype_bytes(in.dtype())));
+    if (in.device() != Device::Cpu || out.device() != Device::Cpu)
+      backend_->copy_bytes(out, in, bytes);
+    else if (in.raw() != out.raw())
+      std::memcpy(out.raw(), in.raw(), static_cast<size_t>(bytes));
     return;
   }
   // nccl-tests size of an all-gather: the whole gathered array.
-  const int64_t index =
-      begin(CollectiveOp::AllGather, static_cast<double>(size() * count * dtype_bytes(in.dtype())), name);
-  comm_->all_gather(in.raw(), out.raw(), count, in.dtype());
+  const int64_t index = begin(CollectiveOp::AllGather, static_cast<double>(size() * bytes), name);
+  if (direct(*comm_, in, out)) {
+    comm_->all_gather(in.raw(), out.raw(), count, in.dtype());
+  } else {
+    std::vector<char> host_in(static_cast<size_t>(bytes)), host_out(static_cast<size_t>(size() * bytes));
+    backend_->download(host_in.data(), in, bytes);
+    comm_->all_gather(host_in.data(), host_out.data(), count, in.dtype());
+    backend_->upload(out, host_out.data(), size() * bytes);
+  }
   tracer_->end(index);
 }
 
 void TracedComm::reduce_scatter(const Tensor& in, const Tensor& out, int64_t count, const std::string& name)
 {
+  const int64_t bytes = count * dtype_bytes(in.dtype());
   if (size() == 1) {
-    if (in.raw() != out.raw())
-      std::memcpy(out.raw(), in.raw(), static_cast<size_t>(count * dtype_bytes(in.dtype())));
+    if (in.device() != Device::Cpu || out.device() != Device::Cpu)
+      backend_->copy_bytes(out, in, bytes);
+    else if (in.raw() != out.raw())
+      std::memcpy(out.raw(), in.raw(), static_cast<size_t>(bytes));
     return;
   }
   // nccl-tests size of a reduce-scatter: the whole input array.
-  const int64_t index =
-      begin(CollectiveOp::ReduceScatter, static_cast<double>(size() * count * dtype_bytes(in.dtype())), name);
-  comm_->reduce_scatter(in.raw(), out.raw(), count, in.dtype());
+  const int64_t index = begin(CollectiveOp::ReduceScatter, static_cast<double>(size() * bytes), name);
+  if (direct(*comm_, in, out)) {
+    comm_->reduce_scatter(in.raw(), out.raw(), count, in.dtype());
+  } else {
+    std::vector<char> host_in(static_cast<size_t>(size() * bytes)), host_out(static_cast<size_t>(bytes));
+    backend_->download(host_in.data(), in, size() * bytes);
+    comm_->reduce_scatter(host_in.data(), host_out.data(), count, in.dtype());
+    backend_->upload(out, host_out.data(), bytes);
+  }
   tracer_->end(index);
 }
 

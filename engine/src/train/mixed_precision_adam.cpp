@@ -1,7 +1,5 @@
 #include "gputwin/engine/train/mixed_precision_adam.hpp"
 
-#include <cstring>
-
 namespace gputwin::engine {
 
 MixedPrecisionAdam::MixedPrecisionAdam(RankContext& ctx, ParameterStore& store, const std::vector<float>& master)
@@ -14,7 +12,7 @@ MixedPrecisionAdam::MixedPrecisionAdam(RankContext& ctx, ParameterStore& store, 
   master_ = ctx.tensor(MemoryPurpose::Optimizer, DType::F32, {shard_elements_});
   momentum_ = ctx.tensor(MemoryPurpose::Optimizer, DType::F32, {shard_elements_});
   variance_ = ctx.tensor(MemoryPurpose::Optimizer, DType::F32, {shard_elements_});
-  std::memcpy(master_.raw(), master.data() + shard_offset_, static_cast<size_t>(shard_elements_) * sizeof(float));
+  ctx.backend.upload(master_, master.data() + shard_offset_, shard_elements_ * static_cast<int64_t>(sizeof(float)));
   if (sharded)
     grad_shard_ = ctx.tensor(MemoryPurpose::Workspace, DType::F32, {shard_elements_});
 }

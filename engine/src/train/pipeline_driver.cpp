@@ -1,5 +1,6 @@
 #include "gputwin/engine/train/pipeline_driver.hpp"
 
+#include "gputwin/engine/backend/host_access.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 
 #include <algorithm>
@@ -34,11 +35,13 @@ Tensor PipelineDriver::tokens(int64_t micro_batch, int64_t shift)
 {
   const int64_t s = ctx_.seq(), b = ctx_.batch();
   Tensor t = ctx_.tensor(MemoryPurpose::Workspace, DType::I32, {s, b});
+  std::vector<int32_t> ids(static_cast<size_t>(s * b));
   for (int64_t j = 0; j < b; ++j) {
     const std::vector<int32_t> sample = corpus_.sample(ctx_.sample_base(micro_batch) + j, s + 1);
     for (int64_t i = 0; i < s; ++i)
-      t.i32()[i * b + j] = sample[static_cast<size_t>(i + shift)];
+      ids[static_cast<size_t>(i * b + j)] = sample[static_cast<size_t>(i + shift)];
   }
+  upload(ctx_.backend, t, ids);
   return t;
 }
 
@@ -67,7 +70,14 @@ void PipelineDriver::send(const Tensor& t, int64_t to_virtual_stage, int64_t mic
   op.sequence = ctx_.tracer.next_send_sequence(peer);
   const int64_t sequence = op.sequence;
   TraceScope scope(ctx_.tracer, std::move(op));
-  ctx_.world->send(t.raw(), t.bytes(), peer, message_tag(gradient, micro_batch, to_virtual_stage), sequence);
+  const int64_t tag = message_tag(gradient, micro_batch, to_virtual_stage);
+  if (t.device() == Device::Cpu) {
+    ctx_.world->send(t.raw(), t.bytes(), peer, tag, sequence);
+  } else { // the in-process communicator moves host bytes: stage a device tensor through the host
+    std::vector<char> host(static_cast<size_t>(t.bytes()));
+    ctx_.backend.download(host.data(), t, t.bytes());
+    ctx_.world->send(host.data(), t.bytes(), peer, tag, sequence);
+  }
 }
 
 Tensor PipelineDriver::recv(DType dtype, int64_t from_virtual_stage, int64_t micro_batch, bool gradient)
@@ -82,7 +92,15 @@ Tensor PipelineDriver::recv(DType dtype, int64_t from_virtual_stage, int64_t mic
   op.peer = peer;
   op.bytes = static_cast<double>(t.bytes());
   TraceScope scope(ctx_.tracer, std::move(op));
-  const int64_t sequence = ctx_.world->recv(t.raw(), t.bytes(), peer, message_tag(gradient, micro_batch, me));
+  const int64_t tag = message_tag(gradient, micro_batch, me);
+  int64_t sequence = 0;
+  if (t.device() == Device::Cpu) {
+    sequence = ctx_.world->recv(t.raw(), t.bytes(), peer, tag);
+  } else {
+    std::vector<char> host(static_cast<size_t>(t.bytes()));
+    sequence = ctx_.world->recv(host.data(), t.bytes(), peer, tag);
+    ctx_.backend.upload(t, host.data(), t.bytes());
+  }
   if (traces::Op* recorded = scope.op())
     recorded->sequence = sequence; // the sender's number for this message on the (peer, this rank) channel
   return t;

@@ -1,6 +1,7 @@
 #include "gputwin/engine/train/trainer.hpp"
 
 #include "gputwin/engine/backend/backend_factory.hpp"
+#include "gputwin/engine/backend/host_access.hpp"
 #include "gputwin/engine/comm/in_process_world.hpp"
 #include "gputwin/engine/train/mixed_precision_adam.hpp"
 #include "gputwin/engine/train/pipeline_driver.hpp"
@@ -45,7 +46,7 @@ struct Shared {
   std::vector<std::string> errors;
 };
 
-LocalParameters snapshot(const RankContext& ctx, const ParameterStore& store, bool gradients)
+LocalParameters snapshot(RankContext& ctx, const ParameterStore& store, bool gradients)
 {
   LocalParameters local;
   local.tp_rank = ctx.coords.tp;
@@ -56,10 +57,7 @@ LocalParameters snapshot(const RankContext& ctx, const ParameterStore& store, bo
     copy.local_rows = p.local_rows;
     copy.local_cols = p.local_cols;
     local.parameters.push_back(std::move(copy));
-    std::vector<float> v(static_cast<size_t>(p.numel()));
-    for (int64_t i = 0; i < p.numel(); ++i)
-      v[static_cast<size_t>(i)] = gradients ? p.grad.f32()[i] : bf16_to_float(p.weight.bf16()[i]);
-    local.values.push_back(std::move(v));
+    local.values.push_back(download_floats(ctx.backend, gradients ? p.grad : p.weight));
   }
   return local;
 }
@@ -102,13 +100,13 @@ void run_rank(Shared& shared, int rank)
     std::vector<int> ranks;
     for (const int32_t r : group(index))
       ranks.push_back(r);
-    return shared.world.communicator(ranks, rank);
+    return shared.world.communicator(ranks, rank, backend->buffer_ops()); // device collectives where it has them
   };
-  ctx.tp = TracedComm(comm(grid.tp_group(rank)), tracer, grid.tp_group(rank), TraceStream::TensorParallel);
-  ctx.dp = TracedComm(comm(grid.dp_group(rank)), tracer, grid.dp_group(rank), TraceStream::DataParallel);
+  ctx.tp = TracedComm(comm(grid.tp_group(rank)), tracer, grid.tp_group(rank), TraceStream::TensorParallel, *backend);
+  ctx.dp = TracedComm(comm(grid.dp_group(rank)), tracer, grid.dp_group(rank), TraceStream::DataParallel, *backend);
   if (grid.embedding_group(rank) >= 0)
-    ctx.embedding =
-        TracedComm(comm(grid.embedding_group(rank)), tracer, grid.embedding_group(rank), TraceStream::DataParallel);
+    ctx.embedding = TracedComm(comm(grid.embedding_group(rank)), tracer, grid.embedding_group(rank),
+                               TraceStream::DataParallel, *backend);
   std::vector<int> everyone(static_cast<size_t>(grid.world_size()));
   for (int r = 0; r < grid.world_size(); ++r)
     everyone[static_cast<size_t>(r)] = r;
@@ -138,7 +136,8 @@ void run_rank(Shared& shared, int rank)
       std::lock_guard<std::mutex> lock(shared.mutex);
       shared.loss[static_cast<size_t>(it)] += loss * loss_weight;
     }
-    ctx.world->barrier(); // the iteration ends when every rank is done
+    backend->synchronize(); // an asynchronous backend's (CUDA's) work of the iteration is done too
+    ctx.world->barrier();   // the iteration ends when every rank is done
     const Tracer::Clock::time_point end = Tracer::Clock::now();
     if (rank == 0) {
       shared.seconds[static_cast<size_t>(it)] = std::chrono::duration<double>(end - start).count();

@@ -4,6 +4,7 @@
 // then inputs, then sizes. Floating inputs may be f32 or bf16 (read as fp32); outputs are rounded to their
 // tensor's type, so an activation written into a bf16 tensor is stored in 16 bits as the paper assumes.
 
+#include "gputwin/engine/comm/buffer_ops.hpp"
 #include "gputwin/engine/core/tensor.hpp"
 
 #include <array>
@@ -40,7 +41,24 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Where this backend's tensors live, and the allocator that puts them there (null: host memory).
+  // RankContext::tensor allocates through it, so the model's tensors are on the backend's device.
   virtual Device device() const = 0;
+  virtual DeviceAllocator* allocator() { return nullptr; }
+
+  // Host access. Every host read or write of tensor data outside the backends goes through these (a device
+  // tensor cannot be dereferenced on the host). They move the first `bytes` bytes of the tensor (host or this
+  // backend's device), ordered after the ops launched before, and return when the copy is complete.
+  // The defaults handle host tensors (memcpy) and throw for device tensors.
+  virtual void upload(const Tensor& dst, const void* host, int64_t bytes);
+  virtual void download(void* host, const Tensor& src, int64_t bytes);
+  // dst's first `bytes` = src's (both on the same device), in stream order (memcpy on the host).
+  virtual void copy_bytes(const Tensor& dst, const Tensor& src, int64_t bytes);
+  // Waits until every op launched so far has finished (no-op where ops finish before returning, the CPU).
+  virtual void synchronize() {}
+  // Copies and reductions on this backend's device memory for an in-process communicator's collectives
+  // (InProcessWorld::communicator), so device tensors are exchanged without host staging; null: host memory.
+  virtual BufferOps* buffer_ops() { return nullptr; }
 
   // C (m, n) = alpha op(A) op(B) + beta C with op(A) (m, k) and op(B) (k, n), each row-major before the
   // optional transpose. Sums over k in index order in fp32. C is f32, or bf16 with beta = 0.

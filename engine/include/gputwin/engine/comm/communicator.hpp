@@ -3,6 +3,7 @@
 // point-to-point messages between pipeline stages. The in-process implementation runs every rank as a
 // thread; an NCCL implementation (CUDA issue) provides the same calls.
 
+#include "gputwin/engine/comm/buffer_ops.hpp"
 #include "gputwin/engine/core/dtype.hpp"
 
 #include <cstdint>
@@ -11,8 +12,6 @@
 #include <vector>
 
 namespace gputwin::engine {
-
-enum class ReduceOp { Sum, Max };
 
 // A communication failure: a peer failed or the run was aborted, or a wait timed out.
 class CommError : public std::runtime_error {
@@ -27,6 +26,9 @@ public:
   virtual int rank() const = 0; // this member's index in the group, 0 .. size-1
   virtual int size() const = 0;
   virtual const std::vector<int>& world_ranks() const = 0; // the members' global ranks, in group order
+  // Where the collectives' buffers must be: host memory, or one device's memory for a communicator made with
+  // that device's operations (InProcessWorld::communicator). Point-to-point messages take host memory only.
+  virtual bool reaches(Device device) const { return device == Device::Cpu; }
 
   // In place over `count` f32 or bf16 elements: the element-wise sum (or max) over the members, accumulated in
   // fp32 in member order and rounded once, so the result does not depend on timing.

@@ -24,8 +24,11 @@ public:
 
   int size() const { return size_; }
   // The communicator of `my_world_rank` over `world_ranks` (group order). Every member must ask for the same
-  // list; the shared state is created by whichever member asks first.
-  std::unique_ptr<Communicator> communicator(const std::vector<int>& world_ranks, int my_world_rank);
+  // list; the shared state is created by whichever member asks first. With `device_ops` (every member's, on
+  // the same device) its collectives take buffers on that device instead of host memory, moved and reduced
+  // by those operations (device-to-device, no host staging). send/recv always take host memory.
+  std::unique_ptr<Communicator> communicator(const std::vector<int>& world_ranks, int my_world_rank,
+                                             BufferOps* device_ops = nullptr);
   // Makes every current and future wait throw CommError("... aborted: reason").
   void abort(const std::string& reason);
   bool aborted() const { return aborted_.load(); }

@@ -70,10 +70,12 @@ public:
 
   Tensor tensor(MemoryPurpose purpose, DType dtype, std::vector<int64_t> shape)
   {
-    return Tensor(memory, purpose, dtype, std::move(shape), backend.device());
+    return Tensor(memory, purpose, dtype, std::move(shape), backend.allocator()); // on the backend's device
   }
 
-  // Runs `fn` as one traced compute op.
+  // Runs `fn` as one traced compute op. While the tracer records, the backend is synchronized before the op
+  // closes, so an asynchronous backend's (CUDA's) op durations are its GPU times (a known cost: the host
+  // waits once per op; CUDA-event timing would not).
   template <typename Fn>
   void compute(const std::string& name, double flops, double bytes, traces::GemmShape gemm, Fn&& fn)
   {
@@ -86,6 +88,8 @@ public:
     op.gemm = gemm;
     TraceScope scope(tracer, std::move(op));
     fn();
+    if (tracer.recording())
+      backend.synchronize();
   }
   template <typename Fn>
   void compute(const std::string& name, double bytes, Fn&& fn)

@@ -2,7 +2,11 @@
 // A communicator of one trace group whose every collective is recorded as a traces::Op with the group's
 // index and the next sequence number, so the same collective matches across its members in the trace.
 // A group of one member is the identity: nothing moves and nothing is recorded.
+// Tensors go to the communicator as they are where it reaches their memory (host memory; device memory for an
+// in-process communicator made with the backend's BufferOps); otherwise device tensors are staged through host
+// memory: download, exchange, upload (the recorded duration then includes the staging).
 
+#include "gputwin/engine/backend/backend.hpp"
 #include "gputwin/engine/comm/communicator.hpp"
 #include "gputwin/engine/core/tensor.hpp"
 #include "gputwin/engine/trace/tracer.hpp"
@@ -15,8 +19,9 @@ namespace gputwin::engine {
 class TracedComm {
 public:
   TracedComm() = default;
-  TracedComm(std::unique_ptr<Communicator> comm, Tracer& tracer, int32_t group, TraceStream stream)
-      : comm_(std::move(comm)), tracer_(&tracer), group_(group), stream_(stream)
+  // `backend` copies the tensors' bytes (it must outlive this communicator).
+  TracedComm(std::unique_ptr<Communicator> comm, Tracer& tracer, int32_t group, TraceStream stream, Backend& backend)
+      : comm_(std::move(comm)), tracer_(&tracer), backend_(&backend), group_(group), stream_(stream)
   {
   }
 
@@ -36,6 +41,7 @@ private:
 
   std::unique_ptr<Communicator> comm_;
   Tracer* tracer_ = nullptr;
+  Backend* backend_ = nullptr;
   int32_t group_ = -1;
   TraceStream stream_ = TraceStream::TensorParallel;
 };

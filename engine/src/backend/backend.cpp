@@ -1,0 +1,41 @@
+#include "gputwin/engine/backend/backend.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace gputwin::engine {
+
+namespace {
+void check_host(const char* what, const Tensor& t, int64_t bytes)
+{
+  if (bytes < 0 || bytes > t.bytes())
+    throw std::logic_error(std::string(what) + ": " + std::to_string(bytes) + " bytes of " + t.describe());
+  if (t.device() != Device::Cpu)
+    throw std::logic_error(std::string(what) + ": " + t.describe() + " is on " + to_string(t.device()) +
+                           ", which this backend cannot reach");
+}
+} // namespace
+
+void Backend::upload(const Tensor& dst, const void* host, int64_t bytes)
+{
+  check_host("upload", dst, bytes);
+  if (bytes > 0)
+    std::memcpy(dst.raw(), host, static_cast<size_t>(bytes));
+}
+
+void Backend::download(void* host, const Tensor& src, int64_t bytes)
+{
+  check_host("download", src, bytes);
+  if (bytes > 0)
+    std::memcpy(host, src.raw(), static_cast<size_t>(bytes));
+}
+
+void Backend::copy_bytes(const Tensor& dst, const Tensor& src, int64_t bytes)
+{
+  check_host("copy_bytes", dst, bytes);
+  check_host("copy_bytes", src, bytes);
+  if (bytes > 0 && dst.raw() != src.raw())
+    std::memmove(dst.raw(), src.raw(), static_cast<size_t>(bytes));
+}
+
+} // namespace gputwin::engine
