@@ -101,6 +101,19 @@ TEST(ReplayCli, ScaledOutFollowsTheScheduleAndKeepsTheCapturedComputePerMicroBat
   EXPECT_NE(r.output.find("\"mode\": \"scaled\""), std::string::npos);
 }
 
+TEST(ReplayCli, CapturedH100TracesReplayWithinFivePercent)
+{
+  // Single-rank traces gputwin-engine (CUDA backend) captured on a lent H100 with scripts/gpu-check.sh,
+  // replayed as measured on dgx-h100 (issue 7's calibration evidence; traces/captured/.../summary.md).
+  const std::string dir = std::string(GPUTWIN_SOURCE_DIR) + "/traces/captured/NVIDIA-H100-80GB-HBM3/";
+  for (const char* name : {"h1024-tp1", "h2048-tp1", "h2048-tp1-full", "h4096-tp1"}) {
+    SCOPED_TRACE(name);
+    const CliResult r = run_gputwin("replay '" + dir + name + ".json' --cluster dgx-h100 --json", false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_LT(std::abs(json_number(r.output, "relative_error")), 0.05) << r.output;
+  }
+}
+
 TEST(ReplayCli, BadInput)
 {
   const std::string good = capture("good", "--tp 2 --pp 2 --micro-batch 2 --global-batch 8");
