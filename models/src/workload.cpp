@@ -142,8 +142,12 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
         e.set_context(traces::Phase::Forward, static_cast<int32_t>(first_layer + l), mb, chunk);
         const size_t before = program.ops.size();
         w.ops->layer_forward(e, tp);
-        if (l == 0 && !input.empty())
-          program.ops[before].deps = input; // the layer's first kernel needs the received activation
+        if (!input.empty() && before < program.ops.size()) {
+          // The first kernel of the chunk needs the received activation.
+          auto& deps = program.ops[before].deps;
+          deps.insert(deps.end(), input.begin(), input.end());
+          input.clear();
+        }
       }
       e.set_context(traces::Phase::Forward, -1, mb, chunk);
       if (v == last_virtual) {
@@ -172,8 +176,10 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
       const size_t before = program.ops.size();
       e.set_context(traces::Phase::Backward, layer, mb, chunk);
       w.ops->layer_backward(e, tp);
-      if (!grad_input.empty()) {
-        program.ops[before].deps = grad_input;
+      if (!grad_input.empty() && before < program.ops.size()) {
+        // The first kernel of the chunk's backward needs the received gradient.
+        auto& deps = program.ops[before].deps;
+        deps.insert(deps.end(), grad_input.begin(), grad_input.end());
         grad_input.clear();
       }
       if (w.options.overlap_grad_reduce && last_backward_of_chunk && plan.dp > 1) {
