@@ -6,7 +6,6 @@
 // bookkeeping are bit-exact.
 #include "cuda/cuda_backend.hpp"
 #include "gputwin/engine/backend/counter_rng.hpp"
-#include "gputwin/engine/backend/counter_rng_hd.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
 #include "gputwin/engine/backend/host_access.hpp"
 #include "gputwin/engine/train/trainer.hpp"
@@ -68,13 +67,6 @@ protected:
   CpuBackend cpu;
   std::unique_ptr<CudaBackend> gpu;
 };
-
-TEST(CounterRngHd, HostCopyMatchesTheCpuGenerator)
-{
-  for (uint64_t key : {0ull, 1ull, 0x1234567890abcdefull})
-    for (uint64_t pos = 0; pos < 4096; ++pos)
-      ASSERT_EQ(hd::counter_uniform(key, pos), counter_uniform(key, pos));
-}
 
 TEST_F(CudaKernels, GemmEveryTransposeAndType)
 {

@@ -1,10 +1,10 @@
 #pragma once
 // Counter-based dropout (Srivastava et al. 2014) whose mask is a pure function of (key, logical position):
-// counter_rng_hd.hpp's generator, bit-identical to the CPU backend, so every shard and every recompute of a
+// counter_rng.hpp's generator, bit-identical to the CPU backend, so every shard and every recompute of a
 // tensor draws the CPU run's mask (Korthikanti et al. 2022, Section 5).
 
 #include "cuda/ops/common.cuh"
-#include "gputwin/engine/backend/counter_rng_hd.hpp"
+#include "gputwin/engine/backend/counter_rng.hpp"
 
 namespace gputwin::engine::cuda {
 
@@ -34,7 +34,7 @@ __global__ void dropout_forward_kernel(FloatPtr out, uint8_t* mask, ConstFloatPt
         (((blk.offset[0] + i0) * blk.global[1] + blk.offset[1] + i1) * blk.global[2] + blk.offset[2] + i2) *
             blk.global[3] +
         blk.offset[3] + i3;
-    const bool keep = hd::counter_uniform(key, static_cast<uint64_t>(logical)) >= probability;
+    const bool keep = counter_uniform(key, static_cast<uint64_t>(logical)) >= probability;
     mask[e] = keep ? 1 : 0;
     store(out, e, keep ? load(in, e) * keep_scale : 0.0f);
   }
