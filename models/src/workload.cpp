@@ -144,8 +144,8 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
         w.ops->layer_forward(e, tp);
         if (!input.empty() && before < program.ops.size()) {
           // The first kernel of the chunk needs the received activation.
-          auto& deps = program.ops[before].deps;
-          deps.insert(deps.end(), input.begin(), input.end());
+          for (const int64_t id : input) // (a loop: GCC 13 warns falsely on insert of a 1-element range)
+            program.ops[before].deps.push_back(id);
           input.clear();
         }
       }
@@ -178,8 +178,8 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
       w.ops->layer_backward(e, tp);
       if (!grad_input.empty() && before < program.ops.size()) {
         // The first kernel of the chunk's backward needs the received gradient.
-        auto& deps = program.ops[before].deps;
-        deps.insert(deps.end(), grad_input.begin(), grad_input.end());
+        for (const int64_t id : grad_input)
+          program.ops[before].deps.push_back(id);
         grad_input.clear();
       }
       if (w.options.overlap_grad_reduce && last_backward_of_chunk && plan.dp > 1) {
