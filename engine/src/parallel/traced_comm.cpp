@@ -53,14 +53,20 @@ void TracedComm::all_reduce(const Tensor& t, int64_t count, ReduceOp op, const s
   tracer_->end(index);
 }
 
+// A collective of one rank: its output is its input.
+void TracedComm::copy_alone(const Tensor& in, const Tensor& out, int64_t bytes)
+{
+  if (in.device() != Device::Cpu || out.device() != Device::Cpu)
+    backend_->copy_bytes(out, in, bytes);
+  else if (in.raw() != out.raw())
+    std::memcpy(out.raw(), in.raw(), static_cast<size_t>(bytes));
+}
+
 void TracedComm::all_gather(const Tensor& in, const Tensor& out, int64_t count, const std::string& name)
 {
   const int64_t bytes = count * dtype_bytes(in.dtype());
   if (size() == 1) {
-    if (in.device() != Device::Cpu || out.device() != Device::Cpu)
-      backend_->copy_bytes(out, in, bytes);
-    else if (in.raw() != out.raw())
-      std::memcpy(out.raw(), in.raw(), static_cast<size_t>(bytes));
+    copy_alone(in, out, bytes);
     return;
   }
   // nccl-tests size of an all-gather: the whole gathered array.
@@ -80,10 +86,7 @@ void TracedComm::reduce_scatter(const Tensor& in, const Tensor& out, int64_t cou
 {
   const int64_t bytes = count * dtype_bytes(in.dtype());
   if (size() == 1) {
-    if (in.device() != Device::Cpu || out.device() != Device::Cpu)
-      backend_->copy_bytes(out, in, bytes);
-    else if (in.raw() != out.raw())
-      std::memcpy(out.raw(), in.raw(), static_cast<size_t>(bytes));
+    copy_alone(in, out, bytes);
     return;
   }
   // nccl-tests size of a reduce-scatter: the whole input array.

@@ -37,6 +37,7 @@ public:
   void reduce_scatter(const Tensor& in, const Tensor& out, int64_t count, const std::string& name);
 
 private:
+  void copy_alone(const Tensor& in, const Tensor& out, int64_t bytes);
   int64_t begin(CollectiveOp op, double bytes, const std::string& name);
 
   std::unique_ptr<Communicator> comm_;
