@@ -5,6 +5,7 @@
 // (one bf16 step, 2^-8 relative: |gpu - cpu| <= 1e-2 (1 + |cpu|)); dropout masks, embedding rows and token
 // bookkeeping are bit-exact.
 #include "cuda/cuda_backend.hpp"
+#include "engine_test_support.hpp"
 #include "gputwin/engine/backend/counter_rng.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
 #include "gputwin/engine/backend/host_access.hpp"
@@ -306,18 +307,7 @@ TEST_F(CudaKernels, DeviceResidentTensorsInPlace)
 // and selective recompute, as ranks on one GPU) give the CPU backend's losses within bf16 tolerance.
 TEST_F(CudaKernels, TrainingStepsMatchTheCpuLosses)
 {
-  TrainConfig config;
-  config.model = GptConfig{"small", 128, 4, 4, 64, 128};
-  config.plan.tp = 2;
-  config.plan.pp = 2;
-  config.plan.tp_comm = TpComm::SequenceParallel;
-  config.plan.recompute = Recompute::Selective;
-  config.plan.schedule = Schedule::OneFOneB;
-  config.plan.micro_batch = 2;
-  config.plan.global_batch = 8;
-  validate_plan(config.model, config.plan);
-  config.options.adam.learning_rate = 3e-3f;
-  config.steps = 5;
+  TrainConfig config = testing::small_tp2_pp2_sp_selective(5);
   config.record_trace = true; // exercises the per-op synchronization of the traced step
   config.backend = "cpu";
   const TrainResult cpu_run = train(config);

@@ -11,6 +11,25 @@
 namespace gputwin::engine::testing {
 
 // Tiny GPT: h 64, a 4 (head_dim 16), L 4, s 16, v 128.
+// The acceptance run of the engine issue: 4 layers, hidden 128, 4 heads, tp 2, pp 2, SP, selective, 1F1B,
+// micro-batch 2, global batch 8, Adam at 3e-3 (as gputwin-engine train), for `steps` steps.
+inline TrainConfig small_tp2_pp2_sp_selective(int64_t steps)
+{
+  TrainConfig config;
+  config.model = GptConfig{"small", 128, 4, 4, 64, 128};
+  config.plan.tp = 2;
+  config.plan.pp = 2;
+  config.plan.tp_comm = TpComm::SequenceParallel;
+  config.plan.recompute = Recompute::Selective;
+  config.plan.schedule = Schedule::OneFOneB;
+  config.plan.micro_batch = 2;
+  config.plan.global_batch = 8;
+  validate_plan(config.model, config.plan);
+  config.options.adam.learning_rate = 3e-3f;
+  config.steps = steps;
+  return config;
+}
+
 inline GptConfig tiny_model()
 {
   GptConfig m;

@@ -1,6 +1,7 @@
 // The acceptance run of issue #5: a small GPT (4 layers, h 128, 4 heads) with tp 2, pp 2, sequence
 // parallelism, selective recompute and 1F1B trains 50 steps on the synthetic corpus in well under two
 // minutes on two cores, at least halves its loss, and writes a trace the reader validates.
+#include "engine_test_support.hpp"
 #include "gputwin/engine/train/trainer.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/traces/trace_io.hpp"
@@ -16,18 +17,7 @@ namespace {
 
 TEST(EngineTraining, FiftyStepsHalveTheLossAndTheTraceValidates)
 {
-  TrainConfig config;
-  config.model = GptConfig{"small", 128, 4, 4, 64, 128};
-  config.plan.tp = 2;
-  config.plan.pp = 2;
-  config.plan.tp_comm = TpComm::SequenceParallel;
-  config.plan.recompute = Recompute::Selective;
-  config.plan.schedule = Schedule::OneFOneB;
-  config.plan.micro_batch = 2;
-  config.plan.global_batch = 8;
-  validate_plan(config.model, config.plan);
-  config.options.adam.learning_rate = 3e-3f; // as gputwin-engine train
-  config.steps = 50;
+  TrainConfig config = testing::small_tp2_pp2_sp_selective(50);
   config.record_trace = true;
 
   const auto start = std::chrono::steady_clock::now();
