@@ -1,11 +1,12 @@
-// CPU kernels against independent references: GEMM against a double-precision triple loop (every transpose,
-// bf16 and f32 operands, sizes that straddle the cache blocks), the backward kernels against central finite
+// CPU kernels against independent references: GEMM against a double-precision triple loop over the operands
+// as bf16 (every transpose, bf16 and f32 operands, sizes that straddle the cache blocks), the backward kernels against central finite
 // differences of their forwards, and counter-based dropout (shard invariance, bit-exact regeneration).
 #include "gputwin/engine/backend/counter_rng.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -55,8 +56,9 @@ TEST_F(Kernels, GemmMatchesDoublePrecisionReference)
           for (int64_t j = 0; j < n; ++j) {
             double dot = 0, magnitude = 0;
             for (int64_t p = 0; p < k; ++p) {
-              const double x = load_float(a, ta ? p * m + i : i * k + p);
-              const double y = load_float(b, tb ? j * k + p : p * n + j);
+              // Products take bf16 operands: an f32 operand is rounded first (cpu_access.hpp load_operand).
+              const double x = round_to_bf16(load_float(a, ta ? p * m + i : i * k + p));
+              const double y = round_to_bf16(load_float(b, tb ? j * k + p : p * n + j));
               dot += x * y;
               magnitude += std::abs(x * y);
             }
@@ -77,18 +79,18 @@ TEST_F(Kernels, GemmIntoBf16RoundsTheFp32Result)
     ASSERT_EQ(c16.bf16()[i], float_to_bf16(c32.f32()[i]));
 }
 
-// Checks d_in from `backward` against central differences of sum(forward(in) * d_out).
+// Checks d_in from `backward` against central differences of sum(forward(in) * d_out) with `step`, to within
+// `tolerance` of the largest derivative.
 void finite_difference_check(Tensor& in, const Tensor& d_out, Tensor& d_in, const std::function<void(Tensor&)>& forward,
-                             Tensor& out, const char* what)
+                             Tensor& out, const char* what, float step = 1e-2f, double tolerance = 2e-3)
 {
   auto objective = [&] {
     forward(out);
     double s = 0;
     for (int64_t i = 0; i < out.numel(); ++i)
-      s += static_cast<double>(out.f32()[i]) * d_out.f32()[i];
+      s += static_cast<double>(out.f32()[i]) * load_float(d_out, i);
     return s;
   };
-  const float step = 1e-2f;
   double worst = 0, scale = 0;
   for (int64_t i = 0; i < in.numel(); i += 7) {
     const float saved = in.f32()[i];
@@ -101,7 +103,7 @@ void finite_difference_check(Tensor& in, const Tensor& d_out, Tensor& d_in, cons
     worst = std::max(worst, std::abs(numeric - d_in.f32()[i]));
     scale = std::max(scale, std::abs(numeric));
   }
-  EXPECT_LT(worst, 2e-3 * std::max(scale, 1.0)) << what;
+  EXPECT_LT(worst, tolerance * std::max(scale, 1.0)) << what;
 }
 
 TEST_F(Kernels, LayernormGeluSoftmaxBackwardMatchFiniteDifferences)
@@ -130,28 +132,39 @@ TEST_F(Kernels, LayernormGeluSoftmaxBackwardMatchFiniteDifferences)
       "causal softmax");
 }
 
+// The attention products read bf16 operands (an fp32 one is rounded), so each product is differentiated where
+// rounding is exact: inputs are multiples of 2^-6 in (-2, 2) and the step is 2^-6, so every perturbed input is a
+// bf16 value too, and the upstream gradients are bf16. Both products are (bi)linear, so central differences are
+// exact up to fp32 sums. The softmax between them is checked above; the three compose the attention core.
 TEST_F(Kernels, AttentionBackwardMatchesFiniteDifferences)
 {
   const AttentionDims d{2, 2, 5, 4};
-  Tensor qkv = random(DType::F32, {d.seq, d.batch, 3 * d.heads * d.head_dim});
-  Tensor d_context = random(DType::F32, {d.seq, d.batch, d.heads * d.head_dim});
-  auto forward = [&](Tensor& context) {
-    Tensor scores = zeros(DType::F32, {d.batch, d.heads, d.seq, d.seq});
-    Tensor probs = zeros(DType::F32, {d.batch, d.heads, d.seq, d.seq});
-    cpu.attention_scores_forward(scores, qkv, d);
-    cpu.causal_softmax_forward(probs, scores, d.batch * d.heads * d.seq, d.seq);
-    cpu.attention_context_forward(context, probs, qkv, d);
-    return probs;
+  const float grid = 1.0f / 64.0f;
+  auto on_grid = [&](std::vector<int64_t> shape) {
+    Tensor t = random(DType::F32, std::move(shape));
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.f32()[i] = std::clamp(std::round(t.f32()[i] / grid), -120.0f, 120.0f) * grid;
+    return t;
   };
-  Tensor context = zeros(DType::F32, {d.seq, d.batch, d.heads * d.head_dim});
-  const Tensor probs = forward(context);
-  Tensor d_probs = zeros(DType::F32, {d.batch, d.heads, d.seq, d.seq});
+  Tensor qkv = on_grid({d.seq, d.batch, 3 * d.heads * d.head_dim});
+  Tensor probs = on_grid({d.batch, d.heads, d.seq, d.seq});
+  // Scores Q K^T / sqrt(d): the Q and K parts of d_qkv.
+  const Tensor d_scores = random(DType::BF16, {d.batch, d.heads, d.seq, d.seq});
+  Tensor scores = zeros(DType::F32, {d.batch, d.heads, d.seq, d.seq});
   Tensor d_qkv = zeros(DType::F32, {d.seq, d.batch, 3 * d.heads * d.head_dim});
-  cpu.attention_context_backward(d_probs, d_qkv, d_context, probs, qkv, d);
-  cpu.causal_softmax_backward(d_probs, d_probs, probs, d.batch * d.heads * d.seq, d.seq);
-  cpu.attention_scores_backward(d_qkv, d_probs, qkv, d);
+  cpu.attention_scores_backward(d_qkv, d_scores, qkv, d);
   finite_difference_check(
-      qkv, d_context, d_qkv, [&](Tensor& o) { forward(o); }, context, "attention core");
+      qkv, d_scores, d_qkv, [&](Tensor& o) { cpu.attention_scores_forward(o, qkv, d); }, scores, "attention scores",
+      grid);
+  // Context P V: d_probs and the V part of d_qkv.
+  const Tensor d_context = random(DType::BF16, {d.seq, d.batch, d.heads * d.head_dim});
+  Tensor context = zeros(DType::F32, {d.seq, d.batch, d.heads * d.head_dim});
+  Tensor d_probs = zeros(DType::F32, {d.batch, d.heads, d.seq, d.seq});
+  Tensor d_v = zeros(DType::F32, {d.seq, d.batch, 3 * d.heads * d.head_dim});
+  cpu.attention_context_backward(d_probs, d_v, d_context, probs, qkv, d);
+  const auto context_forward = [&](Tensor& o) { cpu.attention_context_forward(o, probs, qkv, d); };
+  finite_difference_check(probs, d_context, d_probs, context_forward, context, "attention context (probs)", grid);
+  finite_difference_check(qkv, d_context, d_v, context_forward, context, "attention context (v)", grid);
 }
 
 TEST_F(Kernels, DropoutMasksDependOnlyOnLogicalPosition)

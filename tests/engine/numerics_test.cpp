@@ -5,13 +5,16 @@
 // Tolerances, per tensor: relative L2 error ||g - g_ref|| / ||g_ref||. A parallel plan computes the same fp32
 // math in another order: a row-parallel linear sums t fp32 partial products, the vocabulary-parallel loss
 // sums t partial exponential sums, micro-batches and replicas add gradients in another order. That moves fp32
-// results by ~1e-7 relative. Every activation is then rounded to bf16 (8-bit mantissa); a 1e-7 change flips
-// the rounding of an element only when it lies within 1e-7 of a rounding boundary, and one flip changes that
-// element by one bf16 ulp (2^-8 relative), i.e. a tensor's relative L2 error by about 2^-8 / sqrt(elements),
-// ~1e-4 for these sizes. Measured over this grid: loss <= 3e-7, gradients <= 6e-7 except one plan with a few
-// flips (tp 4, b 2: 3.5e-4 on the last fc2 weight). The
-// bounds (loss 1e-5, gradients 1e-3) allow several such flips; a real bug (a missing all-reduce, a wrong
-// shard, a dropout mask drawn differently, a gradient scaled by 1/t) gives errors of order 1e-1 to 1.
+// results by ~1e-7 relative. Every activation is then rounded to bf16 (8-bit mantissa), and every product
+// reads its operands as bf16, so activation gradients are rounded too (as with Megatron-LM's bf16 gradients).
+// A 1e-7 change flips the rounding of an element only when it lies within 1e-7 of a rounding boundary; one
+// flip changes that element by one bf16 ulp (2^-8 relative), and a flipped gradient element then feeds every
+// gradient computed from it, most visibly the layernorm gammas (sums over all tokens of one column). Measured
+// over this grid: loss <= 2.2e-7; gradients <= 3e-7 for the plans that only reorder fp32 sums of identical
+// bf16 operands (pipeline, data parallel), up to 1.9e-3 (layers.0.ln1.gamma, tp 2) where tensor parallelism
+// reorders sums that are then rounded. The bounds (loss 1e-5, gradients 1e-2) allow such flips with a 5x margin;
+// a real bug (a missing all-reduce, a wrong shard, a dropout mask drawn differently, a gradient scaled by 1/t)
+// gives errors of order 1e-1 to 1.
 // Recompute (selective and full) reruns the same kernels on the same stored bf16 inputs, so its gradients
 // must equal no-recompute bit for bit.
 #include "engine_test_support.hpp"
@@ -25,7 +28,7 @@ namespace gputwin::engine::testing {
 namespace {
 
 constexpr double loss_relative_tolerance = 1e-5;
-constexpr double gradient_relative_l2_tolerance = 1e-3;
+constexpr double gradient_relative_l2_tolerance = 1e-2;
 
 // The single-rank, no-recompute run on the same global batch (micro-batch 1).
 const TrainResult& reference(int64_t global_batch)

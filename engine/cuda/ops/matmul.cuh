@@ -2,8 +2,10 @@
 // GEMM through cuBLASLt, row-major as the engine stores every matrix: C (m, n) = alpha op(A) op(B) + beta C,
 // optionally strided-batched, with the bias and GeLU(bias) epilogues fused where the inputs are bf16.
 // cuBLASLt is column-major, so the row-major product is computed as C^T = op(B)^T op(A)^T (llm.c
-// matmul.cuh). bf16 x bf16 runs on the tensor cores with fp32 accumulation; any fp32 operand runs the whole
-// product in fp32 (the bf16 operand widened exactly first), so an fp32 gradient is never rounded to bf16.
+// matmul.cuh). Every product runs on the tensor cores as bf16 x bf16 with fp32 accumulation: an fp32 operand
+// (an activation gradient) is rounded to bf16 first (into dense scratch), as Megatron-LM keeps activation
+// gradients in bf16; the CPU backend reads its operands the same way (cpu::load_operand), so both compute the
+// same products. The output is fp32 or bf16 (cuBLASLt rounds it once).
 
 #include "cuda/ops/common.cuh"
 
@@ -41,34 +43,21 @@ struct MatmulContext {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 32u << 20;
-  // fp32 scratch for the mixed-type path (grown on demand, freed with the context).
-  float* scratch = nullptr;
-  size_t scratch_floats = 0;
+  // bf16 copies of fp32 operands (grown on demand, freed with the context).
+  void* scratch = nullptr;
+  size_t scratch_bytes = 0;
 };
 
-__global__ void widen_to_f32_kernel(float* out, const __nv_bfloat16* in, int64_t rows, int64_t cols, int64_t ld,
-                                    int64_t batch_stride, int64_t batch)
+__global__ void round_to_bf16_kernel(__nv_bfloat16* out, const float* in, int64_t rows, int64_t cols, int64_t ld,
+                                     int64_t batch_stride, int64_t batch)
 {
-  // out (batch, rows, cols) dense fp32 <- in (batch, rows, ld-strided cols) bf16
+  // out (batch, rows, cols) dense bf16 <- in (batch, rows, ld-strided cols) fp32, round to nearest even
   const size_t total = static_cast<size_t>(batch) * static_cast<size_t>(rows) * static_cast<size_t>(cols);
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const size_t c = i % static_cast<size_t>(cols), r = (i / static_cast<size_t>(cols)) % static_cast<size_t>(rows);
     const size_t b = i / (static_cast<size_t>(cols) * static_cast<size_t>(rows));
-    out[i] = __bfloat162float(in[b * static_cast<size_t>(batch_stride) + r * static_cast<size_t>(ld) + c]);
-  }
-}
-
-__global__ void narrow_to_bf16_kernel(__nv_bfloat16* out, const float* in, int64_t rows, int64_t cols, int64_t ld,
-                                      int64_t batch_stride, int64_t batch)
-{
-  // out (batch, rows, ld-strided cols) bf16 <- in (batch, rows, cols) dense fp32
-  const size_t total = static_cast<size_t>(batch) * static_cast<size_t>(rows) * static_cast<size_t>(cols);
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const size_t c = i % static_cast<size_t>(cols), r = (i / static_cast<size_t>(cols)) % static_cast<size_t>(rows);
-    const size_t b = i / (static_cast<size_t>(cols) * static_cast<size_t>(rows));
-    out[b * static_cast<size_t>(batch_stride) + r * static_cast<size_t>(ld) + c] = __float2bfloat16_rn(in[i]);
+    out[i] = __float2bfloat16_rn(in[b * static_cast<size_t>(batch_stride) + r * static_cast<size_t>(ld) + c]);
   }
 }
 
@@ -80,15 +69,16 @@ inline uint32_t alignment_of(const void* p, int64_t stride_bytes)
   return static_cast<uint32_t>(a & (~a + 1)); // lowest set bit, at most 256
 }
 
-// One cuBLASLt matmul on operands of one type; D = C in place. REQUIRES: a.bf16 == b.bf16, and c fp32 when
-// the operands are.
+// One cuBLASLt matmul of bf16 operands into an fp32 or bf16 C; D = C in place. REQUIRES: a.bf16 && b.bf16.
 inline void lt_matmul(MatmulContext& ctx, MatmulOutput c, MatmulOperand a, MatmulOperand b, int64_t m, int64_t n,
                       int64_t k, int64_t batch, float alpha, float beta, MatmulEpilogue epilogue, const void* bias,
                       bool bias_bf16, void* pre_gelu, cudaStream_t stream)
 {
-  const cudaDataType_t ab_type = a.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  if (!a.bf16 || !b.bf16)
+    throw std::logic_error("lt_matmul: expected bf16 operands");
+  const cudaDataType_t ab_type = CUDA_R_16BF;
   const cudaDataType_t c_type = c.bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  const int64_t ab_bytes = a.bf16 ? 2 : 4, c_bytes = c.bf16 ? 2 : 4;
+  const int64_t ab_bytes = 2, c_bytes = c.bf16 ? 2 : 4;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
@@ -166,22 +156,23 @@ inline void lt_matmul(MatmulContext& ctx, MatmulOutput c, MatmulOperand a, Matmu
   CUBLAS_CHECK(cublasLtMatmulDescDestroy(desc));
 }
 
-inline float* scratch(MatmulContext& ctx, size_t floats)
+inline void* scratch(MatmulContext& ctx, size_t bytes)
 {
-  if (floats > ctx.scratch_floats) {
+  if (bytes > ctx.scratch_bytes) {
     if (ctx.scratch != nullptr)
       CUDA_CHECK(cudaFree(ctx.scratch));
     ctx.scratch = nullptr;
-    CUDA_CHECK(cudaMalloc(&ctx.scratch, floats * sizeof(float)));
-    ctx.scratch_floats = floats;
+    CUDA_CHECK(cudaMalloc(&ctx.scratch, bytes));
+    ctx.scratch_bytes = bytes;
   }
   return ctx.scratch;
 }
 
 } // namespace detail
 
-// c (batch x (m, n)) = alpha op(a) op(b) + beta c, each product summed over k in fp32.
+// c (batch x (m, n)) = alpha op(a) op(b) + beta c, each product of bf16 operands summed over k in fp32.
 // a: op(a) (m, k), stored (m, k) or, transposed, (k, m); b: op(b) (k, n), stored (k, n) or (n, k).
+// An fp32 operand is rounded to bf16 into dense scratch first (one elementwise pass over it).
 // REQUIRES: beta = 0 when c is bf16; an epilogue only with bf16 operands and beta = 0.
 inline void matmul_forward(MatmulContext& ctx, MatmulOutput c, MatmulOperand a, MatmulOperand b, int64_t m, int64_t n,
                            int64_t k, int64_t batch, float alpha, float beta, cudaStream_t stream,
@@ -190,47 +181,32 @@ inline void matmul_forward(MatmulContext& ctx, MatmulOutput c, MatmulOperand a, 
 {
   if (m == 0 || n == 0 || batch == 0)
     return;
-  if (a.bf16 && b.bf16) {
-    detail::lt_matmul(ctx, c, a, b, m, n, k, batch, alpha, beta, epilogue, bias, bias_bf16, pre_gelu, stream);
-    return;
-  }
-  if (epilogue != MatmulEpilogue::None)
-    throw std::logic_error("matmul_forward: epilogues need bf16 operands");
-  // Mixed or fp32: widen bf16 operands into dense fp32 scratch, run in fp32, narrow a bf16 output.
-  const auto rows_of = [&](const MatmulOperand& o, int64_t r, int64_t cc) { return o.transpose ? cc : r; };
-  const auto cols_of = [&](const MatmulOperand& o, int64_t r, int64_t cc) { return o.transpose ? r : cc; };
-  const size_t a_floats = a.bf16 ? static_cast<size_t>(batch * m * k) : 0;
-  const size_t b_floats = b.bf16 ? static_cast<size_t>(batch * k * n) : 0;
-  const size_t c_floats = c.bf16 ? static_cast<size_t>(batch * m * n) : 0;
-  float* base = detail::scratch(ctx, a_floats + b_floats + c_floats);
-  MatmulOperand a32 = a, b32 = b;
-  if (a.bf16) {
-    const int64_t r = rows_of(a, m, k), cc = cols_of(a, m, k);
-    widen_to_f32_kernel<<<grid_for(a_floats, 256), 256, 0, stream>>>(base, static_cast<const __nv_bfloat16*>(a.p), r,
-                                                                     cc, a.ld, a.batch_stride, batch);
-    CUDA_CHECK(cudaGetLastError());
-    a32 = MatmulOperand{base, false, cc, r * cc, a.transpose};
-  }
-  if (b.bf16) {
-    const int64_t r = rows_of(b, k, n), cc = cols_of(b, k, n);
-    widen_to_f32_kernel<<<grid_for(b_floats, 256), 256, 0, stream>>>(
-        base + a_floats, static_cast<const __nv_bfloat16*>(b.p), r, cc, b.ld, b.batch_stride, batch);
-    CUDA_CHECK(cudaGetLastError());
-    b32 = MatmulOperand{base + a_floats, false, cc, r * cc, b.transpose};
-  }
-  if (!c.bf16) {
-    detail::lt_matmul(ctx, c, a32, b32, m, n, k, batch, alpha, beta, MatmulEpilogue::None, nullptr, false, nullptr,
-                      stream);
-    return;
-  }
-  if (beta != 0.0f)
+  if (c.bf16 && beta != 0.0f)
     throw std::logic_error("matmul_forward: a bf16 output needs beta = 0");
-  float* c32 = base + a_floats + b_floats;
-  detail::lt_matmul(ctx, MatmulOutput{c32, false, n, m * n}, a32, b32, m, n, k, batch, alpha, 0.0f,
-                    MatmulEpilogue::None, nullptr, false, nullptr, stream);
-  narrow_to_bf16_kernel<<<grid_for(c_floats, 256), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(c.p), c32, m, n, c.ld,
-                                                                     c.batch_stride, batch);
-  CUDA_CHECK(cudaGetLastError());
+  if (epilogue != MatmulEpilogue::None && (!a.bf16 || !b.bf16))
+    throw std::logic_error("matmul_forward: epilogues need bf16 operands");
+  // Stored (rows, cols) of an operand: op(x) (r, cc), transposed when stored (cc, r).
+  const auto rows_of = [](const MatmulOperand& o, int64_t r, int64_t cc) { return o.transpose ? cc : r; };
+  const auto cols_of = [](const MatmulOperand& o, int64_t r, int64_t cc) { return o.transpose ? r : cc; };
+  const size_t a_elements = a.bf16 ? 0 : static_cast<size_t>(batch * m * k);
+  const size_t b_elements = b.bf16 ? 0 : static_cast<size_t>(batch * k * n);
+  if (a_elements + b_elements > 0) {
+    // 256-byte aligned halves, so the rounded operands meet cuBLASLt's best alignment.
+    const size_t a_bytes = (a_elements * 2 + 255) / 256 * 256;
+    auto* base = static_cast<char*>(detail::scratch(ctx, a_bytes + b_elements * 2));
+    const auto round = [&](MatmulOperand& o, int64_t r, int64_t cc, size_t elements, void* out) {
+      const int64_t rows = rows_of(o, r, cc), cols = cols_of(o, r, cc);
+      round_to_bf16_kernel<<<grid_for(elements, 256), 256, 0, stream>>>(
+          static_cast<__nv_bfloat16*>(out), static_cast<const float*>(o.p), rows, cols, o.ld, o.batch_stride, batch);
+      CUDA_CHECK(cudaGetLastError());
+      o = MatmulOperand{out, true, cols, rows * cols, o.transpose};
+    };
+    if (a_elements > 0)
+      round(a, m, k, a_elements, base);
+    if (b_elements > 0)
+      round(b, k, n, b_elements, base + a_bytes);
+  }
+  detail::lt_matmul(ctx, c, a, b, m, n, k, batch, alpha, beta, epilogue, bias, bias_bf16, pre_gelu, stream);
 }
 
 } // namespace gputwin::engine::cuda

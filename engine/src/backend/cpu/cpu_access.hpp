@@ -49,6 +49,22 @@ inline void load_row(const Tensor& t, int64_t offset, int64_t n, float* out)
   }
 }
 
+// A product's operand (GEMM, attention): products take bf16 operands with fp32 sums, so an fp32 element (a
+// gradient) is rounded to bf16 first, as the CUDA backend's tensor-core GEMMs read it (and as Megatron-LM keeps
+// activation gradients in bf16). A bf16 element is read exactly.
+inline float load_operand(const Tensor& t, int64_t i)
+{
+  return t.dtype() == DType::F32 ? round_to_bf16(t.f32()[i]) : bf16_to_float(t.bf16()[i]);
+}
+
+inline void load_operand_row(const Tensor& t, int64_t offset, int64_t n, float* out)
+{
+  load_row(t, offset, n, out);
+  if (t.dtype() == DType::F32)
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = round_to_bf16(out[i]);
+}
+
 inline void store_row(const Tensor& t, int64_t offset, int64_t n, const float* in)
 {
   if (t.dtype() == DType::F32) {

@@ -1,5 +1,7 @@
 // The attention core on the CPU: scores Q K^T / sqrt(d), causal softmax, and attention over V, with their
-// backward passes. Each (sample, head) pair is copied into contiguous fp32 (seq, head_dim) blocks first.
+// backward passes. Each (sample, head) pair is copied into contiguous fp32 (seq, head_dim) blocks first. The
+// products' operands are read as bf16 (cpu::load_operand: an fp32 gradient is rounded) with fp32 sums, as the
+// CUDA backend's tensor-core GEMMs compute them.
 #include "cpu_access.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
 
@@ -22,7 +24,7 @@ int64_t qkv_index(const AttentionDims& d, int64_t i, int64_t sample, int64_t hea
 void gather_head(const Tensor& qkv, const AttentionDims& d, int64_t sample, int64_t head, int part, float* out)
 {
   for (int64_t i = 0; i < d.seq; ++i)
-    cpu::load_row(qkv, qkv_index(d, i, sample, head, part), d.head_dim, out + i * d.head_dim);
+    cpu::load_operand_row(qkv, qkv_index(d, i, sample, head, part), d.head_dim, out + i * d.head_dim);
 }
 
 void scatter_head(Tensor& d_qkv, const AttentionDims& d, int64_t sample, int64_t head, int part, const float* in)
@@ -86,7 +88,7 @@ void CpuBackend::attention_scores_backward(Tensor& d_qkv, const Tensor& d_scores
         float* dqi = dq.data() + i * d.head_dim;
         const float* qi = q.data() + i * d.head_dim;
         for (int64_t j = 0; j <= i; ++j) {
-          const float ds = cpu::load(d_scores, row + j) * scale;
+          const float ds = cpu::load_operand(d_scores, row + j) * scale;
           const float* kj = k.data() + j * d.head_dim;
           float* dkj = dk.data() + j * d.head_dim;
           for (int64_t c = 0; c < d.head_dim; ++c) {
@@ -151,7 +153,7 @@ void CpuBackend::attention_context_forward(Tensor& context, const Tensor& probs,
         std::fill(out.begin(), out.end(), 0.0f);
         const int64_t row = score_row(d, b, h, i);
         for (int64_t j = 0; j <= i; ++j) {
-          const float p = cpu::load(probs, row + j);
+          const float p = cpu::load_operand(probs, row + j);
           const float* vj = v.data() + j * d.head_dim;
           for (int64_t c = 0; c < d.head_dim; ++c)
             out[static_cast<size_t>(c)] += p * vj[c];
@@ -173,7 +175,8 @@ void CpuBackend::attention_context_backward(Tensor& d_probs, Tensor& d_qkv, cons
     for (int64_t h = 0; h < d.heads; ++h) {
       gather_head(qkv, d, b, h, 2, v.data());
       for (int64_t i = 0; i < d.seq; ++i)
-        cpu::load_row(d_context, (i * d.batch + b) * width + h * d.head_dim, d.head_dim, dctx.data() + i * d.head_dim);
+        cpu::load_operand_row(d_context, (i * d.batch + b) * width + h * d.head_dim, d.head_dim,
+                              dctx.data() + i * d.head_dim);
       std::fill(dv.begin(), dv.end(), 0.0f);
       for (int64_t i = 0; i < d.seq; ++i) {
         const int64_t row = score_row(d, b, h, i);
@@ -185,7 +188,7 @@ void CpuBackend::attention_context_backward(Tensor& d_probs, Tensor& d_qkv, cons
           }
           const float* vj = v.data() + j * d.head_dim;
           float* dvj = dv.data() + j * d.head_dim;
-          const float p = cpu::load(probs, row + j);
+          const float p = cpu::load_operand(probs, row + j);
           float dot = 0;
           for (int64_t c = 0; c < d.head_dim; ++c) {
             dot += gi[c] * vj[c];

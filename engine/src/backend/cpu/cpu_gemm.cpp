@@ -1,7 +1,8 @@
 // Cache-blocked fp32 GEMM (Goto-style packing): B panels of KC x NC and A blocks of MC x KC are converted to
 // fp32 and packed contiguously, then a 4-row micro-kernel accumulates into an fp32 block of C that the
 // compiler vectorises along n. Each C element sums over k in index order from 0, whatever the blocking, so
-// results are bit-reproducible.
+// results are bit-reproducible. Operands are read as bf16 (an fp32 operand is rounded while packed,
+// cpu::load_operand), the sums are fp32: the CUDA backend's tensor-core GEMM computes the same.
 #include "cpu_access.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
 
@@ -23,10 +24,10 @@ void pack_b(const Tensor& b, bool transpose, int64_t n, int64_t k, int64_t pc, i
   for (int64_t kk = 0; kk < kc; ++kk) {
     float* row = out + kk * nc;
     if (!transpose) {
-      cpu::load_row(b, (pc + kk) * n + jc, nc, row);
+      cpu::load_operand_row(b, (pc + kk) * n + jc, nc, row);
     } else {
       for (int64_t j = 0; j < nc; ++j)
-        row[j] = cpu::load(b, (jc + j) * k + pc + kk);
+        row[j] = cpu::load_operand(b, (jc + j) * k + pc + kk);
     }
   }
 }
@@ -38,10 +39,10 @@ void pack_a(const Tensor& a, bool transpose, int64_t m, int64_t k, int64_t ic, i
   for (int64_t i = 0; i < mc; ++i) {
     float* row = out + i * kc;
     if (!transpose) {
-      cpu::load_row(a, (ic + i) * k + pc, kc, row);
+      cpu::load_operand_row(a, (ic + i) * k + pc, kc, row);
     } else {
       for (int64_t kk = 0; kk < kc; ++kk)
-        row[kk] = cpu::load(a, (pc + kk) * m + ic + i);
+        row[kk] = cpu::load_operand(a, (pc + kk) * m + ic + i);
     }
   }
 }
