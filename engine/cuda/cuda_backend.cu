@@ -5,6 +5,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_query.hpp"
+#include "cuda/event_clock.hpp"
 #include "cuda/ops/adam.cuh"
 #include "cuda/ops/attention.cuh"
 #include "cuda/ops/collective.cuh"
@@ -66,22 +67,36 @@ private:
   cudaStream_t stream_;
 };
 
-// The in-process communicator's device path: this rank's stream copies from and reduces over its peers'
-// buffers (every rank's on the same GPU), device to device.
+// The in-process communicator's device path, on the rank's communication stream: publishing a buffer first
+// orders that stream after the compute issued so far (an event) and waits for it, then the stream copies from
+// and reduces over the peers' buffers (every rank's on the same GPU), device to device.
 class CudaBufferOps final : public BufferOps {
 public:
-  CudaBufferOps(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  CudaBufferOps(int device, cudaStream_t compute, cudaStream_t communication)
+      : device_(device), compute_(compute), stream_(communication)
+  {
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+  }
   ~CudaBufferOps() override
   {
     cudaSetDevice(device_);
     if (scratch_ != nullptr)
       cudaFreeAsync(scratch_, stream_);
+    cudaStreamSynchronize(stream_);
+    cudaEventDestroy(compute_done_);
   }
   CudaBufferOps(const CudaBufferOps&) = delete;
   CudaBufferOps& operator=(const CudaBufferOps&) = delete;
 
   Device device() const override { return Device::Cuda; }
-  void publish() override { wait(); }
+  void publish() override
+  {
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaEventRecord(compute_done_, compute_));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
+    wait();
+  }
   void copy(void* dst, const void* src, int64_t bytes) override
   {
     if (bytes <= 0 || dst == src)
@@ -111,6 +126,7 @@ public:
     }
     return scratch_;
   }
+  // The host waits for the exchange, so compute launched after it sees the results.
   void complete() override { wait(); }
 
 private:
@@ -120,14 +136,19 @@ private:
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   int device_;
-  cudaStream_t stream_;
+  cudaStream_t compute_, stream_;
+  cudaEvent_t compute_done_ = nullptr;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
 };
 
 struct CudaBackend::Impl {
   int device = 0;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;        // compute (and the allocator, host copies)
+  cudaStream_t comm_stream = nullptr;   // collectives and messages
+  cudaEvent_t compute_done = nullptr;   // communication_waits_for_compute
+  cudaEvent_t comm_done = nullptr;      // compute_waits_for_communication
+  std::unique_ptr<CudaEventClock> clock;
   std::unique_ptr<CudaAllocator> allocator;
   std::unique_ptr<CudaBufferOps> buffer_ops;
   cuda::MatmulContext matmul;
@@ -288,6 +309,9 @@ CudaBackend::CudaBackend(int device) : impl_(std::make_unique<Impl>())
   impl_->device = device;
   CUDA_CHECK(cudaSetDevice(device));
   CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->comm_stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&impl_->compute_done, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&impl_->comm_done, cudaEventDisableTiming));
   CUBLAS_CHECK(cublasLtCreate(&impl_->matmul.handle));
   CUDA_CHECK(cudaMalloc(&impl_->matmul.workspace, impl_->matmul.workspace_bytes));
   // Keep freed tensor memory in the pool (no release to the OS at every synchronization).
@@ -296,16 +320,19 @@ CudaBackend::CudaBackend(int device) : impl_(std::make_unique<Impl>())
   uint64_t threshold = UINT64_MAX;
   CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
   impl_->allocator = std::make_unique<CudaAllocator>(device, impl_->stream);
-  impl_->buffer_ops = std::make_unique<CudaBufferOps>(device, impl_->stream);
+  impl_->buffer_ops = std::make_unique<CudaBufferOps>(device, impl_->stream, impl_->comm_stream);
+  impl_->clock = std::make_unique<CudaEventClock>(device, impl_->stream, impl_->comm_stream);
 }
 
 CudaBackend::~CudaBackend()
 {
   // Destructors must not throw: release what was created and ignore a failing driver at exit.
-  impl_->buffer_ops.reset(); // frees its scratch on the stream
+  impl_->buffer_ops.reset(); // frees its scratch on the communication stream
+  impl_->clock.reset();
   cudaSetDevice(impl_->device);
-  if (impl_->stream != nullptr)
-    cudaStreamSynchronize(impl_->stream);
+  for (cudaStream_t s : {impl_->stream, impl_->comm_stream})
+    if (s != nullptr)
+      cudaStreamSynchronize(s);
   for (const Impl::Buffer& b : impl_->buffers)
     cudaFree(b.p);
   cudaFree(impl_->scratch);
@@ -313,8 +340,36 @@ CudaBackend::~CudaBackend()
   cudaFree(impl_->matmul.workspace);
   if (impl_->matmul.handle != nullptr)
     cublasLtDestroy(impl_->matmul.handle);
-  if (impl_->stream != nullptr)
-    cudaStreamDestroy(impl_->stream);
+  for (cudaEvent_t e : {impl_->compute_done, impl_->comm_done})
+    if (e != nullptr)
+      cudaEventDestroy(e);
+  for (cudaStream_t s : {impl_->stream, impl_->comm_stream})
+    if (s != nullptr)
+      cudaStreamDestroy(s);
+}
+
+void CudaBackend::communication_waits_for_compute()
+{
+  CUDA_CHECK(cudaSetDevice(impl_->device));
+  CUDA_CHECK(cudaEventRecord(impl_->compute_done, impl_->stream));
+  CUDA_CHECK(cudaStreamWaitEvent(impl_->comm_stream, impl_->compute_done, 0));
+}
+
+void CudaBackend::compute_waits_for_communication()
+{
+  CUDA_CHECK(cudaSetDevice(impl_->device));
+  CUDA_CHECK(cudaEventRecord(impl_->comm_done, impl_->comm_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(impl_->stream, impl_->comm_done, 0));
+}
+
+OpClock* CudaBackend::op_clock()
+{
+  return impl_->clock.get();
+}
+
+void* CudaBackend::communication_stream_handle() const
+{
+  return impl_->comm_stream;
 }
 
 DeviceAllocator* CudaBackend::allocator()
@@ -381,6 +436,7 @@ void CudaBackend::copy_bytes(const Tensor& dst, const Tensor& src, int64_t bytes
 void CudaBackend::synchronize()
 {
   CUDA_CHECK(cudaSetDevice(impl_->device));
+  CUDA_CHECK(cudaStreamSynchronize(impl_->comm_stream));
   CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
 }
 

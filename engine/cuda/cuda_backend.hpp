@@ -11,6 +11,11 @@
 // back, and waits for the stream before returning. buffer_ops() gives the in-process communicator device-to-
 // device copies and a member-order reduction kernel, so collectives between ranks' tensors on this GPU need
 // no host staging.
+//
+// Streams and timing: compute runs on one stream, collectives and messages on a second (buffer_ops() and an
+// NCCL communicator use it); the engine orders them with events around every exchange
+// (communication_waits_for_compute / compute_waits_for_communication). op_clock() records a CUDA event on the
+// op's stream at its start and end, resolved after the iteration, so tracing never waits for an op.
 
 #include "gputwin/engine/backend/backend.hpp"
 
@@ -37,8 +42,14 @@ public:
   void upload(const Tensor& dst, const void* host, int64_t bytes) override;
   void download(void* host, const Tensor& src, int64_t bytes) override;
   void copy_bytes(const Tensor& dst, const Tensor& src, int64_t bytes) override;
-  void synchronize() override;
+  void synchronize() override; // both streams
   BufferOps* buffer_ops() override;
+  // Two streams (compute; collectives and messages) ordered by events; ops timed by CUDA events on them.
+  void communication_waits_for_compute() override;
+  void compute_waits_for_communication() override;
+  OpClock* op_clock() override;
+  // The communication stream as a cudaStream_t (an NCCL communicator of this rank launches on it).
+  void* communication_stream_handle() const;
   // The GPU's name ("NVIDIA H100 80GB HBM3").
   std::string gpu_name() const;
 

@@ -10,6 +10,7 @@ RankContext::RankContext(const GptConfig& model_, const ParallelPlan& plan_, con
     : model(model_), plan(plan_), options(options_), grid(grid_), world_rank(world_rank_),
       coords(grid_.coords(world_rank_)), backend(backend_), memory(memory_), tracer(tracer_)
 {
+  tracer.use_clock(backend.op_clock()); // GPU ops are timed on the GPU
 }
 
 int64_t RankContext::vocab_owned() const

@@ -24,6 +24,7 @@ bool direct(const Communicator& comm, const Tensor& a, const Tensor& b)
 
 int64_t TracedComm::begin(CollectiveOp op, double bytes, const std::string& name)
 {
+  backend_->communication_waits_for_compute();
   traces::Op o;
   o.kind = traces::OpKind::Collective;
   o.name = name;
@@ -50,7 +51,13 @@ void TracedComm::all_reduce(const Tensor& t, int64_t count, ReduceOp op, const s
     comm_->all_reduce(host.data(), count, t.dtype(), op);
     backend_->upload(t, host.data(), bytes);
   }
+  end(index);
+}
+
+void TracedComm::end(int64_t index)
+{
   tracer_->end(index);
+  backend_->compute_waits_for_communication();
 }
 
 // A collective of one rank: its output is its input.
@@ -79,7 +86,7 @@ void TracedComm::all_gather(const Tensor& in, const Tensor& out, int64_t count, 
     comm_->all_gather(host_in.data(), host_out.data(), count, in.dtype());
     backend_->upload(out, host_out.data(), size() * bytes);
   }
-  tracer_->end(index);
+  end(index);
 }
 
 void TracedComm::reduce_scatter(const Tensor& in, const Tensor& out, int64_t count, const std::string& name)
@@ -99,7 +106,7 @@ void TracedComm::reduce_scatter(const Tensor& in, const Tensor& out, int64_t cou
     comm_->reduce_scatter(host_in.data(), host_out.data(), count, in.dtype());
     backend_->upload(out, host_out.data(), bytes);
   }
-  tracer_->end(index);
+  end(index);
 }
 
 } // namespace gputwin::engine

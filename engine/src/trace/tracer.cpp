@@ -1,5 +1,7 @@
 #include "gputwin/engine/trace/tracer.hpp"
 
+#include <algorithm>
+
 namespace gputwin::engine {
 
 void Tracer::start_iteration(bool record)
@@ -7,8 +9,11 @@ void Tracer::start_iteration(bool record)
   recording_ = record;
   collective_sequence_.clear();
   send_sequence_.clear();
-  if (record)
+  if (record) {
     program_ = traces::RankProgram{rank_, {}};
+    marks_.clear();
+    clock_->start(epoch_);
+  }
 }
 
 int64_t Tracer::begin(traces::Op op)
@@ -20,10 +25,10 @@ int64_t Tracer::begin(traces::Op op)
   op.layer = context_.layer;
   op.micro_batch = context_.micro_batch;
   op.chunk = context_.chunk;
-  // Everything on this rank ran in issue order: an op on another stream than its predecessor waits for it.
+  // Everything on this rank is ordered by issue: an op on another stream than its predecessor waits for it.
   if (!program_.ops.empty() && program_.ops.back().stream != op.stream)
     op.deps = {program_.ops.back().id};
-  op.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch_).count();
+  marks_.push_back(Marks{clock_->mark(static_cast<TraceStream>(op.stream)), -1});
   program_.ops.push_back(std::move(op));
   return static_cast<int64_t>(program_.ops.size()) - 1;
 }
@@ -32,15 +37,22 @@ void Tracer::end(int64_t index)
 {
   if (index < 0)
     return;
-  traces::Op& op = program_.ops[static_cast<size_t>(index)];
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch_).count();
-  op.duration_ns = now_ns - op.start_ns;
+  const traces::Op& op = program_.ops[static_cast<size_t>(index)];
+  marks_[static_cast<size_t>(index)].end = clock_->mark(static_cast<TraceStream>(op.stream));
 }
 
 traces::RankProgram Tracer::take_program()
 {
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    traces::Op& op = program_.ops[i];
+    const Marks& m = marks_[i];
+    op.start_ns = clock_->nanoseconds(m.start);
+    // An op left open (its scope unwound by an error) lasts nothing.
+    op.duration_ns = m.end < 0 ? 0 : std::max<int64_t>(0, clock_->nanoseconds(m.end) - op.start_ns);
+  }
   traces::RankProgram program = std::move(program_);
   program_ = traces::RankProgram{rank_, {}};
+  marks_.clear();
   return program;
 }
 

@@ -6,6 +6,7 @@
 
 #include "gputwin/engine/comm/buffer_ops.hpp"
 #include "gputwin/engine/core/tensor.hpp"
+#include "gputwin/engine/trace/op_clock.hpp"
 
 #include <array>
 #include <cstdint>
@@ -58,7 +59,17 @@ public:
   virtual void synchronize() {}
   // Copies and reductions on this backend's device memory for an in-process communicator's collectives
   // (InProcessWorld::communicator), so device tensors are exchanged without host staging; null: host memory.
+  // They run on the backend's communication stream.
   virtual BufferOps* buffer_ops() { return nullptr; }
+
+  // Streams. An asynchronous backend (CUDA) runs compute and communication on two streams; the engine orders
+  // them around every collective and message: the communication stream first waits for the compute issued
+  // so far, and after the exchange the compute stream waits for it. No-ops where calls finish before
+  // returning (the CPU).
+  virtual void communication_waits_for_compute() {}
+  virtual void compute_waits_for_communication() {}
+  // The clock that times this backend's ops on its streams (CUDA events); null: the host's steady clock.
+  virtual OpClock* op_clock() { return nullptr; }
 
   // C (m, n) = alpha op(A) op(B) + beta C with op(A) (m, k) and op(B) (k, n), each row-major before the
   // optional transpose. Sums over k in index order in fp32. C is f32, or bf16 with beta = 0.

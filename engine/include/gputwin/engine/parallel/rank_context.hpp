@@ -73,9 +73,8 @@ public:
     return Tensor(memory, purpose, dtype, std::move(shape), backend.allocator()); // on the backend's device
   }
 
-  // Runs `fn` as one traced compute op. While the tracer records, the backend is synchronized before the op
-  // closes, so an asynchronous backend's (CUDA's) op durations are its GPU times (a known cost: the host
-  // waits once per op; CUDA-event timing would not).
+  // Runs `fn` as one traced compute op, timed by the tracer's clock on the compute stream (the backend's
+  // op_clock(): CUDA events, so the host never waits for the op).
   template <typename Fn>
   void compute(const std::string& name, double flops, double bytes, traces::GemmShape gemm, Fn&& fn)
   {
@@ -88,8 +87,6 @@ public:
     op.gemm = gemm;
     TraceScope scope(tracer, std::move(op));
     fn();
-    if (tracer.recording())
-      backend.synchronize();
   }
   template <typename Fn>
   void compute(const std::string& name, double bytes, Fn&& fn)

@@ -38,7 +38,10 @@ public:
 
 private:
   void copy_alone(const Tensor& in, const Tensor& out, int64_t bytes);
+  // Around every collective: the communication stream waits for the compute issued so far, the op is
+  // recorded on it; afterwards the compute stream waits for the communication.
   int64_t begin(CollectiveOp op, double bytes, const std::string& name);
+  void end(int64_t index);
 
   std::unique_ptr<Communicator> comm_;
   Tracer* tracer_ = nullptr;

@@ -1,18 +1,20 @@
 #pragma once
-// Records what one rank does as traces::Op entries (the op graph the simulator replays) with start and
-// duration measured on the steady clock. Ops run one at a time on the rank's thread; each carries a stream
-// (compute, tensor-parallel, pipeline or data-parallel communication) and depends on the op issued before
-// it when that one ran on another stream, which is exactly the order the CPU engine executed.
+// Records what one rank does as traces::Op entries (the op graph the simulator replays), timed by an
+// OpClock: the host's steady clock by default, the backend's (CUDA events) where it has one, so a GPU op is
+// timed on the GPU without the host waiting for it. Ops are issued one at a time by the rank's thread; each
+// carries a stream (compute, tensor-parallel, pipeline or data-parallel communication) and depends on the op
+// issued before it when that one ran on another stream: the engine orders its streams exactly so (events on
+// the GPU).
 
+#include "gputwin/engine/trace/op_clock.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <vector>
 
 namespace gputwin::engine {
-
-enum class TraceStream : int32_t { Compute = 0, TensorParallel = 1, Pipeline = 2, DataParallel = 3 };
 
 // What the rank is working on: set by the pipeline driver and the layers, copied into every op.
 struct OpContext {
@@ -28,7 +30,10 @@ public:
   // `epoch` is shared by every rank of the run, so their timelines line up.
   Tracer(int32_t rank, Clock::time_point epoch) : rank_(rank), epoch_(epoch) {}
 
-  // Starts an iteration: resets the communication sequence numbers and, if `record`, the op list.
+  // Times ops with `clock` (it must outlive the tracer); null: the host's steady clock.
+  void use_clock(OpClock* clock) { clock_ = clock != nullptr ? clock : &host_clock_; }
+
+  // Starts an iteration: resets the communication sequence numbers and, if `record`, the op list and the clock.
   void start_iteration(bool record);
   bool recording() const { return recording_; }
 
@@ -38,7 +43,7 @@ public:
   // Opens an op with the current context (fields of `op` other than phase/layer/micro_batch/chunk are kept);
   // returns its index, or -1 when not recording.
   int64_t begin(traces::Op op);
-  // Closes op `index` (measures its duration). No-op for -1.
+  // Closes op `index` (marks its end). No-op for -1.
   void end(int64_t index);
   traces::Op* op(int64_t index) { return index < 0 ? nullptr : &program_.ops[static_cast<size_t>(index)]; }
 
@@ -46,12 +51,19 @@ public:
   int64_t next_collective_sequence(int32_t group) { return collective_sequence_[group]++; }
   int64_t next_send_sequence(int32_t peer) { return send_sequence_[peer]++; }
 
-  // The recorded ops (the rank program of the last recorded iteration).
+  // The recorded ops (the rank program of the last recorded iteration) with their times. REQUIRES: the
+  // backend's work of that iteration has finished (it was synchronized), or this waits for it.
   traces::RankProgram take_program();
 
 private:
+  struct Marks {
+    int64_t start = -1, end = -1; // OpClock handles
+  };
   int32_t rank_;
   Clock::time_point epoch_;
+  HostOpClock host_clock_;
+  OpClock* clock_ = &host_clock_;
+  std::vector<Marks> marks_; // of program_.ops, by index
   bool recording_ = false;
   OpContext context_;
   traces::RankProgram program_;
