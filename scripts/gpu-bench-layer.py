@@ -6,8 +6,9 @@ measured in the same run on the same GPU (issue 7, Speed). Prints figures; not a
     python3 scripts/gpu-bench-layer.py --engine build-gpu/gputwin-engine
 
 The engine figure is the sum of the traced durations of the layer's ops (layer >= 0) in the last iteration of
-`gputwin-engine train --layers 1 --backend cuda`. Tensors are device-resident; each traced op synchronises its
-stream, so the figure includes one host wait per op (engine/README.md).
+`gputwin-engine train --layers 1 --backend cuda`. Tensors are device-resident and ops are timed by CUDA events on
+their stream (no host wait inside the step), so an op's duration runs from the end of the op before it on the
+stream to its own end: the sum is the GPU time of the layer, launch gaps included.
 """
 import argparse, json, math, statistics, subprocess, sys, tempfile, time
 
