@@ -7,8 +7,9 @@ measured in the same run on the same GPU (issue 7, Speed). Prints figures; not a
 
 The engine figure is the sum of the traced durations of the layer's ops (layer >= 0) in the last iteration of
 `gputwin-engine train --layers 1 --backend cuda`. Tensors are device-resident and ops are timed by CUDA events on
-their stream (no host wait inside the step), so an op's duration runs from the end of the op before it on the
-stream to its own end: the sum is the GPU time of the layer, launch gaps included.
+their stream (no host wait inside the step): an op starts when the stream reaches its start event (the end of
+the op before it, or its launch if the stream was idle) and ends at its end event, so the sum is the time the
+stream was busy with the layer.
 """
 import argparse, json, math, statistics, subprocess, sys, tempfile, time
 
