@@ -10,6 +10,9 @@ int main(int argc, char** argv)
       {"train",
        "train a GPT with a parallel plan (TP, SP, PP, DP, recompute) and measure it; --trace writes the op graph",
        gputwin::engine::cli::run_train},
+      {"launch",
+       "run one process per rank (launch --nproc N -- COMMAND ARGS...), e.g. for train --backend cuda --comm nccl",
+       gputwin::engine::cli::run_launch},
       {"trace-to-perfetto", "convert a trace to Chrome trace-event JSON (open in ui.perfetto.dev)",
        gputwin::engine::cli::run_trace_to_perfetto},
   };

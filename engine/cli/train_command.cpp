@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 namespace gputwin::engine::cli {
@@ -66,18 +67,28 @@ void print_memory(std::ostream& out, const GptConfig& model, const ParallelPlan&
   out << "; total " << first.peak_total_bytes << "\n";
 }
 
+int report_training(const TrainConfig& config, const std::string& ranks_as,
+                    const std::optional<std::string>& trace_path, const std::optional<std::string>& timeline_path,
+                    std::ostream& out);
+
 } // namespace
 
 int run_train(const std::vector<std::string>& args, std::ostream& out)
 {
   gputwin::cli::ArgParser parser("gputwin-engine train",
-                                 "train a GPT on the synthetic corpus with a parallel plan, every rank a thread");
+                                 "train a GPT on the synthetic corpus with a parallel plan, every rank a thread (or, with --comm "
+                                 "nccl, a process)");
   gputwin::cli::add_model_flags(parser);
   gputwin::cli::add_plan_flags(parser);
   parser.add_section("engine");
   parser.add_option("--steps", "N", "training iterations (default 20)");
   parser.add_option("--seed", "N", "seed of initialisation, data and dropout (default 1234)");
   parser.add_option("--backend", "NAME", "kernels: cpu (default) or cuda (where built with CUDA and a GPU is present)");
+  parser.add_option("--comm", "NAME",
+                    "inprocess (default: every rank a thread of this process) or nccl (this process is one rank on "
+                    "its own GPU; run it under `gputwin-engine launch --nproc N --` or mpirun, with --backend cuda)");
+  parser.add_option("--rendezvous", "DIR", "--comm nccl under mpirun: a directory every rank sees, where rank 0 "
+                                           "publishes the NCCL id (the launcher sets GPUTWIN_RENDEZVOUS_DIR)");
   parser.add_option("--dropout", "P", "dropout probability (default 0.1)");
   parser.add_option("--lr", "X", "Adam learning rate (default 0.003)");
   parser.add_option("--trace", "FILE", "write the last iteration's op graph (traces/FORMAT.md)");
@@ -104,11 +115,36 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   const std::optional<std::string> trace_path = parsed.value("--trace");
   const std::optional<std::string> timeline_path = parsed.value("--timeline");
   config.record_trace = trace_path.has_value() || timeline_path.has_value();
+  const std::string comm = parsed.value("--comm").value_or("inprocess");
+  if (comm == "nccl")
+    config.comm = CommKind::Nccl;
+  else if (comm != "inprocess")
+    throw InputError("--comm: unknown communicator '" + comm + "' (expected inprocess or nccl)");
+  config.rendezvous_dir = parsed.value("--rendezvous").value_or("");
+  if (!config.rendezvous_dir.empty() && config.comm != CommKind::Nccl)
+    throw InputError("--rendezvous: expected only with --comm nccl");
+  std::string ranks_as = " ranks as threads";
+  std::ostringstream elsewhere; // the report of a rank other than 0 of a multi-process run: not printed
+  std::ostream* report = &out;
+  if (config.comm == CommKind::Nccl) {
+    const ProcessRank process = check_process_run(config);
+    ranks_as = " ranks as processes over NCCL (" + process.launched_by + ")";
+    if (process.rank != 0)
+      report = &elsewhere;
+  }
+  return report_training(config, ranks_as, trace_path, timeline_path, *report);
+}
 
+namespace {
+
+int report_training(const TrainConfig& config, const std::string& ranks_as,
+                    const std::optional<std::string>& trace_path, const std::optional<std::string>& timeline_path,
+                    std::ostream& out)
+{
   out << "gputwin-engine train: " << config.model.name << " (h " << config.model.hidden << ", a " << config.model.heads
       << ", L " << config.model.layers << ", s " << config.model.seq_len << ", v " << config.model.vocab << ") · "
-      << describe_plan(config.plan) << " · backend " << config.backend << ", " << config.plan.gpus()
-      << " ranks as threads\n";
+      << describe_plan(config.plan) << " · backend " << config.backend << ", " << config.plan.gpus() << ranks_as
+      << "\n";
   out.flush();
   const TrainResult result = train(config, [&](int64_t step, double loss, double seconds) {
     char line[96];
@@ -117,6 +153,8 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
     out << line;
     out.flush();
   });
+  if (result.world_rank != 0) // --comm nccl: rank 0 reports for every rank
+    return 0;
 
   const size_t warmup = result.iteration_seconds.size() > 2 ? 2 : 0;
   out << "iteration time: median " << milliseconds(median_seconds(result.iteration_seconds, warmup)) << " over "
@@ -135,5 +173,7 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   }
   return 0;
 }
+
+} // namespace
 
 } // namespace gputwin::engine::cli

@@ -367,6 +367,16 @@ OpClock* CudaBackend::op_clock()
   return impl_->clock.get();
 }
 
+void CudaBackend::begin_range(const std::string& name)
+{
+  nvtxRangePushA(name.c_str());
+}
+
+void CudaBackend::end_range()
+{
+  nvtxRangePop();
+}
+
 void* CudaBackend::communication_stream_handle() const
 {
   return impl_->comm_stream;

@@ -48,6 +48,8 @@ public:
   void communication_waits_for_compute() override;
   void compute_waits_for_communication() override;
   OpClock* op_clock() override;
+  void begin_range(const std::string& name) override; // NVTX
+  void end_range() override;
   // The communication stream as a cudaStream_t (an NCCL communicator of this rank launches on it).
   void* communication_stream_handle() const;
   // The GPU's name ("NVIDIA H100 80GB HBM3").

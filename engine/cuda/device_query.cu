@@ -30,4 +30,12 @@ std::vector<CudaDeviceInfo> query_cuda_devices()
   return devices;
 }
 
+int64_t cuda_free_memory_bytes(int index)
+{
+  CUDA_CHECK(cudaSetDevice(index));
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<int64_t>(free_bytes);
+}
+
 } // namespace gputwin::engine

@@ -24,4 +24,7 @@ struct CudaDeviceInfo {
 // (e.g. "cudaGetDeviceCount failed: cudaErrorInsufficientDriver").
 std::vector<CudaDeviceInfo> query_cuda_devices();
 
+// Free global memory of GPU `index` now (cudaMemGetInfo; creates the device's context).
+int64_t cuda_free_memory_bytes(int index);
+
 } // namespace gputwin::engine

@@ -74,6 +74,21 @@ TEST(EngineCli, UnknownAndUnbuiltBackendsAreRejected)
 #endif
 }
 
+TEST(EngineCli, NcclNeedsABuildWithNcclAGpuAndTheLauncher)
+{
+  expect_one_line_error("train " + tiny + "--comm mpi", "--comm: unknown communicator 'mpi' (expected inprocess or nccl)");
+  expect_one_line_error("train " + tiny + "--rendezvous /tmp", "--rendezvous: expected only with --comm nccl");
+#ifdef GPUTWIN_ENGINE_HAS_NCCL
+  expect_one_line_error("train " + tiny + "--comm nccl", "--comm nccl: expected --backend cuda");
+  if (run_engine("train " + tiny + "--backend cuda --steps 1", true).exit_code != 0)
+    expect_one_line_error("train " + tiny + "--backend cuda --comm nccl", "no usable GPU");
+  else // a GPU, but not started by the launcher: no rank in the environment
+    expect_one_line_error("train " + tiny + "--backend cuda --comm nccl", "GPUTWIN_RANK");
+#else
+  expect_one_line_error("train " + tiny + "--comm nccl", "--comm nccl: this gputwin-engine was built without");
+#endif
+}
+
 TEST(EngineCli, CorruptAndTruncatedTracesAreRejected)
 {
   const std::string dir = ::testing::TempDir();

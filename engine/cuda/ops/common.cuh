@@ -84,7 +84,7 @@ inline unsigned int grid_for(size_t n, unsigned int block)
   return static_cast<unsigned int>(blocks == 0 ? 1 : (blocks > 65535u * 8u ? 65535u * 8u : blocks));
 }
 
-// Names the enclosing scope in Nsight's NVTX row with the tracer's op name.
+// Names one backend call in Nsight's NVTX row (inside the range of the trace op that made it).
 class NvtxRange {
 public:
   explicit NvtxRange(const char* name) { nvtxRangePushA(name); }

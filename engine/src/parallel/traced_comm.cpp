@@ -24,6 +24,7 @@ bool direct(const Communicator& comm, const Tensor& a, const Tensor& b)
 
 int64_t TracedComm::begin(CollectiveOp op, double bytes, const std::string& name)
 {
+  backend_->begin_range(name);
   backend_->communication_waits_for_compute();
   traces::Op o;
   o.kind = traces::OpKind::Collective;
@@ -58,6 +59,7 @@ void TracedComm::end(int64_t index)
 {
   tracer_->end(index);
   backend_->compute_waits_for_communication();
+  backend_->end_range();
 }
 
 // A collective of one rank: its output is its input.

@@ -71,7 +71,7 @@ void PipelineDriver::send(const Tensor& t, int64_t to_virtual_stage, int64_t mic
   const int64_t sequence = op.sequence;
   TraceScope scope(ctx_.tracer, std::move(op));
   const int64_t tag = message_tag(gradient, micro_batch, to_virtual_stage);
-  if (t.device() == Device::Cpu) {
+  if (ctx_.world->messages_reach(t.device())) { // host memory in-process; device memory over NCCL
     ctx_.world->send(t.raw(), t.bytes(), peer, tag, sequence);
   } else { // the in-process communicator moves host bytes: stage a device tensor through the host
     std::vector<char> host(static_cast<size_t>(t.bytes()));
@@ -94,7 +94,7 @@ Tensor PipelineDriver::recv(DType dtype, int64_t from_virtual_stage, int64_t mic
   TraceScope scope(ctx_.tracer, std::move(op));
   const int64_t tag = message_tag(gradient, micro_batch, me);
   int64_t sequence = 0;
-  if (t.device() == Device::Cpu) {
+  if (ctx_.world->messages_reach(t.device())) {
     sequence = ctx_.world->recv(t.raw(), t.bytes(), peer, tag);
   } else {
     std::vector<char> host(static_cast<size_t>(t.bytes()));

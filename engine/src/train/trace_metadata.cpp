@@ -1,5 +1,7 @@
 #include "gputwin/engine/train/trace_metadata.hpp"
 
+#include "gputwin/engine/backend/device_info.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -27,6 +29,19 @@ traces::OpGraph build_trace(const TrainConfig& config, const RankGrid& grid, std
   md["producer"] = "gputwin-engine 0.1.0";
   md["device"] = config.backend;
   md["backend"] = config.backend;
+  // A GPU trace names its GPU (`gputwin calibrate` and `replay` read `device`) and its clocks and memory.
+  if (const std::optional<DeviceDescription> gpu = describe_device(config.backend, 0)) {
+    md["device"] = gpu->name;
+    md["gpu_compute_capability"] = std::to_string(gpu->compute_major) + "." + std::to_string(gpu->compute_minor);
+    md["gpu_multiprocessors"] = std::to_string(gpu->multiprocessors);
+    md["gpu_sm_clock_mhz"] = std::to_string(gpu->sm_clock_khz / 1000);
+    md["gpu_memory_clock_mhz"] = std::to_string(gpu->memory_clock_khz / 1000);
+    md["gpu_memory_bus_bits"] = std::to_string(gpu->memory_bus_bits);
+    md["gpu_memory_bytes"] = std::to_string(gpu->memory_bytes);
+    md["op_timing"] = "cuda events on the op's stream";
+  } else {
+    md["op_timing"] = "host steady clock";
+  }
   md["model"] = m.name;
   md["hidden"] = std::to_string(m.hidden);
   md["heads"] = std::to_string(m.heads);

@@ -70,6 +70,10 @@ public:
   virtual void compute_waits_for_communication() {}
   // The clock that times this backend's ops on its streams (CUDA events); null: the host's steady clock.
   virtual OpClock* op_clock() { return nullptr; }
+  // Names the calls between begin_range and end_range for a profiler (NVTX on CUDA, so Nsight shows the trace's
+  // op names); ranges nest. No-ops by default.
+  virtual void begin_range(const std::string& name) { (void)name; }
+  virtual void end_range() {}
 
   // C (m, n) = alpha op(A) op(B) + beta C with op(A) (m, k) and op(B) (k, n), each row-major before the
   // optional transpose. Sums over k in index order in fp32. C is f32, or bf16 with beta = 0.
@@ -148,6 +152,18 @@ public:
   virtual void accumulate(Tensor& out, const Tensor& in, int64_t n) = 0;
   // Sets every element of t to zero.
   virtual void zero(Tensor& t) = 0;
+};
+
+// A profiler range around a scope (Backend::begin_range / end_range).
+class BackendRange {
+public:
+  BackendRange(Backend& backend, const std::string& name) : backend_(backend) { backend_.begin_range(name); }
+  ~BackendRange() { backend_.end_range(); }
+  BackendRange(const BackendRange&) = delete;
+  BackendRange& operator=(const BackendRange&) = delete;
+
+private:
+  Backend& backend_;
 };
 
 } // namespace gputwin::engine

@@ -1,7 +1,7 @@
 #pragma once
 // The communication interface of the engine: the collectives Megatron-style training needs and
 // point-to-point messages between pipeline stages. The in-process implementation runs every rank as a
-// thread; an NCCL implementation (CUDA issue) provides the same calls.
+// thread; the NCCL implementation (cuda/nccl_communicator.hpp, one process per GPU) provides the same calls.
 
 #include "gputwin/engine/comm/buffer_ops.hpp"
 #include "gputwin/engine/core/dtype.hpp"
@@ -27,8 +27,11 @@ public:
   virtual int size() const = 0;
   virtual const std::vector<int>& world_ranks() const = 0; // the members' global ranks, in group order
   // Where the collectives' buffers must be: host memory, or one device's memory for a communicator made with
-  // that device's operations (InProcessWorld::communicator). Point-to-point messages take host memory only.
+  // that device's operations (InProcessWorld::communicator), or the GPU's memory only (NcclCommunicator).
   virtual bool reaches(Device device) const { return device == Device::Cpu; }
+  // Where send/recv's buffers must be: host memory for the in-process communicator (even one whose
+  // collectives reach a device), the GPU's memory for NcclCommunicator.
+  virtual bool messages_reach(Device device) const { return device == Device::Cpu; }
 
   // In place over `count` f32 or bf16 elements: the element-wise sum (or max) over the members, accumulated in
   // fp32 in member order and rounded once, so the result does not depend on timing.

@@ -74,7 +74,7 @@ public:
   }
 
   // Runs `fn` as one traced compute op, timed by the tracer's clock on the compute stream (the backend's
-  // op_clock(): CUDA events, so the host never waits for the op).
+  // op_clock(): CUDA events, so the host never waits for the op), inside a profiler range of the same name.
   template <typename Fn>
   void compute(const std::string& name, double flops, double bytes, traces::GemmShape gemm, Fn&& fn)
   {
@@ -85,6 +85,7 @@ public:
     op.flops = flops;
     op.bytes = bytes;
     op.gemm = gemm;
+    const BackendRange range(backend, op.name);
     TraceScope scope(tracer, std::move(op));
     fn();
   }

@@ -1,7 +1,9 @@
 #pragma once
 // Runs one rank's share of a training iteration: the forward and backward steps of its pipeline stage in
 // exactly the order models/pipeline_schedule.hpp emits (GPipe, 1F1B or interleaved 1F1B), with the
-// activations and their gradients sent between virtual stages point to point.
+// activations and their gradients sent between virtual stages point to point: in place where the world
+// communicator's messages reach the tensors' memory (host tensors; device tensors over NCCL), else staged
+// through host memory (device tensors with the in-process communicator).
 
 #include "gputwin/engine/model/gpt_stage.hpp"
 #include "gputwin/engine/train/synthetic_corpus.hpp"

@@ -1,8 +1,12 @@
 #pragma once
-// Trains a GPT on the synthetic corpus with a parallel plan, every rank of the dp x pp x tp grid as a thread
-// of this process, and reports what it measured: loss per step, iteration times, memory by purpose, the
-// bytes each layer saved for backward and, optionally, the gradients and the trace of the last iteration.
+// Trains a GPT on the synthetic corpus with a parallel plan and reports what it measured: loss per step,
+// iteration times, memory by purpose, the bytes each layer saved for backward and, optionally, the gradients
+// and the trace of the last iteration. Every rank of the dp x pp x tp grid runs as a thread of this process
+// (CommKind::InProcess), or each process is one rank talking over NCCL (CommKind::Nccl, one GPU per process,
+// started by `gputwin-engine launch` or mpirun; engine/src/train/process_trainer.hpp says how results reach
+// rank 0).
 
+#include "gputwin/engine/comm/process_rank.hpp"
 #include "gputwin/engine/core/memory_accountant.hpp"
 #include "gputwin/engine/parallel/rank_context.hpp"
 #include "gputwin/traces/op_graph.hpp"
@@ -15,6 +19,11 @@
 
 namespace gputwin::engine {
 
+// How the ranks of a run communicate: threads of this process (InProcessWorld), or one process per rank
+// over NCCL (cuda/nccl_communicator.hpp).
+enum class CommKind { InProcess, Nccl };
+std::string to_string(CommKind comm); // "inprocess", "nccl"
+
 struct TrainConfig {
   GptConfig model;
   ParallelPlan plan;
@@ -23,7 +32,9 @@ struct TrainConfig {
   int64_t steps = 1;
   bool record_trace = false;      // op graph of the last iteration
   bool capture_gradients = false; // logical gradients of the last iteration (ZeRO-0 only: before the step)
-  bool capture_weights = false;   // logical bf16 weights after the last step
+  bool capture_weights = false;   // logical bf16 weights after the last step (InProcess only, as gradients)
+  CommKind comm = CommKind::InProcess;
+  std::string rendezvous_dir;     // Nccl: --rendezvous, overrides GPUTWIN_RENDEZVOUS_DIR (empty: not given)
 };
 
 // A logical (unsharded) parameter assembled from the ranks that hold it.
@@ -49,14 +60,22 @@ struct TrainResult {
   std::vector<LogicalTensor> gradients;  // capture_gradients: by parameter name
   std::vector<LogicalTensor> weights;    // capture_weights
   traces::OpGraph trace;                 // record_trace
+  int world_rank = 0; // Nccl: this process's rank; only rank 0's result is filled in (the others' is empty)
 };
 
 // Called after every step with its index, mean loss and wall time.
 using StepCallback = std::function<void(int64_t step, double loss, double seconds)>;
 
-// REQUIRES: validate_plan(config.model, config.plan) passed. Throws InputError for a bad backend name and
-// std::runtime_error naming the rank if a rank fails.
+// REQUIRES: validate_plan(config.model, config.plan) passed. Throws InputError for a bad backend name (and
+// what check_process_run throws) and std::runtime_error naming the rank if a rank fails (Nccl: CommError when
+// a peer fails or a wait times out). Nccl: on_step is called by rank 0 only, for every step after the last
+// one, when the ranks' losses have been gathered.
 TrainResult train(const TrainConfig& config, const StepCallback& on_step = {});
+
+// For CommKind::Nccl, before anything runs: this build has NCCL and CUDA, --backend is cuda, a GPU can be used,
+// the process's rank is in the environment (comm/process_rank.hpp) and the world size is the plan's
+// dp x pp x tp; and no gradients or weights are captured. Returns the rank; throws InputError otherwise.
+ProcessRank check_process_run(const TrainConfig& config);
 
 // The median of `seconds` after dropping the first `warmup` entries (all of them if fewer remain).
 double median_seconds(const std::vector<double>& seconds, size_t warmup);

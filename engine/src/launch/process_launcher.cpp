@@ -1,0 +1,246 @@
+#include "gputwin/engine/launch/process_launcher.hpp"
+
+#include "gputwin/models/input_error.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+extern char** environ;
+
+namespace gputwin::engine {
+
+namespace {
+
+volatile std::sig_atomic_t received_signal = 0;
+
+extern "C" void remember_signal(int signal_number)
+{
+  received_signal = signal_number;
+}
+
+// Catches SIGINT and SIGTERM while the ranks run (to forward them), restoring the previous handlers after.
+class SignalForwarding {
+public:
+  SignalForwarding()
+  {
+    received_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = remember_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &old_int_);
+    ::sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~SignalForwarding()
+  {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+
+private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+struct Child {
+  int rank = 0;
+  pid_t pid = -1;
+  bool running = false;
+};
+
+std::string describe_status(int status)
+{
+  if (WIFEXITED(status))
+    return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const char* name = ::strsignal(WTERMSIG(status));
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + (name ? name : "unknown") + ")";
+  }
+  return "stopped with wait status " + std::to_string(status);
+}
+
+int exit_code_of(int status)
+{
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// The environment of one rank: this process's, with the launcher's variables replacing any of the same name.
+std::vector<std::string> rank_environment(const std::vector<std::pair<std::string, std::string>>& settings)
+{
+  std::vector<std::string> result;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    bool replaced = false;
+    for (const auto& [name, value] : settings)
+      replaced = replaced || text.rfind(name + "=", 0) == 0;
+    if (!replaced)
+      result.push_back(text);
+  }
+  for (const auto& [name, value] : settings)
+    result.push_back(name + "=" + value);
+  return result;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings)
+{
+  std::vector<char*> result;
+  for (std::string& s : strings)
+    result.push_back(s.data());
+  result.push_back(nullptr);
+  return result;
+}
+
+std::string make_rendezvous_directory(const std::string& parent_flag)
+{
+  std::string parent = parent_flag;
+  if (parent.empty()) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    parent = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  }
+  std::string pattern = parent + "/gputwin-rendezvous-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw InputError("--rendezvous: cannot make a directory under " + parent + ": " + std::strerror(errno) +
+                     " (expected an existing, writable directory)");
+  return pattern;
+}
+
+void signal_groups(const std::vector<Child>& children, int signal_number)
+{
+  for (const Child& c : children)
+    if (c.running)
+      ::kill(-c.pid, signal_number); // the rank's process group: the command and whatever it started
+}
+
+} // namespace
+
+int launch_processes(const LaunchOptions& options, std::ostream& log)
+{
+  if (options.processes < 1)
+    throw InputError("--nproc: expected a number of ranks >= 1, got " + std::to_string(options.processes));
+  if (options.command.empty())
+    throw InputError("expected the command to run after '--' (gputwin-engine launch --nproc N -- COMMAND ARGS...)");
+  const std::string directory = make_rendezvous_directory(options.rendezvous_parent);
+  char run_id[64];
+  std::snprintf(run_id, sizeof run_id, "run-%ld-%llx", static_cast<long>(::getpid()),
+                static_cast<unsigned long long>(std::chrono::system_clock::now().time_since_epoch().count()));
+
+  std::vector<std::string> arguments = options.command;
+  std::vector<char*> argv = pointers(arguments);
+  const SignalForwarding forwarding;
+  std::cout.flush(); // a child must not inherit (and print again) what the launcher has buffered
+  std::cerr.flush();
+  log.flush();
+  const pid_t launcher = ::getpid();
+  std::vector<Child> children;
+  for (int rank = 0; rank < options.processes; ++rank) {
+    std::vector<std::string> environment = rank_environment({{"GPUTWIN_RANK", std::to_string(rank)},
+                                                             {"GPUTWIN_WORLD_SIZE", std::to_string(options.processes)},
+                                                             {"GPUTWIN_LOCAL_RANK", std::to_string(rank)},
+                                                             {"GPUTWIN_RENDEZVOUS_DIR", directory},
+                                                             {"GPUTWIN_RUN_ID", run_id}});
+    std::vector<char*> envp = pointers(environment);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      log << "gputwin-engine launch: cannot start rank " << rank << ": fork failed: " << std::strerror(errno)
+          << "; stopping the other ranks\n";
+      signal_groups(children, SIGKILL);
+      for (Child& c : children)
+        ::waitpid(c.pid, nullptr, 0);
+      std::filesystem::remove_all(directory);
+      return 1;
+    }
+    if (pid == 0) { // the rank: its own process group (so stopping it stops what it started), default signals
+      ::setpgid(0, 0);
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGTERM, SIG_DFL);
+#ifdef __linux__
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM); // the launcher died (even by SIGKILL): stop too
+      if (::getppid() != launcher)
+        ::_exit(128 + SIGTERM);
+#endif
+      environ = envp.data();
+      ::execvp(argv[0], argv.data());
+      const std::string message = "gputwin-engine launch: rank " + std::to_string(rank) + ": cannot run '" +
+                                  arguments[0] + "': " + std::strerror(errno) + "\n";
+      [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, message.data(), message.size());
+      ::_exit(127);
+    }
+    ::setpgid(pid, pid); // also here: a signal sent before the child ran setpgid must still reach its group
+    children.push_back(Child{rank, pid, true});
+  }
+
+  int running = options.processes;
+  int exit_code = 0;
+  bool stopping = false, killed = false;
+  std::chrono::steady_clock::time_point kill_at{};
+  auto stop_all = [&](int signal_number) {
+    signal_groups(children, signal_number);
+    if (!stopping)
+      kill_at = std::chrono::steady_clock::now() + options.grace;
+    stopping = true;
+  };
+  while (running > 0) {
+    bool reaped = false;
+    for (Child& c : children) {
+      if (!c.running)
+        continue;
+      int status = 0;
+      const pid_t done = ::waitpid(c.pid, &status, WNOHANG);
+      if (done != c.pid)
+        continue;
+      c.running = false;
+      --running;
+      reaped = true;
+      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && !stopping) {
+        exit_code = exit_code_of(status);
+        log << "gputwin-engine launch: rank " << c.rank << " (pid " << c.pid << ") " << describe_status(status);
+        if (running > 0)
+          log << "; stopping the other " << running << " rank" << (running == 1 ? "" : "s");
+        log << "\n";
+        log.flush();
+        ::kill(-c.pid, SIGKILL); // whatever the failed rank started
+        stop_all(SIGTERM);
+      }
+    }
+    if (const int signal_number = received_signal) {
+      received_signal = 0;
+      if (exit_code == 0)
+        exit_code = 128 + signal_number;
+      log << "gputwin-engine launch: received signal " << signal_number << "; forwarding it to " << running
+          << " rank" << (running == 1 ? "" : "s") << "\n";
+      log.flush();
+      stop_all(signal_number);
+    }
+    if (stopping && !killed && std::chrono::steady_clock::now() >= kill_at) {
+      signal_groups(children, SIGKILL);
+      killed = true;
+    }
+    if (running > 0 && !reaped)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (stopping) // leftovers of the ranks' process groups
+    for (const Child& c : children)
+      ::kill(-c.pid, SIGKILL);
+  std::error_code ignored;
+  std::filesystem::remove_all(directory, ignored);
+  return exit_code;
+}
+
+} // namespace gputwin::engine

@@ -1,0 +1,50 @@
+#include "gputwin/engine/train/device_memory_check.hpp"
+
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/models/memory_report.hpp"
+
+#include <cstdio>
+#include <map>
+
+namespace gputwin::engine {
+
+namespace {
+std::string gib(int64_t bytes)
+{
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30));
+  return text;
+}
+} // namespace
+
+int64_t predicted_rank_bytes(const GptConfig& model, const ParallelPlan& plan, const RankGrid& grid, int rank)
+{
+  return stage_memory(model, plan, grid.coords(rank).pp).total_bytes;
+}
+
+void check_plan_fits(const GptConfig& model, const ParallelPlan& plan, const RankGrid& grid,
+                     const std::vector<int>& ranks, int64_t available_bytes, const std::string& device,
+                     const std::string& source)
+{
+  int64_t total = 0;
+  std::map<int64_t, int64_t> ranks_per_stage;
+  for (const int rank : ranks) {
+    total += predicted_rank_bytes(model, plan, grid, rank);
+    ++ranks_per_stage[grid.coords(rank).pp];
+  }
+  if (total <= available_bytes)
+    return;
+  std::string detail;
+  for (const auto& [stage, count] : ranks_per_stage) {
+    const StageMemory m = stage_memory(model, plan, stage);
+    detail += (detail.empty() ? "" : "; ") + std::to_string(count) + " rank(s) of stage " + std::to_string(stage) +
+              " x " + gib(m.total_bytes) + " (model state " + gib(m.state.total_bytes) + ", activations " +
+              gib(m.activations.total_bytes + m.recompute_workspace_bytes) + ")";
+  }
+  throw InputError("the plan does not fit on " + device + ": the memory model predicts " + gib(total) + " for " +
+                   std::to_string(ranks.size()) + " rank(s) on it (" + detail + "), " + gib(available_bytes) + " " +
+                   source + " (expected at most that; use more tensor/pipeline parallelism, a smaller --micro-batch, " +
+                   "--recompute selective or full, or --zero 1)");
+}
+
+} // namespace gputwin::engine
