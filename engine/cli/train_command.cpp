@@ -89,6 +89,9 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
                     "its own GPU; run it under `gputwin-engine launch --nproc N --` or mpirun, with --backend cuda)");
   parser.add_option("--rendezvous", "DIR", "--comm nccl under mpirun: a directory every rank sees, where rank 0 "
                                            "publishes the NCCL id (the launcher sets GPUTWIN_RENDEZVOUS_DIR)");
+  parser.add_option("--memory-limit-gib", "X",
+                    "refuse a plan whose ranks on one device the memory model predicts to need more than X GiB "
+                    "(on a GPU its free memory is always a limit)");
   parser.add_option("--dropout", "P", "dropout probability (default 0.1)");
   parser.add_option("--lr", "X", "Adam learning rate (default 0.003)");
   parser.add_option("--trace", "FILE", "write the last iteration's op graph (traces/FORMAT.md)");
@@ -112,6 +115,10 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   config.options.seed = static_cast<uint64_t>(seed);
   config.options.dropout = static_cast<float>(parse_fraction(parsed, "--dropout", 0.1, 0.0, 1.0));
   config.options.adam.learning_rate = static_cast<float>(parse_fraction(parsed, "--lr", 3e-3, 0.0, 1.0));
+  if (parsed.has("--memory-limit-gib")) {
+    const double gib = parse_fraction(parsed, "--memory-limit-gib", 0.0, 1.0 / 1024.0, 1e6);
+    config.memory_limit_bytes = static_cast<int64_t>(gib * static_cast<double>(int64_t{1} << 30));
+  }
   const std::optional<std::string> trace_path = parsed.value("--trace");
   const std::optional<std::string> timeline_path = parsed.value("--timeline");
   config.record_trace = trace_path.has_value() || timeline_path.has_value();

@@ -62,6 +62,16 @@ TEST(EngineCli, PlansThatDoNotDivideAreRejected)
   expect_one_line_error("train " + tiny + "--steps 0", "--steps: expected a positive integer");
 }
 
+TEST(EngineCli, PlansOverTheMemoryLimitAreRejectedBeforeAllocating)
+{
+  // The memory model predicts 2 MiB per rank of this model, 4 MiB for two: 1 MiB is too little, 1 GiB enough.
+  expect_one_line_error("train " + tiny + "--tp 2 --steps 1 --memory-limit-gib 0.001",
+                        "the plan does not fit on the host: the memory model predicts");
+  expect_one_line_error("train " + tiny + "--steps 1 --memory-limit-gib 0",
+                        "--memory-limit-gib: expected a number in");
+  EXPECT_EQ(run_engine("train " + tiny + "--tp 2 --steps 1 --memory-limit-gib 1", false).exit_code, 0);
+}
+
 TEST(EngineCli, UnknownAndUnbuiltBackendsAreRejected)
 {
   expect_one_line_error("train " + tiny + "--backend tpu", "--backend: unknown backend 'tpu' (expected cpu");

@@ -1,5 +1,6 @@
 #include "gputwin/engine/train/device_memory_check.hpp"
 
+#include "gputwin/engine/backend/device_info.hpp"
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 
@@ -9,10 +10,13 @@
 namespace gputwin::engine {
 
 namespace {
+// "80.00 GiB", or "4.12 MiB" under a GiB.
 std::string gib(int64_t bytes)
 {
+  const bool large = bytes >= int64_t{1} << 30;
   char text[32];
-  std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30));
+  std::snprintf(text, sizeof text, large ? "%.2f GiB" : "%.2f MiB",
+                static_cast<double>(bytes) / static_cast<double>(int64_t{1} << (large ? 30 : 20)));
   return text;
 }
 } // namespace
@@ -45,6 +49,17 @@ void check_plan_fits(const GptConfig& model, const ParallelPlan& plan, const Ran
                    std::to_string(ranks.size()) + " rank(s) on it (" + detail + "), " + gib(available_bytes) + " " +
                    source + " (expected at most that; use more tensor/pipeline parallelism, a smaller --micro-batch, " +
                    "--recompute selective or full, or --zero 1)");
+}
+
+void check_memory_before_allocating(const TrainConfig& config, const RankGrid& grid, const std::vector<int>& ranks,
+                                    int device)
+{
+  const std::optional<DeviceDescription> gpu = describe_device(config.backend, device);
+  const std::string where = gpu ? "GPU " + std::to_string(device) + " (" + gpu->name + ")" : "the host";
+  if (config.memory_limit_bytes > 0)
+    check_plan_fits(config.model, config.plan, grid, ranks, config.memory_limit_bytes, where, "by --memory-limit-gib");
+  if (gpu)
+    check_plan_fits(config.model, config.plan, grid, ranks, gpu->free_memory_bytes, where, "free on it");
 }
 
 } // namespace gputwin::engine

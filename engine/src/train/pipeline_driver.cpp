@@ -69,15 +69,21 @@ void PipelineDriver::send(const Tensor& t, int64_t to_virtual_stage, int64_t mic
   op.bytes = static_cast<double>(t.bytes());
   op.sequence = ctx_.tracer.next_send_sequence(peer);
   const int64_t sequence = op.sequence;
-  TraceScope scope(ctx_.tracer, std::move(op));
-  const int64_t tag = message_tag(gradient, micro_batch, to_virtual_stage);
-  if (ctx_.world->messages_reach(t.device())) { // host memory in-process; device memory over NCCL
-    ctx_.world->send(t.raw(), t.bytes(), peer, tag, sequence);
-  } else { // the in-process communicator moves host bytes: stage a device tensor through the host
-    std::vector<char> host(static_cast<size_t>(t.bytes()));
-    ctx_.backend.download(host.data(), t, t.bytes());
-    ctx_.world->send(host.data(), t.bytes(), peer, tag, sequence);
+  // On the communication stream: after the compute issued so far, and the compute after it.
+  const BackendRange range(ctx_.backend, op.name);
+  ctx_.backend.communication_waits_for_compute();
+  {
+    TraceScope scope(ctx_.tracer, std::move(op));
+    const int64_t tag = message_tag(gradient, micro_batch, to_virtual_stage);
+    if (ctx_.world->messages_reach(t.device())) { // host memory in-process; device memory over NCCL
+      ctx_.world->send(t.raw(), t.bytes(), peer, tag, sequence);
+    } else { // the in-process communicator moves host bytes: stage a device tensor through the host
+      std::vector<char> host(static_cast<size_t>(t.bytes()));
+      ctx_.backend.download(host.data(), t, t.bytes());
+      ctx_.world->send(host.data(), t.bytes(), peer, tag, sequence);
+    }
   }
+  ctx_.backend.compute_waits_for_communication();
 }
 
 Tensor PipelineDriver::recv(DType dtype, int64_t from_virtual_stage, int64_t micro_batch, bool gradient)
@@ -91,18 +97,23 @@ Tensor PipelineDriver::recv(DType dtype, int64_t from_virtual_stage, int64_t mic
   op.stream = static_cast<int32_t>(TraceStream::Pipeline);
   op.peer = peer;
   op.bytes = static_cast<double>(t.bytes());
-  TraceScope scope(ctx_.tracer, std::move(op));
-  const int64_t tag = message_tag(gradient, micro_batch, me);
-  int64_t sequence = 0;
-  if (ctx_.world->messages_reach(t.device())) {
-    sequence = ctx_.world->recv(t.raw(), t.bytes(), peer, tag);
-  } else {
-    std::vector<char> host(static_cast<size_t>(t.bytes()));
-    sequence = ctx_.world->recv(host.data(), t.bytes(), peer, tag);
-    ctx_.backend.upload(t, host.data(), t.bytes());
+  const BackendRange range(ctx_.backend, op.name);
+  ctx_.backend.communication_waits_for_compute(); // `t` was allocated and zeroed on the compute stream
+  {
+    TraceScope scope(ctx_.tracer, std::move(op));
+    const int64_t tag = message_tag(gradient, micro_batch, me);
+    int64_t sequence = 0;
+    if (ctx_.world->messages_reach(t.device())) {
+      sequence = ctx_.world->recv(t.raw(), t.bytes(), peer, tag);
+    } else {
+      std::vector<char> host(static_cast<size_t>(t.bytes()));
+      sequence = ctx_.world->recv(host.data(), t.bytes(), peer, tag);
+      ctx_.backend.upload(t, host.data(), t.bytes());
+    }
+    if (traces::Op* recorded = scope.op())
+      recorded->sequence = sequence; // the sender's number for this message on the (peer, this rank) channel
   }
-  if (traces::Op* recorded = scope.op())
-    recorded->sequence = sequence; // the sender's number for this message on the (peer, this rank) channel
+  ctx_.backend.compute_waits_for_communication();
   return t;
 }
 

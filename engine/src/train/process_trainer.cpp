@@ -9,6 +9,7 @@
 #ifdef GPUTWIN_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_query.hpp"
+#include "gputwin/engine/train/device_memory_check.hpp"
 #endif
 #ifdef GPUTWIN_HAVE_NCCL
 #include "cuda/nccl_communicator.hpp"
@@ -68,6 +69,8 @@ TrainResult train_process(const TrainConfig& config, const StepCallback& on_step
   const int rank = p.rank;
   // One visible GPU (CUDA_VISIBLE_DEVICES set per rank, or one rank per node): take it; else the local rank's.
   const int device = query_cuda_devices().size() == 1 ? 0 : p.local_rank;
+  // Before anything is allocated (a failing rank exits; the launcher or mpirun stops the others).
+  check_memory_before_allocating(config, grid, {rank}, device);
   const std::chrono::milliseconds timeout = rendezvous_timeout_from_environment();
   const FileRendezvous rendezvous(p.rendezvous_dir, p.run_id, timeout);
 

@@ -3,6 +3,7 @@
 #include "gputwin/engine/backend/backend_factory.hpp"
 #include "gputwin/engine/backend/host_access.hpp"
 #include "gputwin/engine/comm/in_process_world.hpp"
+#include "gputwin/engine/train/device_memory_check.hpp"
 #include "gputwin/engine/train/trace_metadata.hpp"
 #include "process_trainer.hpp"
 #include "rank_loop.hpp"
@@ -100,6 +101,10 @@ TrainResult train_threads(const TrainConfig& config, const StepCallback& on_step
 {
   check_backend_name(config.backend);
   Shared shared(config, on_step);
+  std::vector<int> everyone(static_cast<size_t>(shared.grid.world_size()));
+  for (int rank = 0; rank < shared.grid.world_size(); ++rank)
+    everyone[static_cast<size_t>(rank)] = rank;
+  check_memory_before_allocating(config, shared.grid, everyone, 0); // every rank on one device
   std::vector<std::thread> threads;
   for (int rank = 0; rank < shared.grid.world_size(); ++rank)
     threads.emplace_back([&shared, rank] {

@@ -6,6 +6,7 @@
 // instead of an out-of-memory failure halfway through the first step.
 
 #include "gputwin/engine/parallel/rank_grid.hpp"
+#include "gputwin/engine/train/trainer.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"
 
@@ -26,5 +27,10 @@ int64_t predicted_rank_bytes(const GptConfig& model, const ParallelPlan& plan, c
 void check_plan_fits(const GptConfig& model, const ParallelPlan& plan, const RankGrid& grid,
                      const std::vector<int>& ranks, int64_t available_bytes, const std::string& device,
                      const std::string& source);
+
+// The check of a training run before its ranks allocate: the ranks `ranks` that will share device `device` of
+// `config.backend` must fit in config.memory_limit_bytes (when set) and, on a GPU, in its free memory.
+void check_memory_before_allocating(const TrainConfig& config, const RankGrid& grid, const std::vector<int>& ranks,
+                                    int device);
 
 } // namespace gputwin::engine

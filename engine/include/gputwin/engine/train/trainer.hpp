@@ -35,6 +35,9 @@ struct TrainConfig {
   bool capture_weights = false;   // logical bf16 weights after the last step (InProcess only, as gradients)
   CommKind comm = CommKind::InProcess;
   std::string rendezvous_dir;     // Nccl: --rendezvous, overrides GPUTWIN_RENDEZVOUS_DIR (empty: not given)
+  // The bytes one device may give the plan (--memory-limit-gib; 0: none). On a GPU its free memory is a limit
+  // too. Checked against the memory model before any rank allocates (device_memory_check.hpp).
+  int64_t memory_limit_bytes = 0;
 };
 
 // A logical (unsharded) parameter assembled from the ranks that hold it.
