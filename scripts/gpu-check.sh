@@ -6,10 +6,11 @@
 #
 #   scripts/gpu-check.sh                  # GTest found by CMake; GTEST_DIR=<dir of GTestConfig.cmake> otherwise
 #
-# Exits non-zero with one line when no GPU can be used. Calibration plans run tp 1/2/4 on ONE GPU through the
-# in-process communicator (every rank a thread with its own CudaBackend and stream on device 0). Tensors are
-# device-resident; while tracing, every op waits for its stream before it closes (so op times are GPU times,
-# plus one host wait each), and pipeline messages still pass through host memory (engine/README.md).
+# Exits non-zero with one line when no GPU can be used. Calibration plans run tp 1/2/4 and pp 2 on ONE GPU
+# through the in-process communicator (every rank a thread with its own CudaBackend and streams on device 0).
+# Tensors are device-resident; ops are timed by CUDA events on their streams (no host wait inside the step);
+# pipeline messages of the in-process communicator pass through host memory (engine/README.md). Then one
+# rank through the launcher and NCCL (a one-GPU machine cannot run more NCCL ranks: NCCL needs a GPU per rank).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,6 +53,7 @@ plans=(
   "h2048-tp2-selective|--hidden 2048 --heads 16 --layers 2 --seq-len 1024 --vocab 8192 --tp 2 --recompute selective"
   "h2048-tp1-full|--hidden 2048 --heads 16 --layers 2 --seq-len 1024 --vocab 8192 --tp 1 --recompute full"
   "h4096-tp1|--hidden 4096 --heads 32 --layers 1 --seq-len 1024 --vocab 8192 --tp 1"
+  "h1024-pp2-1f1b|--hidden 1024 --heads 16 --layers 4 --seq-len 512 --vocab 8192 --pp 2 --schedule 1f1b"
 )
 for entry in "${plans[@]}"; do
   name=${entry%%|*}
@@ -63,12 +65,23 @@ for entry in "${plans[@]}"; do
   tail -n 4 "$out_dir/$name.log"
 done
 
+echo "==> NCCL: one rank through the launcher (gputwin-engine launch --nproc 1 -- train --comm nccl)"
+nccl_flags=(--hidden 1024 --heads 16 --layers 2 --seq-len 512 --vocab 8192 --micro-batch 1 --global-batch 2 --steps 4)
+if "$engine" launch --nproc 1 -- "$engine" train "${nccl_flags[@]}" --backend cuda --comm nccl \
+  >"$out_dir/nccl-1rank.log" 2>&1; then
+  tail -n 4 "$out_dir/nccl-1rank.log"
+elif grep -q "built without NCCL" "$out_dir/nccl-1rank.log"; then
+  echo "NCCL not found by CMake on this machine: NCCL run skipped ($(tail -n 1 "$out_dir/nccl-1rank.log"))"
+else
+  fail "the NCCL run failed, see $out_dir/nccl-1rank.log"
+fi
+
 echo "==> summary"
 python3 - "$out_dir" "$gpu_name" <<'PY'
 import json, statistics, sys, pathlib, re, collections
 out, gpu = pathlib.Path(sys.argv[1]), sys.argv[2]
 lines = [f"# Engine calibration on {gpu}", "",
-         "Backend cuda (device-resident tensors; every traced op synchronises its stream). Written by scripts/gpu-check.sh.", ""]
+         "Backend cuda (device-resident tensors; ops timed by CUDA events on their streams). Written by scripts/gpu-check.sh.", ""]
 for trace in sorted(out.glob("*.json")):
     if not (out / (trace.stem + ".log")).exists():
         continue  # not a calibration plan of this script (e.g. kernels.trace.json of gpu-measure-kernels.py)
