@@ -60,9 +60,9 @@ TEST(Tracer, MarksOnTheOpsStreamAndResolvesWhenTheProgramIsTaken)
   }
   const int64_t open = tracer.begin(op_on(TraceStream::Compute, "left open"));
   EXPECT_EQ(clock.resolved, 0) << "marks are resolved only when the program is taken";
-  EXPECT_EQ(clock.streams, (std::vector<TraceStream>{TraceStream::Compute, TraceStream::Compute,
-                                                     TraceStream::TensorParallel, TraceStream::TensorParallel,
-                                                     TraceStream::Compute}));
+  EXPECT_EQ(clock.streams,
+            (std::vector<TraceStream>{TraceStream::Compute, TraceStream::Compute, TraceStream::TensorParallel,
+                                      TraceStream::TensorParallel, TraceStream::Compute}));
 
   const traces::RankProgram program = tracer.take_program();
   EXPECT_EQ(program.rank, 3);

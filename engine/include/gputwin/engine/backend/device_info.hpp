@@ -9,14 +9,14 @@
 namespace gputwin::engine {
 
 struct DeviceDescription {
-  std::string name;             // "NVIDIA H100 80GB HBM3"
-  int compute_major = 0;        // 9 = Hopper
+  std::string name;      // "NVIDIA H100 80GB HBM3"
+  int compute_major = 0; // 9 = Hopper
   int compute_minor = 0;
   int multiprocessors = 0;
-  int64_t memory_bytes = 0;     // total
+  int64_t memory_bytes = 0;      // total
   int64_t free_memory_bytes = 0; // free when asked (cudaMemGetInfo)
-  int64_t sm_clock_khz = 0;     // peak SM clock
-  int64_t memory_clock_khz = 0; // peak memory clock
+  int64_t sm_clock_khz = 0;      // peak SM clock
+  int64_t memory_clock_khz = 0;  // peak memory clock
   int memory_bus_bits = 0;
 };
 
