@@ -11,7 +11,7 @@ int main(int argc, char** argv)
        "train a GPT with a parallel plan (TP, SP, PP, DP, recompute) and measure it; --trace writes the op graph",
        gputwin::engine::cli::run_train},
       {"launch",
-       "run one process per rank (launch --nproc N -- COMMAND ARGS...), e.g. for train --backend cuda --comm nccl",
+       "run one process per rank (launch --nproc N -- COMMAND ARGS...), e.g. for train --comm nccl (GPUs) or --comm tcp (CPU)",
        gputwin::engine::cli::run_launch},
       {"trace-to-perfetto", "convert a trace to Chrome trace-event JSON (open in ui.perfetto.dev)",
        gputwin::engine::cli::run_trace_to_perfetto},

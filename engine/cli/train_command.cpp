@@ -77,7 +77,7 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
 {
   gputwin::cli::ArgParser parser("gputwin-engine train",
                                  "train a GPT on the synthetic corpus with a parallel plan, every rank a thread (or, with --comm "
-                                 "nccl, a process)");
+                                 "nccl or tcp, a process)");
   gputwin::cli::add_model_flags(parser);
   gputwin::cli::add_plan_flags(parser);
   parser.add_section("engine");
@@ -85,10 +85,12 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--seed", "N", "seed of initialisation, data and dropout (default 1234)");
   parser.add_option("--backend", "NAME", "kernels: cpu (default) or cuda (where built with CUDA and a GPU is present)");
   parser.add_option("--comm", "NAME",
-                    "inprocess (default: every rank a thread of this process) or nccl (this process is one rank on "
-                    "its own GPU; run it under `gputwin-engine launch --nproc N --` or mpirun, with --backend cuda)");
-  parser.add_option("--rendezvous", "DIR", "--comm nccl under mpirun: a directory every rank sees, where rank 0 "
-                                           "publishes the NCCL id (the launcher sets GPUTWIN_RENDEZVOUS_DIR)");
+                    "inprocess (default: every rank a thread of this process), nccl (this process is one rank on "
+                    "its own GPU, with --backend cuda) or tcp (this process is one rank, talking over TCP sockets, "
+                    "with --backend cpu; GPUTWIN_TCP_HOST: its address for a run over several machines); run nccl and "
+                    "tcp under `gputwin-engine launch --nproc N --` or mpirun");
+  parser.add_option("--rendezvous", "DIR", "--comm nccl or tcp under mpirun: a directory every rank sees, where the "
+                                           "ranks meet (the launcher sets GPUTWIN_RENDEZVOUS_DIR)");
   parser.add_option("--memory-limit-gib", "X",
                     "refuse a plan whose ranks on one device the memory model predicts to need more than X GiB "
                     "(on a GPU its free memory is always a limit)");
@@ -101,6 +103,9 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
     out << parser.help();
     return 0;
   }
+  if (parsed.value("--comm") == std::optional<std::string>("tcp") && parsed.value("--backend").value_or("cpu") != "cpu")
+    throw InputError("--comm tcp: expected --backend cpu (TCP moves host memory; --comm nccl is the GPU path), got "
+                     "--backend " + *parsed.value("--backend")); // before the backend's own check (a GPU?)
   check_backend_name(parsed.value("--backend").value_or("cpu"));
   TrainConfig config;
   config.backend = parsed.value("--backend").value_or("cpu");
@@ -125,17 +130,20 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   const std::string comm = parsed.value("--comm").value_or("inprocess");
   if (comm == "nccl")
     config.comm = CommKind::Nccl;
+  else if (comm == "tcp")
+    config.comm = CommKind::Tcp;
   else if (comm != "inprocess")
-    throw InputError("--comm: unknown communicator '" + comm + "' (expected inprocess or nccl)");
+    throw InputError("--comm: unknown communicator '" + comm + "' (expected inprocess, nccl or tcp)");
   config.rendezvous_dir = parsed.value("--rendezvous").value_or("");
-  if (!config.rendezvous_dir.empty() && config.comm != CommKind::Nccl)
-    throw InputError("--rendezvous: expected only with --comm nccl");
+  if (!config.rendezvous_dir.empty() && config.comm == CommKind::InProcess)
+    throw InputError("--rendezvous: expected only with --comm nccl or tcp");
   std::string ranks_as = " ranks as threads";
   std::ostringstream elsewhere; // the report of a rank other than 0 of a multi-process run: not printed
   std::ostream* report = &out;
-  if (config.comm == CommKind::Nccl) {
+  if (config.comm != CommKind::InProcess) {
     const ProcessRank process = check_process_run(config);
-    ranks_as = " ranks as processes over NCCL (" + process.launched_by + ")";
+    ranks_as = std::string(" ranks as processes over ") + (config.comm == CommKind::Nccl ? "NCCL" : "TCP") + " (" +
+               process.launched_by + ")";
     if (process.rank != 0)
       report = &elsewhere;
   }
@@ -160,7 +168,7 @@ int report_training(const TrainConfig& config, const std::string& ranks_as,
     out << line;
     out.flush();
   });
-  if (result.world_rank != 0) // --comm nccl: rank 0 reports for every rank
+  if (result.world_rank != 0) // --comm nccl or tcp: rank 0 reports for every rank
     return 0;
 
   const size_t warmup = result.iteration_seconds.size() > 2 ? 2 : 0;

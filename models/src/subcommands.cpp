@@ -51,8 +51,11 @@ int run_subcommands(const std::string& program, const std::string& version, cons
     } catch (const traces::TraceError& e) {
       std::cerr << program << " " << s.name << ": error: " << e.what() << "\n";
       return 2;
-    } catch (const std::exception& e) {
+    } catch (const std::logic_error& e) { // a broken invariant: a bug of ours
       std::cerr << program << " " << s.name << ": internal error: " << e.what() << "\n";
+      return 1;
+    } catch (const std::exception& e) { // the run failed: a device, a peer rank, the file system
+      std::cerr << program << " " << s.name << ": failed: " << e.what() << "\n";
       return 1;
     }
   }

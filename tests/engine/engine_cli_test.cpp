@@ -86,7 +86,7 @@ TEST(EngineCli, UnknownAndUnbuiltBackendsAreRejected)
 
 TEST(EngineCli, NcclNeedsABuildWithNcclAGpuAndTheLauncher)
 {
-  expect_one_line_error("train " + tiny + "--comm mpi", "--comm: unknown communicator 'mpi' (expected inprocess or nccl)");
+  expect_one_line_error("train " + tiny + "--comm mpi", "--comm: unknown communicator 'mpi' (expected inprocess, nccl or tcp)");
   expect_one_line_error("train " + tiny + "--rendezvous /tmp", "--rendezvous: expected only with --comm nccl");
 #ifdef GPUTWIN_ENGINE_HAS_NCCL
   expect_one_line_error("train " + tiny + "--comm nccl", "--comm nccl: expected --backend cuda");

@@ -61,7 +61,7 @@ ProcessRank process_rank_from_environment(const std::optional<std::string>& rend
     local_name = "OMPI_COMM_WORLD_LOCAL_RANK";
     p.launched_by = "mpirun";
   } else {
-    throw InputError("--comm nccl: no rank in the environment; expected GPUTWIN_RANK and GPUTWIN_WORLD_SIZE (run it "
+    throw InputError("--comm nccl/tcp: no rank in the environment; expected GPUTWIN_RANK and GPUTWIN_WORLD_SIZE (run it "
                      "under `gputwin-engine launch --nproc N -- ...`) or OMPI_COMM_WORLD_RANK (under mpirun)");
   }
   p.world_size = integer_variable(environment, size_name, 1, max_world_size, "the number of ranks");

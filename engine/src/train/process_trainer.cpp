@@ -1,6 +1,9 @@
 #include "process_trainer.hpp"
 
+#include "gputwin/engine/backend/backend_factory.hpp"
 #include "gputwin/engine/comm/file_rendezvous.hpp"
+#include "gputwin/engine/comm/tcp_world.hpp"
+#include "gputwin/engine/train/device_memory_check.hpp"
 #include "gputwin/engine/train/trace_metadata.hpp"
 #include "gputwin/models/input_error.hpp"
 #include "rank_loop.hpp"
@@ -9,7 +12,6 @@
 #ifdef GPUTWIN_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_query.hpp"
-#include "gputwin/engine/train/device_memory_check.hpp"
 #endif
 #ifdef GPUTWIN_HAVE_NCCL
 #include "cuda/nccl_communicator.hpp"
@@ -19,15 +21,42 @@ namespace gputwin::engine {
 
 std::string to_string(CommKind comm)
 {
-  return comm == CommKind::Nccl ? "nccl" : "inprocess";
+  switch (comm) {
+  case CommKind::Nccl: return "nccl";
+  case CommKind::Tcp: return "tcp";
+  case CommKind::InProcess: break;
+  }
+  return "inprocess";
 }
 
-ProcessRank check_process_run(const TrainConfig& config)
+namespace {
+
+// This process's rank (from the launcher's or mpirun's environment), checked against the plan's world size.
+ProcessRank rank_for_plan(const TrainConfig& config)
+{
+  const std::string flag = "--comm " + to_string(config.comm);
+  if (config.capture_gradients || config.capture_weights)
+    throw InputError(flag + ": gradient and weight capture are in-process only (expected --comm inprocess)");
+  if (!process_environment("GPUTWIN_RANK") && !process_environment("OMPI_COMM_WORLD_RANK"))
+    throw InputError(flag + ": no rank in the environment; expected GPUTWIN_RANK and GPUTWIN_WORLD_SIZE (run it "
+                            "under `gputwin-engine launch --nproc N -- ...`) or OMPI_COMM_WORLD_RANK (under mpirun)");
+  const ProcessRank p = process_rank_from_environment(
+      config.rendezvous_dir.empty() ? std::nullopt : std::optional<std::string>(config.rendezvous_dir));
+  const int needed = static_cast<int>(config.plan.dp * config.plan.pp * config.plan.tp);
+  if (p.world_size != needed)
+    throw InputError(std::string(p.launched_by == "mpirun" ? "OMPI_COMM_WORLD_SIZE" : "GPUTWIN_WORLD_SIZE") + ": " +
+                     std::to_string(p.world_size) + " processes, but the plan needs dp x pp x tp = " +
+                     std::to_string(needed) + " (expected " + std::to_string(needed) + " ranks, e.g. launch --nproc " +
+                     std::to_string(needed) + ")");
+  return p;
+}
+
+ProcessRank check_nccl_run(const TrainConfig& config)
 {
 #ifndef GPUTWIN_HAVE_CUDA
   (void)config;
-  throw InputError("--comm nccl: this gputwin-engine was built without CUDA and NCCL (expected --comm inprocess; "
-                   "build on a machine with nvcc and NCCL)");
+  throw InputError("--comm nccl: this gputwin-engine was built without CUDA and NCCL (expected --comm inprocess or "
+                   "--comm tcp; build on a machine with nvcc and NCCL)");
 #elif !defined(GPUTWIN_HAVE_NCCL)
   (void)config;
   throw InputError("--comm nccl: this gputwin-engine was built without NCCL (CMake found no nccl.h and libnccl; set "
@@ -38,16 +67,7 @@ ProcessRank check_process_run(const TrainConfig& config)
   const std::string why = cuda_backend_unavailable_reason();
   if (!why.empty())
     throw InputError("--comm nccl: no usable GPU (" + why + ")");
-  if (config.capture_gradients || config.capture_weights)
-    throw InputError("--comm nccl: gradient and weight capture are in-process only (expected --comm inprocess)");
-  const ProcessRank p = process_rank_from_environment(
-      config.rendezvous_dir.empty() ? std::nullopt : std::optional<std::string>(config.rendezvous_dir));
-  const int needed = static_cast<int>(config.plan.dp * config.plan.pp * config.plan.tp);
-  if (p.world_size != needed)
-    throw InputError(std::string(p.launched_by == "mpirun" ? "OMPI_COMM_WORLD_SIZE" : "GPUTWIN_WORLD_SIZE") + ": " +
-                     std::to_string(p.world_size) + " processes, but the plan needs dp x pp x tp = " +
-                     std::to_string(needed) + " (expected " + std::to_string(needed) + " ranks, e.g. launch --nproc " +
-                     std::to_string(needed) + ")");
+  const ProcessRank p = rank_for_plan(config);
   const size_t gpus = query_cuda_devices().size();
   if (gpus > 1 && static_cast<size_t>(p.local_rank) >= gpus)
     throw InputError(std::string(p.launched_by == "mpirun" ? "OMPI_COMM_WORLD_LOCAL_RANK" : "GPUTWIN_LOCAL_RANK") +
@@ -57,54 +77,31 @@ ProcessRank check_process_run(const TrainConfig& config)
 #endif
 }
 
-TrainResult train_process(const TrainConfig& config, const StepCallback& on_step)
+ProcessRank check_tcp_run(const TrainConfig& config)
 {
-  const ProcessRank p = check_process_run(config);
-#ifndef GPUTWIN_HAVE_NCCL
-  (void)p;
-  (void)on_step;
-  return {};
-#else
-  const RankGrid grid(config.plan.dp, config.plan.pp, config.plan.tp);
+  if (config.backend != "cpu")
+    throw InputError("--comm tcp: expected --backend cpu (TCP moves host memory; --comm nccl is the GPU path), got "
+                     "--backend " +
+                     config.backend);
+  return rank_for_plan(config);
+}
+
+std::vector<int> members(const RankGrid& grid, int group)
+{
+  std::vector<int> ranks;
+  for (const int32_t r : grid.groups()[static_cast<size_t>(group)].ranks)
+    ranks.push_back(r);
+  return ranks;
+}
+
+// What every multi-process run does once its communicators exist: runs this rank, hands its report to rank 0
+// through the rendezvous directory, and (rank 0) merges every rank's report. `finish` ends the communicators
+// after the rank's last call (before the reports).
+TrainResult run_and_merge(const TrainConfig& config, const RankGrid& grid, const ProcessRank& p, Backend& backend,
+                          RankCommunicators comms, const FileRendezvous& rendezvous, const StepCallback& on_step,
+                          const std::function<void()>& finish)
+{
   const int rank = p.rank;
-  // One visible GPU (CUDA_VISIBLE_DEVICES set per rank, or one rank per node): take it; else the local rank's.
-  const int device = query_cuda_devices().size() == 1 ? 0 : p.local_rank;
-  // Before anything is allocated (a failing rank exits; the launcher or mpirun stops the others).
-  check_memory_before_allocating(config, grid, {rank}, device);
-  const std::chrono::milliseconds timeout = rendezvous_timeout_from_environment();
-  const FileRendezvous rendezvous(p.rendezvous_dir, p.run_id, timeout);
-
-  NcclUniqueIdBytes id{};
-  if (rank == 0) {
-    id = nccl_unique_id();
-    rendezvous.publish("nccl-id", std::vector<char>(id.begin(), id.end()));
-  } else {
-    const std::vector<char> bytes = rendezvous.read("nccl-id");
-    if (bytes.size() != id.size())
-      throw CommError("rendezvous: " + rendezvous.path("nccl-id") + " holds " + std::to_string(bytes.size()) +
-                      " bytes; expected an ncclUniqueId of " + std::to_string(id.size()));
-    std::copy(bytes.begin(), bytes.end(), id.begin());
-  }
-
-  CudaBackend backend(device);
-  std::unique_ptr<NcclCommunicator> world =
-      NcclCommunicator::create_world(id, rank, p.world_size, device, timeout, backend.buffer_ops());
-  auto members = [&](int group) {
-    std::vector<int> ranks;
-    for (const int32_t r : grid.groups()[static_cast<size_t>(group)].ranks)
-      ranks.push_back(r);
-    return ranks;
-  };
-  // Every rank makes every split, in the same order (one split per kind: each rank is in one group of it).
-  RankCommunicators comms;
-  comms.tp = world->split(grid.tp_group(rank), members(grid.tp_group(rank)));
-  comms.dp = world->split(grid.dp_group(rank), members(grid.dp_group(rank)));
-  if (grid.pp() > 1) {
-    const int embedding = grid.embedding_group(rank);
-    comms.embedding = world->split(embedding, embedding >= 0 ? members(embedding) : std::vector<int>{});
-  }
-  comms.world = std::move(world);
-
   RankReport report;
   report.rank = rank;
   report.weighted_loss.assign(static_cast<size_t>(config.steps), 0.0);
@@ -116,6 +113,8 @@ TrainResult train_process(const TrainConfig& config, const StepCallback& on_step
   // The trace clock is the steady clock itself; each rank's program is shifted to its own start below.
   RankOutcome outcome =
       run_rank(config, grid, rank, backend, std::move(comms), corpus, Tracer::Clock::time_point{}, hooks);
+  if (finish)
+    finish();
   report.memory = outcome.memory;
   report.started_ns = outcome.started_ns;
   report.program = std::move(outcome.program);
@@ -145,7 +144,93 @@ TrainResult train_process(const TrainConfig& config, const StepCallback& on_step
     for (size_t it = 0; it < result.loss_per_step.size(); ++it)
       on_step(static_cast<int64_t>(it), result.loss_per_step[it], result.iteration_seconds[it]);
   return result;
+}
+
+TrainResult train_tcp(const TrainConfig& config, const ProcessRank& p, const StepCallback& on_step)
+{
+  const RankGrid grid(config.plan.dp, config.plan.pp, config.plan.tp);
+  const int rank = p.rank;
+  // Before anything is allocated (a failing rank exits; the launcher or mpirun stops the others).
+  check_memory_before_allocating(config, grid, {rank}, 0);
+  const std::chrono::milliseconds timeout = rendezvous_timeout_from_environment();
+  const FileRendezvous rendezvous(p.rendezvous_dir, p.run_id, timeout);
+  std::unique_ptr<Backend> backend = make_backend(config.backend);
+  TcpWorld world(rank, p.world_size, rendezvous, timeout);
+  RankCommunicators comms;
+  comms.tp = world.communicator(members(grid, grid.tp_group(rank)));
+  comms.dp = world.communicator(members(grid, grid.dp_group(rank)));
+  if (grid.embedding_group(rank) >= 0)
+    comms.embedding = world.communicator(members(grid, grid.embedding_group(rank)));
+  std::vector<int> everyone(static_cast<size_t>(p.world_size));
+  for (int r = 0; r < p.world_size; ++r)
+    everyone[static_cast<size_t>(r)] = r;
+  comms.world = world.communicator(everyone);
+  return run_and_merge(config, grid, p, *backend, std::move(comms), rendezvous, on_step, [&world] { world.close(); });
+}
+
+#ifdef GPUTWIN_HAVE_NCCL
+TrainResult train_nccl(const TrainConfig& config, const ProcessRank& p, const StepCallback& on_step)
+{
+  const RankGrid grid(config.plan.dp, config.plan.pp, config.plan.tp);
+  const int rank = p.rank;
+  // One visible GPU (CUDA_VISIBLE_DEVICES set per rank, or one rank per node): take it; else the local rank's.
+  const int device = query_cuda_devices().size() == 1 ? 0 : p.local_rank;
+  // Before anything is allocated (a failing rank exits; the launcher or mpirun stops the others).
+  check_memory_before_allocating(config, grid, {rank}, device);
+  const std::chrono::milliseconds timeout = rendezvous_timeout_from_environment();
+  const FileRendezvous rendezvous(p.rendezvous_dir, p.run_id, timeout);
+
+  NcclUniqueIdBytes id{};
+  if (rank == 0) {
+    id = nccl_unique_id();
+    rendezvous.publish("nccl-id", std::vector<char>(id.begin(), id.end()));
+  } else {
+    const std::vector<char> bytes = rendezvous.read("nccl-id");
+    if (bytes.size() != id.size())
+      throw CommError("rendezvous: " + rendezvous.path("nccl-id") + " holds " + std::to_string(bytes.size()) +
+                      " bytes; expected an ncclUniqueId of " + std::to_string(id.size()));
+    std::copy(bytes.begin(), bytes.end(), id.begin());
+  }
+
+  CudaBackend backend(device);
+  std::unique_ptr<NcclCommunicator> world =
+      NcclCommunicator::create_world(id, rank, p.world_size, device, timeout, backend.buffer_ops());
+  // Every rank makes every split, in the same order (one split per kind: each rank is in one group of it).
+  RankCommunicators comms;
+  comms.tp = world->split(grid.tp_group(rank), members(grid, grid.tp_group(rank)));
+  comms.dp = world->split(grid.dp_group(rank), members(grid, grid.dp_group(rank)));
+  if (grid.pp() > 1) {
+    const int embedding = grid.embedding_group(rank);
+    comms.embedding = world->split(embedding, embedding >= 0 ? members(grid, embedding) : std::vector<int>{});
+  }
+  comms.world = std::move(world);
+  return run_and_merge(config, grid, p, backend, std::move(comms), rendezvous, on_step, {});
+}
 #endif
+
+} // namespace
+
+ProcessRank check_process_run(const TrainConfig& config)
+{
+  if (config.comm == CommKind::Tcp)
+    return check_tcp_run(config);
+  return check_nccl_run(config);
+}
+
+TrainResult train_process(const TrainConfig& config, const StepCallback& on_step)
+{
+  const ProcessRank p = check_process_run(config);
+  try {
+    if (config.comm == CommKind::Tcp)
+      return train_tcp(config, p, on_step);
+#ifdef GPUTWIN_HAVE_NCCL
+    return train_nccl(config, p, on_step);
+#else
+    return {};
+#endif
+  } catch (const CommError& e) { // which rank saw it, as the threaded run says
+    throw CommError("rank " + std::to_string(p.rank) + ": " + e.what());
+  }
 }
 
 } // namespace gputwin::engine
