@@ -1,5 +1,7 @@
 #include "gputwin/engine/comm/in_process_world.hpp"
 
+#include "gputwin/engine/comm/member_reduction.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -8,27 +10,6 @@ namespace gputwin::engine {
 namespace {
 
 constexpr auto poll_interval = std::chrono::milliseconds(20); // how often a waiting rank checks for abort
-
-float read_element(const void* base, DType dtype, int64_t i)
-{
-  if (dtype == DType::F32)
-    return static_cast<const float*>(base)[i];
-  return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
-}
-
-void write_element(void* base, DType dtype, int64_t i, float value)
-{
-  if (dtype == DType::F32)
-    static_cast<float*>(base)[i] = value;
-  else
-    static_cast<uint16_t*>(base)[i] = float_to_bf16(value);
-}
-
-void require_float_type(DType dtype, const char* op)
-{
-  if (dtype != DType::F32 && dtype != DType::BF16)
-    throw CommError(std::string(op) + ": expected f32 or bf16 elements, got " + to_string(dtype));
-}
 
 class InProcessCommunicator final : public Communicator {
 public:
@@ -58,19 +39,10 @@ public:
       ops_->copy(data, result, count * dtype_bytes(dtype));
       return;
     }
-    std::vector<float> result(static_cast<size_t>(count));
-    exchange(data, [&](const std::vector<const void*>& inputs) {
-      for (int64_t i = 0; i < count; ++i) {
-        float acc = read_element(inputs[0], dtype, i);
-        for (size_t r = 1; r < inputs.size(); ++r) {
-          const float x = read_element(inputs[r], dtype, i);
-          acc = op == ReduceOp::Sum ? acc + x : std::max(acc, x);
-        }
-        result[static_cast<size_t>(i)] = acc;
-      }
-    });
-    for (int64_t i = 0; i < count; ++i) // after every member has read its inputs
-      write_element(data, dtype, i, result[static_cast<size_t>(i)]);
+    std::vector<float> result;
+    exchange(data,
+             [&](const std::vector<const void*>& inputs) { result = reduce_members(inputs, 0, count, dtype, op); });
+    store_elements(data, dtype, result); // after every member has read its inputs
   }
 
   void all_gather(const void* in, void* out, int64_t count, DType dtype) override
@@ -101,13 +73,8 @@ public:
       return;
     }
     exchange(in, [&](const std::vector<const void*>& inputs) {
-      const int64_t offset = static_cast<int64_t>(index_) * count;
-      for (int64_t i = 0; i < count; ++i) {
-        float acc = read_element(inputs[0], dtype, offset + i);
-        for (size_t r = 1; r < inputs.size(); ++r)
-          acc += read_element(inputs[r], dtype, offset + i);
-        write_element(out, dtype, i, acc);
-      }
+      store_elements(out, dtype,
+                     reduce_members(inputs, static_cast<int64_t>(index_) * count, count, dtype, ReduceOp::Sum));
     });
   }
 

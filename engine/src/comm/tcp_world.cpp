@@ -2,6 +2,7 @@
 // member order like InProcessWorld (bit-identical results), and tagged point-to-point messages.
 #include "gputwin/engine/comm/tcp_world.hpp"
 
+#include "gputwin/engine/comm/member_reduction.hpp"
 #include "tcp_transport.hpp"
 
 #include <algorithm>
@@ -27,27 +28,6 @@ const char* name_of(int64_t collective)
   return "an unknown collective";
 }
 
-float read_element(const void* base, DType dtype, int64_t i)
-{
-  if (dtype == DType::F32)
-    return static_cast<const float*>(base)[i];
-  return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
-}
-
-void write_element(void* base, DType dtype, int64_t i, float value)
-{
-  if (dtype == DType::F32)
-    static_cast<float*>(base)[i] = value;
-  else
-    static_cast<uint16_t*>(base)[i] = float_to_bf16(value);
-}
-
-void require_float_type(DType dtype, const char* op)
-{
-  if (dtype != DType::F32 && dtype != DType::BF16)
-    throw CommError(std::string(op) + ": expected f32 or bf16 elements, got " + to_string(dtype));
-}
-
 // The group's identity on the wire: FNV-1a over its members, the same in every process.
 uint64_t group_id(const std::vector<int>& ranks)
 {
@@ -65,8 +45,11 @@ public:
       : transport_(std::move(transport)), ranks_(std::move(ranks)), index_(index), group_(group_id(ranks_))
   {
     label_ = "ranks ";
-    for (size_t i = 0; i < ranks_.size(); ++i)
-      label_ += (i ? "," : "") + std::to_string(ranks_[i]);
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      if (i > 0)
+        label_ += ',';
+      label_ += std::to_string(ranks_[i]);
+    }
   }
 
   int rank() const override { return index_; }
@@ -81,17 +64,7 @@ public:
     const std::vector<std::vector<char>> theirs =
         exchange(kind, [&](int) { return std::make_pair(static_cast<const void*>(data), bytes); });
     const std::vector<const void*> inputs = pointers(theirs, data);
-    std::vector<float> result(static_cast<size_t>(count)); // as InProcessWorld: every input read, then written
-    for (int64_t i = 0; i < count; ++i) {
-      float acc = read_element(inputs[0], dtype, i);
-      for (size_t r = 1; r < inputs.size(); ++r) {
-        const float x = read_element(inputs[r], dtype, i);
-        acc = op == ReduceOp::Sum ? acc + x : std::max(acc, x);
-      }
-      result[static_cast<size_t>(i)] = acc;
-    }
-    for (int64_t i = 0; i < count; ++i)
-      write_element(data, dtype, i, result[static_cast<size_t>(i)]);
+    store_elements(data, dtype, reduce_members(inputs, 0, count, dtype, op)); // every input read, then written
   }
 
   void all_gather(const void* in, void* out, int64_t count, DType dtype) override
@@ -114,12 +87,7 @@ public:
     });
     const std::vector<const void*> inputs =
         pointers(theirs, static_cast<const char*>(in) + static_cast<int64_t>(index_) * bytes);
-    for (int64_t i = 0; i < count; ++i) {
-      float acc = read_element(inputs[0], dtype, i);
-      for (size_t r = 1; r < inputs.size(); ++r)
-        acc += read_element(inputs[r], dtype, i);
-      write_element(out, dtype, i, acc);
-    }
+    store_elements(out, dtype, reduce_members(inputs, 0, count, dtype, ReduceOp::Sum));
   }
 
   void send(const void* data, int64_t bytes, int peer, int64_t tag, int64_t sequence) override
@@ -204,8 +172,9 @@ private:
           call);
       if (m.header.sequence != number || m.header.tag != h.tag)
         throw CommError(call + ": rank " + std::to_string(source) + " is in collective #" +
-                        std::to_string(m.header.sequence) + " (" + name_of(m.header.tag) + ") of the group, this rank in #" +
-                        std::to_string(number) + " (expected every member to make the same calls in the same order)");
+                        std::to_string(m.header.sequence) + " (" + name_of(m.header.tag) +
+                        ") of the group, this rank in #" + std::to_string(number) +
+                        " (expected every member to make the same calls in the same order)");
       if (static_cast<int64_t>(m.data.size()) != expected)
         throw CommError(call + ": rank " + std::to_string(source) + " sent " + std::to_string(m.data.size()) +
                         " bytes, this rank expected " + std::to_string(expected) + " (the members' counts differ)");
@@ -243,10 +212,10 @@ TcpWorld::TcpWorld(int rank, int world_size, const FileRendezvous& rendezvous, s
                    const std::string& host)
 {
   if (world_size < 1 || rank < 0 || rank >= world_size)
-    throw std::invalid_argument("TcpWorld: expected 0 <= rank < world size, got rank " + std::to_string(rank) +
-                                " of " + std::to_string(world_size));
-  transport_ = std::make_shared<tcp::Transport>(rank, tcp::connect_mesh(rank, world_size, host, rendezvous, timeout),
-                                                timeout);
+    throw std::invalid_argument("TcpWorld: expected 0 <= rank < world size, got rank " + std::to_string(rank) + " of " +
+                                std::to_string(world_size));
+  transport_ =
+      std::make_shared<tcp::Transport>(rank, tcp::connect_mesh(rank, world_size, host, rendezvous, timeout), timeout);
 }
 
 TcpWorld::~TcpWorld()
@@ -254,8 +223,14 @@ TcpWorld::~TcpWorld()
   transport_->abort(); // communicators that outlive the world throw instead of waiting
 }
 
-int TcpWorld::rank() const { return transport_->rank(); }
-int TcpWorld::size() const { return transport_->size(); }
+int TcpWorld::rank() const
+{
+  return transport_->rank();
+}
+int TcpWorld::size() const
+{
+  return transport_->size();
+}
 
 std::unique_ptr<Communicator> TcpWorld::communicator(const std::vector<int>& world_ranks)
 {
@@ -269,6 +244,9 @@ std::unique_ptr<Communicator> TcpWorld::communicator(const std::vector<int>& wor
   return std::make_unique<TcpCommunicator>(transport_, world_ranks, static_cast<int>(me - world_ranks.begin()));
 }
 
-void TcpWorld::close() { transport_->close(); }
+void TcpWorld::close()
+{
+  transport_->close();
+}
 
 } // namespace gputwin::engine
