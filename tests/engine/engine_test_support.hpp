@@ -77,9 +77,10 @@ inline std::string describe(const PlanSpec& s)
 }
 
 inline TrainResult run_tiny(const PlanSpec& spec, int64_t steps, bool gradients, bool weights = false,
-                            bool trace = false)
+                            bool trace = false, const std::string& backend = "cpu")
 {
   TrainConfig config;
+  config.backend = backend;
   config.model = tiny_model();
   config.plan = make_plan(spec);
   validate_plan(config.model, config.plan);
