@@ -155,8 +155,16 @@ int launch_processes(const LaunchOptions& options, std::ostream& log)
                                                              {"GPUTWIN_RENDEZVOUS_DIR", directory},
                                                              {"GPUTWIN_RUN_ID", run_id}});
     std::vector<char*> envp = pointers(environment);
+    // SIGINT/SIGTERM wait while a rank starts: until it has restored the default handlers, a signal the launcher
+    // forwards would run the launcher's handler in the rank and be lost (the rank would then outlive it).
+    sigset_t stop_signals, previous_mask;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    ::sigprocmask(SIG_BLOCK, &stop_signals, &previous_mask);
     const pid_t pid = ::fork();
     if (pid < 0) {
+      ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
       log << "gputwin-engine launch: cannot start rank " << rank << ": fork failed: " << std::strerror(errno)
           << "; stopping the other ranks\n";
       signal_groups(children, SIGKILL);
@@ -169,6 +177,7 @@ int launch_processes(const LaunchOptions& options, std::ostream& log)
       ::setpgid(0, 0);
       ::signal(SIGINT, SIG_DFL);
       ::signal(SIGTERM, SIG_DFL);
+      ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr); // a signal forwarded meanwhile now stops the rank
 #ifdef __linux__
       ::prctl(PR_SET_PDEATHSIG, SIGTERM); // the launcher died (even by SIGKILL): stop too
       if (::getppid() != launcher)
@@ -183,6 +192,7 @@ int launch_processes(const LaunchOptions& options, std::ostream& log)
     }
     ::setpgid(pid, pid); // also here: a signal sent before the child ran setpgid must still reach its group
     children.push_back(Child{rank, pid, true});
+    ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr); // the launcher's own pending signal: handled now
   }
 
   int running = options.processes;
