@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """One GPT layer (pre-LN, hidden 8192, 64 heads, seq 2048, micro-batch 1, tp 1, no recompute) forward+backward:
-PyTorch eager bf16 (same math: unfused attention, no flash attention, tanh GeLU) against the gputwin CUDA engine,
+PyTorch eager bf16 (same math: unfused attention, no flash attention, tanh GeLU, dropout 0.1 on the attention
+probabilities and both residual branches as Megatron-LM and the engine have it) against the gputwin CUDA engine,
 measured in the same run on the same GPU (issue 7, Speed). Prints figures; not a test.
 
     python3 scripts/gpu-bench-layer.py --engine build-gpu/gputwin-engine
@@ -22,6 +23,7 @@ p.add_argument("--hidden", type=int, default=8192)
 p.add_argument("--heads", type=int, default=64)
 p.add_argument("--seq", type=int, default=2048)
 p.add_argument("--iters", type=int, default=10)
+p.add_argument("--dropout", type=float, default=0.1, help="both sides (the engine always runs its dropout kernels)")
 args = p.parse_args()
 h, a, s, b = args.hidden, args.heads, args.seq, 1
 d = h // a
@@ -45,11 +47,11 @@ def layer(x):  # x (s, b, h)
     qkv = F.linear(y, w_qkv, b_qkv).view(s, b, 3, a, d)
     q, k, v = (qkv[:, :, i].permute(1, 2, 0, 3) for i in range(3))  # (b, a, s, d)
     scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d) + mask
-    probs = torch.softmax(scores.float(), dim=-1).to(bf)
+    probs = F.dropout(torch.softmax(scores.float(), dim=-1).to(bf), args.dropout)
     ctx = torch.matmul(probs, v).permute(2, 0, 1, 3).reshape(s, b, h)
-    x = x + F.linear(ctx, w_o, b_o)
+    x = x + F.dropout(F.linear(ctx, w_o, b_o), args.dropout)
     y = F.layer_norm(x, (h,), ln2_w, ln2_b)
-    return x + F.linear(F.gelu(F.linear(y, w_fc1, b_fc1), approximate="tanh"), w_fc2, b_fc2)
+    return x + F.dropout(F.linear(F.gelu(F.linear(y, w_fc1, b_fc1), approximate="tanh"), w_fc2, b_fc2), args.dropout)
 
 
 x = torch.randn(s, b, h, device=dev, dtype=bf, requires_grad=True)
@@ -86,7 +88,7 @@ with tempfile.TemporaryDirectory() as tmp:
     trace = f"{tmp}/layer.json"
     cmd = [args.engine, "train", "--hidden", str(h), "--heads", str(a), "--layers", "1", "--seq-len", str(s),
            "--vocab", "1024", "--tp", "1", "--micro-batch", "1", "--global-batch", "1", "--steps", "3",
-           "--backend", "cuda", "--trace", trace]
+           "--dropout", str(args.dropout), "--backend", "cuda", "--trace", trace]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"gpu-bench-layer: error: the engine failed: {r.stdout.strip()} {r.stderr.strip()}")
