@@ -72,4 +72,18 @@ int RankGrid::embedding_group(int rank) const
   return static_cast<int>(dp_ * pp_ + dp_ * tp_ + pp_ * tp_ + c.dp * tp_ + c.tp);
 }
 
+std::vector<int> RankGrid::members(int index) const
+{
+  const std::vector<int32_t>& ranks = groups_.at(static_cast<size_t>(index)).ranks;
+  return std::vector<int>(ranks.begin(), ranks.end());
+}
+
+std::vector<int> RankGrid::all_ranks() const
+{
+  std::vector<int> ranks(static_cast<size_t>(world_size()));
+  for (int r = 0; r < world_size(); ++r)
+    ranks[static_cast<size_t>(r)] = r;
+  return ranks;
+}
+
 } // namespace gputwin::engine

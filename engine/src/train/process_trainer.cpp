@@ -45,9 +45,9 @@ ProcessRank rank_for_plan(const TrainConfig& config)
   const int needed = static_cast<int>(config.plan.dp * config.plan.pp * config.plan.tp);
   if (p.world_size != needed)
     throw InputError(std::string(p.launched_by == "mpirun" ? "OMPI_COMM_WORLD_SIZE" : "GPUTWIN_WORLD_SIZE") + ": " +
-                     std::to_string(p.world_size) + " processes, but the plan needs dp x pp x tp = " +
-                     std::to_string(needed) + " (expected " + std::to_string(needed) + " ranks, e.g. launch --nproc " +
-                     std::to_string(needed) + ")");
+                     std::to_string(p.world_size) +
+                     " processes, but the plan needs dp x pp x tp = " + std::to_string(needed) + " (expected " +
+                     std::to_string(needed) + " ranks, e.g. launch --nproc " + std::to_string(needed) + ")");
   return p;
 }
 
@@ -86,14 +86,6 @@ ProcessRank check_tcp_run(const TrainConfig& config)
   return rank_for_plan(config);
 }
 
-std::vector<int> members(const RankGrid& grid, int group)
-{
-  std::vector<int> ranks;
-  for (const int32_t r : grid.groups()[static_cast<size_t>(group)].ranks)
-    ranks.push_back(r);
-  return ranks;
-}
-
 // What every multi-process run does once its communicators exist: runs this rank, hands its report to rank 0
 // through the rendezvous directory, and (rank 0) merges every rank's report. `finish` ends the communicators
 // after the rank's last call (before the reports).
@@ -107,8 +99,12 @@ TrainResult run_and_merge(const TrainConfig& config, const RankGrid& grid, const
   report.weighted_loss.assign(static_cast<size_t>(config.steps), 0.0);
   report.iteration_seconds.assign(static_cast<size_t>(config.steps), 0.0);
   RankHooks hooks;
-  hooks.add_loss = [&](int64_t it, double weighted_loss) { report.weighted_loss[static_cast<size_t>(it)] += weighted_loss; };
-  hooks.iteration_done = [&](int64_t it, double seconds) { report.iteration_seconds[static_cast<size_t>(it)] = seconds; };
+  hooks.add_loss = [&](int64_t it, double weighted_loss) {
+    report.weighted_loss[static_cast<size_t>(it)] += weighted_loss;
+  };
+  hooks.iteration_done = [&](int64_t it, double seconds) {
+    report.iteration_seconds[static_cast<size_t>(it)] = seconds;
+  };
   const SyntheticCorpus corpus(config.model.vocab, config.options.seed);
   // The trace clock is the steady clock itself; each rank's program is shifted to its own start below.
   RankOutcome outcome =
@@ -157,14 +153,11 @@ TrainResult train_tcp(const TrainConfig& config, const ProcessRank& p, const Ste
   std::unique_ptr<Backend> backend = make_backend(config.backend);
   TcpWorld world(rank, p.world_size, rendezvous, timeout);
   RankCommunicators comms;
-  comms.tp = world.communicator(members(grid, grid.tp_group(rank)));
-  comms.dp = world.communicator(members(grid, grid.dp_group(rank)));
+  comms.tp = world.communicator(grid.members(grid.tp_group(rank)));
+  comms.dp = world.communicator(grid.members(grid.dp_group(rank)));
   if (grid.embedding_group(rank) >= 0)
-    comms.embedding = world.communicator(members(grid, grid.embedding_group(rank)));
-  std::vector<int> everyone(static_cast<size_t>(p.world_size));
-  for (int r = 0; r < p.world_size; ++r)
-    everyone[static_cast<size_t>(r)] = r;
-  comms.world = world.communicator(everyone);
+    comms.embedding = world.communicator(grid.members(grid.embedding_group(rank)));
+  comms.world = world.communicator(grid.all_ranks());
   return run_and_merge(config, grid, p, *backend, std::move(comms), rendezvous, on_step, [&world] { world.close(); });
 }
 
@@ -197,11 +190,11 @@ TrainResult train_nccl(const TrainConfig& config, const ProcessRank& p, const St
       NcclCommunicator::create_world(id, rank, p.world_size, device, timeout, backend.buffer_ops());
   // Every rank makes every split, in the same order (one split per kind: each rank is in one group of it).
   RankCommunicators comms;
-  comms.tp = world->split(grid.tp_group(rank), members(grid, grid.tp_group(rank)));
-  comms.dp = world->split(grid.dp_group(rank), members(grid, grid.dp_group(rank)));
+  comms.tp = world->split(grid.tp_group(rank), grid.members(grid.tp_group(rank)));
+  comms.dp = world->split(grid.dp_group(rank), grid.members(grid.dp_group(rank)));
   if (grid.pp() > 1) {
     const int embedding = grid.embedding_group(rank);
-    comms.embedding = world->split(embedding, embedding >= 0 ? members(grid, embedding) : std::vector<int>{});
+    comms.embedding = world->split(embedding, embedding >= 0 ? grid.members(embedding) : std::vector<int>{});
   }
   comms.world = std::move(world);
   return run_and_merge(config, grid, p, backend, std::move(comms), rendezvous, on_step, {});

@@ -67,21 +67,15 @@ void run_rank_thread(Shared& shared, int rank)
 {
   std::unique_ptr<Backend> backend = make_backend(shared.config.backend);
   const RankGrid& grid = shared.grid;
-  auto comm = [&](int index) {
-    std::vector<int> ranks;
-    for (const int32_t r : grid.groups()[static_cast<size_t>(index)].ranks)
-      ranks.push_back(r);
-    return shared.world.communicator(ranks, rank, backend->buffer_ops()); // device collectives where it has them
+  auto comm = [&](int index) { // device collectives where the backend has them
+    return shared.world.communicator(grid.members(index), rank, backend->buffer_ops());
   };
   RankCommunicators comms;
   comms.tp = comm(grid.tp_group(rank));
   comms.dp = comm(grid.dp_group(rank));
   if (grid.embedding_group(rank) >= 0)
     comms.embedding = comm(grid.embedding_group(rank));
-  std::vector<int> everyone(static_cast<size_t>(grid.world_size()));
-  for (int r = 0; r < grid.world_size(); ++r)
-    everyone[static_cast<size_t>(r)] = r;
-  comms.world = shared.world.communicator(everyone, rank); // send/recv take host memory
+  comms.world = shared.world.communicator(grid.all_ranks(), rank); // send/recv take host memory
 
   RankHooks hooks;
   hooks.add_loss = [&shared](int64_t it, double weighted_loss) {
@@ -101,10 +95,7 @@ TrainResult train_threads(const TrainConfig& config, const StepCallback& on_step
 {
   check_backend_name(config.backend);
   Shared shared(config, on_step);
-  std::vector<int> everyone(static_cast<size_t>(shared.grid.world_size()));
-  for (int rank = 0; rank < shared.grid.world_size(); ++rank)
-    everyone[static_cast<size_t>(rank)] = rank;
-  check_memory_before_allocating(config, shared.grid, everyone, 0); // every rank on one device
+  check_memory_before_allocating(config, shared.grid, shared.grid.all_ranks(), 0); // every rank on one device
   std::vector<std::thread> threads;
   for (int rank = 0; rank < shared.grid.world_size(); ++rank)
     threads.emplace_back([&shared, rank] {

@@ -34,6 +34,9 @@ public:
   int pp_group(int rank) const;
   int dp_group(int rank) const;
   int embedding_group(int rank) const; // -1 for ranks outside the first and last stage or with pp == 1
+  // The world ranks of group `index` in group order, as communicators take them; and every world rank, 0..n-1.
+  std::vector<int> members(int index) const;
+  std::vector<int> all_ranks() const;
 
 private:
   int64_t dp_, pp_, tp_;
