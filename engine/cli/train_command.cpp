@@ -53,7 +53,8 @@ void print_memory(std::ostream& out, const GptConfig& model, const ParallelPlan&
   out << "activation bytes saved per layer (one GPU, one micro-batch): measured " << measured_max;
   if (measured_min != measured_max)
     out << " (min " << measured_min << ")";
-  out << ", paper Table 2 " << paper << (measured_min == paper && measured_max == paper ? " (equal)" : " (DIFFERENT)")
+  out << (plan.attention == AttentionKernel::Flash ? ", memory model (flash attention) " : ", paper Table 2 ") << paper
+      << (measured_min == paper && measured_max == paper ? " (equal)" : " (DIFFERENT)")
       << "\n";
   const RankMemory& first = result.memory.front();
   const int64_t in_flight = peak_in_flight(pipeline_shape(plan), 0);

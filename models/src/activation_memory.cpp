@@ -29,16 +29,38 @@ int64_t outside_tp_region(int64_t bytes, const ParallelPlan& plan)
   return plan.sequence_parallel() ? bytes / plan.tp : bytes;
 }
 
+// a s b: the rows of the attention scores of a micro-batch, over all heads (one log-sum-exp each).
+int64_t asb(const GptConfig& model, const ParallelPlan& plan)
+{
+  return checked_product({model.heads, model.seq_len, plan.micro_batch}, "--heads/--seq-len/--micro-batch");
+}
+
+// What the attention core itself stores inside the TP region, before the split by t: 5 a s^2 b unfused
+// (softmax output, dropout mask, dropout output); 4 a s b with flash (fp32 log-sum-exp), whose RNG state is
+// added per rank by the callers.
+int64_t attention_core_bytes(const GptConfig& model, const ParallelPlan& plan)
+{
+  if (plan.attention == AttentionKernel::Flash)
+    return checked_product({4, asb(model, plan)}, "activations");
+  return checked_product({5, as2b(model, plan)}, "activations");
+}
+
+int64_t flash_state_bytes(const ParallelPlan& plan)
+{
+  return plan.attention == AttentionKernel::Flash ? flash_rng_state_bytes : 0;
+}
+
 int64_t no_recompute_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
   // Section 4.1: 34 sbh + 5 a s^2 b per layer (attention 11 sbh + 5 a s^2 b, MLP 19 sbh, layernorms 4 sbh).
   // 24 sbh and the attention core's 5 a s^2 b lie inside the tensor-parallel regions and split by t
   // (Section 4.2.1); 10 sbh -- the two layernorm inputs and the two post-block dropouts -- lie outside,
   // replicated under plain TP and sharded by sequence parallelism (Section 4.2.2).
+  // With flash attention the core's 5 a s^2 b is 4 a s b + the RNG state (activation_memory.hpp).
   const int64_t inside = checked_sum(checked_product({24, sbh(model, plan)}, "activations"),
-                                     checked_product({5, as2b(model, plan)}, "activations"), "activations");
+                                     attention_core_bytes(model, plan), "activations");
   const int64_t outside = checked_product({10, sbh(model, plan)}, "activations");
-  return inside / plan.tp + outside_tp_region(outside, plan);
+  return checked_sum(inside / plan.tp + outside_tp_region(outside, plan), flash_state_bytes(plan), "activations");
 }
 
 } // namespace
@@ -48,6 +70,9 @@ int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& p
   switch (plan.recompute) {
   case Recompute::None: return no_recompute_layer_bytes(model, plan);
   case Recompute::Selective:
+    // Flash attention stores nothing s x s for selective recompute to drop: the same bytes as no recompute.
+    if (plan.attention == AttentionKernel::Flash)
+      return no_recompute_layer_bytes(model, plan);
     // The attention core (softmax output 2 a s^2 b, its dropout mask a s^2 b, dropout output 2 a s^2 b) is not
     // kept: 24 sbh / t inside the TP blocks, 10 sbh outside.
     return checked_product({24, sbh(model, plan)}, "activations") / plan.tp +
@@ -61,7 +86,10 @@ int64_t recompute_workspace_bytes(const GptConfig& model, const ParallelPlan& pl
 {
   switch (plan.recompute) {
   case Recompute::None: return 0;
-  case Recompute::Selective: return checked_product({5, as2b(model, plan)}, "activations") / plan.tp;
+  case Recompute::Selective:
+    if (plan.attention == AttentionKernel::Flash)
+      return 0; // nothing recomputed outside the fused backward
+    return checked_product({5, as2b(model, plan)}, "activations") / plan.tp;
   case Recompute::Full: return no_recompute_layer_bytes(model, plan);
   }
   return 0;

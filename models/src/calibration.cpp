@@ -52,23 +52,36 @@ Line fit_conserving(const Points& p, double single_size_intercept)
   return Line{intercept, (total_t - n * intercept) / total_x};
 }
 
-// A GEMM as the fit sees it: math time = flops_per_wave_peak * (k + k_half) / k * (1 / efficiency).
+// A GEMM as the fit sees it: math time = unit_s(k_half) / gemm_efficiency, where unit_s is the time at
+// gemm_efficiency 1 (analytic curve or table, whichever the model uses).
 struct GemmSample {
-  double flops_per_wave_peak = 0; // FLOPs / (peak x wave quantization), seconds at efficiency 1 and k_half 0
-  double k = 0;
-  double memory_s = 0; // the memory term with the fitted memory efficiency
+  const traces::Op* op = nullptr;
+  double memory_s = 0; // the memory term with the fitted streaming bandwidth
   double measured_s = 0;
 };
+
+std::vector<double> unit_times_s(const GpuComputeModel& gpu, const std::vector<GemmSample>& samples, double k_half)
+{
+  GpuComputeModel unit = gpu;
+  unit.gemm_efficiency = 1;
+  unit.gemm_k_half = k_half;
+  std::vector<double> times;
+  times.reserve(samples.size());
+  for (const GemmSample& s : samples)
+    times.push_back(s.op->flops / (gpu.peak_flops * modelled_gemm_efficiency(unit, s.op->gemm)));
+  return times;
+}
 
 // For `k_half`, the inverse efficiency x with which the GEMMs' modelled total equals the measured one (written
 // to `inverse`; sum of max(math_i x, memory_i) is increasing in x: bisection), and the squared relative error
 // with it. Infinity when even x -> 0 (every GEMM at its memory term) exceeds the measured total.
-double gemm_objective(const std::vector<GemmSample>& samples, double k_half, double overhead_s, double& inverse)
+double gemm_objective(const GpuComputeModel& gpu, const std::vector<GemmSample>& samples, double k_half,
+                      double& inverse)
 {
-  std::vector<double> math_unit(samples.size());
+  const std::vector<double> math_unit = unit_times_s(gpu, samples, k_half);
+  const double overhead_s = gpu.kernel_overhead_s;
   double target = 0, memory_floor = 0, math_total = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
-    math_unit[i] = samples[i].flops_per_wave_peak * (samples[i].k + k_half) / samples[i].k;
     target += samples[i].measured_s - overhead_s;
     memory_floor += samples[i].memory_s;
     math_total += math_unit[i];
@@ -97,25 +110,21 @@ double gemm_objective(const std::vector<GemmSample>& samples, double k_half, dou
   return sse;
 }
 
-// Fits gemm_efficiency and gemm_k_half of `gpu` (memory efficiency and overhead already fitted). False if no
+// Fits gemm_efficiency and gemm_k_half of `gpu` (memory efficiencies and overhead already fitted). False if no
 // efficiency explains the data (kept nominal).
 bool fit_gemms(GpuComputeModel& gpu, const std::vector<const traces::Op*>& ops, const std::vector<double>& measured_s)
 {
   std::vector<GemmSample> samples;
-  GpuComputeModel unit = gpu;
-  unit.gemm_efficiency = 1;
-  unit.gemm_k_half = 0;
+  const double stream_bytes_per_s = memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
   for (size_t i = 0; i < ops.size(); ++i)
-    samples.push_back({ops[i]->flops / (gpu.peak_flops * gemm_efficiency(unit, ops[i]->gemm)),
-                       static_cast<double>(ops[i]->gemm.k),
-                       ops[i]->bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency), measured_s[i]});
+    samples.push_back({ops[i], ops[i]->bytes / stream_bytes_per_s, measured_s[i]});
   std::vector<double> grid{0};
   for (int j = 0; j <= 64; ++j)
     grid.push_back(std::exp2(j / 4.0));
   size_t best = 0;
   double best_sse = std::numeric_limits<double>::infinity(), x = 0;
   for (size_t j = 0; j < grid.size(); ++j) {
-    const double sse = gemm_objective(samples, grid[j], gpu.kernel_overhead_s, x);
+    const double sse = gemm_objective(gpu, samples, grid[j], x);
     if (sse < best_sse)
       best_sse = sse, best = j;
   }
@@ -126,15 +135,15 @@ bool fit_gemms(GpuComputeModel& gpu, const std::vector<const traces::Op*>& ops, 
   const double ratio = (std::sqrt(5.0) - 1) / 2;
   for (int iteration = 0; iteration < 80; ++iteration) {
     const double a = hi - ratio * (hi - lo), b = lo + ratio * (hi - lo);
-    if (gemm_objective(samples, a, gpu.kernel_overhead_s, x) <= gemm_objective(samples, b, gpu.kernel_overhead_s, x))
+    if (gemm_objective(gpu, samples, a, x) <= gemm_objective(gpu, samples, b, x))
       hi = b;
     else
       lo = a;
   }
   double k_half = (lo + hi) / 2;
-  if (!(gemm_objective(samples, k_half, gpu.kernel_overhead_s, x) <= best_sse))
+  if (!(gemm_objective(gpu, samples, k_half, x) <= best_sse))
     k_half = grid[best];
-  gemm_objective(samples, k_half, gpu.kernel_overhead_s, x);
+  gemm_objective(gpu, samples, k_half, x);
   gpu.gemm_k_half = k_half;
   gpu.gemm_efficiency = 1 / x;
   return true;
@@ -195,6 +204,7 @@ Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuCompu
   std::vector<const traces::Op*> gemms, memory_ops;
   std::vector<double> gemm_s;
   Points memory;
+  std::map<KernelClass, Points> by_class; // memory-bound ops of a named class
   for (const traces::OpGraph& graph : traces)
     for (const traces::RankProgram& program : graph.ranks)
       for (const traces::Op& op : program.ops) {
@@ -208,6 +218,11 @@ Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuCompu
           memory_ops.push_back(&op);
           memory.x.push_back(op.bytes);
           memory.t.push_back(seconds);
+          const KernelClass c = classify_kernel(op.name, false);
+          if (c != KernelClass::Other) {
+            by_class[c].x.push_back(op.bytes);
+            by_class[c].t.push_back(seconds);
+          }
         }
       }
 
@@ -226,29 +241,99 @@ Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuCompu
       result.notes.push_back("memory-bound ops move no bytes or take no longer with more: memory_efficiency kept "
                              "at its nominal value");
   }
-  if (gemms.empty())
+  // Each named class on its own line (same rule, intercept >= 0), expressed relative to the global line. A
+  // class overhead below the global one lowers the global overhead to it (the global bandwidth refitted to
+  // the total with that overhead), so that every class's extra overhead is >= 0.
+  std::map<KernelClass, Line> class_lines;
+  for (const auto& [kernel_class, points] : by_class) {
+    const Line line = fit_conserving(points, gpu.kernel_overhead_s);
+    if (line.slope > 0)
+      class_lines[kernel_class] = line;
+    else
+      result.notes.push_back("memory-bound class " + to_string(kernel_class) +
+                             ": no bytes or no growth with size, kept at its nominal parameters");
+  }
+  double lowest_overhead_s = gpu.kernel_overhead_s;
+  for (const auto& [kernel_class, line] : class_lines)
+    lowest_overhead_s = std::min(lowest_overhead_s, line.intercept);
+  if (lowest_overhead_s < gpu.kernel_overhead_s) {
+    double total_t = 0, total_x = 0;
+    for (size_t i = 0; i < memory.t.size(); ++i)
+      total_t += memory.t[i], total_x += memory.x[i];
+    gpu.kernel_overhead_s = lowest_overhead_s;
+    gpu.memory_efficiency =
+        total_x / ((total_t - static_cast<double>(memory.t.size()) * lowest_overhead_s) * gpu.hbm_bytes_per_s);
+  }
+  for (const auto& [kernel_class, line] : class_lines)
+    gpu.memory_classes[kernel_class] = {1 / (line.slope * gpu.hbm_bytes_per_s * gpu.memory_efficiency),
+                                        line.intercept - gpu.kernel_overhead_s};
+  for (const auto& [kernel_class, params] : gpu.memory_classes)
+    if (!by_class.count(kernel_class))
+      result.notes.push_back("memory-bound class " + to_string(kernel_class) +
+                             ": not in the traces, kept at its nominal parameters (relative to memory_efficiency)");
+
+  GpuComputeModel analytic; // the analytic curve fitted alone, to compare with a table
+  if (gemms.empty()) {
     result.notes.push_back("no GEMM with a measured duration: gemm_efficiency and gemm_k_half kept at their "
                            "nominal values");
-  else if (!fit_gemms(gpu, gemms, gemm_s))
-    result.notes.push_back("the GEMMs take less in total than their overhead and memory terms: gemm_efficiency "
-                           "and gemm_k_half kept at their nominal values");
+  } else {
+    if (gpu.gemm_table) {
+      analytic = gpu;
+      analytic.gemm_table = nullptr;
+      if (!fit_gemms(analytic, gemms, gemm_s))
+        analytic = GpuComputeModel{};
+    }
+    if (!fit_gemms(gpu, gemms, gemm_s))
+      result.notes.push_back("the GEMMs take less in total than their overhead and memory terms: gemm_efficiency "
+                             "and gemm_k_half kept at their nominal values");
+  }
 
-  OpClassFit gemm_fit{"gemm", 0, 0, 0, 0, 0}, memory_fit{"memory", 0, 0, 0, 0, 0};
+  // Errors: the fitted model per class, the simpler model beside it (analytic curve instead of the table; one
+  // memory efficiency instead of the classes), per kernel class, then per op name.
+  GpuComputeModel one_efficiency = gpu;
+  one_efficiency.memory_classes.clear();
+  const auto fit_row = [](const std::string& name) { return OpClassFit{name, 0, 0, 0, 0, 0}; };
+  OpClassFit gemm_fit = fit_row("gemm"), analytic_fit = fit_row("gemm (analytic)"), memory_fit = fit_row("memory"),
+             global_fit = fit_row("memory (one efficiency)");
+  std::map<KernelClass, std::pair<OpClassFit, OpClassFit>> class_fits;
   std::map<std::string, OpClassFit> by_name;
-  const auto account = [&](OpClassFit& class_fit, const std::string& prefix, const traces::Op& op, double seconds) {
-    const double modelled_s = compute_duration_s(gpu, op);
-    add_error(class_fit, seconds, modelled_s);
+  const auto account_name = [&](const std::string& prefix, const traces::Op& op, double seconds, double modelled_s) {
     OpClassFit& named = by_name[prefix + op.name];
     named.op_class = prefix + op.name;
     add_error(named, seconds, modelled_s);
   };
-  for (size_t i = 0; i < gemms.size(); ++i)
-    account(gemm_fit, "gemm:", *gemms[i], gemm_s[i]);
-  for (size_t i = 0; i < memory_ops.size(); ++i)
-    account(memory_fit, "memory:", *memory_ops[i], memory.t[i]);
-  for (OpClassFit* fit : {&gemm_fit, &memory_fit})
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const double modelled_s = compute_duration_s(gpu, *gemms[i]);
+    add_error(gemm_fit, gemm_s[i], modelled_s);
+    if (analytic.peak_flops > 0)
+      add_error(analytic_fit, gemm_s[i], compute_duration_s(analytic, *gemms[i]));
+    account_name("gemm:", *gemms[i], gemm_s[i], modelled_s);
+  }
+  for (size_t i = 0; i < memory_ops.size(); ++i) {
+    const double modelled_s = compute_duration_s(gpu, *memory_ops[i]);
+    const double global_s = compute_duration_s(one_efficiency, *memory_ops[i]);
+    add_error(memory_fit, memory.t[i], modelled_s);
+    add_error(global_fit, memory.t[i], global_s);
+    const KernelClass c = classify_kernel(memory_ops[i]->name, false);
+    if (by_class.count(c)) {
+      auto& [with_class, without] = class_fits[c];
+      with_class.op_class = to_string(c);
+      without.op_class = to_string(c) + " (one efficiency)";
+      add_error(with_class, memory.t[i], modelled_s);
+      add_error(without, memory.t[i], global_s);
+    }
+    account_name("memory:", *memory_ops[i], memory.t[i], modelled_s);
+  }
+  for (const OpClassFit* fit : {&gemm_fit, &analytic_fit, &memory_fit})
     if (fit->ops > 0)
       result.fits.push_back(*fit);
+  if (!class_fits.empty()) {
+    result.fits.push_back(global_fit);
+    for (const auto& [c, pair] : class_fits) {
+      result.fits.push_back(pair.first);
+      result.fits.push_back(pair.second);
+    }
+  }
   for (const auto& [name, fit] : by_name)
     result.fits.push_back(fit);
   for (OpClassFit& fit : result.fits)

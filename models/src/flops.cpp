@@ -25,10 +25,18 @@ double model_flops_per_iteration(const GptConfig& model, int64_t global_batch)
   return 3.0 * (L * layer_forward_flops(model, global_batch) + logits_forward_flops(model, global_batch));
 }
 
-double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch, Recompute recompute)
+double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch, Recompute recompute,
+                                    AttentionKernel attention)
 {
   const double L = static_cast<double>(model.layers);
   const double model_flops = model_flops_per_iteration(model, global_batch);
+  if (attention == AttentionKernel::Flash) {
+    const double B = static_cast<double>(global_batch), s = static_cast<double>(model.seq_len),
+                 h = static_cast<double>(model.hidden);
+    const double backward_recompute = 2.0 * B * L * s * s * h; // Q K^T again inside the fused backward
+    const double rerun = recompute == Recompute::Full ? L * layer_forward_flops(model, global_batch) : 0.0;
+    return model_flops + rerun + backward_recompute;
+  }
   switch (recompute) {
   case Recompute::None: return model_flops;
   case Recompute::Selective: {

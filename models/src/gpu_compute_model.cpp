@@ -6,6 +6,19 @@
 
 namespace gputwin {
 
+namespace {
+
+// The analytic curve's shape factor, wave quantization x k / (k + k_half), at real-valued coordinates.
+double analytic_shape_factor(const GpuComputeModel& gpu, double m, double n, double k, double batch)
+{
+  const double tiles = std::ceil(m / gpu.gemm_tile_m) * std::ceil(n / gpu.gemm_tile_n) * batch;
+  const double waves = std::ceil(tiles / gpu.multiprocessors);
+  const double wave_utilization = tiles / (waves * gpu.multiprocessors);
+  return wave_utilization * k / (k + gpu.gemm_k_half);
+}
+
+} // namespace
+
 GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s)
 {
   GpuComputeModel m;
@@ -16,7 +29,8 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
     // gemm_efficiency and memory_efficiency are fit (grid search, 0.02 steps) to the forward and backward times
     // of Korthikanti et al. 2022 Table 4's baseline row (one 22B layer on 8 A100s, TP 8, no recompute: 7.7 and
     // 11.9 ms); the other four Table 4 rows and Table 5 are checked, not fit (tests/sim/validation). The
-    // short-k penalty (k_half) and the per-kernel overhead are set, not fit.
+    // short-k penalty (k_half) and the per-kernel overhead are set, not fit. No A100 GEMM table or kernel-class
+    // measurements exist: the analytic curve and one memory efficiency.
     m.multiprocessors = 108;
     m.gemm_efficiency = 0.76;
     m.gemm_k_half = 48;
@@ -24,17 +38,30 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
     m.kernel_overhead_s = 4e-6;
     m.source = "fit to Korthikanti et al. 2022 Table 4 (22B layer, A100)";
   } else if (gpu_kind.rfind("h100", 0) == 0 || gpu_kind.rfind("h200", 0) == 0) {
-    // Fit by `gputwin calibrate --gpu h100` to traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json:
-    // cuBLAS bf16 GEMMs of GPT layer shapes (Table 3 models at tp 8, tp 1/2/4 layers) and PyTorch
-    // memory-bound kernels (copy, layernorm, GeLU, softmax), measured on a lent H100 80GB HBM3 with
-    // scripts/gpu-measure-kernels.py (2026-11-22). Fit errors: GEMMs 12.7% mean, memory-bound 33.6% mean.
-    // H200 (same SMs and clocks, faster HBM) uses the same efficiencies: not measured.
+    // GEMMs: the public H100 bf16 GEMM table (XLA's, models/data/h100_gemm_table.csv) for the shape of the
+    // efficiency curve; its level (gemm_efficiency), the short-k penalty used beyond the table's k range
+    // (gemm_k_half) and the memory-bound classes fit by `gputwin calibrate --gpu h100` to
+    // traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json: cuBLAS bf16 GEMMs of GPT layer shapes (Table
+    // 3 models at tp 8, tp 1/2/4 layers) and PyTorch memory-bound kernels (copy, layernorm, GeLU, softmax),
+    // measured on a lent H100 80GB HBM3 with scripts/gpu-measure-kernels.py (2026-11-22). Classes without
+    // measurements (dropout, embedding, cross-entropy, optimizer) use memory_efficiency. Fit errors in
+    // sim/README.md ("GPU compute model"). H200 (same SMs and clocks, faster HBM) uses the same numbers: not
+    // measured.
     m.multiprocessors = 132;
-    m.gemm_efficiency = 0.8042;
-    m.gemm_k_half = 340.4;
+    m.gemm_efficiency = 0.7332; // x the table's best 808.7 TFLOP/s / peak: this device reaches 90.7% of XLA's
+    m.gemm_k_half = 316.8;
     m.memory_efficiency = 0.5038;
     m.kernel_overhead_s = 0;
-    m.source = "fit to cuBLAS/PyTorch kernels measured on an H100 (traces/captured/NVIDIA-H100-80GB-HBM3)";
+    m.gemm_table = builtin_gemm_table("h100");
+    m.gemm_table_ref = "builtin:h100";
+    // Bandwidths 1.72 (layernorm), 1.43 (softmax), 2.71 (GeLU), 3.06 TB/s (copy: elementwise streaming, also
+    // the GEMMs' memory term); overheads 0, 0, 2.2 and 4.4 us.
+    m.memory_classes = {{KernelClass::LayerNorm, {1.019, 0}},
+                        {KernelClass::Softmax, {0.8454, 0}},
+                        {KernelClass::Gelu, {1.605, 2.211e-6}},
+                        {KernelClass::Elementwise, {1.812, 4.418e-6}}};
+    m.source = "GEMM table: XLA's H100 measurements; level and kernel classes fit to cuBLAS/PyTorch kernels "
+               "measured on an H100 (traces/captured/NVIDIA-H100-80GB-HBM3)";
   } else {
     throw std::invalid_argument("no compute model for GPU kind '" + gpu_kind + "' (expected a100-*, h100-* or h200-*)");
   }
@@ -61,22 +88,47 @@ GpuComputeModel nominal_roofline_model(const std::string& kind, double peak_flop
 
 double gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape)
 {
-  const double tiles = std::ceil(static_cast<double>(shape.m) / gpu.gemm_tile_m) *
-                       std::ceil(static_cast<double>(shape.n) / gpu.gemm_tile_n) * static_cast<double>(shape.batch);
-  const double waves = std::ceil(tiles / gpu.multiprocessors);
-  const double wave_utilization = tiles / (waves * gpu.multiprocessors);
-  const double k = static_cast<double>(shape.k);
-  return gpu.gemm_efficiency * wave_utilization * k / (k + gpu.gemm_k_half);
+  return gpu.gemm_efficiency * analytic_shape_factor(gpu, static_cast<double>(shape.m), static_cast<double>(shape.n),
+                                                     static_cast<double>(shape.k), static_cast<double>(shape.batch));
+}
+
+double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape)
+{
+  if (!gpu.gemm_table)
+    return gemm_efficiency(gpu, shape);
+  const GemmTable& table = *gpu.gemm_table;
+  const GemmPoint edge = table.edge(shape);
+  const double at_edge = table.flops_per_s(edge) / table.max_flops_per_s();
+  const double curve_ratio =
+      analytic_shape_factor(gpu, static_cast<double>(shape.m), static_cast<double>(shape.n),
+                            static_cast<double>(shape.k), static_cast<double>(shape.batch)) /
+      analytic_shape_factor(gpu, edge.m, edge.n, edge.k, edge.batch);
+  return gpu.gemm_efficiency * at_edge * curve_ratio;
+}
+
+MemoryClassParams memory_class_params(const GpuComputeModel& gpu, KernelClass c)
+{
+  const auto it = gpu.memory_classes.find(c);
+  return it == gpu.memory_classes.end() ? MemoryClassParams{} : it->second;
+}
+
+double memory_class_bytes_per_s(const GpuComputeModel& gpu, KernelClass c)
+{
+  return gpu.hbm_bytes_per_s * gpu.memory_efficiency * memory_class_params(gpu, c).relative_efficiency;
 }
 
 double compute_duration_s(const GpuComputeModel& gpu, const traces::Op& op)
 {
-  const double memory_s = op.bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency);
   if (op.gemm.m > 0 && op.gemm.n > 0 && op.gemm.k > 0) {
-    const double math_s = op.flops / (gpu.peak_flops * gemm_efficiency(gpu, op.gemm));
+    const double memory_s = op.bytes / memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
+    const double math_s = op.flops / (gpu.peak_flops * modelled_gemm_efficiency(gpu, op.gemm));
     return std::max(math_s, memory_s) + gpu.kernel_overhead_s;
   }
-  return memory_s + gpu.kernel_overhead_s;
+  // Classifying by name costs a string scan: only when the model distinguishes classes.
+  const MemoryClassParams c = gpu.memory_classes.empty() ? MemoryClassParams{}
+                                                         : memory_class_params(gpu, classify_kernel(op.name, false));
+  return gpu.kernel_overhead_s + c.overhead_s +
+         op.bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency * c.relative_efficiency);
 }
 
 } // namespace gputwin

@@ -1,5 +1,6 @@
 #include "gputwin/models/layer_ops.hpp"
 
+#include "gputwin/models/flash_attention_cost.hpp"
 #include "gputwin/models/parameter_count.hpp"
 
 namespace gputwin {
@@ -80,10 +81,42 @@ int64_t column_parallel_backward(OpEmitter& e, const LayerShape& s, int32_t grou
 void attention_core_forward(OpEmitter& e, const LayerShape& s)
 {
   const int64_t batch = s.b * s.heads_per_rank(), dh = s.head_dim();
+  if (s.attention == AttentionKernel::Flash) {
+    const FusedAttentionCost c = flash_attention_forward_cost(batch, s.s, dh);
+    e.fused("attn.flash.fwd", c.shape, c.flops, c.bytes);
+    return;
+  }
   e.gemm("attn.scores.fwd", {s.s, s.s, dh, batch});
   e.memory("attn.softmax.fwd", scores(s) * (2 + 2), scores(s) * 5);
   e.memory("attn.dropout.fwd", scores(s) * (2 + 2 + 1), scores(s));
   e.gemm("attn.context.fwd", {s.s, dh, s.s, batch});
+}
+
+// The attention core's backward, from the context gradient to the Q, K, V gradients.
+void attention_core_backward(OpEmitter& e, const LayerShape& s, Recompute recompute)
+{
+  const int64_t batch = s.b * s.heads_per_rank(), dh = s.head_dim();
+  if (s.attention == AttentionKernel::Flash) {
+    // One fused backward (FlashAttention-2): P rebuilt tile by tile from Q, K and the stored log-sum-exp,
+    // dropout redrawn from the RNG state; selective recompute has nothing to add.
+    const FusedAttentionCost c = flash_attention_backward_cost(batch, s.s, dh);
+    e.fused("attn.flash.bwd", c.shape, c.flops, c.bytes);
+    return;
+  }
+  if (recompute == Recompute::Selective) {
+    // Korthikanti et al. 2022, Section 4.3: rerun QK^T, softmax, dropout and attention over V from the saved
+    // Q, K, V before the attention core's backward.
+    const traces::Phase phase = e.phase();
+    e.set_phase(traces::Phase::Recompute);
+    attention_core_forward(e, s);
+    e.set_phase(phase);
+  }
+  e.gemm("attn.context.dgrad_probs", {s.s, s.s, dh, batch});
+  e.gemm("attn.context.dgrad_v", {s.s, dh, s.s, batch});
+  e.memory("attn.dropout.bwd", scores(s) * (2 + 1 + 2), scores(s));
+  e.memory("attn.softmax.bwd", scores(s) * (2 + 2 + 2), scores(s) * 4);
+  e.gemm("attn.scores.dgrad_q", {s.s, dh, s.s, batch});
+  e.gemm("attn.scores.dgrad_k", {s.s, dh, s.s, batch});
 }
 
 } // namespace
@@ -97,6 +130,7 @@ LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan)
   s.a = model.heads;
   s.t = plan.tp;
   s.sp = plan.sequence_parallel() && plan.tp > 1;
+  s.attention = plan.attention;
   s.vocab_per_rank = padded_vocab(model, plan.tp) / plan.tp;
   return s;
 }
@@ -124,7 +158,7 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, int32_t g)
 
 void emit_layer_backward(OpEmitter& e, const LayerShape& s, int32_t g, Recompute recompute)
 {
-  const int64_t T = s.tokens(), h = s.h, hp = s.h / s.t, batch = s.b * s.heads_per_rank(), dh = s.head_dim();
+  const int64_t T = s.tokens(), h = s.h, hp = s.h / s.t;
   // MLP block, from its output back.
   e.memory("dropout_add.bwd", outside(s) * (2 + 1 + 2 + 2), outside(s) * 2);
   enter_tp_region_backward(e, s, g);
@@ -142,20 +176,7 @@ void emit_layer_backward(OpEmitter& e, const LayerShape& s, int32_t g, Recompute
   e.gemm("proj.dgrad", {T, hp, h});
   e.gemm("proj.wgrad", {h, hp, T});
   e.memory("proj.bias_grad", d(T * h) * 2, d(T * h));
-  if (recompute == Recompute::Selective) {
-    // Korthikanti et al. 2022, Section 4.3: rerun QK^T, softmax, dropout and attention over V from the saved
-    // Q, K, V before the attention core's backward.
-    const traces::Phase phase = e.phase();
-    e.set_phase(traces::Phase::Recompute);
-    attention_core_forward(e, s);
-    e.set_phase(phase);
-  }
-  e.gemm("attn.context.dgrad_probs", {s.s, s.s, dh, batch});
-  e.gemm("attn.context.dgrad_v", {s.s, dh, s.s, batch});
-  e.memory("attn.dropout.bwd", scores(s) * (2 + 1 + 2), scores(s));
-  e.memory("attn.softmax.bwd", scores(s) * (2 + 2 + 2), scores(s) * 4);
-  e.gemm("attn.scores.dgrad_q", {s.s, dh, s.s, batch});
-  e.gemm("attn.scores.dgrad_k", {s.s, dh, s.s, batch});
+  attention_core_backward(e, s, recompute);
   reduced = column_parallel_backward(e, s, g, "qkv.dgrad", {T, h, 3 * hp}, "qkv.wgrad", {3 * hp, h, T});
   e.memory("ln1.bwd", outside(s) * (2 + 2 + 2 + 2), outside(s) * 12,
            reduced >= 0 ? std::vector<int64_t>{reduced} : std::vector<int64_t>{});

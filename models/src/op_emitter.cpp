@@ -38,6 +38,16 @@ int64_t OpEmitter::gemm(const char* name, traces::GemmShape shape, std::vector<i
   return op.id;
 }
 
+int64_t OpEmitter::fused(const char* name, traces::GemmShape shape, double flops, double bytes,
+                         std::vector<int64_t> deps)
+{
+  traces::Op& op = add(name, traces::OpKind::Compute, compute_stream, std::move(deps));
+  op.gemm = shape;
+  op.flops = flops;
+  op.bytes = bytes;
+  return op.id;
+}
+
 int64_t OpEmitter::memory(const char* name, double bytes, double flops, std::vector<int64_t> deps)
 {
   traces::Op& op = add(name, traces::OpKind::Compute, compute_stream, std::move(deps));

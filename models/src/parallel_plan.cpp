@@ -29,6 +29,11 @@ std::string to_string(TpComm c)
   return c == TpComm::SequenceParallel ? "sequence-parallel" : "all-reduce";
 }
 
+std::string to_string(AttentionKernel k)
+{
+  return k == AttentionKernel::Flash ? "flash" : "unfused";
+}
+
 std::optional<Recompute> parse_recompute(const std::string& text)
 {
   if (text == "none")
@@ -48,6 +53,15 @@ std::optional<Schedule> parse_schedule(const std::string& text)
     return Schedule::OneFOneB;
   if (text == "interleaved")
     return Schedule::Interleaved;
+  return std::nullopt;
+}
+
+std::optional<AttentionKernel> parse_attention(const std::string& text)
+{
+  if (text == "unfused")
+    return AttentionKernel::Unfused;
+  if (text == "flash")
+    return AttentionKernel::Flash;
   return std::nullopt;
 }
 
@@ -121,6 +135,7 @@ std::string describe_plan(const ParallelPlan& plan)
                   str(plan.micro_batches()) + " micro-batches per pipeline)";
   s += plan.sequence_parallel() ? " · SP" : "";
   s += " · recompute " + to_string(plan.recompute);
+  s += " · " + to_string(plan.attention) + " attention";
   s += " · " + to_string(plan.schedule);
   if (plan.schedule == Schedule::Interleaved)
     s += " x" + str(plan.chunks) + " chunks";

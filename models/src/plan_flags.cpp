@@ -29,6 +29,9 @@ void add_plan_flags(ArgParser& parser)
   parser.add_option("--global-batch", "B", "samples per iteration over all replicas (default micro-batch x dp)");
   parser.add_switch("--sp", "sequence parallelism in the tensor-parallel regions");
   parser.add_option("--recompute", "MODE", "activation recompute: none|selective|full (default none)");
+  parser.add_option("--attention", "KERNEL",
+                    "attention core: unfused (separate kernels, s x s activations stored; default) or flash (one "
+                    "fused tiled kernel forward and backward, FlashAttention-2)");
   parser.add_option("--schedule", "NAME", "pipeline schedule: 1f1b|interleaved|gpipe (default 1f1b)");
   parser.add_option("--chunks", "V", "model chunks per stage, interleaved schedule only");
   parser.add_option("--zero", "0|1", "1 shards the optimizer states over the dp replicas (ZeRO-1)");
@@ -113,6 +116,12 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
     if (!parsed)
       throw InputError("--recompute: expected none|selective|full, got '" + *r + "'");
     plan.recompute = *parsed;
+  }
+  if (const std::optional<std::string> k = args.value("--attention")) {
+    const std::optional<AttentionKernel> parsed = parse_attention(*k);
+    if (!parsed)
+      throw InputError("--attention: expected unfused|flash, got '" + *k + "'");
+    plan.attention = *parsed;
   }
   if (const std::optional<std::string> s = args.value("--schedule")) {
     const std::optional<Schedule> parsed = parse_schedule(*s);

@@ -249,6 +249,7 @@ traces::OpGraph workload_graph(const Workload& w)
       {"global_batch", std::to_string(p.effective_global_batch())},
       {"sequence_parallel", p.sequence_parallel() ? "true" : "false"},
       {"recompute", to_string(p.recompute)},
+      {"attention", to_string(p.attention)},
       {"schedule", to_string(p.schedule)},
       {"chunks", std::to_string(p.chunks)},
       {"zero", std::to_string(p.zero_stage)},

@@ -75,6 +75,13 @@ void print_report(std::ostream& out, const Calibration& c, const GpuComputeModel
   out << "  effective GEMM throughput " << fmt("%.4g", g.peak_flops * g.gemm_efficiency)
       << " FLOP/s (large k, full waves), memory-bound kernels " << fmt("%.4g", g.hbm_bytes_per_s * g.memory_efficiency)
       << " B/s\n";
+  if (g.gemm_table)
+    out << "  GEMM table " << g.gemm_table_ref << ": " << g.gemm_table->source() << " (its best "
+        << fmt("%.4g", g.gemm_table->max_flops_per_s()) << " FLOP/s is the level gemm_efficiency sets)\n";
+  for (const auto& [kernel_class, params] : g.memory_classes)
+    out << "  class " << to_string(kernel_class) << ": relative_efficiency " << fmt("%.4g", params.relative_efficiency)
+        << " (" << fmt("%.4g", memory_class_bytes_per_s(g, kernel_class)) << " B/s), overhead_s "
+        << fmt("%.4g", params.overhead_s) << "\n";
   if (!c.fits.empty()) {
     out << "\n  op class / op name                          ops   measured_s   modelled_s  mean|err|   max|err|\n";
     for (const OpClassFit& f : c.fits)
@@ -98,11 +105,20 @@ void print_report(std::ostream& out, const Calibration& c, const GpuComputeModel
 
 int run_calibrate(const std::vector<std::string>& args, std::ostream& out)
 {
+  for (const std::string& arg : args) // nccl-tests logs: the network/NCCL fit (calibrate_nccl_command.cpp)
+    if (arg == "--nccl-tests")
+      return run_calibrate_nccl(args, out);
+  for (const std::string& arg : args) // measured iteration times: GPU + framework fit (calibrate_iterations_command.cpp)
+    if (arg == "--iterations")
+      return run_calibrate_iterations(args, out);
   ArgParser parser(
       "gputwin calibrate",
       "Fits the GPU compute model (gemm_efficiency, gemm_k_half, memory_efficiency, kernel_overhead_s) to the\n"
       "measured compute op durations of traces captured by gputwin-engine, and latency + bandwidth to their\n"
-      "communication ops; prints the fit error per op class, op name and collective, and writes the fitted\n"
+      "communication ops; memory-bound kernels per kernel class (layernorm, softmax, gelu, dropout, elementwise,\n"
+      "embedding, cross_entropy, optimizer), GEMMs on the nominal model's GEMM table where it has one (h100,\n"
+      "h200) beside the analytic curve; prints the fit error per op class, kernel class, op name and collective,\n"
+      "and writes the fitted\n"
       "model as YAML. Peak, bandwidth, multiprocessors and tiles stay the nominal GPU's (the efficiencies are\n"
       "relative to them); a CPU's nominal reference is 1e11 FLOP/s, 1e10 B/s, 1 multiprocessor, 1x1 tiles.\n\n"
       "example: gputwin calibrate run.json -o cpu-model.yaml");

@@ -84,7 +84,8 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
       "nccl-tests' definitions (algbw = size / time; busbw = algbw x 2(n-1)/n for all-reduce,\n"
       "(n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and send-recv).\n"
       "NCCL's own cost model picks the algorithm (ring, tree) and protocol (LL, LL128, Simple);\n"
-      "the chosen algorithm's flows then share the cluster's links on SimGrid.\n\n"
+      "the chosen algorithm's flows then share the cluster's links on SimGrid. Times are per call of\n"
+      "calls issued back to back (nccl-tests): at least the host's time to issue one.\n\n"
       "example: gputwin collective --cluster dgx-a100 --nodes 16 --op all-reduce --ranks 128 --sweep 1M:8G");
   topo::add_cluster_flags(parser);
   parser.add_section("collective");
@@ -95,6 +96,9 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--sweep", "MIN:MAX[:F]", "sizes MIN, MIN*F, ... MAX (F = 2), e.g. 1M:8G");
   parser.add_option("--algo", "ring|tree", "force NCCL's algorithm (like NCCL_ALGO)");
   parser.add_option("--proto", "ll|ll128|simple", "force NCCL's protocol (like NCCL_PROTO)");
+  parser.add_option("--gpus-per-thread", "G",
+                    "GPUs one host thread launches each call on, as nccl-tests -g G (default: all ranks when\n"
+                    "they fit one node, as `all_reduce_perf -g 8`; else 1, as `mpirun -np N all_reduce_perf -g 1`)");
   parser.add_section("output");
   parser.add_switch("--json", "a JSON list of {bytes, time_s, algbw_gbps, busbw_gbps, algorithm, protocol}");
   const ParsedArgs parsed = parser.parse(args);
@@ -147,6 +151,12 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   const std::vector<int> gpus = place_ranks(cluster, ranks, per_node);
   const topo::ClusterGraph graph(cluster);
 
+  const int64_t gpus_per_thread =
+      parsed.integer("--gpus-per-thread").value_or(ranks <= per_node ? ranks : 1);
+  if (gpus_per_thread <= 0 || gpus_per_thread > ranks)
+    throw InputError("--gpus-per-thread: expected 1.." + std::to_string(ranks) + ", got " +
+                     std::to_string(gpus_per_thread));
+  options.gpus_per_thread = static_cast<int>(gpus_per_thread);
   std::vector<sim::CollectivePlan> plans;
   try {
     for (const int64_t bytes : sizes)
@@ -167,7 +177,8 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   for (size_t i = 0; i < plans.size(); ++i) {
     Row r;
     r.bytes = sizes[i];
-    r.time_s = timings[0][i].duration_s();
+    // nccl-tests times calls issued back to back: the host's issue time bounds each from below.
+    r.time_s = sim::nccl_back_to_back_call_s(timings[0][i].duration_s(), plans[i].host_issue_s);
     // One rank moves nothing: report zero bandwidth rather than dividing by a zero time.
     r.algbw_gbps = r.time_s > 0 ? static_cast<double>(r.bytes) / r.time_s / 1e9 : 0.0;
     r.busbw_gbps = r.algbw_gbps * bus_bandwidth_factor(*op, static_cast<int>(ranks));

@@ -3,6 +3,7 @@
 // `out`, and returns the process exit status; bad input is thrown as InputError.
 
 #include "gputwin/models/arg_parser.hpp"
+#include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 
@@ -30,11 +31,25 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out);
 // `gputwin calibrate`: the GPU compute model fitted to captured traces, written as a model file.
 int run_calibrate(const std::vector<std::string>& args, std::ostream& out);
 
+// `gputwin calibrate --nccl-tests LOG...`: the cluster's nccl section fitted to nccl-tests logs.
+int run_calibrate_nccl(const std::vector<std::string>& args, std::ostream& out);
+
 // `gputwin compare`: measured vs simulated iteration times of a set of traces.
 int run_compare(const std::vector<std::string>& args, std::ostream& out);
 
+// `gputwin calibrate --iterations FILE.csv` and `gputwin compare --iterations FILE.csv`: the GPU model and
+// framework profile fitted to, and checked against, a table of measured iteration times.
+int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream& out);
+int run_compare_iterations(const std::vector<std::string>& args, std::ostream& out);
+
 // The compute model of --gpu-model FILE if given (gputwin calibrate's output), else `fallback`.
 GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback);
+
+// `--framework NAME|FILE` (the host that issues each rank's ops), declared on `parser`.
+void add_framework_flag(ArgParser& parser);
+// The profile of --framework if given; else the `framework:` section of --gpu-model FILE if it has one; else
+// the built-in profile `fallback`.
+FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string& fallback);
 
 // The model given by the shared model flags, model files loaded with the YAML loader.
 GptConfig model_from_flags(const ParsedArgs& args);

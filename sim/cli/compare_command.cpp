@@ -77,6 +77,8 @@ std::string plan_flags(const traces::OpGraph& g)
     flags += " " + flag + " " + shell_quote(meta(g, key));
   }
   flags += " --seq-len " + shell_quote(meta(g, "seq_len"));
+  if (g.metadata.count("attention") != 0) // traces written before the attention choice existed are unfused
+    flags += " --attention " + shell_quote(meta(g, "attention"));
   if (meta(g, "sequence_parallel") == "true")
     flags += " --sp";
   if (meta(g, "schedule") != "interleaved")
@@ -93,6 +95,9 @@ struct Row {
 
 int run_compare(const std::vector<std::string>& args, std::ostream& out)
 {
+  for (const std::string& arg : args) // a table of measured iterations (compare_iterations_command.cpp)
+    if (arg == "--iterations")
+      return run_compare_iterations(args, out);
   ArgParser parser("gputwin compare",
                    "The engine's measured iteration times beside the simulator's, one row per trace: the trace\n"
                    "replayed as measured (compute as measured, communication re-simulated), and -- with\n"

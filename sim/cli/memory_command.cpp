@@ -46,7 +46,9 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
       << " layers; at peak " << a.chunks_in_flight << " micro-batch" << (plan.chunks > 1 ? " x chunk pairs" : "es")
       << " in flight = " << a.chunks_in_flight * a.layers_per_chunk << " layers' worth of activations)\n\n";
   out << "  per GPU                                         bytes          GiB\n";
-  print_row(out, "activations per layer (Table 2)", a.bytes_per_layer);
+  print_row(out,
+            plan.attention == AttentionKernel::Flash ? "activations per layer (flash)" : "activations per layer (Table 2)",
+            a.bytes_per_layer);
   print_row(out, "activations of the layers", a.layer_bytes);
   print_row(out, "activations, embedding + output", a.embedding_bytes + a.output_bytes);
   print_row(out, "activations stored", a.total_bytes);
@@ -87,7 +89,8 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
       "Per-GPU memory of the busiest pipeline stage under a parallel plan: activations stored for\n"
       "backward (Korthikanti et al. 2022, Table 2, times the micro-batches the schedule keeps in\n"
       "flight), the recompute workspace, and mixed-precision Adam model state (2 + 4 + 12 bytes per\n"
-      "parameter, optimizer sharded over dp with --zero 1).\n\n"
+      "parameter, optimizer sharded over dp with --zero 1). With --attention flash the attention core\n"
+      "stores the fp32 log-sum-exp and the dropout RNG state instead of its s x s tensors.\n\n"
       "example: gputwin memory --model gpt3-175b --tp 8 --pp 8 --micro-batch 1 --sp --recompute selective");
   add_model_flags(parser);
   add_plan_flags(parser);

@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/config/gpu_model_yaml.hpp"
 #include "gputwin/config/model_yaml.hpp"
 #include "gputwin/models/plan_flags.hpp"
@@ -9,6 +10,28 @@ namespace gputwin::cli {
 GptConfig model_from_flags(const ParsedArgs& args)
 {
   return read_model(args, [](const std::string& path) { return config::load_model_yaml(path); });
+}
+
+void add_framework_flag(ArgParser& parser)
+{
+  std::string names;
+  for (const std::string& n : builtin_framework_names())
+    names += (names.empty() ? "" : "|") + n;
+  parser.add_option("--framework", "NAME|FILE",
+                    "host that issues each rank's ops: " + names + " or a profile .yaml (default: " +
+                        default_framework + ", or the framework: section of --gpu-model)");
+}
+
+FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string& fallback)
+{
+  if (const auto value = args.value("--framework"))
+    return config::load_framework_profile(*value);
+  if (const auto path = args.value("--gpu-model")) {
+    const config::YamlFile file = config::load_yaml_file(*path);
+    if (const YAML::Node section = file.root["framework"])
+      return config::read_framework_profile(file, section);
+  }
+  return builtin_framework_profile(fallback);
 }
 
 GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback)

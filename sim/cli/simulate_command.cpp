@@ -6,6 +6,7 @@
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/plan_flags.hpp"
+#include "gputwin/sim/iteration_estimate.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
@@ -99,6 +100,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   add_plan_flags(parser);
   parser.add_switch("--overlap-grad-reduce", "reduce each layer's gradients over dp while backward goes on");
   parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
+  add_framework_flag(parser);
+  parser.add_switch("--estimate", "fast contention-free estimate (longest paths through the op graph, no SimGrid)");
   topo::add_cluster_flags(parser);
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable report");
@@ -151,7 +154,10 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   const Workload workload = make_workload(model, plan, options);
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");
-  const sim::IterationResult result = sim::simulate_iteration(graph, workload, gpu, run_options);
+  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+  const sim::IterationResult result = parsed.has("--estimate")
+                                          ? sim::estimate_iteration(graph, workload, gpu, framework, run_options)
+                                          : sim::simulate_iteration(graph, workload, gpu, run_options, framework);
   r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
   const int64_t batch = plan.effective_global_batch();
@@ -160,7 +166,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   r.nodes = cluster.nodes;
   r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
   r.model_flops = model_flops_per_iteration(model, batch);
-  r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute);
+  r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute, plan.attention);
   r.mfu = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_bf16_flops);
   r.hfu = flops_utilization(r.hardware_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_bf16_flops);
   const sim::StageTimes& first = result.stages.front();

@@ -44,6 +44,25 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
 )");
 }
 
+TEST(MemoryCli, FlashAttentionBytesByHandForThe175BPaperPlan)
+{
+  // Table 2's TP + SP + selective row with the attention core fused (models/activation_memory.hpp): the
+  // s x s tensors are never stored, the fp32 log-sum-exp (4 a s b / t) and the 16-byte dropout RNG state are:
+  // 34 x 2048 x 12288 / 8 + 4 x 96 x 2048 / 8 + 16 = 106954752 + 98304 + 16. Selective recompute has nothing
+  // left to recompute: no workspace. 124 layers in flight + the embedding masks 16 x 3145728.
+  const CliResult r =
+      run_gputwin("memory --model gpt3-175b --plan paper --sp --recompute selective --attention flash --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"activation_bytes_per_layer\": 107053072,"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"activation_bytes\": " + std::to_string(107053072LL * 124 + 16 * 3145728) + ","),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("\"recompute_workspace_bytes\": 0,"), std::string::npos) << r.output;
+  const CliResult table = run_gputwin("memory --model gpt3-175b --plan paper --sp --attention flash", false);
+  EXPECT_NE(table.output.find("flash attention"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("activations per layer (flash)"), std::string::npos) << table.output;
+}
+
 TEST(MemoryCli, SameInputSameBytes)
 {
   const std::string args = "memory --model gpt-1t --plan paper --sp --recompute full --zero 1 --dp 2 "
@@ -78,6 +97,7 @@ TEST(MemoryCli, BadInputIsOneLineAndNonZeroExit)
   const std::string data = GPUTWIN_TEST_DATA_DIR;
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"memory --model gpt-7", "--model: unknown model 'gpt-7'"},
+      {"memory --model gpt-22b --attention tiled", "--attention: expected unfused|flash, got 'tiled'"},
       {"memory --model gpt-22b --tp -8", "--tp: expected a positive integer, got -8"},
       {"memory --model gpt-22b --micro-batch 0", "--micro-batch: expected a positive integer, got 0"},
       {"memory --model gpt-22b --tp 3", "--tp: 64 attention heads of model 'gpt-22b' are not divisible"},

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +35,14 @@ void expect_same_model(const GpuComputeModel& a, const GpuComputeModel& b)
   EXPECT_EQ(a.gemm_k_half, b.gemm_k_half);
   EXPECT_EQ(a.memory_efficiency, b.memory_efficiency);
   EXPECT_EQ(a.kernel_overhead_s, b.kernel_overhead_s);
+  EXPECT_EQ(a.gemm_table_ref, b.gemm_table_ref);
+  EXPECT_EQ(a.gemm_table == nullptr, b.gemm_table == nullptr);
+  ASSERT_EQ(a.memory_classes.size(), b.memory_classes.size());
+  for (const auto& [c, params] : a.memory_classes) {
+    ASSERT_TRUE(b.memory_classes.count(c)) << to_string(c);
+    EXPECT_EQ(params.relative_efficiency, b.memory_classes.at(c).relative_efficiency);
+    EXPECT_EQ(params.overhead_s, b.memory_classes.at(c).overhead_s);
+  }
 }
 
 TEST(GpuModelYaml, RoundTripOfACalibrationIsExact)
@@ -131,7 +140,7 @@ TEST(GpuModelYaml, EveryBadFieldIsAOneLineErrorWithItsPosition)
       {valid + "gemm_effciency: 1\n",
        "bad.yaml:11:1: gemm_effciency: unknown field (expected one of gpu_kind, source, peak_flops_per_s, "
        "hbm_bytes_per_s, multiprocessors, gemm_tile_m, gemm_tile_n, gemm_efficiency, gemm_k_half, "
-       "memory_efficiency, kernel_overhead_s, fit, collectives)"},
+       "memory_efficiency, kernel_overhead_s, gemm_table, memory_classes, fit, collectives)"},
       {valid.substr(valid.find('\n') + 1), "bad.yaml:1:1: missing field 'gpu_kind' (expected a string)"},
       {replaced("gpu_kind", "\"\""), "bad.yaml:1:11: gpu_kind: expected a non-empty string"},
       {replaced("peak_flops_per_s", "fast"), "bad.yaml:2:19: peak_flops_per_s: expected a number > 0, got 'fast'"},
@@ -153,11 +162,76 @@ TEST(GpuModelYaml, EveryBadFieldIsAOneLineErrorWithItsPosition)
       {valid + "collectives:\n  - {op: all-reduce, rank: 2}\n",
        "bad.yaml:12:22: rank: unknown field (expected one of op, ranks, samples, latency_s, bytes_per_s, "
        "mean_abs_relative_error)"},
+      {valid + "gemm_table: builtin:a100\n",
+       "bad.yaml:11:13: gemm_table: expected builtin:h100 or a CSV path, got 'builtin:a100'"},
+      {valid + "gemm_table: \"\"\n",
+       "bad.yaml:11:13: gemm_table: expected builtin:h100 or a CSV path, got an empty string"},
+      {valid + "memory_classes:\n  - {class: layernrom, relative_efficiency: 1, overhead_s: 0}\n",
+       "bad.yaml:12:13: class: expected a memory-bound class (gemm|layernorm|softmax|gelu|dropout|elementwise|"
+       "embedding|cross_entropy|optimizer|other but gemm), got 'layernrom'"},
+      {valid + "memory_classes:\n  - {class: gemm, relative_efficiency: 1, overhead_s: 0}\n",
+       "bad.yaml:12:13: class: expected a memory-bound class (gemm|layernorm|softmax|gelu|dropout|elementwise|"
+       "embedding|cross_entropy|optimizer|other but gemm), got 'gemm'"},
+      {valid + "memory_classes:\n  - {class: gelu, relative_efficiency: 0, overhead_s: 0}\n",
+       "bad.yaml:12:40: relative_efficiency: expected a number > 0, got '0'"},
+      {valid + "memory_classes:\n  - {class: gelu, relative_efficiency: 1}\n",
+       "bad.yaml:12:5: missing field 'overhead_s' (expected a number >= 0)"},
+      {valid + "memory_classes:\n  - {class: gelu, relative_efficiency: 1, overhead: 0}\n",
+       "bad.yaml:12:43: overhead: unknown field (expected one of class, relative_efficiency, overhead_s)"},
+      {valid + "memory_classes:\n  - {class: gelu, relative_efficiency: 1, overhead_s: 0}\n"
+               "  - {class: gelu, relative_efficiency: 2, overhead_s: 0}\n",
+       "bad.yaml:13:13: class: 'gelu' listed twice"},
       {"gpu_kind: [", "bad.yaml:1:1: malformed YAML: end of sequence flow not found"},
       {"- 1\n", "bad.yaml:1: expected a mapping of fields (key: value) at the top level"},
   };
   for (const auto& [text, expected] : cases)
     EXPECT_EQ(error_of(text), expected) << text;
+}
+
+TEST(GpuModelYaml, H100CalibrationWithTableAndClassesRoundTripsExactly)
+{
+  const std::string trace = GPUTWIN_SOURCE_DIR "/traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json";
+  const Calibration c =
+      calibrate({traces::read_op_graph_file(trace)}, builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12));
+  ASSERT_EQ(c.gpu.gemm_table_ref, "builtin:h100");
+  ASSERT_EQ(c.gpu.memory_classes.size(), 4U);
+  std::ostringstream text;
+  write_calibration_yaml(text, c, {trace});
+  EXPECT_NE(text.str().find("gemm_table: \"builtin:h100\""), std::string::npos);
+  EXPECT_NE(text.str().find("memory_classes:\n  - {class: \"layernorm\", relative_efficiency: "), std::string::npos);
+  const std::string path = write_temp("h100-calibrated.yaml", text.str());
+  const Calibration loaded = load_calibration_yaml(path);
+  expect_same_model(loaded.gpu, c.gpu);
+  EXPECT_EQ(loaded.gpu.gemm_table, builtin_gemm_table("h100"));
+  Calibration again = loaded;
+  again.notes = c.notes;
+  std::ostringstream rewritten;
+  write_calibration_yaml(rewritten, again, {trace});
+  EXPECT_EQ(rewritten.str(), text.str());
+  // The loaded model times every op as the fitted one does.
+  for (const traces::Op& op : traces::read_op_graph_file(trace).ranks[0].ops)
+    EXPECT_EQ(compute_duration_s(loaded.gpu, op), compute_duration_s(c.gpu, op)) << op.name;
+}
+
+TEST(GpuModelYaml, GemmTablePathIsRelativeToTheModelFileAndItsErrorsNameTheTableLine)
+{
+  const std::string dir = ::testing::TempDir() + "/gemm_table_dir";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/small.csv") << "# two points\nbatch,m,n,k,flops_per_s\n1,256,256,256,1e13\n1,256,256,512,2e13\n";
+  std::ofstream(dir + "/model.yaml") << valid << "gemm_table: small.csv\n";
+  const GpuComputeModel m = load_gpu_model_yaml(dir + "/model.yaml");
+  ASSERT_TRUE(m.gemm_table);
+  EXPECT_EQ(m.gemm_table_ref, "small.csv");
+  EXPECT_EQ(m.gemm_table->flops_per_s({256, 256, 512, 1}), 2e13);
+  std::ofstream(dir + "/broken.csv") << "batch,m,n,k,flops_per_s\n1,256,wide,256,1e13\n";
+  std::ofstream(dir + "/broken.yaml") << valid << "gemm_table: broken.csv\n";
+  try {
+    load_gpu_model_yaml(dir + "/broken.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), dir + "/broken.yaml:11:13: gemm_table: " + dir +
+                                         "/broken.csv:2: n: expected a positive integer, got 'wide'");
+  }
 }
 
 TEST(GpuModelYaml, MissingFileIsAnInputError)

@@ -51,6 +51,7 @@ struct PlanSpec {
   int64_t micro_batch = 1;
   int64_t global_batch = 4;
   int zero = 0;
+  AttentionKernel attention = AttentionKernel::Unfused;
 };
 
 inline ParallelPlan make_plan(const PlanSpec& s)
@@ -66,6 +67,7 @@ inline ParallelPlan make_plan(const PlanSpec& s)
   p.micro_batch = s.micro_batch;
   p.global_batch = s.global_batch;
   p.zero_stage = s.zero;
+  p.attention = s.attention;
   return p;
 }
 
@@ -73,7 +75,8 @@ inline std::string describe(const PlanSpec& s)
 {
   return "tp" + std::to_string(s.tp) + (s.sp ? "+sp" : "") + " pp" + std::to_string(s.pp) + " dp" +
          std::to_string(s.dp) + " " + to_string(s.recompute) + " " + to_string(s.schedule) +
-         (s.chunks > 1 ? "x" + std::to_string(s.chunks) : "") + " zero" + std::to_string(s.zero);
+         (s.chunks > 1 ? "x" + std::to_string(s.chunks) : "") + " zero" + std::to_string(s.zero) +
+         (s.attention == AttentionKernel::Flash ? " flash" : "");
 }
 
 inline TrainResult run_tiny(const PlanSpec& spec, int64_t steps, bool gradients, bool weights = false,

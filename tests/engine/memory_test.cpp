@@ -55,6 +55,54 @@ TEST(EngineMemory, SavedBytesPerLayerEqualTable2)
   }
 }
 
+// With --attention flash the attention core keeps no s x s tensor: Table 2's 5 a s^2 b becomes the fp32
+// log-sum-exp per (sample, head, query), 4 a s b / t, and the 16-byte dropout RNG state (FlashAttention's
+// (seed, offset)); selective recompute keeps the same (nothing is left to recompute); full recompute keeps
+// the layer input. Written out here independently of models/ (docs: models/activation_memory.hpp).
+const Table2Row flash_rows[] = {
+    {"flash, no parallelism", PlanSpec{.tp = 1},
+     [](int64_t s, int64_t b, int64_t h, int64_t a, int64_t) { return s * b * h * 34 + 4 * a * s * b + 16; }},
+    {"flash, tensor parallel", PlanSpec{.tp = 2},
+     [](int64_t s, int64_t b, int64_t h, int64_t a, int64_t t) {
+       return s * b * h * 10 + s * b * h * 24 / t + 4 * a * s * b / t + 16;
+     }},
+    {"flash, tensor + sequence parallel", PlanSpec{.tp = 2, .sp = true},
+     [](int64_t s, int64_t b, int64_t h, int64_t a, int64_t t) { return s * b * h * 34 / t + 4 * a * s * b / t + 16; }},
+    {"flash, tensor parallel + selective recompute", PlanSpec{.tp = 2, .recompute = Recompute::Selective},
+     [](int64_t s, int64_t b, int64_t h, int64_t a, int64_t t) {
+       return s * b * h * 10 + s * b * h * 24 / t + 4 * a * s * b / t + 16;
+     }},
+    {"flash, tensor + sequence parallel + selective recompute",
+     PlanSpec{.tp = 2, .sp = true, .recompute = Recompute::Selective},
+     [](int64_t s, int64_t b, int64_t h, int64_t a, int64_t t) { return s * b * h * 34 / t + 4 * a * s * b / t + 16; }},
+    {"flash, full activation recompute + SP", PlanSpec{.tp = 2, .sp = true, .recompute = Recompute::Full},
+     [](int64_t s, int64_t b, int64_t h, int64_t, int64_t t) { return 2 * s * b * h / t; }},
+    {"flash, tensor parallel 4 + SP, micro-batch 2", PlanSpec{.tp = 4, .sp = true, .micro_batch = 2, .global_batch = 4},
+     [](int64_t s, int64_t b, int64_t h, int64_t a, int64_t t) { return s * b * h * 34 / t + 4 * a * s * b / t + 16; }},
+};
+
+TEST(EngineMemory, FlashAttentionSavedBytesPerLayerEqualTheFlashFormula)
+{
+  const GptConfig m = tiny_model();
+  for (Table2Row row : flash_rows) {
+    row.plan.attention = AttentionKernel::Flash;
+    const TrainResult r = run_tiny(row.plan, 1, false);
+    const int64_t expected = row.bytes(m.seq_len, row.plan.micro_batch, m.hidden, m.heads, row.plan.tp);
+    EXPECT_EQ(expected, activation_bytes_per_layer(m, make_plan(row.plan))) << row.name << ": models/ disagrees";
+    for (const RankMemory& rank : r.memory) {
+      EXPECT_EQ(rank.saved_bytes_per_layer_min, expected) << row.name << ", rank " << rank.rank;
+      EXPECT_EQ(rank.saved_bytes_per_layer_max, expected) << row.name << ", rank " << rank.rank;
+    }
+  }
+  // And the first stage's peak with a pipeline: the flash bytes x the schedule's in-flight count.
+  const PlanSpec spec{.tp = 2, .pp = 2, .sp = true, .recompute = Recompute::Selective, .global_batch = 8,
+                      .attention = AttentionKernel::Flash};
+  const ParallelPlan plan = make_plan(spec);
+  const TrainResult r = run_tiny(spec, 1, false);
+  EXPECT_EQ(r.memory[0].peak_bytes[static_cast<size_t>(MemoryPurpose::LayerActivations)],
+            stage_activation_memory(m, plan, 0).layer_bytes);
+}
+
 TEST(EngineMemory, FirstStagePeakFollowsTheSchedule)
 {
   const GptConfig m = tiny_model();

@@ -108,8 +108,9 @@ TEST(Calibration, ClassesWithoutMeasuredOpsKeepTheirNominalParameters)
   EXPECT_EQ(memory_only.gpu.gemm_efficiency, nominal.gemm_efficiency);
   EXPECT_EQ(memory_only.gpu.gemm_k_half, nominal.gemm_k_half);
   EXPECT_NEAR(memory_only.gpu.memory_efficiency, 0.8 * 2039e9 / 3350e9, 1e-6);
-  ASSERT_EQ(memory_only.notes.size(), 1U);
-  EXPECT_NE(memory_only.notes[0].find("no GEMM"), std::string::npos);
+  ASSERT_EQ(memory_only.notes.size(), 1 + nominal.memory_classes.size()); // the nominal's classes, kept
+  EXPECT_NE(memory_only.notes.back().find("no GEMM"), std::string::npos);
+  EXPECT_EQ(memory_only.gpu.memory_classes.size(), nominal.memory_classes.size());
 
   traces::OpGraph unmeasured = synthetic_trace(known_model(), true, true);
   for (traces::Op& op : unmeasured.ranks[0].ops)
@@ -119,7 +120,7 @@ TEST(Calibration, ClassesWithoutMeasuredOpsKeepTheirNominalParameters)
   EXPECT_EQ(none.gpu.memory_efficiency, nominal.memory_efficiency);
   EXPECT_EQ(none.gpu.kernel_overhead_s, nominal.kernel_overhead_s);
   EXPECT_TRUE(none.fits.empty());
-  EXPECT_EQ(none.notes.size(), 2U);
+  EXPECT_EQ(none.notes.size(), 2 + nominal.memory_classes.size());
   EXPECT_TRUE(calibrate({}, nominal).fits.empty());
 }
 
@@ -204,7 +205,7 @@ namespace {
 TEST(Calibration, BuiltinH100ModelIsTheFitToTheCommittedH100Measurements)
 {
   // The built-in H100 parameters say where they come from; refitting the committed measurements (see
-  // scripts/gpu-measure-kernels.py) must give them back.
+  // scripts/gpu-measure-kernels.py) on the built-in GEMM table must give them back.
   const traces::OpGraph trace =
       traces::read_op_graph_file(GPUTWIN_SOURCE_DIR "/traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json");
   const GpuComputeModel builtin = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
@@ -213,6 +214,86 @@ TEST(Calibration, BuiltinH100ModelIsTheFitToTheCommittedH100Measurements)
   EXPECT_NEAR(fit.gpu.gemm_k_half, builtin.gemm_k_half, 0.5);
   EXPECT_NEAR(fit.gpu.memory_efficiency, builtin.memory_efficiency, 1e-3);
   EXPECT_NEAR(fit.gpu.kernel_overhead_s, builtin.kernel_overhead_s, 1e-7);
+  ASSERT_EQ(fit.gpu.memory_classes.size(), builtin.memory_classes.size());
+  for (const auto& [c, params] : builtin.memory_classes) {
+    SCOPED_TRACE(to_string(c));
+    ASSERT_TRUE(fit.gpu.memory_classes.count(c));
+    EXPECT_NEAR(fit.gpu.memory_classes.at(c).relative_efficiency, params.relative_efficiency, 1e-3);
+    EXPECT_NEAR(fit.gpu.memory_classes.at(c).overhead_s, params.overhead_s, 1e-8);
+  }
+  // The errors sim/README.md states: GEMMs on the table beat the analytic curve; classes beat one efficiency.
+  const auto row = [&](const std::string& name) {
+    for (const OpClassFit& f : fit.fits)
+      if (f.op_class == name)
+        return f;
+    ADD_FAILURE() << "no fit row " << name;
+    return OpClassFit{};
+  };
+  EXPECT_LT(row("gemm").mean_abs_relative_error, 0.08);
+  EXPECT_LT(row("gemm").mean_abs_relative_error, row("gemm (analytic)").mean_abs_relative_error);
+  EXPECT_LT(row("memory").mean_abs_relative_error, 0.12);
+  EXPECT_LT(row("memory").mean_abs_relative_error, row("memory (one efficiency)").mean_abs_relative_error);
+  for (const char* c : {"elementwise", "layernorm", "gelu", "softmax"})
+    EXPECT_EQ(row(c).ops, 7) << c;
+}
+
+TEST(Calibration, RecoversPerClassBandwidthAndOverhead)
+{
+  GpuComputeModel truth = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  truth.kernel_overhead_s = 3e-6;
+  truth.memory_efficiency = 0.7;
+  truth.memory_classes[KernelClass::LayerNorm] = {0.6, 1e-6};
+  truth.memory_classes[KernelClass::Elementwise] = {1.2, 2e-6};
+  truth.memory_classes[KernelClass::Softmax] = {0.5, 0};
+  traces::OpGraph graph;
+  graph.ranks.push_back({});
+  // Names of the workload generator and the engine.
+  for (const char* name : {"ln1.fwd", "final_ln", "fc1.bias", "residual.bwd", "attn.softmax.fwd"})
+    for (double bytes = 1e5; bytes < 1e9; bytes *= 4.3) {
+      traces::Op op;
+      op.name = name;
+      op.bytes = bytes;
+      op.duration_ns = std::llround(compute_duration_s(truth, op) * 1e9);
+      graph.ranks[0].ops.push_back(op);
+    }
+  GpuComputeModel nominal = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  const Calibration c = calibrate({graph}, nominal);
+  // The global line is the mixture's (the default for classes not measured); each class's own bandwidth and
+  // overhead come back, and the global overhead is the smallest class overhead.
+  EXPECT_NEAR(c.gpu.kernel_overhead_s, 3e-6, 1e-8);
+  ASSERT_EQ(c.gpu.memory_classes.size(), 3U);
+  for (const auto& [kernel_class, params] : truth.memory_classes) {
+    SCOPED_TRACE(to_string(kernel_class));
+    EXPECT_NEAR(memory_class_bytes_per_s(c.gpu, kernel_class), memory_class_bytes_per_s(truth, kernel_class),
+                1e-4 * memory_class_bytes_per_s(truth, kernel_class));
+    EXPECT_NEAR(c.gpu.memory_classes.at(kernel_class).overhead_s, params.overhead_s, 1e-8);
+  }
+  // Rows: all memory ops, one efficiency for all of them, then each class with and without its own line.
+  ASSERT_GE(c.fits.size(), 8U);
+  EXPECT_EQ(c.fits[0].op_class, "memory");
+  EXPECT_EQ(c.fits[1].op_class, "memory (one efficiency)");
+  EXPECT_EQ(c.fits[2].op_class, "layernorm");
+  EXPECT_EQ(c.fits[3].op_class, "layernorm (one efficiency)");
+  EXPECT_LT(c.fits[0].mean_abs_relative_error, 1e-4);
+  EXPECT_GT(c.fits[1].mean_abs_relative_error, 0.1);
+}
+
+TEST(Calibration, FitsTheTableLevelAndComparesWithTheAnalyticCurve)
+{
+  GpuComputeModel truth = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  truth.gemm_efficiency = 0.7;
+  truth.gemm_k_half = 200;
+  traces::OpGraph graph = synthetic_trace(truth, true, false);
+  GpuComputeModel nominal = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  const Calibration c = calibrate({graph}, nominal);
+  EXPECT_NEAR(c.gpu.gemm_efficiency, 0.7, 1e-4);
+  EXPECT_NEAR(c.gpu.gemm_k_half, 200, 1);
+  EXPECT_EQ(c.gpu.gemm_table, nominal.gemm_table);
+  ASSERT_GE(c.fits.size(), 2U);
+  EXPECT_EQ(c.fits[0].op_class, "gemm");
+  EXPECT_EQ(c.fits[1].op_class, "gemm (analytic)");
+  EXPECT_LT(c.fits[0].mean_abs_relative_error, 1e-3);
+  EXPECT_GT(c.fits[1].mean_abs_relative_error, c.fits[0].mean_abs_relative_error);
 }
 
 } // namespace

@@ -48,6 +48,12 @@ TEST(PlanFlags, DefaultsAndOverrides)
   EXPECT_TRUE(p.plan.sequence_parallel());
   EXPECT_EQ(p.plan.recompute, Recompute::Selective);
   EXPECT_EQ(p.plan.schedule, Schedule::OneFOneB);
+  EXPECT_EQ(p.plan.attention, AttentionKernel::Unfused); // the paper's configurations keep the unfused core
+  EXPECT_EQ(parse({"--model", "gpt3-175b", "--attention", "flash"}).plan.attention, AttentionKernel::Flash);
+  EXPECT_EQ(parse({"--model", "gpt3-175b", "--attention=unfused"}).plan.attention, AttentionKernel::Unfused);
+  EXPECT_NE(describe_plan(parse({"--model", "gpt3-175b", "--attention", "flash"}).plan).find("flash attention"),
+            std::string::npos);
+  EXPECT_NE(describe_plan(p.plan).find("unfused attention"), std::string::npos);
 
   const Parsed custom = parse({"--model", "gpt-22b", "--layers", "24", "--hidden", "4096", "--heads", "32"});
   EXPECT_EQ(custom.model.layers, 24);
@@ -99,6 +105,8 @@ TEST(PlanFlags, ErrorsNameTheFlag)
        "--global-batch: the interleaved schedule needs the micro-batches per pipeline (2) to be a multiple of"},
       {{"--model", "gpt-22b", "--recompute", "some"}, "--recompute: expected none|selective|full, got 'some'"},
       {{"--model", "gpt-22b", "--schedule", "zb"}, "--schedule: expected 1f1b|interleaved|gpipe, got 'zb'"},
+      {{"--model", "gpt-22b", "--attention", "fused"}, "--attention: expected unfused|flash, got 'fused'"},
+      {{"--model", "gpt-22b", "--attention"}, "--attention: expected a value (KERNEL)"},
       {{"--model", "gpt-22b", "--zero", "3"}, "--zero: expected 0 or 1, got 3"},
       {{"--model", "gpt-22b", "--heads", "7"}, "--heads: hidden size 6144 of model 'gpt-22b' is not divisible by 7"},
       {{"--model", "gpt-22b", "--plan", "best"}, "--plan: expected 'paper', got 'best'"},
@@ -121,7 +129,7 @@ TEST(PlanFlags, HelpListsEveryPlanFlag)
   const std::string help = parser.help();
   for (const char* flag :
        {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--tp", "--pp", "--dp", "--micro-batch",
-        "--global-batch", "--sp", "--recompute", "--schedule", "--chunks", "--zero", "--plan"})
+        "--global-batch", "--sp", "--recompute", "--attention", "--schedule", "--chunks", "--zero", "--plan"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
 }
 

@@ -35,7 +35,8 @@ TEST(CollectiveExecutor, RingAllReduceReproducesTheClosedFormWithIdealLinks)
   for (size_t i = 0; i < plans.size(); ++i) {
     const double n = plans[i].ranks;
     const int steps = 2 * (plans[i].ranks - 1);
-    const double nccl_s = (8.4 + steps * 3.4) * 1e-6; // Ring/Simple base + per-step NVLink latency
+    const topo::NcclSpec& nccl = graph.spec().nccl; // kernel + Ring/Simple base + per-step NVLink latency
+    const double nccl_s = nccl.kernel_s + nccl.simple.base_latency_s + steps * nccl.simple.nvlink_step_s;
     const double closed_form = 2 * (n - 1) / n * bytes / B + nccl_s + wire_s;
     EXPECT_NEAR(timings[0][i].duration_s(), closed_form, 1e-9 * closed_form) << "n=" << n;
   }

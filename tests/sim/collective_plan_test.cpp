@@ -70,7 +70,8 @@ TEST(CollectivePlan, ProtocolsPutMoreBytesOnTheWire)
       plan_collective(c, CollectiveOp::AllGather, first_gpus(8), 1e6, {NcclAlgorithm::Ring, NcclProtocol::Simple});
   const CollectivePlan ll =
       plan_collective(c, CollectiveOp::AllGather, first_gpus(8), 1e6, {NcclAlgorithm::Ring, NcclProtocol::LL});
-  EXPECT_NEAR(ll.flows[0].bytes / simple.flows[0].bytes, 3.0, 1e-9); // LL reaches 1/3 of the bus bandwidth
+  // LL's 16-byte lines carry 8 data bytes; a channel's own LL limit may stretch the flows further (nccl_cost).
+  EXPECT_GE(ll.flows[0].bytes / simple.flows[0].bytes, 2.0 - 1e-9);
 }
 
 TEST(CollectivePlan, SendRecvAllToAllBroadcastAndTree)

@@ -23,7 +23,7 @@ std::string error_of(const std::string& cluster, int nodes, const std::vector<st
 
 TEST(ClusterSpec, BuiltinNames)
 {
-  EXPECT_EQ(builtin_cluster_names(), "dgx-a100, dgx-h100, dgx-h200, localhost");
+  EXPECT_EQ(builtin_cluster_names(), "dgx-a100, dgx-h100, dgx-h200, localhost, nd-a100-v4");
 }
 
 TEST(ClusterSpec, DgxA100InSiUnits)
@@ -142,7 +142,7 @@ TEST(ClusterSpec, FlagAndSetErrorsNameTheFlag)
       {"dgx-a999",
        0,
        {},
-       "--cluster: unknown cluster 'dgx-a999' (expected one of dgx-a100, dgx-h100, dgx-h200, localhost, or a cluster .yaml "
+       "--cluster: unknown cluster 'dgx-a999' (expected one of dgx-a100, dgx-h100, dgx-h200, localhost, nd-a100-v4, or a cluster .yaml "
        "file)"},
       {"dgx-a100", -1, {}, "--nodes: expected a positive number of nodes, got -1"},
       {"dgx-a100",

@@ -83,10 +83,39 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   spec.fabric.link_bytes_per_s = in.positive_number("fabric.link_gbits_per_s") * giga / 8;
   spec.fabric.switch_latency_s = in.non_negative_number("fabric.switch_latency_us") * micro;
 
-  in.mapping("nccl", {"nvlink_efficiency", "pcie_efficiency", "net_efficiency"});
+  in.mapping("nccl", {"nvlink_efficiency", "pcie_efficiency", "net_efficiency", "channels_intra_node",
+                      "channels_inter_node", "host_call_us", "host_launch_us_per_gpu", "kernel_us", "ll", "ll128",
+                      "simple"});
   spec.nccl.nvlink_efficiency = in.positive_number("nccl.nvlink_efficiency");
   spec.nccl.pcie_efficiency = in.positive_number("nccl.pcie_efficiency");
   spec.nccl.net_efficiency = in.positive_number("nccl.net_efficiency");
+  // The latency and channel fields are optional: a file without them gets NcclSpec's defaults (A100 figures
+  // measured from nccl-tests, topologies/README.md), so older cluster files keep working.
+  const auto optional = [&](const std::string& path, auto read, auto& field) {
+    if (in.has(path))
+      field = read(path);
+  };
+  const auto positive_integer = [&](const std::string& path) { return in.positive_integer(path); };
+  const auto microseconds = [&](const std::string& path) { return in.non_negative_number(path) * micro; };
+  const auto gbytes_per_s = [&](const std::string& path) { return in.positive_number(path) * giga; };
+  optional("nccl.channels_intra_node", positive_integer, spec.nccl.channels_intra_node);
+  optional("nccl.channels_inter_node", positive_integer, spec.nccl.channels_inter_node);
+  optional("nccl.host_call_us", microseconds, spec.nccl.host_call_s);
+  optional("nccl.host_launch_us_per_gpu", microseconds, spec.nccl.host_launch_s_per_gpu);
+  optional("nccl.kernel_us", microseconds, spec.nccl.kernel_s);
+  const auto protocol = [&](const std::string& name, NcclProtocolSpec& p) {
+    const std::string at = "nccl." + name;
+    if (!in.has(at))
+      return;
+    in.mapping(at, {"base_us", "nvlink_step_us", "net_step_us", "channel_gbytes_per_s"});
+    optional(at + ".base_us", microseconds, p.base_latency_s);
+    optional(at + ".nvlink_step_us", microseconds, p.nvlink_step_s);
+    optional(at + ".net_step_us", microseconds, p.net_step_s);
+    optional(at + ".channel_gbytes_per_s", gbytes_per_s, p.channel_bytes_per_s);
+  };
+  protocol("ll", spec.nccl.ll);
+  protocol("ll128", spec.nccl.ll128);
+  protocol("simple", spec.nccl.simple);
   return spec;
 }
 

@@ -16,6 +16,18 @@ void check_host(const char* what, const Tensor& t, int64_t bytes)
 }
 } // namespace
 
+void Backend::flash_attention_forward(Tensor&, Tensor&, Tensor&, const Tensor&, const AttentionDims&,
+                                      const DropoutSite&)
+{
+  throw std::logic_error(name() + " backend: no fused attention kernel (--attention flash)");
+}
+
+void Backend::flash_attention_backward(Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                       const Tensor&, const AttentionDims&, const DropoutSite&)
+{
+  throw std::logic_error(name() + " backend: no fused attention kernel (--attention flash)");
+}
+
 void Backend::upload(const Tensor& dst, const void* host, int64_t bytes)
 {
   check_host("upload", dst, bytes);

@@ -28,6 +28,13 @@ void check_backend_name(const std::string& name)
 #endif
 }
 
+void check_backend_supports_plan(const std::string& name, const ParallelPlan& plan)
+{
+  if (plan.attention == AttentionKernel::Flash && name != "cpu")
+    throw InputError("--attention flash: the " + name +
+                     " backend has no fused attention kernel yet (expected --attention unfused, or --backend cpu)");
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& name)
 {
   check_backend_name(name);

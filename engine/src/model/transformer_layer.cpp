@@ -3,6 +3,7 @@
 
 #include "gputwin/engine/backend/counter_rng.hpp"
 #include "gputwin/engine/parallel/tp_regions.hpp"
+#include "gputwin/models/flash_attention_cost.hpp"
 
 namespace gputwin::engine {
 
@@ -19,8 +20,8 @@ void keep(Tensor& t)
 int64_t LayerActivations::bytes() const
 {
   int64_t total = 0;
-  for (const Tensor* t : {&x, &ln1, &qkv, &probs, &attn_mask, &probs_dropped, &context, &drop1_mask, &r1, &ln2,
-                          &fc1_out, &gelu_out, &drop2_mask})
+  for (const Tensor* t : {&x, &ln1, &qkv, &probs, &attn_mask, &probs_dropped, &lse, &rng_state, &context, &drop1_mask,
+                          &r1, &ln2, &fc1_out, &gelu_out, &drop2_mask})
     total += t->bytes();
   return total;
 }
@@ -106,10 +107,35 @@ Tensor TransformerLayer::bias_dropout_residual(Tensor partial_full, const Parame
   return y;
 }
 
+DropoutSite TransformerLayer::attention_dropout_site(int64_t micro_batch) const
+{
+  const int64_t b = ctx_.batch(), a = ctx_.heads_local(), s = ctx_.seq();
+  DropoutSite dropout;
+  dropout.key = dropout_key(ctx_.options.seed, ctx_.iteration, layer_, DropoutSiteKind::AttentionProbs);
+  dropout.probability = ctx_.options.dropout;
+  dropout.local_dims = {b, a, s, s};
+  dropout.offsets = {ctx_.sample_in_iteration(micro_batch), ctx_.head_offset(), 0, 0};
+  dropout.global_dims = {ctx_.plan.effective_global_batch(), ctx_.model.heads, s, s};
+  return dropout;
+}
+
 void TransformerLayer::attention_core_forward(LayerActivations& acts, int64_t micro_batch, bool with_context)
 {
   const AttentionDims dims{ctx_.batch(), ctx_.heads_local(), ctx_.seq(), ctx_.model.head_dim()};
   const int64_t b = dims.batch, a = dims.heads, s = dims.seq, d = dims.head_dim;
+  if (ctx_.plan.attention == AttentionKernel::Flash) {
+    // One fused kernel: nothing (s, s) is kept, only the log-sum-exp and the dropout RNG state.
+    acts.context = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {s, b, a * d});
+    acts.lse = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {b, a, s});
+    acts.rng_state = ctx_.tensor(MemoryPurpose::Workspace, DType::I32, {4});
+    const FusedAttentionCost cost =
+        flash_attention_forward_cost(b * a, s, d, ctx_.backend.fused_attention_tile_tokens());
+    const DropoutSite dropout = attention_dropout_site(micro_batch);
+    ctx_.compute("attn.flash.fwd", cost.flops, cost.bytes, cost.shape, [&] {
+      ctx_.backend.flash_attention_forward(acts.context, acts.lse, acts.rng_state, acts.qkv, dims, dropout);
+    });
+    return;
+  }
   const int64_t score_elements = b * a * s * s;
   Tensor scores = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {b, a, s, s});
   acts.probs = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {b, a, s, s});
@@ -121,12 +147,7 @@ void TransformerLayer::attention_core_forward(LayerActivations& acts, int64_t mi
                [&] { ctx_.backend.attention_scores_forward(scores, acts.qkv, dims); });
   ctx_.compute("attn.softmax", static_cast<double>(score_elements * (4 + 2)),
                [&] { ctx_.backend.causal_softmax_forward(acts.probs, scores, b * a * s, s); });
-  DropoutSite dropout;
-  dropout.key = dropout_key(ctx_.options.seed, ctx_.iteration, layer_, DropoutSiteKind::AttentionProbs);
-  dropout.probability = ctx_.options.dropout;
-  dropout.local_dims = {b, a, s, s};
-  dropout.offsets = {ctx_.sample_in_iteration(micro_batch), ctx_.head_offset(), 0, 0};
-  dropout.global_dims = {ctx_.plan.effective_global_batch(), ctx_.model.heads, s, s};
+  const DropoutSite dropout = attention_dropout_site(micro_batch);
   ctx_.compute("attn.dropout", static_cast<double>(score_elements * (2 + 1 + 2)),
                [&] { ctx_.backend.dropout_forward(acts.probs_dropped, acts.attn_mask, acts.probs, dropout); });
   if (!with_context) // selective recompute: the context (attention over V) is kept, only its inputs are rebuilt
@@ -194,7 +215,7 @@ Tensor TransformerLayer::forward(Tensor x, int64_t micro_batch, LayerActivations
   // Keep what backward needs under this plan's recompute mode (Korthikanti et al. 2022, Section 5).
   switch (ctx_.plan.recompute) {
   case Recompute::None: break;
-  case Recompute::Selective: // the attention core is rebuilt from Q, K, V in backward
+  case Recompute::Selective: // the attention core is rebuilt from Q, K, V in backward (flash kept nothing of it)
     saved.probs.reset();
     saved.attn_mask.reset();
     saved.probs_dropped.reset();
@@ -206,9 +227,9 @@ Tensor TransformerLayer::forward(Tensor x, int64_t micro_batch, LayerActivations
     break;
   }
   }
-  for (Tensor* t :
-       {&saved.x, &saved.ln1, &saved.qkv, &saved.probs, &saved.attn_mask, &saved.probs_dropped, &saved.context,
-        &saved.drop1_mask, &saved.r1, &saved.ln2, &saved.fc1_out, &saved.gelu_out, &saved.drop2_mask})
+  for (Tensor* t : {&saved.x, &saved.ln1, &saved.qkv, &saved.probs, &saved.attn_mask, &saved.probs_dropped,
+                    &saved.lse, &saved.rng_state, &saved.context, &saved.drop1_mask, &saved.r1, &saved.ln2,
+                    &saved.fc1_out, &saved.gelu_out, &saved.drop2_mask})
     keep(*t);
   ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
   return y;

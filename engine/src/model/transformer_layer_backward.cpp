@@ -1,21 +1,25 @@
 // The transformer layer's backward pass, with selective or full activation recompute first.
 #include "gputwin/engine/model/transformer_layer.hpp"
 
+#include "gputwin/models/flash_attention_cost.hpp"
+
 namespace gputwin::engine {
 
 Tensor TransformerLayer::backward(Tensor d_y, int64_t micro_batch, LayerActivations& saved)
 {
   const OpContext c = ctx_.tracer.context();
   const auto layer = static_cast<int32_t>(layer_);
-  if (ctx_.plan.recompute != Recompute::None)
+  // Selective recompute with flash attention has nothing to rerun: the fused backward rebuilds the probabilities.
+  const bool selective = ctx_.plan.recompute == Recompute::Selective && ctx_.plan.attention == AttentionKernel::Unfused;
+  if (ctx_.plan.recompute == Recompute::Full || selective)
     ctx_.set_context(traces::Phase::Recompute, layer, c.micro_batch, c.chunk);
   if (ctx_.plan.recompute == Recompute::Full)
     run_forward(saved, micro_batch); // rebuilds every activation from the stored input (y is not needed)
-  else if (ctx_.plan.recompute == Recompute::Selective)
+  else if (selective)
     attention_core_forward(saved, micro_batch, false); // softmax, its dropout mask and output from Q, K, V
   ctx_.set_context(traces::Phase::Backward, layer, c.micro_batch, c.chunk);
   const Tensor d_r1 = mlp_backward(d_y, saved);
-  Tensor d_x = attention_backward(d_r1, saved);
+  Tensor d_x = attention_backward(d_r1, saved, micro_batch);
   saved = LayerActivations{};
   ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
   return d_x;
@@ -57,13 +61,41 @@ Tensor TransformerLayer::mlp_backward(const Tensor& d_y, LayerActivations& acts)
   return d_r1;
 }
 
+void TransformerLayer::attention_core_backward(Tensor& d_qkv, const Tensor& d_context, LayerActivations& acts,
+                                               int64_t micro_batch)
+{
+  const AttentionDims dims{ctx_.batch(), ctx_.heads_local(), ctx_.seq(), ctx_.model.head_dim()};
+  const int64_t b = dims.batch, a = dims.heads, s = dims.seq, d = dims.head_dim, scores = b * a * s * s;
+  if (ctx_.plan.attention == AttentionKernel::Flash) {
+    const FusedAttentionCost cost =
+        flash_attention_backward_cost(b * a, s, d, ctx_.backend.fused_attention_tile_tokens());
+    const DropoutSite dropout = attention_dropout_site(micro_batch);
+    ctx_.compute("attn.flash.bwd", cost.flops, cost.bytes, cost.shape, [&] {
+      ctx_.backend.flash_attention_backward(d_qkv, d_context, acts.context, acts.lse, acts.rng_state, acts.qkv, dims,
+                                            dropout);
+    });
+    return;
+  }
+  Tensor d_probs = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {b, a, s, s});
+  ctx_.compute("attn.context.bwd", 4.0 * static_cast<double>(scores * d), static_cast<double>(scores * 6),
+               traces::GemmShape{s, s, d, b * a}, [&] {
+                 ctx_.backend.attention_context_backward(d_probs, d_qkv, d_context, acts.probs_dropped, acts.qkv,
+                                                         dims);
+               });
+  ctx_.compute("attn.dropout.bwd", static_cast<double>(scores * 9),
+               [&] { ctx_.backend.dropout_backward(d_probs, d_probs, acts.attn_mask, ctx_.options.dropout); });
+  ctx_.compute("attn.softmax.bwd", static_cast<double>(scores * 10),
+               [&] { ctx_.backend.causal_softmax_backward(d_probs, d_probs, acts.probs, b * a * s, s); });
+  ctx_.compute("attn.scores.bwd", 4.0 * static_cast<double>(scores * d), static_cast<double>(scores * 4),
+               traces::GemmShape{s, d, s, b * a},
+               [&] { ctx_.backend.attention_scores_backward(d_qkv, d_probs, acts.qkv, dims); });
+}
+
 // r1 = x + dropout(proj(attention(QKV(LN1(x)))) + b): returns d_x.
-Tensor TransformerLayer::attention_backward(const Tensor& d_r1, LayerActivations& acts)
+Tensor TransformerLayer::attention_backward(const Tensor& d_r1, LayerActivations& acts, int64_t micro_batch)
 {
   const int64_t h = ctx_.hidden(), rows = ctx_.rows_full(), rows_l = ctx_.rows_local();
   const int64_t width = ctx_.hidden_local(), qkv_cols = 3 * width;
-  const AttentionDims dims{ctx_.batch(), ctx_.heads_local(), ctx_.seq(), ctx_.model.head_dim()};
-  const int64_t b = dims.batch, a = dims.heads, s = dims.seq, d = dims.head_dim, scores = b * a * s * s;
 
   Tensor d_o = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
   ctx_.compute("proj.dropout.bwd", static_cast<double>(rows_l * h * 9), [&] {
@@ -77,21 +109,7 @@ Tensor TransformerLayer::attention_backward(const Tensor& d_r1, LayerActivations
     gemm("proj.wgrad", proj_weight_->grad, acts.context, true, d_o_full, false, width, h, rows, 1.0f);
   }
   Tensor d_qkv = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, qkv_cols});
-  {
-    Tensor d_probs = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {b, a, s, s});
-    ctx_.compute("attn.context.bwd", 4.0 * static_cast<double>(scores * d), static_cast<double>(scores * 6),
-                 traces::GemmShape{s, s, d, b * a}, [&] {
-                   ctx_.backend.attention_context_backward(d_probs, d_qkv, d_context, acts.probs_dropped, acts.qkv,
-                                                           dims);
-                 });
-    ctx_.compute("attn.dropout.bwd", static_cast<double>(scores * 9),
-                 [&] { ctx_.backend.dropout_backward(d_probs, d_probs, acts.attn_mask, ctx_.options.dropout); });
-    ctx_.compute("attn.softmax.bwd", static_cast<double>(scores * 10),
-                 [&] { ctx_.backend.causal_softmax_backward(d_probs, d_probs, acts.probs, b * a * s, s); });
-    ctx_.compute("attn.scores.bwd", 4.0 * static_cast<double>(scores * d), static_cast<double>(scores * 4),
-                 traces::GemmShape{s, d, s, b * a},
-                 [&] { ctx_.backend.attention_scores_backward(d_qkv, d_probs, acts.qkv, dims); });
-  }
+  attention_core_backward(d_qkv, d_context, acts, micro_batch);
   ctx_.compute("qkv.bias.bwd", static_cast<double>(rows * qkv_cols * 4),
                [&] { ctx_.backend.bias_backward(qkv_bias_->grad, d_qkv, rows, qkv_cols); });
   Tensor d_a_in = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq(), ctx_.batch(), h});

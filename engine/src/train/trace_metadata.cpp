@@ -56,6 +56,7 @@ traces::OpGraph build_trace(const TrainConfig& config, const RankGrid& grid, std
   md["micro_batches"] = std::to_string(p.micro_batches());
   md["sequence_parallel"] = p.sequence_parallel() ? "true" : "false";
   md["recompute"] = to_string(p.recompute);
+  md["attention"] = to_string(p.attention);
   md["schedule"] = to_string(p.schedule);
   md["chunks"] = std::to_string(p.schedule == Schedule::Interleaved ? p.chunks : 1);
   md["zero"] = std::to_string(p.zero_stage);

@@ -141,6 +141,7 @@ TrainResult train_threads(const TrainConfig& config, const StepCallback& on_step
 
 TrainResult train(const TrainConfig& config, const StepCallback& on_step)
 {
+  check_backend_supports_plan(config.backend, config.plan);
   if (config.comm == CommKind::Nccl || config.comm == CommKind::Tcp)
     return train_process(config, on_step);
   return train_threads(config, on_step);

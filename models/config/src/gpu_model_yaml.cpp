@@ -1,11 +1,14 @@
 #include "gputwin/config/gpu_model_yaml.hpp"
 
 #include "gputwin/config/yaml_fields.hpp"
+#include "gputwin/models/gemm_table.hpp"
 #include "gputwin/models/input_error.hpp"
+#include "gputwin/models/kernel_class.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <optional>
 
@@ -59,21 +62,6 @@ void line(std::ostream& out, const std::string& key, const std::string& value, c
   out << text << "\n";
 }
 
-// The field `key` of `map` as a finite number >= `min` (> `min` when `strict`).
-double require_number(const YamlFile& file, const YAML::Node& map, const std::string& key, double min, bool strict)
-{
-  const std::string expected = std::string("a number ") + (strict ? "> " : ">= ") + number(min);
-  const YAML::Node node = map[key];
-  if (!node)
-    throw InputError(location(file, map) + ": missing field '" + key + "' (expected " + expected + ")");
-  if (!node.IsScalar())
-    throw InputError(location(file, node) + ": " + key + ": expected " + expected + ", got a " + node_kind(node));
-  const std::optional<double> value = parse_finite_number(node.Scalar());
-  if (!value || *value < min || (strict && *value == min))
-    throw InputError(location(file, node) + ": " + key + ": expected " + expected + ", got '" + node.Scalar() + "'");
-  return *value;
-}
-
 std::string require_string(const YamlFile& file, const YAML::Node& map, const std::string& key)
 {
   const std::optional<std::string> value = optional_string(file, map, key);
@@ -113,6 +101,28 @@ std::vector<YAML::Node> optional_list(const YamlFile& file, const YAML::Node& ro
   return items;
 }
 
+// The table a model file's `gemm_table` names: "builtin:NAME", or a CSV path relative to the model file.
+std::shared_ptr<const GemmTable> resolve_gemm_table(const YamlFile& file, const YAML::Node& node,
+                                                     const std::string& ref)
+{
+  const std::string builtin_prefix = "builtin:";
+  if (ref.rfind(builtin_prefix, 0) == 0) {
+    std::shared_ptr<const GemmTable> table = builtin_gemm_table(ref.substr(builtin_prefix.size()));
+    if (!table)
+      throw InputError(location(file, node) + ": gemm_table: expected builtin:" + builtin_gemm_table_names() +
+                       " or a CSV path, got '" + ref + "'");
+    return table;
+  }
+  const std::filesystem::path path = std::filesystem::path(ref).is_absolute()
+                                         ? std::filesystem::path(ref)
+                                         : std::filesystem::path(file.path).parent_path() / ref;
+  try {
+    return std::make_shared<const GemmTable>(GemmTable::load(path.string()));
+  } catch (const InputError& e) {
+    throw InputError(location(file, node) + ": gemm_table: " + e.what());
+  }
+}
+
 } // namespace
 
 void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
@@ -123,10 +133,12 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
       << trace_paths.size() << " trace" << (trace_paths.size() == 1 ? "" : "s") << ":\n";
   for (const std::string& path : trace_paths)
     out << "#   " << comment_text(path) << "\n";
-  out << "# time = max(flops / (peak_flops_per_s x e_gemm), bytes / (hbm_bytes_per_s x memory_efficiency))"
-         " + kernel_overhead_s\n"
-         "#   (memory-bound ops: the bytes term alone), e_gemm = gemm_efficiency x wave quantization\n"
-         "#   (gemm_tile_m x gemm_tile_n tiles over the multiprocessors) x k / (k + gemm_k_half).\n"
+  out << "# GEMMs: time = max(flops / (peak_flops_per_s x e_gemm), bytes / streaming bandwidth) + kernel_overhead_s,\n"
+         "#   e_gemm = gemm_efficiency x wave quantization (gemm_tile_m x gemm_tile_n tiles over the\n"
+         "#   multiprocessors) x k / (k + gemm_k_half); with a gemm_table, gemm_efficiency x the table's FLOP/s\n"
+         "#   relative to its best (the curve scaled to the table beyond its grid). Streaming bandwidth: the\n"
+         "#   elementwise class's. Memory-bound ops: kernel_overhead_s + class overhead_s + bytes /\n"
+         "#   (hbm_bytes_per_s x memory_efficiency x class relative_efficiency); classes not listed: 1 and 0.\n"
          "# Peak, bandwidth, multiprocessors and tiles are the nominal values the fit was made against; the\n"
          "# efficiencies are relative to them and may exceed 1 (a CPU against its nominal peak).\n"
          "# Method: sim/README.md, section \"Calibration\".\n";
@@ -143,6 +155,16 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
   line(out, "gemm_k_half", number(g.gemm_k_half), "fitted, inner-dimension elements");
   line(out, "memory_efficiency", number(g.memory_efficiency), "fitted");
   line(out, "kernel_overhead_s", number(g.kernel_overhead_s), "fitted");
+  if (!g.gemm_table_ref.empty())
+    line(out, "gemm_table", quoted(g.gemm_table_ref), "measured GEMM FLOP/s: builtin:NAME or a CSV path");
+  if (!g.memory_classes.empty()) {
+    out << "# Memory-bound kernel classes (relative to memory_efficiency; overhead_s on top of kernel_overhead_s).\n"
+           "memory_classes:\n";
+    for (const auto& [kernel_class, params] : g.memory_classes)
+      out << "  - {class: " << quoted(to_string(kernel_class))
+          << ", relative_efficiency: " << number(params.relative_efficiency)
+          << ", overhead_s: " << number(params.overhead_s) << "}\n";
+  }
   if (!calibration.fits.empty()) {
     out << "# Fit errors per op class, then per op name (|modelled - measured| / measured; seconds summed over\n"
            "# the ops). Informational: not part of the model.\nfit:\n";
@@ -168,8 +190,8 @@ Calibration load_calibration_yaml(const std::string& path)
   const YAML::Node& root = file.root;
   reject_unknown_keys(file, root,
                       {"gpu_kind", "source", "peak_flops_per_s", "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
-                       "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s", "fit",
-                       "collectives"});
+                       "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s", "gemm_table",
+                       "memory_classes", "fit", "collectives"});
   Calibration result;
   GpuComputeModel& g = result.gpu;
   g.gpu_kind = require_string(file, root, "gpu_kind");
@@ -183,6 +205,25 @@ Calibration load_calibration_yaml(const std::string& path)
   g.gemm_k_half = require_number(file, root, "gemm_k_half", 0, false);
   g.memory_efficiency = require_number(file, root, "memory_efficiency", 0, true);
   g.kernel_overhead_s = require_number(file, root, "kernel_overhead_s", 0, false);
+  if (const std::optional<std::string> ref = optional_string(file, root, "gemm_table")) {
+    if (ref->empty())
+      throw InputError(location(file, root["gemm_table"]) + ": gemm_table: expected builtin:" +
+                       builtin_gemm_table_names() + " or a CSV path, got an empty string");
+    g.gemm_table = resolve_gemm_table(file, root["gemm_table"], *ref);
+    g.gemm_table_ref = *ref;
+  }
+  for (const YAML::Node& item :
+       optional_list(file, root, "memory_classes", {"class", "relative_efficiency", "overhead_s"})) {
+    const std::string name = require_string(file, item, "class");
+    const std::optional<KernelClass> kernel_class = parse_kernel_class(name);
+    if (!kernel_class || *kernel_class == KernelClass::Gemm)
+      throw InputError(location(file, item["class"]) + ": class: expected a memory-bound class (" +
+                       kernel_class_names() + " but gemm), got '" + name + "'");
+    const MemoryClassParams params{require_number(file, item, "relative_efficiency", 0, true),
+                                   require_number(file, item, "overhead_s", 0, false)};
+    if (!g.memory_classes.emplace(*kernel_class, params).second)
+      throw InputError(location(file, item["class"]) + ": class: '" + name + "' listed twice");
+  }
   for (const YAML::Node& item : optional_list(
            file, root, "fit",
            {"op_class", "ops", "mean_abs_relative_error", "max_abs_relative_error", "measured_s", "modelled_s"}))

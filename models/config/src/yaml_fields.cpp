@@ -4,6 +4,7 @@
 #include "gputwin/models/input_error.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -128,6 +129,57 @@ std::optional<bool> parse_boolean(const std::string& text)
   if (text == "false")
     return false;
   return std::nullopt;
+}
+
+double require_number(const YamlFile& file, const YAML::Node& map, const std::string& key, double min, bool strict)
+{
+  const std::string expected = std::string("a number ") + (strict ? "> " : ">= ") + yaml_number(min);
+  const YAML::Node node = map[key];
+  if (!node)
+    throw InputError(location(file, map) + ": missing field '" + key + "' (expected " + expected + ")");
+  if (!node.IsScalar())
+    throw InputError(location(file, node) + ": " + key + ": expected " + expected + ", got a " + node_kind(node));
+  const std::optional<double> value = parse_finite_number(node.Scalar());
+  if (!value || *value < min || (strict && *value == min))
+    throw InputError(location(file, node) + ": " + key + ": expected " + expected + ", got '" + node.Scalar() + "'");
+  return *value;
+}
+
+bool optional_boolean(const YamlFile& file, const YAML::Node& map, const std::string& key, bool fallback)
+{
+  const YAML::Node node = map[key];
+  if (!node)
+    return fallback;
+  const std::optional<bool> value = node.IsScalar() ? parse_boolean(node.Scalar()) : std::nullopt;
+  if (!value)
+    throw InputError(location(file, node) + ": " + key + ": expected true or false, got " +
+                     (node.IsScalar() ? "'" + node.Scalar() + "'" : "a " + node_kind(node)));
+  return *value;
+}
+
+std::string yaml_number(double value)
+{
+  char buffer[40];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string yaml_quoted(const std::string& text)
+{
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escape[8];
+      std::snprintf(escape, sizeof escape, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += escape;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 } // namespace gputwin::config

@@ -184,12 +184,44 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   in.force_algorithm = options.algorithm;
   in.force_protocol = options.protocol;
   plan.choice = choose_nccl_algorithm(in);
-  if (plan.ranks == 1 || bytes == 0)
-    return plan;
 
+  // The calibrated cost of NCCL's choice: latency, channels, and the protocol's bytes on the wire (nccl_cost).
   const double n = plan.ranks;
   const double channels = plan.channels;
-  const double wire = 1.0 / plan.choice.bandwidth_fraction; // LL/LL128 move more bytes for the same data
+  NcclCostInput cost_in;
+  cost_in.op = op;
+  cost_in.algorithm = plan.choice.algorithm;
+  cost_in.protocol = plan.choice.protocol;
+  cost_in.bytes = bytes;
+  cost_in.ranks = plan.ranks;
+  cost_in.nodes = plan.nodes;
+  if (op != CollectiveOp::SendRecv && op != CollectiveOp::AllToAll && plan.ranks > 1) {
+    if (plan.choice.algorithm == NcclAlgorithm::Tree) {
+      // Per channel (rail) a node's root sends its share to its parent and two children (one of each across two
+      // nodes), and the node's chain carries it both ways over NVLink.
+      const double edges = plan.nodes == 2 ? 1.0 : 3.0;
+      const double nic = cluster.nic.bytes_per_s * cluster.nccl.net_efficiency;
+      const double intra = cluster.nvlink.bytes_per_s > 0 ? cluster.nvlink.bytes_per_s * cluster.nccl.nvlink_efficiency
+                                                          : cluster.pcie.bytes_per_s * cluster.nccl.pcie_efficiency;
+      cost_in.link_time_s = bytes * std::max(edges / (channels * nic), 2.0 / intra);
+      cost_in.channel_payload_bytes = bytes;
+    } else {
+      const double factor = op == CollectiveOp::AllReduce                                           ? 2.0 * (n - 1) / n
+                            : op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter ? (n - 1) / n
+                                                                                                   : 1.0;
+      cost_in.link_time_s = factor * bytes / in.ring_bus_bytes_per_s;
+      cost_in.channel_payload_bytes = factor * bytes;
+    }
+  }
+  const NcclCost cost = nccl_cost(cluster, cost_in);
+  plan.nccl_channels = cost.channels;
+  plan.choice.latency_s = cost.latency_s;
+  plan.transfer_s = cost.transfer_s;
+  plan.host_issue_s = nccl_host_issue_s(cluster.nccl, options.gpus_per_thread);
+  if (plan.ranks == 1 || bytes == 0 || !options.flows)
+    return plan;
+
+  const double wire = cost.wire_factor; // LL/LL128 move more bytes for the same data; slow channels stretch it
   auto add = [&](int src, int dst, double flow_bytes, int steps) {
     if (src != dst && flow_bytes > 0)
       plan.flows.push_back(Flow{src, dst, flow_bytes * wire, steps});
@@ -256,6 +288,12 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
       add(ring[k], ring[(k + 1) % m], per_hop, steps);
   }
   return plan;
+}
+
+double nccl_tests_call_s(const CollectivePlan& plan)
+{
+  const double device_s = plan.ranks > 1 && plan.bytes > 0 ? plan.transfer_s + plan.choice.latency_s : 0.0;
+  return nccl_back_to_back_call_s(device_s, plan.host_issue_s);
 }
 
 } // namespace gputwin::sim

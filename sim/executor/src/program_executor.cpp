@@ -1,6 +1,7 @@
 #include "gputwin/sim/program_executor.hpp"
 
 #include "gputwin/sim/collective_executor.hpp"
+#include "gputwin/sim/stage_accounting.hpp"
 
 #include <simgrid/s4u.hpp>
 
@@ -23,23 +24,25 @@ struct Rendezvous {
   sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
 };
 
-// The stream ops run on when they are not on a side stream: only its compute counts as the rank's compute.
-constexpr int32_t compute_stream = 0;
-
 class ProgramRun {
 public:
   ProgramRun(const topo::ClusterGraph& graph, std::vector<traces::RankProgram> programs,
              const std::vector<traces::CommGroup>& groups, CommSource& comm, const ComputeDuration& compute_s,
-             const IterationOptions& options, IterationResult& result)
-      : graph_(graph), comm_(comm), compute_s_(compute_s), options_(options), result_(result)
+             const IterationOptions& options, const std::vector<HostProgram>& hosts, IterationResult& result)
+      : graph_(graph), comm_(comm), compute_s_(compute_s), options_(options), hosts_(hosts), result_(result)
   {
+    if (!hosts_.empty() && hosts_.size() != programs.size())
+      throw std::logic_error("execute_programs: one host program per rank program expected");
     result_.programs = std::move(programs);
     platform_ = std::make_unique<SimgridPlatform>(graph, flow_pairs());
     mutex_ = sg4::Mutex::create(); // SimGrid objects only once the engine exists
     result_.platform_links = platform_->link_count();
     const size_t count = result_.programs.size();
     result_.stages.resize(count);
-    started_.assign(count, false);
+    for (size_t p = 0; p < count; ++p)
+      accounting_.emplace_back(result_.stages[p]);
+    issue_s_.resize(count);
+    issued_.assign(count, 0);
     for (size_t p = 0; p < count; ++p) {
       program_of_rank_[result_.programs[p].rank] = p;
       done_.emplace_back(result_.programs[p].ops.size(), false);
@@ -60,6 +63,11 @@ public:
       const auto& ops = result_.programs[p].ops;
       for (size_t i = 0; i < ops.size(); ++i)
         by_stream[ops[i].stream].push_back(i);
+      if (hosts_.empty())
+        issued_[p] = ops.size();
+      else
+        sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".host",
+                           platform_->host(result_.programs[p].rank), [this, p] { run_host(p); });
       for (auto& [stream, indices] : by_stream)
         sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".stream" + std::to_string(stream),
                            platform_->host(result_.programs[p].rank),
@@ -136,6 +144,16 @@ private:
     const auto& ops = result_.programs[p].ops;
     fixed_s_.emplace_back(ops.size(), -1.0);
     dep_target_.emplace_back(ops.size(), false);
+    if (!hosts_.empty()) {
+      // The host waits for every op up to a synchronising one: the last such op of each stream ends a run.
+      std::map<int32_t, size_t> last_on_stream;
+      for (size_t i = 0; i < ops.size(); ++i) {
+        last_on_stream[ops[i].stream] = i;
+        if (hosts_[p].syncs[i])
+          for (const auto& [stream, last] : last_on_stream)
+            dep_target_[p][last] = true;
+      }
+    }
     for (size_t i = 0; i < ops.size(); ++i) {
       const traces::Op& op = ops[i];
       for (const int64_t d : op.deps)
@@ -156,39 +174,59 @@ private:
       rank_cv_[p]->wait(lock);
   }
 
-  // What a compute-stream wait is: for a pipeline message it is idle time (the bubble), for other
-  // communication it is exposed communication.
-  bool waits_on_collective(size_t p, const traces::Op& op) const
-  {
-    return std::any_of(op.deps.begin(), op.deps.end(), [&](int64_t d) {
-      const traces::Op& dep = result_.programs[p].ops[static_cast<size_t>(d)];
-      return dep.kind == traces::OpKind::Collective;
-    });
-  }
-
   void account(size_t p, const traces::Op& op, double start, double end)
   {
-    StageTimes& times = result_.stages[p];
-    const bool in_pipeline = op.phase != traces::Phase::Optimizer && op.micro_batch >= 0;
-    if (op.stream == compute_stream) {
-      if (op.kind == traces::OpKind::Compute) {
-        times.compute_s += end - start;
-        if (in_pipeline)
-          times.pipeline_compute_s += end - start;
-      } else if (op.is_communication()) {
-        times.exposed_comm_s += end - start;
-        if (in_pipeline && started_[p])
-          times.pipeline_comm_s += end - start;
-      }
-      if (in_pipeline) {
-        if (!started_[p])
-          times.pipeline_start_s = start;
-        started_[p] = true;
-        times.pipeline_end_s = end;
-      }
-    }
+    accounting_[p].op(op, start, end);
     ++result_.executed_ops;
     result_.iteration_time_s = std::max(result_.iteration_time_s, end);
+  }
+
+  // The host of program p (framework_profile.hpp): issue times follow from the issue costs alone until an op
+  // that synchronises the host, so they are computed ahead without simulated time; at a synchronisation the
+  // host waits until every op issued so far has ended.
+  void run_host(size_t p)
+  {
+    std::unique_lock<sg4::Mutex> lock(*mutex_);
+    const HostProgram& host = hosts_[p];
+    const size_t n = result_.programs[p].ops.size();
+    issue_s_[p].assign(n, 0);
+    double free_s = 0;
+    size_t done_prefix = 0;
+    for (size_t i = 0; i < n; ++i) {
+      free_s += host.issue_cost_s[i];
+      issue_s_[p][i] = free_s;
+      issued_[p] = i + 1;
+      if (!host.syncs[i] || i + 1 == n)
+        continue;
+      rank_cv_[p]->notify_all();
+      for (;;) {
+        while (done_prefix <= i && done_[p][done_prefix])
+          ++done_prefix;
+        if (done_prefix > i)
+          break;
+        rank_cv_[p]->wait(lock);
+      }
+      free_s = std::max(free_s, sg4::Engine::get_clock());
+    }
+    rank_cv_[p]->notify_all();
+  }
+
+  // When op i of program p may start on its stream: issued, plus the launch latency.
+  double earliest_start_s(size_t p, size_t i) const
+  {
+    return hosts_.empty() ? 0.0 : issue_s_[p][i] + hosts_[p].launch_latency_s;
+  }
+
+  void wait_for_issue(size_t p, size_t i, std::unique_lock<sg4::Mutex>& lock)
+  {
+    while (issued_[p] <= i)
+      rank_cv_[p]->wait(lock);
+    const double earliest = earliest_start_s(p, i);
+    if (earliest > sg4::Engine::get_clock()) {
+      lock.unlock();
+      sg4::this_actor::sleep_until(earliest);
+      lock.lock();
+    }
   }
 
   void run_stream(size_t p, const std::vector<size_t>& indices)
@@ -199,35 +237,34 @@ private:
     for (size_t k = 0; k < indices.size();) {
       const size_t i = indices[k];
       const traces::Op& op = ops[i];
+      wait_for_issue(p, i, lock);
       const double wait_start = sg4::Engine::get_clock();
       wait_for_deps(p, op, lock);
       const double start = sg4::Engine::get_clock();
-      if (op.stream == compute_stream && start > wait_start && waits_on_collective(p, op)) {
-        result_.stages[p].exposed_comm_s += start - wait_start;
-        if (started_[p] && op.phase != traces::Phase::Optimizer)
-          result_.stages[p].pipeline_comm_s += start - wait_start;
-      }
+      accounting_[p].wait(result_.programs[p], op, wait_start, start);
 
       if (fixed_s_[p][i] >= 0) {
-        // A run of fixed-duration ops that nothing else waits for in between is one sleep: the same times,
-        // far fewer simulation events.
+        // A run of fixed-duration ops that nothing else waits for in between is one sleep: the same times
+        // (each op starting when its predecessor ends or the host issued it, whichever is later), far fewer
+        // simulation events. Only ops the host has already issued join the run.
         size_t last = k;
-        double total_s = fixed_s_[p][i];
+        double end_s = start + fixed_s_[p][i];
         while (!dep_target_[p][indices[last]] && last + 1 < indices.size() && fixed_s_[p][indices[last + 1]] >= 0 &&
-               ops[indices[last + 1]].deps.empty()) {
+               ops[indices[last + 1]].deps.empty() && issued_[p] > indices[last + 1]) {
           ++last;
-          total_s += fixed_s_[p][indices[last]];
+          end_s = std::max(end_s, earliest_start_s(p, indices[last])) + fixed_s_[p][indices[last]];
         }
         lock.unlock();
-        sg4::this_actor::sleep_for(total_s);
+        sg4::this_actor::sleep_until(end_s);
         lock.lock();
         double t = start;
         for (size_t j = k; j <= last; ++j) {
           const size_t op_index = indices[j];
-          const double end = j == last ? start + total_s : t + fixed_s_[p][op_index];
-          account(p, ops[op_index], t, end);
+          const double op_start = j == k ? start : std::max(t, earliest_start_s(p, op_index));
+          const double end = j == last ? end_s : op_start + fixed_s_[p][op_index];
+          account(p, ops[op_index], op_start, end);
           if (options_.record_timeline)
-            result_.timeline.push_back(OpSlice{static_cast<int32_t>(p), static_cast<int64_t>(op_index), t, end});
+            result_.timeline.push_back(OpSlice{static_cast<int32_t>(p), static_cast<int64_t>(op_index), op_start, end});
           done_[p][op_index] = true;
           t = end;
         }
@@ -296,6 +333,7 @@ private:
   CommSource& comm_;
   const ComputeDuration& compute_s_;
   const IterationOptions& options_;
+  const std::vector<HostProgram>& hosts_;
   IterationResult& result_;
   std::unique_ptr<SimgridPlatform> platform_;
   sg4::MutexPtr mutex_;
@@ -303,7 +341,9 @@ private:
   std::vector<std::vector<bool>> done_;
   std::vector<std::vector<double>> fixed_s_;
   std::vector<std::vector<bool>> dep_target_;
-  std::vector<bool> started_; // per program: its pipeline window has begun
+  std::vector<StageAccounting> accounting_;
+  std::vector<std::vector<double>> issue_s_; // per program and op: when the host issued it
+  std::vector<size_t> issued_;               // per program: ops [0, issued) have an issue time
   std::vector<sg4::ConditionVariablePtr> rank_cv_;
   std::vector<int> group_members_;
   std::set<int> shared_links_;
@@ -316,10 +356,11 @@ private:
 
 IterationResult execute_programs(const topo::ClusterGraph& graph, std::vector<traces::RankProgram> programs,
                                  const std::vector<traces::CommGroup>& groups, CommSource& comm,
-                                 const ComputeDuration& compute_s, const IterationOptions& options)
+                                 const ComputeDuration& compute_s, const IterationOptions& options,
+                                 const std::vector<HostProgram>& hosts)
 {
   IterationResult result;
-  ProgramRun run(graph, std::move(programs), groups, comm, compute_s, options, result);
+  ProgramRun run(graph, std::move(programs), groups, comm, compute_s, options, hosts, result);
   run.run();
   return result;
 }

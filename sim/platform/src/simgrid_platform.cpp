@@ -1,5 +1,7 @@
 #include "gputwin/sim/simgrid_platform.hpp"
 
+#include "gputwin/sim/dag_executor.hpp"
+
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -33,13 +35,7 @@ sg4::Engine& simgrid_engine()
 
 double SimgridPlatform::effective_bytes_per_s(const topo::ClusterSpec& spec, const topo::Link& link)
 {
-  switch (link.kind) {
-  case topo::LinkKind::Nvlink: return link.bytes_per_s * spec.nccl.nvlink_efficiency;
-  case topo::LinkKind::Pcie: return link.bytes_per_s * spec.nccl.pcie_efficiency;
-  case topo::LinkKind::NicToFabric:
-  case topo::LinkKind::Fabric: return link.bytes_per_s * spec.nccl.net_efficiency;
-  }
-  return link.bytes_per_s;
+  return nccl_link_bytes_per_s(spec, link);
 }
 
 SimgridPlatform::SimgridPlatform(const topo::ClusterGraph& graph, const std::vector<std::pair<int, int>>& gpu_pairs)

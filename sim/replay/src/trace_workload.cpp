@@ -4,6 +4,7 @@
 #include "gputwin/models/op_emitter.hpp"
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace gputwin::sim {
@@ -133,6 +134,12 @@ TraceWorkload make_trace_workload(const traces::OpGraph& trace, const ScaleOut& 
   plan.tp_comm =
       metadata_text(trace, "sequence_parallel", "false") == "true" ? TpComm::SequenceParallel : TpComm::AllReduce;
   plan.recompute = parse_recompute(metadata_text(trace, "recompute", "none")).value_or(Recompute::None);
+  // Traces written before `--attention` existed ran the unfused core.
+  const std::string attention = metadata_text(trace, "attention", "unfused");
+  const std::optional<AttentionKernel> kernel = parse_attention(attention);
+  if (!kernel)
+    throw InputError("replay: the trace's metadata attention is '" + attention + "' (expected unfused|flash)");
+  plan.attention = *kernel;
   plan.zero_stage = static_cast<int>(metadata_int(trace, "zero"));
   const int64_t trace_global = metadata_int(trace, "global_batch");
   const int32_t captured_layers = static_cast<int32_t>(model.layers);

@@ -2,7 +2,7 @@
 // backward passes. Each (sample, head) pair is copied into contiguous fp32 (seq, head_dim) blocks first. The
 // products' operands are read as bf16 (cpu::load_operand: an fp32 gradient is rounded) with fp32 sums, as the
 // CUDA backend's tensor-core GEMMs compute them.
-#include "cpu_access.hpp"
+#include "cpu_attention_layout.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
 
 #include <algorithm>
@@ -13,25 +13,8 @@ namespace gputwin::engine {
 
 namespace {
 
-// Element (token i, sample, head, 0) of part 0 (Q), 1 (K) or 2 (V) of qkv (seq, batch, 3 heads d).
-int64_t qkv_index(const AttentionDims& d, int64_t i, int64_t sample, int64_t head, int part)
-{
-  const int64_t width = d.heads * d.head_dim;
-  return (i * d.batch + sample) * 3 * width + part * width + head * d.head_dim;
-}
-
-// Copies part `part` of one (sample, head) into out (seq x head_dim).
-void gather_head(const Tensor& qkv, const AttentionDims& d, int64_t sample, int64_t head, int part, float* out)
-{
-  for (int64_t i = 0; i < d.seq; ++i)
-    cpu::load_operand_row(qkv, qkv_index(d, i, sample, head, part), d.head_dim, out + i * d.head_dim);
-}
-
-void scatter_head(Tensor& d_qkv, const AttentionDims& d, int64_t sample, int64_t head, int part, const float* in)
-{
-  for (int64_t i = 0; i < d.seq; ++i)
-    cpu::store_row(d_qkv, qkv_index(d, i, sample, head, part), d.head_dim, in + i * d.head_dim);
-}
+using cpu::gather_head;
+using cpu::scatter_head;
 
 int64_t score_row(const AttentionDims& d, int64_t sample, int64_t head, int64_t i)
 {

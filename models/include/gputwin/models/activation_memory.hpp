@@ -16,12 +16,36 @@ namespace gputwin {
 //   TP + selective recompute        s b h (10 + 24/t)
 //   TP + SP + selective recompute   s b h 34/t
 //   full recompute                  2 s b h   (the layer input; 2 s b h / t with SP, whose input is sharded)
+// That is with the unfused attention core (plan.attention == Unfused), the paper's.
+// With plan.attention == Flash (one fused FlashAttention-2 kernel each way) the attention core stores nothing
+// s x s. Table 2's attention accounting, 11 sbh + 5 a s^2 b, becomes 11 sbh + 4 a s b + 16 bytes: Q and K
+// (4 sbh), V (2 sbh) and the output, which is the projection input (2 sbh), are stored as before; the softmax
+// output (2 a s^2 b), its dropout mask (a s^2 b) and the dropout output (2 a s^2 b) are replaced by the fp32
+// log-sum-exp of each (sample, head, query) row (4 a s b; the kernel's backward rebuilds P = exp(S - LSE))
+// and the dropout RNG state (16 bytes: FlashAttention's (seed, offset) pair; backward redraws the mask):
+//   no parallelism                  s b h 34 + 4 a s b + 16
+//   tensor parallel                 s b h (10 + 24/t) + 4 a s b / t + 16
+//   tensor + sequence parallel      s b h 34/t + 4 a s b / t + 16
+//   TP (+ SP) + selective recompute the same as without recompute: the s x s tensors selective recompute
+//                                   drops are never stored, and the fused backward already recomputes them
+//                                   tile by tile, so selective recompute has nothing left to do (no extra
+//                                   FLOPs, no workspace; the small log-sum-exp is kept rather than rerunning
+//                                   the whole fused forward to save 4 a s b / t bytes)
+//   full recompute                  2 s b h (2 s b h / t with SP), as unfused
+// The log-sum-exp splits by t with the heads under TP and TP + SP alike (it lies inside the TP region); the
+// RNG state is per rank. gpt3-175b, paper plan (t = 8, b = 1), SP + selective, flash: 34 s b h / 8 +
+// 4 a s b / 8 + 16 = 106954752 + 98304 + 16 = 107053072 bytes (unfused: 106954752).
 // Computed in exact integers: h and a are multiples of t, so every split is exact.
 int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& plan);
 
+// FlashAttention's dropout RNG state per layer and micro-batch, bytes: a (seed, offset) pair of int64.
+inline constexpr int64_t flash_rng_state_bytes = 16;
+
 // The transient bytes a layer's backward needs on top of what is stored, for one micro-batch: with
 // selective recompute the recomputed attention core (5 a s^2 b / t), with full recompute the whole layer's
-// activations rebuilt by the forward rerun (Table 2 without recompute); 0 without recompute.
+// activations rebuilt by the forward rerun (activation_bytes_per_layer without recompute); 0 without recompute,
+// and 0 for selective recompute with flash attention (nothing is recomputed outside the fused backward, whose
+// tiles live in on-chip memory).
 int64_t recompute_workspace_bytes(const GptConfig& model, const ParallelPlan& plan);
 
 // What a pipeline stage stores at its peak, one GPU.

@@ -14,8 +14,16 @@
 //     -> for each gemm_k_half of a grid (0 and 2^(j/4) = 1 ... 65536, then golden-section refinement around
 //        the best) the gemm_efficiency that reproduces the total (bisection); the k_half with the smallest
 //        squared relative error wins.
-// Overhead and memory efficiency come from the memory class and are then held fixed for the GEMMs. The nominal
-// model fixes everything that is not fitted: peak, bandwidth, multiprocessors and tiles (wave quantization).
+//   memory, per named kernel class (kernel_class.hpp; not `other`): the same rule on the class's ops, stored
+//        as relative_efficiency and overhead_s on top of the global line (which stays the default for classes
+//        without measurements; a class overhead below the global one lowers the global overhead to it).
+//   The GEMMs' memory term streams at the elementwise class's bandwidth; with a GEMM table in the nominal model,
+//   e_gemm is the table's (gpu_compute_model.hpp) and the analytic curve is fitted beside it for comparison
+//   (fit row "gemm (analytic)"); rows "memory (one efficiency)" and "CLASS (one efficiency)" give the errors
+//   without the classes.
+// Overhead and memory efficiencies come from the memory classes and are then held fixed for the GEMMs. The
+// nominal model fixes everything that is not fitted: peak, bandwidth, multiprocessors, tiles (wave
+// quantization) and the GEMM table.
 // Efficiencies are relative to the nominal peak and bandwidth, so they may exceed 1 (a CPU against a nominal
 // peak): only their product with the nominal number (the effective throughput) has a physical meaning.
 // Collectives: time = latency + bytes / bandwidth per (kind, group size), fitted the same way as the memory
@@ -32,8 +40,9 @@
 
 namespace gputwin {
 
-// Measured against modelled durations of one class of ops ("gemm", "memory"), or of one op name within a
-// class ("gemm:fc1", "memory:attn.softmax").
+// Measured against modelled durations of one class of ops ("gemm", "gemm (analytic)", "memory", "memory (one
+// efficiency)"), of one kernel class ("softmax", "softmax (one efficiency)"), or of one op name within a class
+// ("gemm:fc1", "memory:attn.softmax").
 struct OpClassFit {
   std::string op_class;
   int64_t ops = 0;
@@ -57,7 +66,7 @@ struct CollectiveFit {
 
 struct Calibration {
   GpuComputeModel gpu;                    // the nominal model with the fitted parameters
-  std::vector<OpClassFit> fits;           // "gemm", "memory" (non-empty classes), then per op name, sorted
+  std::vector<OpClassFit> fits;           // op classes, kernel classes (see OpClassFit), then per op name
   std::vector<CollectiveFit> collectives; // sorted by op, then ranks
   std::vector<std::string> notes;         // parameters kept at their nominal value, and why
   int64_t traces = 0;

@@ -1,13 +1,39 @@
 #pragma once
-// How long a compute op takes on a GPU: a roofline with a shape-dependent efficiency for GEMMs and a bandwidth
-// efficiency for memory-bound kernels, plus a fixed per-kernel overhead. The parameters are plain numbers so
-// that a fit to measured traces (gputwin calibrate) can replace them.
+// How long a compute op takes on a GPU: a roofline with a shape-dependent efficiency for GEMMs (an analytic
+// curve, or a measured GEMM table where the model has one) and a bandwidth efficiency per kernel class for
+// memory-bound kernels, plus a fixed per-kernel overhead. The parameters are plain numbers so that a fit to
+// measured traces (gputwin calibrate) can replace them.
+//
+//   GEMM-shaped ops:  t = max(FLOPs / (peak x e_gemm), bytes / (HBM x e_stream)) + kernel_overhead_s
+//     analytic:  e_gemm = gemm_efficiency x wave quantization x k / (k + gemm_k_half)
+//     table:     e_gemm = gemm_efficiency x table(edge) / table max x analytic(shape) / analytic(edge)
+//                (edge = the shape itself inside the table's grid, where the ratio is 1; outside it the nearest
+//                grid point, so table and curve agree at the grid's edge -- gemm_table.hpp)
+//     e_stream = memory_efficiency x the elementwise class's relative efficiency: a GEMM's operand traffic
+//                streams like a copy (attention products with a head-dimension side are bound by it)
+//   memory-bound ops of kernel class c (kernel_class.hpp):
+//     t = kernel_overhead_s + overhead_s[c] + bytes / (HBM x memory_efficiency x relative_efficiency[c])
+//
+// gemm_efficiency keeps its meaning with a table: the fraction of peak the best-shaped GEMMs reach; the table
+// gives how much less other shapes reach. memory_efficiency is a global multiplier: a class's bandwidth is
+// relative to it (a class not listed: relative 1), so scaling memory_efficiency scales every class and the
+// GEMMs' memory term; kernel_overhead_s is added to every kernel, a class's overhead_s on top of it.
 
+#include "gputwin/models/gemm_table.hpp"
+#include "gputwin/models/kernel_class.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
+#include <map>
+#include <memory>
 #include <string>
 
 namespace gputwin {
+
+// Memory-bound kernels of one class, relative to the model's global parameters.
+struct MemoryClassParams {
+  double relative_efficiency = 1; // bandwidth = HBM x memory_efficiency x this
+  double overhead_s = 0;          // added to kernel_overhead_s for kernels of this class
+};
 
 struct GpuComputeModel {
   std::string gpu_kind;
@@ -18,9 +44,15 @@ struct GpuComputeModel {
   double gemm_tile_n = 128;
   double gemm_efficiency = 0;   // fraction of peak a large, well-shaped GEMM reaches
   double gemm_k_half = 0;       // inner dimension at which a GEMM reaches half its efficiency (short-k penalty)
-  double memory_efficiency = 0; // fraction of HBM bandwidth memory-bound kernels reach
+  double memory_efficiency = 0; // fraction of HBM bandwidth memory-bound kernels reach (every class scales it)
   double kernel_overhead_s = 0; // launch and tail per kernel
   std::string source;           // which measurements the parameters were fit to
+  // Measured GEMM throughput (gemm_table.hpp); null: the analytic curve alone. gemm_table_ref says where it
+  // came from as a model file names it: "builtin:h100", or a path relative to the model file.
+  std::shared_ptr<const GemmTable> gemm_table;
+  std::string gemm_table_ref;
+  // Memory-bound kernel classes with their own bandwidth and overhead; a class not here uses the globals.
+  std::map<KernelClass, MemoryClassParams> memory_classes;
 };
 
 // The built-in model of a GPU kind ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb"), with the cluster
@@ -32,10 +64,21 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
 GpuComputeModel nominal_roofline_model(const std::string& kind, double peak_flops, double hbm_bytes_per_s,
                                        const std::string& source);
 
-// Fraction of the peak a GEMM of this shape reaches: efficiency x wave quantization x k / (k + k_half).
+// Fraction of the peak a GEMM of this shape reaches on the analytic curve: efficiency x wave quantization x
+// k / (k + k_half), whether or not the model has a table.
 double gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape);
 
-// Duration of compute op `op` (its FLOPs, bytes and GEMM shape) on `gpu`, seconds.
+// Fraction of the peak a GEMM of this shape reaches under the model: the table rule above when the model has a
+// table, else gemm_efficiency(). REQUIRES: shape m, n, k > 0.
+double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape);
+
+// The parameters memory-bound kernels of class `c` use (relative 1, overhead 0 for a class not listed).
+MemoryClassParams memory_class_params(const GpuComputeModel& gpu, KernelClass c);
+
+// Bandwidth, bytes/s, that memory-bound kernels of class `c` reach: HBM x memory_efficiency x relative.
+double memory_class_bytes_per_s(const GpuComputeModel& gpu, KernelClass c);
+
+// Duration of compute op `op` (its FLOPs, bytes, GEMM shape and name) on `gpu`, seconds.
 double compute_duration_s(const GpuComputeModel& gpu, const traces::Op& op);
 
 } // namespace gputwin

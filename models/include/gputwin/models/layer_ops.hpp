@@ -18,6 +18,7 @@ struct LayerShape {
   int64_t s = 0, b = 0, h = 0, a = 0, t = 1;
   int64_t vocab_per_rank = 0; // padded vocabulary / t
   bool sp = false;
+  AttentionKernel attention = AttentionKernel::Unfused;
 
   int64_t tokens() const { return s * b; }                             // T = s b
   int64_t tokens_outside_tp() const { return sp ? s * b / t : s * b; } // sharded by SP outside the TP regions
@@ -31,7 +32,12 @@ LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan);
 // of the rank's TP communicator (ignored when t = 1).
 void emit_layer_forward(OpEmitter& e, const LayerShape& s, int32_t tp_group);
 
-// Backward of one layer; with selective recompute the attention core's forward is rerun first.
+// The attention core is four unfused ops forward (attn.scores/softmax/dropout/context.fwd) or, with
+// AttentionKernel::Flash, one fused op each way, `attn.flash.fwd` and `attn.flash.bwd`, costed by
+// flash_attention_cost.hpp (causal tiles only; backward 2.5 x forward FLOPs with its internal Q K^T recompute).
+
+// Backward of one layer; with selective recompute the unfused attention core's forward is rerun first (flash
+// attention has nothing to rerun: its backward recomputes the probabilities inside the fused kernel).
 void emit_layer_backward(OpEmitter& e, const LayerShape& s, int32_t tp_group, Recompute recompute);
 
 // Vocabulary-parallel embedding lookup + dropout (first model chunk), and its backward.

@@ -23,6 +23,15 @@ enum class TpComm {
   SequenceParallel, // TP + SP: all-gather / reduce-scatter along the sequence; everything splits by t
 };
 
+// How the attention core (Q K^T, causal softmax, dropout, attention over V) runs.
+enum class AttentionKernel {
+  Unfused, // separate kernels (Megatron-LM's default in Korthikanti et al. 2022): the s x s softmax output, its
+           // dropout mask and the dropout output are stored for backward (the 5 a s^2 b of Table 2)
+  Flash,   // one fused tiled kernel forward and one backward (FlashAttention-2, Dao 2023): no s x s tensor is
+           // stored, only Q, K, V, the output, the fp32 log-sum-exp per (sample, head, query) and the dropout
+           // RNG state; backward recomputes the probabilities tile by tile
+};
+
 // Order of forward/backward micro-batches on each pipeline stage.
 enum class Schedule {
   GPipe,       // all forwards, then all backwards
@@ -40,6 +49,7 @@ struct ParallelPlan {
   TpComm tp_comm = TpComm::AllReduce;
   Recompute recompute = Recompute::None;
   Schedule schedule = Schedule::OneFOneB;
+  AttentionKernel attention = AttentionKernel::Unfused;
   int zero_stage = 0; // 0: optimizer states replicated; 1: sharded across the dp replicas (ZeRO-1)
 
   int64_t gpus() const { return tp * pp * dp; }
@@ -52,16 +62,19 @@ struct ParallelPlan {
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
 std::string to_string(TpComm c);
-// Parse the CLI spelling ("none|selective|full", "1f1b|interleaved|gpipe"); nullopt if unknown.
+std::string to_string(AttentionKernel k); // "unfused", "flash"
+// Parse the CLI spelling ("none|selective|full", "1f1b|interleaved|gpipe", "unfused|flash"); nullopt if unknown.
 std::optional<Recompute> parse_recompute(const std::string& text);
 std::optional<Schedule> parse_schedule(const std::string& text);
+std::optional<AttentionKernel> parse_attention(const std::string& text);
 
 // Throws InputError naming the flag to change if `plan` cannot run `model`: sizes not positive, heads not
 // divisible by --tp, layers not divisible by --pp or --pp x --chunks, global batch not divisible by
 // micro-batch x dp, an interleaved schedule with fewer micro-batches than stages, ...
 void validate_plan(const GptConfig& model, const ParallelPlan& plan);
 
-// One line such as "tp 8 · pp 8 · dp 1 · micro-batch 1 · global batch 64 (64 micro-batches) · SP · ...".
+// One line such as "tp 8 · pp 8 · dp 1 · micro-batch 1 · global batch 64 (64 micro-batches) · SP · ...
+// · unfused attention · ...".
 std::string describe_plan(const ParallelPlan& plan);
 
 } // namespace gputwin

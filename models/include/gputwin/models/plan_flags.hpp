@@ -4,7 +4,8 @@
 //
 //   model: --model NAME|FILE.yaml  --hidden --heads --layers --seq-len --vocab
 //   plan:  --plan paper  --tp --pp --dp --micro-batch --global-batch --sp
-//          --recompute none|selective|full  --schedule 1f1b|interleaved|gpipe  --chunks N  --zero 0|1
+//          --recompute none|selective|full  --attention unfused|flash  --schedule 1f1b|interleaved|gpipe
+//          --chunks N  --zero 0|1
 
 #include "gputwin/models/arg_parser.hpp"
 #include "gputwin/models/gpt_config.hpp"

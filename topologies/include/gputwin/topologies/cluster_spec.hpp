@@ -46,12 +46,30 @@ struct FabricSpec {
   double switch_latency_s = 0; // per switch traversal, added to each switch-to-switch hop
 };
 
+// What one NCCL protocol (LL, LL128 or Simple) costs on this cluster, beyond the bytes on the links.
+struct NcclProtocolSpec {
+  double base_latency_s = 0;         // once per call (pipeline start and drain of the protocol)
+  double nvlink_step_s = 0;          // per algorithm step between two GPUs of a node
+  double net_step_s = 0;             // per algorithm step between two nodes
+  double channel_bytes_per_s = 1e12; // the most one channel (one thread block) moves, payload bytes per second
+};
+
 // How NCCL performs on these links (calibration, each value with its source in the YAML): the fraction of
-// line rate its Simple protocol reaches, per link kind.
+// line rate its Simple protocol reaches, per link kind; the channels it opens; the host's and the kernel's
+// fixed cost per call; and each protocol's latencies and per-channel bandwidth (sim/README.md, "Collectives").
 struct NcclSpec {
   double nvlink_efficiency = 1;
   double pcie_efficiency = 1;
-  double net_efficiency = 1; // NIC and fabric links
+  double net_efficiency = 1;        // NIC and fabric links
+  // Defaults (used when a file leaves a field out): the A100 figures of topologies/clusters/nd-a100-v4.yaml.
+  int channels_intra_node = 24;            // NCCL's collective channels inside one node (DGX A100: 24)
+  int channels_inter_node = 16;            // ... for a communicator spanning nodes (8 NICs: 16)
+  double host_call_s = 0.9e-6;             // host time to issue one call, whatever the GPUs
+  double host_launch_s_per_gpu = 3.85e-6;  // host time per GPU one thread launches the call on
+  double kernel_s = 5.6e-6;                // GPU-side fixed cost of one call (kernel start, final synchronisation)
+  NcclProtocolSpec ll{1.4e-6, 0.58e-6, 10e-6, 1.33e9};
+  NcclProtocolSpec ll128{30e-6, 2.25e-6, 12e-6, 8e9};
+  NcclProtocolSpec simple{60e-6, 2.6e-6, 20e-6, 30e9};
 };
 
 struct ClusterSpec {

@@ -108,6 +108,24 @@ public:
   virtual void attention_context_backward(Tensor& d_probs, Tensor& d_qkv, const Tensor& d_context, const Tensor& probs,
                                           const Tensor& qkv, const AttentionDims& dims) = 0;
 
+  // Fused attention core (FlashAttention-2's algorithm, Dao 2023; `--attention flash`): context =
+  // dropout(causal_softmax(Q K^T / sqrt(head_dim))) V, computed over query tiles x key tiles of
+  // fused_attention_tile_tokens() with an online softmax, never materialising a (seq, seq) tensor. Also writes
+  // lse (f32, (batch, heads, seq)): the log-sum-exp of each scaled causal score row, and rng_state (16 bytes,
+  // FlashAttention's (seed, offset)): the dropout key and the logical position of this rank's first (sample,
+  // head) block in the (B, a, s, s) probabilities, from which backward redraws the mask. `dropout` is the
+  // probabilities' site as dropout_forward takes it, so the kept elements are the unfused path's exactly.
+  // REQUIRES: fused_attention_tile_tokens() > 0 (the default implementation throws).
+  virtual void flash_attention_forward(Tensor& context, Tensor& lse, Tensor& rng_state, const Tensor& qkv,
+                                       const AttentionDims& dims, const DropoutSite& dropout);
+  // Its backward: all of d_qkv (Q, K, V parts, f32) from d_context, rebuilding P = exp(S - lse) tile by tile
+  // and the dropout mask from rng_state (of `dropout`, only probability and global_dims are read).
+  virtual void flash_attention_backward(Tensor& d_qkv, const Tensor& d_context, const Tensor& context,
+                                        const Tensor& lse, const Tensor& rng_state, const Tensor& qkv,
+                                        const AttentionDims& dims, const DropoutSite& dropout);
+  // Tile edge (tokens) of this backend's fused attention kernels; 0: it has none (`--attention flash` refused).
+  virtual int64_t fused_attention_tile_tokens() const { return 0; }
+
   // out = in * mask / (1 - p), mask (u8) = 1 where counter_uniform(key, logical position) >= p.
   virtual void dropout_forward(Tensor& out, Tensor& mask, const Tensor& in, const DropoutSite& site) = 0;
   virtual void dropout_backward(Tensor& d_in, const Tensor& d_out, const Tensor& mask, float probability) = 0;

@@ -29,6 +29,14 @@ public:
                                  const AttentionDims& dims) override;
   void attention_context_backward(Tensor& d_probs, Tensor& d_qkv, const Tensor& d_context, const Tensor& probs,
                                   const Tensor& qkv, const AttentionDims& dims) override;
+  void flash_attention_forward(Tensor& context, Tensor& lse, Tensor& rng_state, const Tensor& qkv,
+                               const AttentionDims& dims, const DropoutSite& dropout) override;
+  void flash_attention_backward(Tensor& d_qkv, const Tensor& d_context, const Tensor& context, const Tensor& lse,
+                                const Tensor& rng_state, const Tensor& qkv, const AttentionDims& dims,
+                                const DropoutSite& dropout) override;
+  // Small tiles, so that the engine's test sequences (16, 64 tokens) span several and exercise the online
+  // softmax across tiles and the skipped tiles above the causal diagonal.
+  int64_t fused_attention_tile_tokens() const override { return 8; }
   void dropout_forward(Tensor& out, Tensor& mask, const Tensor& in, const DropoutSite& site) override;
   void dropout_backward(Tensor& d_in, const Tensor& d_out, const Tensor& mask, float probability) override;
   void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table, int64_t vocab_start,

@@ -16,6 +16,8 @@ namespace gputwin::engine {
 // Every tensor one layer's forward produces for one micro-batch that backward may need, with its Table 2
 // bytes (sbh = s b h; "/t" on the residual-stream tensors only with SP). No recompute keeps all of them,
 // 34 sbh + 5 a s^2 b in total; selective drops the attention core (the 5 a s^2 b); full keeps only x.
+// With flash attention the core keeps lse and rng_state instead of probs, attn_mask and probs_dropped:
+// 34 sbh + 4 a s b + 16 (models/activation_memory.hpp), with or without selective recompute.
 struct LayerActivations {
   Tensor x;             // (s_l, b, h) layer input = LN1 input                     2 sbh
   Tensor ln1;           // (s_l, b, h) LN1 output, the QKV input (shard with SP)    2 sbh
@@ -23,6 +25,8 @@ struct LayerActivations {
   Tensor probs;         // (b, a/t, s, s) softmax output                            2 a s^2 b / t
   Tensor attn_mask;     // (b, a/t, s, s) softmax-dropout mask, u8                  a s^2 b / t
   Tensor probs_dropped; // (b, a/t, s, s) softmax-dropout output                    2 a s^2 b / t
+  Tensor lse;           // (b, a/t, s) f32 flash: log-sum-exp of each score row      4 a s b / t
+  Tensor rng_state;     // 16 bytes flash: dropout key and position (seed, offset)    16
   Tensor context;       // (s, b, h/t) attention over V, output-projection input    2 sbh / t
   Tensor drop1_mask;    // (s_l, b, h) attention-output dropout mask, u8            sbh
   Tensor r1;            // (s_l, b, h) residual after attention = LN2 input         2 sbh
@@ -52,10 +56,15 @@ public:
 private:
   // The forward from acts.x; fills every other member of `acts` (Workspace) and returns y.
   Tensor run_forward(LayerActivations& acts, int64_t micro_batch);
-  // QK^T, softmax, dropout and (if `with_context`) attention over V from acts.qkv.
+  // QK^T, softmax, dropout and (if `with_context`) attention over V from acts.qkv; with flash attention one
+  // fused kernel that writes acts.context, acts.lse and acts.rng_state.
   void attention_core_forward(LayerActivations& acts, int64_t micro_batch, bool with_context);
-  Tensor mlp_backward(const Tensor& d_y, LayerActivations& acts);        // returns d_r1
-  Tensor attention_backward(const Tensor& d_r1, LayerActivations& acts); // returns d_x
+  // The attention core's backward: d_context -> d_qkv (every part), unfused or fused.
+  void attention_core_backward(Tensor& d_qkv, const Tensor& d_context, LayerActivations& acts, int64_t micro_batch);
+  // Where the softmax dropout of micro-batch `micro_batch` sits in the iteration's (B, a, s, s) probabilities.
+  DropoutSite attention_dropout_site(int64_t micro_batch) const;
+  Tensor mlp_backward(const Tensor& d_y, LayerActivations& acts); // returns d_r1
+  Tensor attention_backward(const Tensor& d_r1, LayerActivations& acts, int64_t micro_batch); // returns d_x
   // y = residual + dropout(partial + bias) after the row-parallel linear's reduction; returns y (bf16).
   Tensor bias_dropout_residual(Tensor partial_full, const Parameter& bias, const Tensor& residual, Tensor& mask,
                                int64_t micro_batch, int site, const std::string& name);

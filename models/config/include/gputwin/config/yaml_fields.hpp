@@ -44,4 +44,14 @@ std::optional<double> parse_finite_number(const std::string& text);
 // `text` as a YAML 1.2 boolean ("true" or "false"), or nullopt.
 std::optional<bool> parse_boolean(const std::string& text);
 
+// The field `key` of `map` as a finite number >= `min` (> `min` when `strict`). Throws if missing or not.
+double require_number(const YamlFile& file, const YAML::Node& map, const std::string& key, double min, bool strict);
+
+// The field `key` of `map` as a boolean, or `fallback` when absent. Throws if present but not true/false.
+bool optional_boolean(const YamlFile& file, const YAML::Node& map, const std::string& key, bool fallback);
+
+// For writers: the shortest text that reads back to the same double, and a YAML double-quoted scalar.
+std::string yaml_number(double value);
+std::string yaml_quoted(const std::string& text);
+
 } // namespace gputwin::config

@@ -9,6 +9,7 @@
 // algorithm is NCCL's own latency model (`choice.latency_s`: base + steps x per-hop hardware latency). That
 // keeps a 1024-GPU all-reduce at 8192 flows instead of 2 million, with the same bytes on every link.
 
+#include "gputwin/sim/nccl_cost.hpp"
 #include "gputwin/sim/nccl_tuner.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/collective_op.hpp"
@@ -30,14 +31,23 @@ struct CollectivePlan {
   double bytes = 0; // nccl-tests size of the operation
   int ranks = 0;
   int nodes = 0; // nodes the communicator spans
-  int channels = 0;
-  NcclChoice choice;
+  int channels = 0;       // rings/trees the flows stand for (one per NIC rail across nodes, one inside a node)
+  int nccl_channels = 0;  // channels NCCL runs this size on (nccl_channels_used)
+  NcclChoice choice;      // NCCL's choice; choice.latency_s is the calibrated latency (nccl_cost)
+  double transfer_s = 0;  // closed form of the flows' time alone on ideal links (busiest link), without latency
+  double host_issue_s = 0; // host time to issue the call (nccl_host_issue_s)
   std::vector<Flow> flows;
 };
+
+// Time per call of the plan run alone and back to back, as nccl-tests measures it: the larger of the GPUs' time
+// (transfer + latency, what SimGrid gives with ideal links up to route latency) and the host's issue time.
+double nccl_tests_call_s(const CollectivePlan& plan);
 
 struct CollectiveOptions {
   std::optional<NcclAlgorithm> algorithm; // NCCL_ALGO
   std::optional<NcclProtocol> protocol;   // NCCL_PROTO
+  int gpus_per_thread = 1;                // GPUs one host thread issues the call on (nccl-tests -g)
+  bool flows = true;                      // false: choice and cost only (calibration), no flows
 };
 
 // The ring bus bandwidth the topology offers a communicator (what NCCL's graph search finds): within one

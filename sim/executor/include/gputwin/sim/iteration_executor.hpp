@@ -2,6 +2,7 @@
 // One training iteration of a generated workload on a simulated cluster: the stage programs of
 // make_workload(), compute timed by the GPU compute model, communication folded (comm_expansion.hpp).
 
+#include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/program_executor.hpp"
@@ -9,9 +10,10 @@
 namespace gputwin::sim {
 
 // Simulates one iteration of `workload` on `graph` (rank r on GPU r). A compute op with a measured duration
-// (duration_ns >= 0, e.g. copied from a trace) takes it; the others take the compute model's time. One per
-// process (SimGrid 3.32).
+// (duration_ns >= 0, e.g. copied from a trace) takes it; the others take the compute model's time. Each stage's
+// host issues its ops as `framework` says (framework_profile.hpp). One per process (SimGrid 3.32).
 IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
-                                   const GpuComputeModel& gpu, const IterationOptions& options = {});
+                                   const GpuComputeModel& gpu, const IterationOptions& options = {},
+                                   const FrameworkProfile& framework = builtin_framework_profile("none"));
 
 } // namespace gputwin::sim

@@ -1,0 +1,84 @@
+#include "gputwin/config/framework_yaml.hpp"
+
+#include "gputwin/models/input_error.hpp"
+
+#include <filesystem>
+
+namespace gputwin::config {
+
+namespace {
+
+constexpr const char* number_fields[] = {"kernel_issue_s",     "gemm_issue_s",      "collective_issue_s",
+                                         "p2p_issue_s",        "microbatch_issue_s", "iteration_issue_s",
+                                         "launch_latency_s"};
+
+double* number_field(FrameworkProfile& p, const std::string& key)
+{
+  if (key == "kernel_issue_s")
+    return &p.kernel_issue_s;
+  if (key == "gemm_issue_s")
+    return &p.gemm_issue_s;
+  if (key == "collective_issue_s")
+    return &p.collective_issue_s;
+  if (key == "p2p_issue_s")
+    return &p.p2p_issue_s;
+  if (key == "microbatch_issue_s")
+    return &p.microbatch_issue_s;
+  if (key == "iteration_issue_s")
+    return &p.iteration_issue_s;
+  return &p.launch_latency_s;
+}
+
+} // namespace
+
+FrameworkProfile read_framework_profile(const YamlFile& file, const YAML::Node& map)
+{
+  if (!map.IsMap())
+    throw InputError(location(file, map) + ": framework: expected a mapping, got a " + node_kind(map));
+  reject_unknown_keys(file, map,
+                      {"name", "source", "kernel_issue_s", "gemm_issue_s", "collective_issue_s", "p2p_issue_s",
+                       "microbatch_issue_s", "iteration_issue_s", "launch_latency_s", "sync_after_p2p",
+                       "sync_before_optimizer"});
+  FrameworkProfile p;
+  p.name = optional_string(file, map, "name").value_or(std::filesystem::path(file.path).stem().string());
+  p.source = optional_string(file, map, "source").value_or(file.path);
+  for (const char* key : number_fields)
+    *number_field(p, key) = require_number(file, map, key, 0, false);
+  p.sync_after_p2p = optional_boolean(file, map, "sync_after_p2p", false);
+  p.sync_before_optimizer = optional_boolean(file, map, "sync_before_optimizer", false);
+  return p;
+}
+
+void write_framework_profile(std::ostream& out, const FrameworkProfile& p, const std::string& indent)
+{
+  auto line = [&](const std::string& key, const std::string& value, const char* comment) {
+    std::string text = indent + key + ": " + value;
+    text.resize(std::max<size_t>(text.size() + 1, indent.size() + 34), ' ');
+    out << text << "# " << comment << "\n";
+  };
+  line("name", yaml_quoted(p.name), "framework profile");
+  line("source", yaml_quoted(p.source), "where the figures come from");
+  line("kernel_issue_s", yaml_number(p.kernel_issue_s), "host seconds to issue one memory-bound kernel");
+  line("gemm_issue_s", yaml_number(p.gemm_issue_s), "... one GEMM or fused attention kernel");
+  line("collective_issue_s", yaml_number(p.collective_issue_s), "... one NCCL collective");
+  line("p2p_issue_s", yaml_number(p.p2p_issue_s), "... one pipeline send or receive");
+  line("microbatch_issue_s", yaml_number(p.microbatch_issue_s), "once per micro-batch step of the schedule");
+  line("iteration_issue_s", yaml_number(p.iteration_issue_s), "once per iteration, before the optimizer");
+  line("launch_latency_s", yaml_number(p.launch_latency_s), "launch call -> earliest start on the GPU");
+  line("sync_after_p2p", p.sync_after_p2p ? "true" : "false", "host waits for the GPU after each p2p transfer");
+  line("sync_before_optimizer", p.sync_before_optimizer ? "true" : "false", "... before the optimizer");
+}
+
+FrameworkProfile load_framework_profile(const std::string& name_or_path, const std::string& flag)
+{
+  const bool is_file = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.rfind(".yaml") == name_or_path.size() - 5);
+  if (!is_file)
+    return builtin_framework_profile(name_or_path, flag);
+  const YamlFile file = load_yaml_file(name_or_path);
+  if (const YAML::Node section = file.root["framework"])
+    return read_framework_profile(file, section);
+  return read_framework_profile(file, file.root);
+}
+
+} // namespace gputwin::config

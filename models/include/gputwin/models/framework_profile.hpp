@@ -1,0 +1,72 @@
+#pragma once
+// The host side of a rank: a training framework issues every op from one host thread, in program order, and
+// an op cannot start on its GPU stream before the host has issued it. When kernels are long the host runs
+// ahead and its cost is hidden; when they are short (small models, high TP) the GPU idles between kernels
+// and the iteration becomes host-bound. A framework profile holds the per-op host costs, the launch latency
+// and the points where the host waits for the GPU; `simulate`, `replay --gpu`, `compare` and `calibrate
+// --iterations` take one with `--framework NAME|FILE`.
+//
+// Issue model (both executors implement exactly this; sim/README.md "Host issue model"):
+//   issue(i) = free(i-1) + host_cost(i)          free(-1) = 0 (the iteration starts)
+//   free(i)  = issue(i), or max(issue(i), end(i)) when op i synchronises the host
+//   start(i) >= issue(i) + launch_latency_s      (besides its stream order and dependencies)
+
+#include "gputwin/traces/op_graph.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gputwin {
+
+struct FrameworkProfile {
+  std::string name;
+  std::string source; // where the figures come from (measured, fitted, set)
+  // Host seconds to issue one op of each kind (framework code + the CUDA/NCCL launch call).
+  double kernel_issue_s = 0;     // a memory-bound kernel (elementwise, norm, softmax, optimizer)
+  double gemm_issue_s = 0;       // a GEMM or fused attention kernel (cuBLAS/cuDNN call, heavier dispatch)
+  double collective_issue_s = 0; // one NCCL collective
+  double p2p_issue_s = 0;        // one pipeline send or receive
+  // Extra host seconds once per micro-batch step of the schedule (forward_step/backward_step: data, loss
+  // bookkeeping) and once per iteration (before the optimizer: gradient bookkeeping, norms, scheduler).
+  double microbatch_issue_s = 0;
+  double iteration_issue_s = 0;
+  double launch_latency_s = 0; // from the launch call to the earliest start on the GPU
+  // Points where the host waits for the GPU: after each pipeline transfer (Megatron's torch.cuda.synchronize()
+  // around batch_isend_irecv), and before the optimizer (the inf/NaN check and gradient norm read on the host).
+  bool sync_after_p2p = false;
+  bool sync_before_optimizer = false;
+
+  bool operator==(const FrameworkProfile&) const = default;
+};
+
+// Built-in profiles: "none" (no host: ops start as soon as the GPU can run them), "megatron-lm",
+// "megatron-deepspeed", "gputwin-engine". Throws InputError naming `flag` for an unknown name.
+FrameworkProfile builtin_framework_profile(const std::string& name, const std::string& flag = "--framework");
+std::vector<std::string> builtin_framework_names();
+// The profile `simulate` uses without --framework.
+inline constexpr const char* default_framework = "megatron-lm";
+
+// The host's per-op cost and synchronisation points of one rank program, in op (issue) order.
+struct HostProgram {
+  std::vector<double> issue_cost_s; // host seconds spent issuing op i (per-micro-batch and per-iteration
+                                    // extras are charged to the first op of the step / of the optimizer)
+  std::vector<bool> syncs;          // the host waits for op i and every op issued before it to end
+                                    // (a device synchronisation) before issuing op i + 1
+  double launch_latency_s = 0;
+};
+
+HostProgram host_program(const FrameworkProfile& profile, const traces::RankProgram& program);
+
+// What the host model needs to know of one op, independent of the profile's figures: a fit re-costs the same
+// programs many times from these alone.
+struct HostOpClass {
+  enum Kind : uint8_t { Kernel, Gemm, Collective, P2p } kind = Kernel;
+  bool starts_step = false;       // first op of a micro-batch step
+  bool starts_optimizer = false;  // first op of the optimizer phase
+  bool before_optimizer = false;  // the last op before the optimizer's first kernel
+};
+std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program);
+HostProgram host_program(const FrameworkProfile& profile, const std::vector<HostOpClass>& ops);
+
+} // namespace gputwin

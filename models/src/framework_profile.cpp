@@ -1,0 +1,150 @@
+#include "gputwin/models/framework_profile.hpp"
+
+#include "gputwin/models/input_error.hpp"
+
+namespace gputwin {
+
+namespace {
+
+// PyTorch eager with Megatron's Python modules, as fitted by `gputwin calibrate --iterations` to vTrain's 1440
+// measured single-node A100 iterations of Megatron-DeepSpeed (tests/data/vtrain/, sim/README.md "Host issue
+// model"). Megatron-LM runs the same PyTorch modules and the same p2p calls (batch_isend_irecv followed by
+// torch.cuda.synchronize()), so it shares the per-op figures; it has not been measured separately.
+FrameworkProfile megatron_host(const std::string& name, const std::string& source)
+{
+  FrameworkProfile p;
+  p.name = name;
+  p.source = source;
+  p.kernel_issue_s = 9e-6;
+  p.gemm_issue_s = 14e-6;
+  p.collective_issue_s = 25e-6;
+  p.p2p_issue_s = 60e-6;
+  p.microbatch_issue_s = 400e-6;
+  p.iteration_issue_s = 5e-3;
+  p.launch_latency_s = 4e-6;
+  p.sync_after_p2p = true;
+  p.sync_before_optimizer = true;
+  return p;
+}
+
+} // namespace
+
+std::vector<std::string> builtin_framework_names()
+{
+  return {"none", "megatron-lm", "megatron-deepspeed", "gputwin-engine"};
+}
+
+FrameworkProfile builtin_framework_profile(const std::string& name, const std::string& flag)
+{
+  if (name == "none") {
+    FrameworkProfile p;
+    p.name = name;
+    p.source = "no host model: every op starts as soon as its stream and dependencies allow";
+    return p;
+  }
+  if (name == "megatron-deepspeed")
+    return megatron_host(name, "fit to vTrain's A100 single-node iterations (Megatron-DeepSpeed)");
+  if (name == "megatron-lm")
+    return megatron_host(name, "the megatron-deepspeed host costs (same PyTorch modules and p2p calls; not "
+                               "measured separately)");
+  if (name == "gputwin-engine") {
+    // The engine's C++ host: no Python; a traced op costs its backend call plus the tracer's event record.
+    FrameworkProfile p;
+    p.name = name;
+    p.source = "issue gaps of the engine's H100 captures (traces/captured/NVIDIA-H100-80GB-HBM3)";
+    p.kernel_issue_s = 4e-6;
+    p.gemm_issue_s = 6e-6;
+    p.collective_issue_s = 8e-6;
+    p.p2p_issue_s = 8e-6;
+    p.launch_latency_s = 3e-6;
+    return p;
+  }
+  std::string known;
+  for (const std::string& n : builtin_framework_names())
+    known += (known.empty() ? "" : ", ") + n;
+  throw InputError(flag + ": unknown framework '" + name + "' (expected one of " + known +
+                   ", or a framework .yaml file)");
+}
+
+namespace {
+
+// Forward and backward steps of the schedule: a recompute belongs to the backward step that runs it.
+int step_kind(const traces::Op& op)
+{
+  switch (op.phase) {
+  case traces::Phase::Forward: return 0;
+  case traces::Phase::Backward:
+  case traces::Phase::Recompute: return 1;
+  case traces::Phase::Optimizer: return 2;
+  }
+  return 0;
+}
+
+HostOpClass::Kind host_kind(const traces::Op& op)
+{
+  switch (op.kind) {
+  case traces::OpKind::Compute: return op.gemm.m > 0 ? HostOpClass::Gemm : HostOpClass::Kernel;
+  case traces::OpKind::Memcpy: return HostOpClass::Kernel;
+  case traces::OpKind::Collective: return HostOpClass::Collective;
+  case traces::OpKind::Send:
+  case traces::OpKind::Recv: return HostOpClass::P2p;
+  }
+  return HostOpClass::Kernel;
+}
+
+} // namespace
+
+std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
+{
+  const std::vector<traces::Op>& ops = program.ops;
+  std::vector<HostOpClass> classes(ops.size());
+  bool optimizer_seen = false;
+  const traces::Op* step_op = nullptr; // the last op that belonged to a micro-batch step
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const traces::Op& op = ops[i];
+    HostOpClass& c = classes[i];
+    c.kind = host_kind(op);
+    // A new schedule step begins where the micro-batch, chunk or direction changes (ops outside a micro-batch,
+    // such as an overlapped gradient reduction, belong to the step around them).
+    if (op.micro_batch >= 0 && op.phase != traces::Phase::Optimizer) {
+      c.starts_step = step_op == nullptr || step_op->micro_batch != op.micro_batch || step_op->chunk != op.chunk ||
+                      step_kind(*step_op) != step_kind(op);
+      step_op = &op;
+    }
+    if (op.phase == traces::Phase::Optimizer && !optimizer_seen) {
+      optimizer_seen = true;
+      c.starts_optimizer = true;
+    }
+  }
+  for (size_t i = 1; i < ops.size(); ++i)
+    if (ops[i].phase == traces::Phase::Optimizer && ops[i].kind == traces::OpKind::Compute) {
+      classes[i - 1].before_optimizer = true;
+      break;
+    }
+  return classes;
+}
+
+HostProgram host_program(const FrameworkProfile& f, const std::vector<HostOpClass>& ops)
+{
+  const double cost_of_kind[] = {f.kernel_issue_s, f.gemm_issue_s, f.collective_issue_s, f.p2p_issue_s};
+  HostProgram host;
+  host.launch_latency_s = f.launch_latency_s;
+  host.issue_cost_s.resize(ops.size());
+  host.syncs.resize(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const HostOpClass& c = ops[i];
+    host.issue_cost_s[i] = cost_of_kind[c.kind] + (c.starts_step ? f.microbatch_issue_s : 0.0) +
+                           (c.starts_optimizer ? f.iteration_issue_s : 0.0);
+    // Megatron's p2p calls end in torch.cuda.synchronize(); before the update the host reads the gradients'
+    // inf/NaN flag and norm, waiting for everything issued so far (the gradient reductions included).
+    host.syncs[i] = (f.sync_after_p2p && c.kind == HostOpClass::P2p) || (f.sync_before_optimizer && c.before_optimizer);
+  }
+  return host;
+}
+
+HostProgram host_program(const FrameworkProfile& f, const traces::RankProgram& program)
+{
+  return host_program(f, host_op_classes(program));
+}
+
+} // namespace gputwin

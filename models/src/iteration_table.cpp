@@ -1,0 +1,212 @@
+#include "gputwin/models/iteration_table.hpp"
+
+#include "gputwin/models/input_error.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+namespace gputwin {
+
+namespace {
+
+enum class ColumnKind { Flag, NumberFlag, TimeSeconds, TimeMilliseconds, Gpus };
+
+struct ColumnRule {
+  const char* name;
+  ColumnKind kind;
+  const char* flag; // for Flag / NumberFlag
+};
+
+// gputwin's own names and vTrain's (ground_truth_single.csv).
+constexpr ColumnRule rules[] = {
+    {"iteration_time_s", ColumnKind::TimeSeconds, ""},
+    {"iteration_time_ms", ColumnKind::TimeMilliseconds, ""},
+    {"iteration time (ms)", ColumnKind::TimeMilliseconds, ""},
+    {"gpus", ColumnKind::Gpus, ""},
+    {"# gpus", ColumnKind::Gpus, ""},
+    {"model", ColumnKind::Flag, "--model"},
+    {"hidden", ColumnKind::NumberFlag, "--hidden"},
+    {"hidden size", ColumnKind::NumberFlag, "--hidden"},
+    {"heads", ColumnKind::NumberFlag, "--heads"},
+    {"attention heads", ColumnKind::NumberFlag, "--heads"},
+    {"layers", ColumnKind::NumberFlag, "--layers"},
+    {"# layers", ColumnKind::NumberFlag, "--layers"},
+    {"seq_len", ColumnKind::NumberFlag, "--seq-len"},
+    {"sequence length", ColumnKind::NumberFlag, "--seq-len"},
+    {"vocab", ColumnKind::NumberFlag, "--vocab"},
+    {"tp", ColumnKind::NumberFlag, "--tp"},
+    {"tensor parallelism", ColumnKind::NumberFlag, "--tp"},
+    {"pp", ColumnKind::NumberFlag, "--pp"},
+    {"pipeline parallelism", ColumnKind::NumberFlag, "--pp"},
+    {"dp", ColumnKind::NumberFlag, "--dp"},
+    {"data parallelism", ColumnKind::NumberFlag, "--dp"},
+    {"micro_batch", ColumnKind::NumberFlag, "--micro-batch"},
+    {"micro batch", ColumnKind::NumberFlag, "--micro-batch"},
+    {"global_batch", ColumnKind::NumberFlag, "--global-batch"},
+    {"global batch", ColumnKind::NumberFlag, "--global-batch"},
+    {"sp", ColumnKind::Flag, "--sp"},
+    {"recompute", ColumnKind::Flag, "--recompute"},
+    {"attention", ColumnKind::Flag, "--attention"},
+    {"schedule", ColumnKind::Flag, "--schedule"},
+    {"chunks", ColumnKind::NumberFlag, "--chunks"},
+    {"zero", ColumnKind::NumberFlag, "--zero"},
+};
+
+std::string trim(const std::string& text)
+{
+  size_t b = 0, e = text.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(text[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1])))
+    --e;
+  return text.substr(b, e - b);
+}
+
+std::string lower(std::string text)
+{
+  for (char& c : text)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// Fields of one CSV line (no quoting: the tables hold names and numbers only), with their 1-based columns.
+std::vector<std::pair<std::string, int>> split(const std::string& line)
+{
+  std::vector<std::pair<std::string, int>> fields;
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = line.find(',', begin);
+    fields.emplace_back(trim(line.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin)),
+                        static_cast<int>(begin) + 1);
+    if (comma == std::string::npos)
+      break;
+    begin = comma + 1;
+  }
+  return fields;
+}
+
+// Two columns that would give the same value twice.
+bool same_quantity(const ColumnRule& a, const ColumnRule& b)
+{
+  const auto is_flag = [](const ColumnRule& r) { return r.kind == ColumnKind::Flag || r.kind == ColumnKind::NumberFlag; };
+  const auto is_time = [](const ColumnRule& r) {
+    return r.kind == ColumnKind::TimeSeconds || r.kind == ColumnKind::TimeMilliseconds;
+  };
+  if (is_flag(a) || is_flag(b))
+    return is_flag(a) && is_flag(b) && std::string(a.flag) == b.flag;
+  if (is_time(a) || is_time(b))
+    return is_time(a) && is_time(b);
+  return a.kind == b.kind;
+}
+
+std::optional<double> number(const std::string& text)
+{
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
+} // namespace
+
+IterationTable read_iteration_table(const std::string& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError(path + ": cannot read the iteration table");
+  IterationTable table;
+  table.path = path;
+  std::vector<const ColumnRule*> columns;
+  std::string line;
+  int line_number = 0;
+  bool header_seen = false;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line_number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)
+      line.erase(0, 3);
+    if (trim(line).empty())
+      continue;
+    const auto fields = split(line);
+    if (!header_seen) {
+      header_seen = true;
+      bool has_time = false;
+      for (const auto& [raw, column] : fields) {
+        std::string name = lower(raw);
+        if (name.rfind('#', 0) == 0 && name != "# gpus" && name != "# layers")
+          name = trim(name.substr(1));
+        const auto rule = std::find_if(std::begin(rules), std::end(rules),
+                                       [&](const ColumnRule& r) { return name == r.name; });
+        if (rule == std::end(rules))
+          throw InputError(path + ":" + std::to_string(line_number) + ":" + std::to_string(column) +
+                           ": unknown column '" + raw +
+                           "' (expected iteration_time_s|iteration_time_ms, model and plan flag names such as hidden, "
+                           "layers, tp, pp, dp, micro_batch, global_batch, or vTrain's column names)");
+        for (size_t c = 0; c < columns.size(); ++c)
+          if (same_quantity(*columns[c], *rule))
+            throw InputError(path + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": column '" +
+                             raw + "' repeats column " + std::to_string(c + 1) + " ('" + table.columns[c] + "')");
+        has_time = has_time || rule->kind == ColumnKind::TimeSeconds || rule->kind == ColumnKind::TimeMilliseconds;
+        columns.push_back(&*rule);
+        table.columns.push_back(raw);
+      }
+      if (!has_time)
+        throw InputError(path + ":" + std::to_string(line_number) +
+                         ": no iteration time column (expected iteration_time_s, iteration_time_ms or "
+                         "'iteration time (ms)')");
+      continue;
+    }
+    if (fields.size() != columns.size())
+      throw InputError(path + ":" + std::to_string(line_number) + ": expected " + std::to_string(columns.size()) +
+                       " fields as in the header, got " + std::to_string(fields.size()));
+    MeasuredIteration row;
+    row.line = line_number;
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const auto& [text, column] = fields[c];
+      const std::string where = path + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": " +
+                                table.columns[c] + ": ";
+      if (text.empty())
+        throw InputError(where + "empty field");
+      const ColumnRule& rule = *columns[c];
+      if (rule.kind == ColumnKind::Flag) {
+        row.flags[rule.flag] = text;
+        continue;
+      }
+      const std::optional<double> value = number(text);
+      if (!value)
+        throw InputError(where + "expected a number, got '" + text + "'");
+      switch (rule.kind) {
+      case ColumnKind::TimeSeconds:
+      case ColumnKind::TimeMilliseconds:
+        if (*value <= 0)
+          throw InputError(where + "expected a time > 0, got '" + text + "'");
+        row.iteration_time_s = rule.kind == ColumnKind::TimeSeconds ? *value : *value * 1e-3;
+        break;
+      case ColumnKind::Gpus:
+        if (*value < 1 || *value != std::floor(*value))
+          throw InputError(where + "expected a positive integer, got '" + text + "'");
+        row.gpus = static_cast<int64_t>(*value);
+        break;
+      default:
+        if (*value != std::floor(*value))
+          throw InputError(where + "expected an integer, got '" + text + "'");
+        row.flags[rule.flag] = text;
+      }
+    }
+    table.rows.push_back(std::move(row));
+  }
+  if (!header_seen)
+    throw InputError(path + ": empty file (expected a header row and measured iterations)");
+  if (table.rows.empty())
+    throw InputError(path + ":" + std::to_string(line_number) + ": no data rows after the header");
+  return table;
+}
+
+} // namespace gputwin

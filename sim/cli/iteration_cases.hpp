@@ -1,0 +1,26 @@
+#pragma once
+// The rows of a measured-iteration table (models/iteration_table.hpp) as models and plans: each row's columns
+// on top of the command line's model and plan flags, read and validated by the shared flag readers, so a row
+// is exactly what `gputwin simulate` would run with those flags.
+
+#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/models/iteration_table.hpp"
+#include "gputwin/sim/iteration_fit.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
+
+#include <vector>
+
+namespace gputwin::cli {
+
+// Declares --iterations, the model/plan flags, --framework, --gpu-model and the cluster flags on `parser`.
+void add_iteration_table_flags(ArgParser& parser);
+
+// Every row of `table` as a case. Throws InputError "FILE:LINE: ..." for a row whose plan is invalid, does not
+// match its GPU count, or does not fit on `cluster`.
+std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, const ParsedArgs& flags,
+                                                const topo::ClusterSpec& cluster);
+
+// The cluster of the flags, sized to the largest row (one node unless a row needs more).
+topo::ClusterSpec iteration_cluster(const IterationTable& table, const ParsedArgs& flags);
+
+} // namespace gputwin::cli

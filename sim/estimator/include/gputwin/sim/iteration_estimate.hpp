@@ -1,0 +1,18 @@
+#pragma once
+// One training iteration of a generated workload, estimated without SimGrid: the same stage programs,
+// compute model, folded communication and host issue model as simulate_iteration (iteration_executor.hpp),
+// executed by the contention-free DAG executor (dag_executor.hpp). Any number per process.
+
+#include "gputwin/models/framework_profile.hpp"
+#include "gputwin/models/gpu_compute_model.hpp"
+#include "gputwin/models/workload.hpp"
+#include "gputwin/sim/iteration_result.hpp"
+#include "gputwin/topologies/cluster_graph.hpp"
+
+namespace gputwin::sim {
+
+IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
+                                   const GpuComputeModel& gpu, const FrameworkProfile& framework,
+                                   const IterationOptions& options = {});
+
+} // namespace gputwin::sim

@@ -1,0 +1,47 @@
+#pragma once
+// What one executed iteration reports, whichever executor ran it: the SimGrid flow-level executor
+// (program_executor.hpp) or the contention-free DAG executor (dag_executor.hpp). Plain C++.
+
+#include "gputwin/models/framework_profile.hpp"
+#include "gputwin/traces/op_graph.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace gputwin::sim {
+
+struct IterationOptions {
+  bool zero_communication = false; // communication takes no time (bubble checks on a communication-free cluster)
+  bool record_timeline = false;
+};
+
+struct OpSlice {
+  int32_t program = 0; // index into IterationResult::programs
+  int64_t op = 0;      // index into that program's ops
+  double start_s = 0, end_s = 0;
+};
+
+struct StageTimes {
+  double compute_s = 0;          // kernels on the compute stream
+  double exposed_comm_s = 0;     // compute stream blocked in, or waiting for, collectives
+  double pipeline_start_s = 0;   // first forward op began
+  double pipeline_end_s = 0;     // last backward op ended
+  double pipeline_compute_s = 0; // compute inside that window
+  double pipeline_comm_s = 0;    // exposed communication inside that window
+};
+
+struct IterationResult {
+  double iteration_time_s = 0;
+  std::vector<StageTimes> stages; // per program
+  int64_t executed_ops = 0;
+  int64_t simulated_flows = 0;
+  size_t platform_links = 0;
+  std::vector<traces::RankProgram> programs;
+  std::vector<OpSlice> timeline; // when record_timeline
+};
+
+// Seconds compute op `op` of program `program` takes.
+using ComputeDuration = std::function<double(size_t program, const traces::Op& op)>;
+
+} // namespace gputwin::sim
