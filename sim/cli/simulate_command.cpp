@@ -135,6 +135,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
     }
   }
 
+  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+
   // Memory first: a plan that does not fit is still simulated, with a warning naming the stage.
   Report r;
   for (const StageMemory& m : all_stage_memory(model, plan))
@@ -154,7 +156,6 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   const Workload workload = make_workload(model, plan, options);
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");
-  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
   const sim::IterationResult result = parsed.has("--estimate")
                                           ? sim::estimate_iteration(graph, workload, gpu, framework, run_options)
                                           : sim::simulate_iteration(graph, workload, gpu, run_options, framework);

@@ -191,7 +191,8 @@ Calibration load_calibration_yaml(const std::string& path)
   reject_unknown_keys(file, root,
                       {"gpu_kind", "source", "peak_flops_per_s", "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
                        "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s", "gemm_table",
-                       "memory_classes", "fit", "collectives"});
+                       "memory_classes", "fit", "collectives",
+                       "framework"}); // framework: read by --framework (framework_yaml.hpp)
   Calibration result;
   GpuComputeModel& g = result.gpu;
   g.gpu_kind = require_string(file, root, "gpu_kind");
