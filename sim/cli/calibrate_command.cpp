@@ -126,11 +126,7 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--output", "FILE", "where to write the fitted model (YAML); also -o FILE");
   parser.add_option("--gpu", "KIND",
                     std::string("nominal model ") + gpu_choices + " (default: the traces' metadata 'device')");
-  std::vector<std::string> translated = args;
-  for (std::string& arg : translated)
-    if (arg == "-o")
-      arg = "--output";
-  const ParsedArgs parsed = parser.parse(translated);
+  const ParsedArgs parsed = parser.parse(with_long_output_flag(args));
   if (parser.help_requested()) {
     out << parser.help();
     return 0;

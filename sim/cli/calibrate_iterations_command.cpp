@@ -17,22 +17,6 @@
 
 namespace gputwin::cli {
 
-namespace {
-
-GpuComputeModel start_gpu(const ParsedArgs& parsed, const topo::ClusterSpec& cluster)
-{
-  if (parsed.has("--gpu-model"))
-    return compute_model_from_flags(parsed, {});
-  try {
-    return builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
-  } catch (const std::invalid_argument&) {
-    throw InputError("--gpu-model: the cluster's GPU '" + cluster.gpu.kind +
-                     "' has no built-in compute model to start from (expected --gpu-model FILE)");
-  }
-}
-
-} // namespace
-
 int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream& out)
 {
   ArgParser parser("gputwin calibrate --iterations",
@@ -46,10 +30,7 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
   parser.add_option("--folds", "K", "cross-validation folds (default 5; 1: no cross-validation)");
   parser.add_option("--max-evaluations", "N", "objective evaluations per fit (default 400)");
   parser.add_option("--threads", "N", "threads (default: the machine's cores)");
-  std::vector<std::string> translated;
-  for (const std::string& a : args)
-    translated.push_back(a == "-o" ? "--output" : a);
-  const ParsedArgs parsed = parser.parse(translated);
+  const ParsedArgs parsed = parser.parse(with_long_output_flag(args));
   if (parser.help_requested()) {
     out << parser.help();
     return 0;
@@ -73,7 +54,9 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
       parsed.integer("--threads").value_or(std::max<unsigned>(1, std::thread::hardware_concurrency())));
   if (threads < 1)
     throw InputError("--threads: expected an integer >= 1");
-  const sim::FitParameters start{start_gpu(parsed, cluster), framework_from_flags(parsed, "megatron-deepspeed")};
+  const sim::FitParameters start{compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
+                                                        cluster.gpu.hbm_bytes_per_s),
+                                   framework_from_flags(parsed, "megatron-deepspeed")};
 
   const auto wall_start = std::chrono::steady_clock::now();
   const sim::IterationSet set(cluster, std::move(cases), threads);

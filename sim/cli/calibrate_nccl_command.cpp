@@ -130,11 +130,7 @@ int run_calibrate_nccl(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--cluster", "NAME|FILE", "the cluster to start from (default dgx-a100)");
   parser.add_option("--output", "FILE", "where to write the fitted cluster file; also -o FILE");
   parser.add_switch("--json", "the report as JSON");
-  std::vector<std::string> translated = args;
-  for (std::string& arg : translated)
-    if (arg == "-o")
-      arg = "--output";
-  const ParsedArgs parsed = parser.parse(translated);
+  const ParsedArgs parsed = parser.parse(with_long_output_flag(args));
   if (parser.help_requested()) {
     out << parser.help();
     return 0;

@@ -44,6 +44,13 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
 
 // The compute model of --gpu-model FILE if given (gputwin calibrate's output), else `fallback`.
 GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback);
+// The compute model of --gpu-model FILE if given, else the built-in model of `gpu_kind` (the cluster's GPU, with
+// its peak and bandwidth). Throws InputError naming --gpu-model when the kind has no built-in model.
+GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string& gpu_kind, double peak_flops,
+                                      double hbm_bytes_per_s);
+
+// `args` with the short `-o` spelled `--output`.
+std::vector<std::string> with_long_output_flag(std::vector<std::string> args);
 
 // `--framework NAME|FILE` (the host that issues each rank's ops), declared on `parser`.
 void add_framework_flag(ArgParser& parser);

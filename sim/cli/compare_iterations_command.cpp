@@ -32,17 +32,8 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
   const IterationTable table = read_iteration_table(table_path);
   const topo::ClusterSpec cluster = iteration_cluster(table, parsed);
   std::vector<sim::IterationCase> cases = iteration_cases(table, parsed, cluster);
-  GpuComputeModel gpu;
-  if (parsed.has("--gpu-model")) {
-    gpu = compute_model_from_flags(parsed, {});
-  } else {
-    try {
-      gpu = builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
-    } catch (const std::invalid_argument&) {
-      throw InputError("--gpu-model: the cluster's GPU '" + cluster.gpu.kind +
-                       "' has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");
-    }
-  }
+  const GpuComputeModel gpu =
+      compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
   const sim::IterationSet set(cluster, std::move(cases),
                               static_cast<int>(std::max<unsigned>(1, std::thread::hardware_concurrency())));

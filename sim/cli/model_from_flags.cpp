@@ -3,7 +3,10 @@
 #include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/config/gpu_model_yaml.hpp"
 #include "gputwin/config/model_yaml.hpp"
+#include "gputwin/models/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
+
+#include <stdexcept>
 
 namespace gputwin::cli {
 
@@ -39,6 +42,27 @@ GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComput
   if (const auto path = args.value("--gpu-model"))
     return config::load_gpu_model_yaml(*path);
   return fallback;
+}
+
+GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string& gpu_kind, double peak_flops,
+                                      double hbm_bytes_per_s)
+{
+  if (args.has("--gpu-model"))
+    return compute_model_from_flags(args, {});
+  try {
+    return builtin_compute_model(gpu_kind, peak_flops, hbm_bytes_per_s);
+  } catch (const std::invalid_argument&) {
+    throw InputError("--gpu-model: the cluster's GPU '" + gpu_kind +
+                     "' has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");
+  }
+}
+
+std::vector<std::string> with_long_output_flag(std::vector<std::string> args)
+{
+  for (std::string& arg : args)
+    if (arg == "-o")
+      arg = "--output";
+  return args;
 }
 
 } // namespace gputwin::cli

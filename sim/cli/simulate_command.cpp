@@ -123,18 +123,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                      std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
                      std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
                      " or more)");
-  GpuComputeModel gpu;
-  if (parsed.has("--gpu-model")) {
-    gpu = compute_model_from_flags(parsed, {});
-  } else {
-    try {
-      gpu = builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
-    } catch (const std::invalid_argument&) {
-      throw InputError("--gpu-model: the cluster's GPU '" + cluster.gpu.kind +
-                       "' has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");
-    }
-  }
-
+  const GpuComputeModel gpu =
+      compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
 
   // Memory first: a plan that does not fit is still simulated, with a warning naming the stage.

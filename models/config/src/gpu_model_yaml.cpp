@@ -16,33 +16,6 @@ namespace gputwin::config {
 
 namespace {
 
-// Shortest text that reads back to the same double.
-std::string number(double value)
-{
-  char buffer[40];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
-}
-
-// A YAML double-quoted scalar.
-std::string quoted(const std::string& text)
-{
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += escape;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // Text for a comment: one line.
 std::string comment_text(std::string text)
 {
@@ -144,43 +117,43 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
          "# Method: sim/README.md, section \"Calibration\".\n";
   for (const std::string& note : calibration.notes)
     out << "# note: " << comment_text(note) << "\n";
-  line(out, "gpu_kind", quoted(g.gpu_kind), "");
-  line(out, "source", quoted(g.source), "");
-  line(out, "peak_flops_per_s", number(g.peak_flops), "nominal");
-  line(out, "hbm_bytes_per_s", number(g.hbm_bytes_per_s), "nominal");
+  line(out, "gpu_kind", yaml_quoted(g.gpu_kind), "");
+  line(out, "source", yaml_quoted(g.source), "");
+  line(out, "peak_flops_per_s", yaml_number(g.peak_flops), "nominal");
+  line(out, "hbm_bytes_per_s", yaml_number(g.hbm_bytes_per_s), "nominal");
   line(out, "multiprocessors", std::to_string(g.multiprocessors), "nominal");
-  line(out, "gemm_tile_m", number(g.gemm_tile_m), "nominal, elements");
-  line(out, "gemm_tile_n", number(g.gemm_tile_n), "nominal, elements");
-  line(out, "gemm_efficiency", number(g.gemm_efficiency), "fitted");
-  line(out, "gemm_k_half", number(g.gemm_k_half), "fitted, inner-dimension elements");
-  line(out, "memory_efficiency", number(g.memory_efficiency), "fitted");
-  line(out, "kernel_overhead_s", number(g.kernel_overhead_s), "fitted");
+  line(out, "gemm_tile_m", yaml_number(g.gemm_tile_m), "nominal, elements");
+  line(out, "gemm_tile_n", yaml_number(g.gemm_tile_n), "nominal, elements");
+  line(out, "gemm_efficiency", yaml_number(g.gemm_efficiency), "fitted");
+  line(out, "gemm_k_half", yaml_number(g.gemm_k_half), "fitted, inner-dimension elements");
+  line(out, "memory_efficiency", yaml_number(g.memory_efficiency), "fitted");
+  line(out, "kernel_overhead_s", yaml_number(g.kernel_overhead_s), "fitted");
   if (!g.gemm_table_ref.empty())
-    line(out, "gemm_table", quoted(g.gemm_table_ref), "measured GEMM FLOP/s: builtin:NAME or a CSV path");
+    line(out, "gemm_table", yaml_quoted(g.gemm_table_ref), "measured GEMM FLOP/s: builtin:NAME or a CSV path");
   if (!g.memory_classes.empty()) {
     out << "# Memory-bound kernel classes (relative to memory_efficiency; overhead_s on top of kernel_overhead_s).\n"
            "memory_classes:\n";
     for (const auto& [kernel_class, params] : g.memory_classes)
-      out << "  - {class: " << quoted(to_string(kernel_class))
-          << ", relative_efficiency: " << number(params.relative_efficiency)
-          << ", overhead_s: " << number(params.overhead_s) << "}\n";
+      out << "  - {class: " << yaml_quoted(to_string(kernel_class))
+          << ", relative_efficiency: " << yaml_number(params.relative_efficiency)
+          << ", overhead_s: " << yaml_number(params.overhead_s) << "}\n";
   }
   if (!calibration.fits.empty()) {
     out << "# Fit errors per op class, then per op name (|modelled - measured| / measured; seconds summed over\n"
            "# the ops). Informational: not part of the model.\nfit:\n";
     for (const OpClassFit& f : calibration.fits)
-      out << "  - {op_class: " << quoted(f.op_class) << ", ops: " << f.ops
-          << ", mean_abs_relative_error: " << number(f.mean_abs_relative_error)
-          << ", max_abs_relative_error: " << number(f.max_abs_relative_error)
-          << ", measured_s: " << number(f.measured_s) << ", modelled_s: " << number(f.modelled_s) << "}\n";
+      out << "  - {op_class: " << yaml_quoted(f.op_class) << ", ops: " << f.ops
+          << ", mean_abs_relative_error: " << yaml_number(f.mean_abs_relative_error)
+          << ", max_abs_relative_error: " << yaml_number(f.max_abs_relative_error)
+          << ", measured_s: " << yaml_number(f.measured_s) << ", modelled_s: " << yaml_number(f.modelled_s) << "}\n";
   }
   if (!calibration.collectives.empty()) {
     out << "# Communication per kind and group size: time = latency_s + bytes / bytes_per_s (bytes_per_s 0: a\n"
            "# single size, latency alone). Durations as measured, waiting for peers included.\ncollectives:\n";
     for (const CollectiveFit& c : calibration.collectives)
-      out << "  - {op: " << quoted(to_string(c.op)) << ", ranks: " << c.ranks << ", samples: " << c.samples
-          << ", latency_s: " << number(c.latency_s) << ", bytes_per_s: " << number(c.bytes_per_s)
-          << ", mean_abs_relative_error: " << number(c.mean_abs_relative_error) << "}\n";
+      out << "  - {op: " << yaml_quoted(to_string(c.op)) << ", ranks: " << c.ranks << ", samples: " << c.samples
+          << ", latency_s: " << yaml_number(c.latency_s) << ", bytes_per_s: " << yaml_number(c.bytes_per_s)
+          << ", mean_abs_relative_error: " << yaml_number(c.mean_abs_relative_error) << "}\n";
   }
 }
 
