@@ -75,7 +75,10 @@ void write_cluster_yaml(std::ostream& y, const topo::ClusterSpec& c, const sim::
     << "  channels_inter_node: " << n.channels_inter_node << "\n"
     << "  host_call_us: " << num(n.host_call_s * 1e6) << "\n"
     << "  host_launch_us_per_gpu: " << num(n.host_launch_s_per_gpu * 1e6) << "\n"
-    << "  kernel_us: " << num(n.kernel_s * 1e6) << "\n";
+    << "  kernel_us: " << num(n.kernel_s * 1e6) << "\n"
+    << "  channel_us: " << num(n.channel_s * 1e6) << "\n"
+    << "  channel_net_step_us: " << num(n.channel_net_step_s * 1e6) << "\n"
+    << "  tree_correction: " << (n.tree_correction ? "true" : "false") << "\n";
   write_protocol(y, "ll", n.ll);
   write_protocol(y, "ll128", n.ll128);
   write_protocol(y, "simple", n.simple);

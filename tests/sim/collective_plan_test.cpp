@@ -93,11 +93,12 @@ TEST(CollectivePlan, SendRecvAllToAllBroadcastAndTree)
   for (const Flow& f : bcast.flows)
     EXPECT_NE(f.dst_gpu, 0) << "nothing flows back into the root";
 
-  // Tree all-reduce over 4 nodes: per channel 3 inter-node edges and 7 chain edges per node, both directions.
+  // Tree all-reduce over 4 nodes: per rail 3 inter-node edges in each of the two trees and 7 chain edges per
+  // node, both directions.
   const CollectivePlan tree =
       plan_collective(c, CollectiveOp::AllReduce, first_gpus(32), 1e6, {NcclAlgorithm::Tree, NcclProtocol::Simple});
   EXPECT_EQ(tree.choice.algorithm, NcclAlgorithm::Tree);
-  EXPECT_EQ(tree.flows.size(), 8u * (3 + 4 * 7) * 2);
+  EXPECT_EQ(tree.flows.size(), 8u * (2 * 3 + 4 * 7) * 2);
 }
 
 TEST(DoubleBinaryTree, TwoValidTreesWithFewNodesInteriorInBoth)

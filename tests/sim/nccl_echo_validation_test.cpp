@@ -1,7 +1,8 @@
 // The built-in nd-a100-v4 cluster's all-reduce against Echo's nccl-tests logs (2-128 A100, 8 B-4 GiB), one
 // parameter set for every GPU count, simulated on SimGrid as `gputwin collective` does. Target of issue 11:
 // within 15% at >= 90% of the sizes and median |error| <= 8% per log; the bounds asserted are what the model
-// reaches today (README, "Validation"), so a regression fails.
+// reaches today (133 of 148 sizes; misses left: the known outliers, 16-32 KiB at 32-128 GPUs, 128 KiB at 16),
+// so a regression fails.
 #include "data/nccl_tests_echo_a100.hpp"
 #include "dgx_spec.hpp"
 
@@ -55,38 +56,38 @@ LogError simulate_log(int ranks)
 TEST(NcclEchoValidation, TwoA100OneThread)
 {
   const LogError e = simulate_log(2);
-  EXPECT_GE(e.within_15_percent, 0.74);
-  EXPECT_LE(e.median_abs_error, 0.08);
+  EXPECT_GE(e.within_15_percent, 0.99); // 28 of 28 sizes
+  EXPECT_LE(e.median_abs_error, 0.06); // 5.5%
 }
 TEST(NcclEchoValidation, EightA100OneThread)
 {
   const LogError e = simulate_log(8);
-  EXPECT_GE(e.within_15_percent, 0.80);
-  EXPECT_LE(e.median_abs_error, 0.08);
+  EXPECT_GE(e.within_15_percent, 0.99); // 28 of 28
+  EXPECT_LE(e.median_abs_error, 0.03); // 2.0%
 }
 TEST(NcclEchoValidation, SixteenA100TwoNodes)
 {
   const LogError e = simulate_log(16);
-  EXPECT_GE(e.within_15_percent, 0.65);
-  EXPECT_LE(e.median_abs_error, 0.10);
+  EXPECT_GE(e.within_15_percent, 0.86); // 20 of 23
+  EXPECT_LE(e.median_abs_error, 0.07); // 6.6%
 }
 TEST(NcclEchoValidation, ThirtyTwoA100FourNodes)
 {
   const LogError e = simulate_log(32);
-  EXPECT_GE(e.within_15_percent, 0.73);
-  EXPECT_LE(e.median_abs_error, 0.08);
+  EXPECT_GE(e.within_15_percent, 0.82); // 19 of 23
+  EXPECT_LE(e.median_abs_error, 0.07); // 6.0%
 }
 TEST(NcclEchoValidation, SixtyFourA100EightNodes)
 {
   const LogError e = simulate_log(64);
-  EXPECT_GE(e.within_15_percent, 0.73);
-  EXPECT_LE(e.median_abs_error, 0.08);
+  EXPECT_GE(e.within_15_percent, 0.82); // 19 of 23
+  EXPECT_LE(e.median_abs_error, 0.05); // 4.1%
 }
 TEST(NcclEchoValidation, HundredTwentyEightA100SixteenNodes)
 {
   const LogError e = simulate_log(128);
-  EXPECT_GE(e.within_15_percent, 0.69);
-  EXPECT_LE(e.median_abs_error, 0.08);
+  EXPECT_GE(e.within_15_percent, 0.82); // 19 of 23
+  EXPECT_LE(e.median_abs_error, 0.03); // 2.5%
 }
 
 } // namespace

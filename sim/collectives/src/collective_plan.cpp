@@ -197,9 +197,10 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   cost_in.nodes = plan.nodes;
   if (op != CollectiveOp::SendRecv && op != CollectiveOp::AllToAll && plan.ranks > 1) {
     if (plan.choice.algorithm == NcclAlgorithm::Tree) {
-      // Per channel (rail) a node's root sends its share to its parent and two children (one of each across two
-      // nodes), and the node's chain carries it both ways over NVLink.
-      const double edges = plan.nodes == 2 ? 1.0 : 3.0;
+      // Per rail a node's root sends its share to its parent and two children in the tree where it is inner and
+      // to its parent alone in the other (one edge each across two nodes): (3 + 1) / 2 edges on average. The
+      // node's chain carries the share both ways over NVLink.
+      const double edges = plan.nodes == 2 ? 1.0 : 2.0;
       const double nic = cluster.nic.bytes_per_s * cluster.nccl.net_efficiency;
       const double intra = cluster.nvlink.bytes_per_s > 0 ? cluster.nvlink.bytes_per_s * cluster.nccl.nvlink_efficiency
                                                           : cluster.pcie.bytes_per_s * cluster.nccl.pcie_efficiency;
@@ -244,13 +245,14 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
 
   const auto rings = ring_orders(cluster, gpus);
   if (plan.choice.algorithm == NcclAlgorithm::Tree) {
-    // Channel c runs tree c % 2 of the double binary tree over nodes, rooted in each node at the GPU its rail
-    // enters through, with the node's other GPUs chained behind it. Reduce up and broadcast down are
-    // pipelined, so both directions of every edge carry the channel's share at the same time.
+    // Every rail carries two of NCCL's channels, one on each tree of the double binary tree over nodes (NCCL
+    // doubles its channels and gives the two copies the two trees), each rooted in a node at the GPU the rail
+    // enters through, with the node's other GPUs chained behind it. A node is inner in one tree and a leaf in
+    // the other, so each NIC carries (3 + 1) / 2 shares on average rather than 3. Reduce up and broadcast down
+    // are pipelined, so both directions of every edge carry the channel's share at the same time.
     const auto parents = double_binary_tree_parents(plan.nodes);
     const double share = bytes / channels;
     for (size_t c = 0; c < rails.size(); ++c) {
-      const std::vector<int>& tree_parent = parents[c % 2];
       std::vector<int> node_root;
       for (const auto& group : groups) {
         const std::vector<int> chain = node_ring_segment(layout, group, rails[c]);
@@ -260,13 +262,14 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
           add(chain[k - 1], chain[k], share, 1);
         }
       }
-      for (size_t k = 0; k < node_root.size(); ++k) {
-        const int parent = tree_parent[k];
-        if (parent >= 0) {
-          add(node_root[k], node_root[static_cast<size_t>(parent)], share, 1);
-          add(node_root[static_cast<size_t>(parent)], node_root[k], share, 1);
+      for (const std::vector<int>& tree_parent : parents)
+        for (size_t k = 0; k < node_root.size(); ++k) {
+          const int parent = tree_parent[k];
+          if (parent >= 0) {
+            add(node_root[k], node_root[static_cast<size_t>(parent)], share / 2, 1);
+            add(node_root[static_cast<size_t>(parent)], node_root[k], share / 2, 1);
+          }
         }
-      }
     }
     return plan;
   }

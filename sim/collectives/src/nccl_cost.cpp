@@ -79,10 +79,12 @@ NcclCost nccl_cost(const topo::ClusterSpec& cluster, const NcclCostInput& in)
   const bool p2p = in.op == CollectiveOp::SendRecv || in.op == CollectiveOp::AllToAll;
   const int per_node = std::max(1, in.ranks / in.nodes);
   double steps_s = 0;
+  int net_steps = 0; // algorithm steps that cross the network
   if (p2p) {
     steps_s = in.nodes > 1 ? proto.net_step_s : proto.nvlink_step_s;
   } else if (in.algorithm == NcclAlgorithm::Tree) {
-    steps_s = 2 * ((per_node - 1) * proto.nvlink_step_s + log2_floor(in.nodes) * proto.net_step_s);
+    net_steps = 2 * log2_floor(in.nodes);
+    steps_s = 2 * (per_node - 1) * proto.nvlink_step_s + net_steps * proto.net_step_s;
   } else {
     // NCCL's step count (tuning.cc): all-reduce 2(n-1) steps of which 2 x nodes cross the network; all-gather
     // and reduce-scatter n-1 and nodes-1; broadcast n and nodes.
@@ -92,8 +94,13 @@ NcclCost nccl_cost(const topo::ClusterSpec& cluster, const NcclCostInput& in)
     const int steps = all_reduce ? 2 * (n - 1) : gather_scatter ? n - 1 : n;
     const int inter = m <= 1 ? 0 : all_reduce ? std::min(steps, 2 * m) : gather_scatter ? m - 1 : m;
     steps_s = (steps - inter) * proto.nvlink_step_s + inter * proto.net_step_s;
+    net_steps = inter;
   }
-  cost.latency_s = nccl.kernel_s + proto.base_latency_s + steps_s;
+  // Every channel (thread block) pays its own fixed cost, and its own share of the proxy's work at each step
+  // that crosses the network: small messages run on few channels (nccl_channels_used), so their time grows
+  // with the channels NCCL gives them rather than with the bytes.
+  const double channels_s = p2p ? 0.0 : cost.channels * (nccl.channel_s + net_steps * nccl.channel_net_step_s);
+  cost.latency_s = nccl.kernel_s + proto.base_latency_s + steps_s + channels_s;
 
   // Each channel moves at most channel_bytes_per_s of payload: with few channels (small messages) or a slow
   // protocol that, not the links, limits the transfer. Raising the wire factor makes the flows take that long.
@@ -103,6 +110,9 @@ NcclCost nccl_cost(const topo::ClusterSpec& cluster, const NcclCostInput& in)
     const double channel_s = in.channel_payload_bytes / (cost.channels * proto.channel_bytes_per_s);
     cost.wire_factor = std::max(wire, channel_s / in.link_time_s);
   }
+  // A tree's pipeline falls short at medium sizes by NCCL's own correction factors.
+  if (in.algorithm == NcclAlgorithm::Tree && !p2p && nccl.tree_correction)
+    cost.wire_factor /= nccl_tree_correction(in.protocol, in.bytes);
   cost.transfer_s = in.link_time_s * cost.wire_factor;
   return cost;
 }

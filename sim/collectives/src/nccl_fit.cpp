@@ -19,7 +19,8 @@ struct Parameter {
 std::vector<Parameter> parameters(topo::NcclSpec& n)
 {
   std::vector<Parameter> p = {{&n.nvlink_efficiency, true}, {&n.net_efficiency, true}, {&n.kernel_s, false},
-                              {&n.host_call_s, false},        {&n.host_launch_s_per_gpu, false}};
+                              {&n.host_call_s, false},        {&n.host_launch_s_per_gpu, false},
+                              {&n.channel_s, false},          {&n.channel_net_step_s, false}};
   for (topo::NcclProtocolSpec* proto : {&n.ll, &n.ll128, &n.simple})
     for (double* v : {&proto->base_latency_s, &proto->nvlink_step_s, &proto->net_step_s, &proto->channel_bytes_per_s})
       p.push_back({v, false});

@@ -98,6 +98,12 @@ int log2_floor(double x)
 
 } // namespace
 
+double nccl_tree_correction(NcclProtocol protocol, double bytes)
+{
+  const int log_size = log2_floor(std::max(1.0, bytes / 64.0));
+  return log_size < 22 ? tree_correction[index_of(protocol)][log_size] : 1.0;
+}
+
 NcclChoice evaluate_nccl_algorithm(const TunerInput& in, NcclAlgorithm algorithm, NcclProtocol protocol)
 {
   if (in.ranks < 1 || in.nodes < 1 || in.bytes < 0 || !(in.ring_bus_bytes_per_s > 0))
@@ -168,11 +174,8 @@ NcclChoice evaluate_nccl_algorithm(const TunerInput& in, NcclAlgorithm algorithm
   double algo_gbps = algorithm == NcclAlgorithm::Ring && !is_p2p
                          ? bus_gbps * n / ring_steps(in.op, n)
                          : (algorithm == NcclAlgorithm::Ring ? bus_gbps : bus_gbps * 0.5);
-  if (algorithm == NcclAlgorithm::Tree) {
-    const int log_size = log2_floor(std::max(1.0, in.bytes / 64.0));
-    if (log_size < 22)
-      algo_gbps *= tree_correction[p][log_size];
-  }
+  if (algorithm == NcclAlgorithm::Tree)
+    algo_gbps *= nccl_tree_correction(protocol, in.bytes);
   if (algorithm == NcclAlgorithm::Ring && protocol == NcclProtocol::Simple && in.nodes > 1 &&
       in.op == CollectiveOp::AllReduce && in.bytes >= n / 16.0 * 65536)
     latency_us *= 1.9; // NCCL: "plateau effect of ring"

@@ -67,6 +67,13 @@ struct NcclSpec {
   double host_call_s = 0.9e-6;             // host time to issue one call, whatever the GPUs
   double host_launch_s_per_gpu = 3.85e-6;  // host time per GPU one thread launches the call on
   double kernel_s = 5.6e-6;                // GPU-side fixed cost of one call (kernel start, final synchronisation)
+  // GPU-side fixed cost of every channel (thread block) a call runs on: each channel fetches its work and
+  // synchronises with its peers on its own, so a call on more channels pays more. NCCL spreads small messages
+  // over channels in proportion to their size (enqueue.cc), so this is what makes small-message time grow with
+  // size. 0 (the default) leaves it out.
+  double channel_s = 0;
+  double channel_net_step_s = 0; // ... and per channel per algorithm step that crosses the network (proxy work)
+  bool tree_correction = false;  // trees reach only NCCL's corrected bandwidth at medium sizes (tuning.cc)
   NcclProtocolSpec ll{1.4e-6, 0.58e-6, 10e-6, 1.33e9};
   NcclProtocolSpec ll128{30e-6, 2.25e-6, 12e-6, 8e9};
   NcclProtocolSpec simple{60e-6, 2.6e-6, 20e-6, 30e9};

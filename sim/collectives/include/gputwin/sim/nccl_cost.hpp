@@ -35,13 +35,15 @@ struct NcclCostInput {
 
 struct NcclCost {
   int channels = 1;       // channels NCCL runs it on
-  double latency_s = 0;   // kernel + protocol base + steps x per-step latency
+  double latency_s = 0;   // kernel + protocol base + steps x per-step latency + channels x (channel cost +
+                          // network steps x channel network-step cost)
   double wire_factor = 1; // bytes on the links per payload byte, raised so the links take as long as the
                           // channels' own limit when that is the slower
   double transfer_s = 0;  // the busiest link's time with the wire factor: link_time_s x wire_factor
 };
 
-// The calibrated cost of `in` on `cluster` (ring: intra-node steps on NVLink, inter-node steps 2 x nodes for
+// The calibrated cost of `in` on `cluster`; trees' wire factor divided by NCCL's tree correction when the cluster
+// asks for it (ring: intra-node steps on NVLink, inter-node steps 2 x nodes for
 // all-reduce as NCCL counts them; tree: 2 ((ranks per node - 1) NVLink steps + log2(nodes) network steps)).
 NcclCost nccl_cost(const topo::ClusterSpec& cluster, const NcclCostInput& in);
 

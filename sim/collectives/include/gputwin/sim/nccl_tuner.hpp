@@ -46,6 +46,10 @@ struct NcclChoice {
 // REQUIRES: ranks >= 1, bytes >= 0, ring_bus_bytes_per_s > 0.
 NcclChoice choose_nccl_algorithm(const TunerInput& input);
 
+// NCCL's correction of a tree's bandwidth for medium sizes (tuning.cc treeCorrectionFactor, powers of two from
+// 64 B; 1 from 256 MiB on): trees fall short of their pipelined bandwidth there.
+double nccl_tree_correction(NcclProtocol protocol, double bytes);
+
 // The choice for one given algorithm and protocol (what NCCL_ALGO/NCCL_PROTO would force).
 NcclChoice evaluate_nccl_algorithm(const TunerInput& input, NcclAlgorithm algorithm, NcclProtocol protocol);
 
