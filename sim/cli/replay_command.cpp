@@ -5,15 +5,19 @@
 
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/sim/kineto_replay.hpp"
+#include "gputwin/sim/program_executor.hpp"
 #include "gputwin/sim/progress_check.hpp"
 #include "gputwin/sim/trace_comm_source.hpp"
 #include "gputwin/sim/trace_workload.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
+#include "gputwin/traces/kineto.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -47,6 +51,123 @@ GpuComputeModel retarget_model(const std::string& gpu)
   return builtin_compute_model(spec.gpu.kind, spec.gpu.peak_bf16_flops, spec.gpu.hbm_bytes_per_s);
 }
 
+// A positive finite factor flag (--compute-scale, --comm-scale); 1 when absent.
+double scale_flag(const ParsedArgs& parsed, const std::string& flag)
+{
+  const auto text = parsed.value(flag);
+  if (!text)
+    return 1;
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(*text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text->size() || !std::isfinite(value) || value <= 0)
+    throw InputError(flag + ": expected a positive number (X times faster), got '" + *text + "'");
+  return value;
+}
+
+// A PyTorch profiler (Kineto) trace: one ProfilerStep replayed as measured (traces/KINETO.md).
+int run_kineto_replay(const ParsedArgs& parsed, const std::string& path, const std::string& text, std::ostream& out)
+{
+  for (const char* flag : {"--gpu", "--gpu-model", "--dp", "--pp", "--layers", "--global-batch"})
+    if (parsed.has(flag))
+      throw InputError(std::string(flag) + ": not available for a PyTorch profiler trace (" + path +
+                       "; its kernels carry no FLOPs or layers: use --compute-scale / --comm-scale)");
+  traces::KinetoTrace kineto;
+  try {
+    kineto = traces::parse_kineto(text, path, parsed.integer("--step"));
+    sim::check_progress(kineto.graph);
+  } catch (const traces::TraceError& e) {
+    throw InputError(e.what());
+  }
+  sim::KinetoScales scales;
+  scales.compute = scale_flag(parsed, "--compute-scale");
+  scales.comm = scale_flag(parsed, "--comm-scale");
+  const std::string cluster_name = parsed.value("--cluster").value_or(topo::default_cluster);
+  const int64_t nodes_flag = parsed.integer("--nodes").value_or(0);
+  if (parsed.has("--nodes") && (nodes_flag <= 0 || nodes_flag > 1000000))
+    throw InputError("--nodes: expected a positive integer, got " + *parsed.value("--nodes"));
+  const topo::ClusterSpec cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes_flag), parsed.values("--set"));
+  const topo::ClusterGraph graph(cluster);
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  sim::IterationOptions options;
+  options.record_timeline = parsed.has("--timeline");
+  sim::KinetoCommSource comm(scales.comm);
+  const sim::ComputeDuration compute_s = sim::kineto_compute_duration(scales);
+  const sim::IterationResult result = sim::execute_programs(graph, kineto.graph.ranks, kineto.graph.groups, comm,
+                                                            compute_s, options, {sim::kineto_host_program(kineto)});
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  const traces::KinetoStep& step = kineto.steps[kineto.selected];
+  const double measured_s = kineto.measured_step_s();
+  const bool as_measured = scales.compute == 1 && scales.comm == 1;
+  const double relative_error = (result.iteration_time_s - measured_s) / measured_s;
+  if (const auto file = parsed.value("--timeline")) {
+    std::ofstream timeline(*file);
+    if (!timeline)
+      throw InputError("--timeline: cannot write '" + *file + "'");
+    write_chrome_timeline(timeline, result, 1);
+  }
+  if (parsed.has("--json")) {
+    traces::JsonWriter json(out);
+    json.begin_object();
+    json.field("trace", path);
+    json.field("format", "pytorch-kineto");
+    json.field("cluster", cluster.name);
+    json.field("mode", as_measured ? "as-measured" : "what-if");
+    json.field("step", step.name);
+    json.field("steps", static_cast<int64_t>(kineto.steps.size()));
+    json.field("trace_rank", static_cast<int64_t>(kineto.trace_rank));
+    json.field("world_size", static_cast<int64_t>(kineto.world_size));
+    json.field("kernels", kineto.kernels);
+    json.field("collectives", kineto.collectives);
+    json.field("memcpys", kineto.memcpys);
+    json.field("host_syncs", kineto.host_syncs);
+    json.field("launch_latency_s", static_cast<double>(kineto.host.launch_latency_ns) * 1e-9);
+    json.field("compute_scale", scales.compute);
+    json.field("comm_scale", scales.comm);
+    json.field("iteration_time_s", result.iteration_time_s);
+    json.field("measured_iteration_time_s", measured_s);
+    if (as_measured)
+      json.field("relative_error", relative_error);
+    else
+      json.field("speedup_vs_measured", measured_s / result.iteration_time_s);
+    json.field("simulated_events", result.executed_ops + result.simulated_flows);
+    json.field("sim_wall_time_s", wall_s);
+    json.end_object();
+    return 0;
+  }
+  char line[512];
+  std::snprintf(line, sizeof line, "trace      %s (PyTorch profiler, rank %d of %d, device %s)\n", path.c_str(),
+                kineto.trace_rank, kineto.world_size, kineto.graph.metadata.at("device").c_str());
+  out << line;
+  std::snprintf(line, sizeof line,
+                "step       %s (%zu steps in the file): %lld kernels, %lld NCCL collectives, %lld copies, %lld host syncs\n",
+                step.name.c_str(), kineto.steps.size(), static_cast<long long>(kineto.kernels),
+                static_cast<long long>(kineto.collectives), static_cast<long long>(kineto.memcpys),
+                static_cast<long long>(kineto.host_syncs));
+  out << line;
+  out << "mode       "
+      << (as_measured ? std::string("as measured (collectives take their measured duration: rank-local file)")
+                      : "what-if: compute x" + std::to_string(scales.compute) + " faster, network x" +
+                            std::to_string(scales.comm) + " faster")
+      << "\n";
+  std::snprintf(line, sizeof line, "simulated  %.6f s per step\n", result.iteration_time_s);
+  out << line;
+  std::snprintf(line, sizeof line, "measured   %.6f s per step\n", measured_s);
+  out << line;
+  if (as_measured)
+    std::snprintf(line, sizeof line, "error      %+.2f %%\n", 100 * relative_error);
+  else
+    std::snprintf(line, sizeof line, "speedup    %.3fx over measured\n", measured_s / result.iteration_time_s);
+  out << line;
+  return 0;
+}
+
 } // namespace
 
 int run_replay(const std::vector<std::string>& args, std::ostream& out)
@@ -56,8 +177,12 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
                    "compute ops take their measured durations (or, with --gpu, the GPU compute model's time for\n"
                    "their FLOPs, bytes and GEMM shapes), every collective and pipeline message is re-simulated as\n"
                    "flows on the cluster, and the simulated iteration time is printed beside the measured one.\n"
-                   "With --dp/--pp/--layers the trace's per-layer ops are replayed in a larger plan.\n\n"
-                   "example: gputwin replay run.trace.json --cluster localhost");
+                   "With --dp/--pp/--layers the trace's per-layer ops are replayed in a larger plan.\n"
+                   "A PyTorch profiler (Kineto) trace, FILE.json or FILE.json.gz, replays one ProfilerStep as\n"
+                   "measured: the host's launches and syncs at their measured times, every kernel its measured\n"
+                   "duration on its stream, every NCCL kernel its own measured duration (traces/KINETO.md).\n\n"
+                   "example: gputwin replay run.trace.json --cluster localhost\n"
+                   "example: gputwin replay rank0.json.gz --step 552 --comm-scale 2");
   parser.allow_positional("TRACE", 1);
   topo::add_cluster_flags(parser);
   parser.add_section("what-if");
@@ -67,6 +192,10 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--pp", "P", "replay with P pipeline stages (1F1B unless the trace was interleaved)");
   parser.add_option("--layers", "L", "replay with L transformer layers");
   parser.add_option("--global-batch", "B", "global batch of the scaled-out replay (default: the trace's x dp)");
+  parser.add_option("--compute-scale", "X", "GPUs X times faster: compute kernel durations / X");
+  parser.add_option("--comm-scale", "X", "network X times faster: collective durations / X (Kineto traces)");
+  parser.add_section("kineto traces");
+  parser.add_option("--step", "N", "replay ProfilerStep#N (default: the step of median duration)");
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable report");
   parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
@@ -80,7 +209,14 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   const std::string path = parsed.positional().front();
   traces::OpGraph trace;
   try {
-    trace = traces::read_op_graph_file(path);
+    const std::string text = traces::read_trace_text(path);
+    if (traces::is_chrome_trace(text))
+      return run_kineto_replay(parsed, path, text, out);
+    for (const char* flag : {"--step", "--comm-scale"})
+      if (parsed.has(flag))
+        throw InputError(std::string(flag) + ": only for PyTorch profiler (Kineto) traces; " + path +
+                         " is a gputwin trace");
+    trace = traces::parse_op_graph(text, path);
     sim::check_progress(trace);
   } catch (const traces::TraceError& e) {
     throw InputError(e.what());
@@ -100,6 +236,9 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   if (parsed.has("--gpu-model"))
     retarget = compute_model_from_flags(parsed, {});
   const bool scaled = parsed.has("--dp") || parsed.has("--pp") || parsed.has("--layers");
+  const double compute_scale = scale_flag(parsed, "--compute-scale");
+  if (compute_scale != 1 && (scaled || retarget))
+    throw InputError("--compute-scale: applies to an as-measured replay (not with --gpu, --gpu-model, --dp, --pp or --layers)");
 
   const auto wall_start = std::chrono::steady_clock::now();
   sim::IterationOptions options;
@@ -154,21 +293,22 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
         previous_end_ns = std::max(previous_end_ns, op.start_ns + op.duration_ns);
       }
     }
-    const sim::ComputeDuration compute_s = [&retarget, &gap_ns](size_t p, const traces::Op& op) {
+    const sim::ComputeDuration compute_s = [&retarget, &gap_ns, compute_scale](size_t p, const traces::Op& op) {
       if (retarget || op.duration_ns < 0) {
         if (!retarget)
           throw InputError("replay: op '" + op.name + "' has no measured duration (expected --gpu to model it)");
         return compute_duration_s(*retarget, op);
       }
       const auto gap = gap_ns[p].find(op.id);
-      return static_cast<double>(op.duration_ns + (gap == gap_ns[p].end() ? 0 : gap->second)) * 1e-9;
+      return (static_cast<double>(op.duration_ns) / compute_scale +
+              static_cast<double>(gap == gap_ns[p].end() ? 0 : gap->second)) * 1e-9;
     };
     result = sim::execute_programs(graph, trace.ranks, trace.groups, comm, compute_s, options);
   }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
   const double measured_s = measured_iteration_s(trace);
-  const bool comparable = !scaled && !retarget && measured_s > 0;
+  const bool comparable = !scaled && !retarget && compute_scale == 1 && measured_s > 0;
   const double relative_error = comparable ? (result.iteration_time_s - measured_s) / measured_s : 0;
   if (const auto file = parsed.value("--timeline")) {
     std::ofstream timeline(*file);
@@ -181,7 +321,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
     json.begin_object();
     json.field("trace", path);
     json.field("cluster", cluster.name);
-    json.field("mode", scaled ? "scaled" : retarget ? "retargeted" : "as-measured");
+    json.field("mode", scaled ? "scaled" : retarget ? "retargeted" : compute_scale != 1 ? "what-if" : "as-measured");
     json.field("iteration_time_s", result.iteration_time_s);
     if (measured_s > 0)
       json.field("measured_iteration_time_s", measured_s);
@@ -199,6 +339,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   out << "cluster    " << cluster.name << ", mode "
       << (scaled     ? "scaled out"
           : retarget ? "re-targeted to " + retarget->gpu_kind
+          : compute_scale != 1 ? "what-if: compute x" + std::to_string(compute_scale) + " faster"
                      : std::string("as measured"))
       << "\n";
   std::snprintf(line, sizeof line, "simulated  %.6f s per iteration\n", result.iteration_time_s);

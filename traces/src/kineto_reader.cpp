@@ -1,0 +1,538 @@
+// PyTorch profiler (Kineto) Chrome traces -> one ProfilerStep as an op graph (traces/KINETO.md).
+#include "gputwin/traces/kineto.hpp"
+
+#include "gputwin/traces/json_value.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <unordered_map>
+
+namespace gputwin::traces {
+
+namespace {
+
+std::string lower(std::string_view text)
+{
+  std::string out(text);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+
+// A pid or tid: numbers and strings both occur ("Spans").
+std::string id_text(const JsonValue* v)
+{
+  if (v == nullptr)
+    return "";
+  return (v->type == JsonValue::Type::String ? "s" : "n") + v->text;
+}
+
+std::optional<double> number(const JsonValue& event, std::string_view key)
+{
+  const JsonValue* v = event.find(key);
+  return v ? v->as_double() : std::nullopt;
+}
+
+std::optional<int64_t> integer(const JsonValue* object, std::string_view key)
+{
+  const JsonValue* v = object ? object->find(key) : nullptr;
+  if (v == nullptr)
+    return std::nullopt;
+  if (const auto i = v->as_int64())
+    return i;
+  if (const auto d = v->as_double(); d && std::floor(*d) == *d && std::fabs(*d) < 9e18)
+    return static_cast<int64_t>(*d);
+  return std::nullopt;
+}
+
+std::string string_arg(const JsonValue* args, std::string_view key)
+{
+  const JsonValue* v = args ? args->find(key) : nullptr;
+  return v && v->type == JsonValue::Type::String ? v->text : "";
+}
+
+enum class GpuKind { Kernel, Memcpy, Memset };
+
+struct GpuActivity {
+  GpuKind kind = GpuKind::Kernel;
+  std::string name;
+  double ts = 0, dur = 0;
+  int64_t device = 0;
+  int64_t stream = 0;
+  std::optional<int64_t> correlation;
+  std::string pid, tid;
+  const JsonValue* args = nullptr;
+  size_t launch = SIZE_MAX; // index into runtime calls
+};
+
+struct RuntimeCall {
+  std::string name;
+  double ts = 0, dur = 0;
+  std::string tid;
+  std::optional<int64_t> correlation;
+};
+
+// Host calls that block until GPU work is done (the replay's host waits for everything issued).
+bool is_synchronising(const std::string& name)
+{
+  static const std::set<std::string> names = {
+      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+      "cudaMemcpy2D",          "cudaMemcpyToSymbol",    "cudaMemcpyFromSymbol", "cuCtxSynchronize",
+      "cuStreamSynchronize",   "cuEventSynchronize",    "cuMemcpyDtoH_v2",      "cuMemcpyHtoD_v2"};
+  return names.count(name) != 0;
+}
+
+bool is_nccl_kernel(std::string_view name)
+{
+  return starts_with(name, "ncclKernel") || starts_with(name, "ncclDevKernel") || starts_with(name, "void ncclKernel") ||
+         starts_with(name, "void ncclDevKernel");
+}
+
+// The collective of an NCCL kernel: the "Collective name" arg where present, else the kernel's name
+// (ncclKernel_AllReduce_RING_LL_Sum_float, ncclDevKernel_SendRecv(...)). Reduce is replayed as all-reduce.
+CollectiveOp nccl_collective(const GpuActivity& a)
+{
+  std::string key = lower(string_arg(a.args, "Collective name"));
+  if (key.empty()) {
+    const size_t underscore = a.name.find('_');
+    if (underscore != std::string::npos) {
+      const size_t end = a.name.find_first_of("_(", underscore + 1);
+      key = lower(a.name.substr(underscore + 1, end == std::string::npos ? std::string::npos : end - underscore - 1));
+    }
+  }
+  key.erase(std::remove(key.begin(), key.end(), '_'), key.end());
+  if (key == "allgather" || key == "allgatherbase" || key == "allgatherintocoalesced")
+    return CollectiveOp::AllGather;
+  if (key == "reducescatter" || key == "reducescatterbase")
+    return CollectiveOp::ReduceScatter;
+  if (key == "broadcast")
+    return CollectiveOp::Broadcast;
+  if (key == "alltoall" || key == "alltoallv" || key == "alltoallbase")
+    return CollectiveOp::AllToAll;
+  if (key == "sendrecv" || key == "send" || key == "recv")
+    return CollectiveOp::SendRecv;
+  return CollectiveOp::AllReduce; // allreduce, reduce, and anything else
+}
+
+double dtype_bytes(const std::string& dtype)
+{
+  const std::string d = lower(dtype);
+  if (d == "double" || d == "long" || d == "int64" || d == "float64" || d == "complexfloat")
+    return 8;
+  if (d == "float" || d == "int" || d == "int32" || d == "float32" || d == "uint32")
+    return 4;
+  if (d == "half" || d == "bfloat16" || d == "short" || d == "float16" || d == "int16")
+    return 2;
+  if (d == "byte" || d == "char" || d == "bool" || d == "int8" || d == "uint8" || starts_with(d, "float8"))
+    return 1;
+  return 0;
+}
+
+// The nccl-tests size of a collective (traces/FORMAT.md): elements x element size, 0 when the args lack them.
+double nccl_bytes(const GpuActivity& a, CollectiveOp op)
+{
+  const auto in = integer(a.args, "In msg nelems");
+  const auto out = integer(a.args, "Out msg nelems");
+  double size = dtype_bytes(string_arg(a.args, "dtype"));
+  if (size == 0)
+    size = 1; // no dtype: count elements as bytes rather than drop the size
+  const auto n = op == CollectiveOp::AllGather ? (out ? out : in) : (in ? in : out);
+  return n && *n > 0 ? static_cast<double>(*n) * size : 0;
+}
+
+// Microseconds to nanoseconds. Kineto's timestamps are epoch microseconds (~1.7e15): convert differences only,
+// an absolute timestamp in ns would lose precision in a double.
+int64_t to_ns(double us) { return static_cast<int64_t>(std::llround(us * 1000.0)); }
+
+} // namespace
+
+bool is_chrome_trace(std::string_view text)
+{
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{')
+    return false;
+  // Kineto writes "schemaVersion" and "deviceProperties" (which can be long) before "traceEvents"; the member
+  // can be anywhere in the object, so look through the whole text only if needed.
+  return text.find("\"traceEvents\"") != std::string_view::npos;
+}
+
+std::string read_trace_text(const std::string& path)
+{
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe)
+    throw TraceError(path + ": cannot open the trace file (expected a readable file)");
+  unsigned char magic[2] = {0, 0};
+  probe.read(reinterpret_cast<char*>(magic), 2);
+  const bool gzip = probe.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  if (!gzip) {
+    probe.clear();
+    probe.seekg(0);
+    std::ostringstream text;
+    text << probe.rdbuf();
+    return text.str();
+  }
+  probe.close();
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr)
+    throw TraceError(path + ": cannot open the gzip file");
+  gzbuffer(file, 1 << 17);
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    const int n = gzread(file, buffer, sizeof buffer);
+    if (n < 0)
+      break;
+    if (n == 0)
+      break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  int code = Z_OK;
+  const char* message = gzerror(file, &code);
+  std::string what = message ? message : "";
+  if (what.rfind(path + ": ", 0) == 0)
+    what = what.substr(path.size() + 2);
+  gzclose(file);
+  if (code != Z_OK && code != Z_STREAM_END)
+    throw TraceError(path + ": truncated or corrupt gzip stream (" + (what.empty() ? "zlib error" : what) +
+                     " after " + std::to_string(text.size()) + " bytes; expected a complete .json.gz)");
+  return text;
+}
+
+KinetoTrace parse_kineto(std::string_view json_text, const std::string& source, std::optional<int64_t> step_number)
+{
+  JsonValue root;
+  try {
+    root = parse_json(json_text, 256);
+  } catch (const JsonParseError& e) {
+    throw TraceError(source + ":" + e.what());
+  }
+  const JsonValue* events = root.find("traceEvents");
+  if (events == nullptr || events->type != JsonValue::Type::Array)
+    throw TraceError(source + ": not a Chrome trace (expected a top-level object with a 'traceEvents' array)");
+
+  KinetoTrace trace;
+  trace.source = source;
+  const JsonValue* dist = root.find("distributedInfo");
+  trace.trace_rank = static_cast<int32_t>(integer(dist, "rank").value_or(0));
+  trace.world_size = static_cast<int32_t>(std::max<int64_t>(1, integer(dist, "world_size").value_or(1)));
+
+  std::vector<GpuActivity> gpu;
+  std::vector<RuntimeCall> runtime;
+  std::map<std::tuple<std::string, std::string, double>, size_t> runtime_at; // (pid, tid, ts) -> call
+  std::vector<std::tuple<int64_t, std::string, std::string, double>> flow_starts, flow_ends; // id, pid, tid, ts
+  for (const JsonValue& e : events->items) {
+    if (e.type != JsonValue::Type::Object)
+      continue;
+    const JsonValue* ph = e.find("ph");
+    if (ph == nullptr || ph->type != JsonValue::Type::String)
+      continue;
+    const std::string cat = lower(string_arg(&e, "cat"));
+    const std::string name = string_arg(&e, "name");
+    const auto ts = number(e, "ts");
+    if (!ts)
+      continue;
+    if (ph->text == "s" || ph->text == "f") {
+      if (cat != "ac2g" && cat != "async_cpu_to_gpu")
+        continue;
+      const auto id = integer(&e, "id");
+      if (id)
+        (ph->text == "s" ? flow_starts : flow_ends)
+            .emplace_back(*id, id_text(e.find("pid")), id_text(e.find("tid")), *ts);
+      continue;
+    }
+    if (ph->text != "X")
+      continue;
+    const double dur = number(e, "dur").value_or(0);
+    const JsonValue* args = e.find("args");
+    if (starts_with(name, "ProfilerStep#") && cat != "gpu_user_annotation") {
+      KinetoStep step;
+      step.name = name;
+      try {
+        step.number = std::stoll(name.substr(13));
+      } catch (const std::exception&) {
+        continue;
+      }
+      step.start_us = *ts;
+      step.duration_us = dur;
+      trace.steps.push_back(step);
+    } else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "memcpy" || cat == "memset") {
+      GpuActivity a;
+      a.kind = cat == "kernel" ? GpuKind::Kernel : (cat == "gpu_memcpy" || cat == "memcpy") ? GpuKind::Memcpy : GpuKind::Memset;
+      a.name = name;
+      a.ts = *ts;
+      a.dur = std::max(0.0, dur);
+      a.pid = id_text(e.find("pid"));
+      a.tid = id_text(e.find("tid"));
+      a.device = integer(args, "device").value_or(integer(&e, "pid").value_or(0));
+      a.stream = integer(args, "stream").value_or(integer(&e, "tid").value_or(0));
+      a.correlation = integer(args, "correlation");
+      a.args = args;
+      gpu.push_back(std::move(a));
+    } else if (cat == "cuda_runtime" || cat == "runtime" || cat == "cuda_driver") {
+      RuntimeCall r;
+      r.name = name;
+      r.ts = *ts;
+      r.dur = std::max(0.0, dur);
+      r.tid = id_text(e.find("tid"));
+      r.correlation = integer(args, "correlation");
+      runtime_at.emplace(std::make_tuple(id_text(e.find("pid")), r.tid, *ts), runtime.size());
+      runtime.push_back(std::move(r));
+    }
+  }
+
+  if (trace.steps.empty())
+    throw TraceError(source + ": no ProfilerStep#N annotation (expected a torch.profiler trace recorded with a "
+                              "schedule, whose ProfilerStep events mark the iterations)");
+  if (gpu.empty())
+    throw TraceError(source + ": no GPU activity (expected events of category 'kernel', 'gpu_memcpy' or "
+                              "'gpu_memset' from a trace recorded with ProfilerActivity.CUDA)");
+
+  // Launch links: the `correlation` arg, else the flow events (s on the launch, f on the activity).
+  std::unordered_map<int64_t, size_t> runtime_by_correlation;
+  for (size_t i = 0; i < runtime.size(); ++i)
+    if (runtime[i].correlation)
+      runtime_by_correlation.emplace(*runtime[i].correlation, i);
+  std::unordered_map<int64_t, size_t> runtime_by_flow;
+  for (const auto& [id, pid, tid, ts] : flow_starts)
+    if (const auto it = runtime_at.find({pid, tid, ts}); it != runtime_at.end())
+      runtime_by_flow.emplace(id, it->second);
+  std::map<std::tuple<std::string, std::string, double>, int64_t> flow_at;
+  for (const auto& [id, pid, tid, ts] : flow_ends)
+    flow_at.emplace(std::make_tuple(pid, tid, ts), id);
+  size_t linked = 0;
+  for (GpuActivity& a : gpu) {
+    if (a.correlation)
+      if (const auto it = runtime_by_correlation.find(*a.correlation); it != runtime_by_correlation.end())
+        a.launch = it->second;
+    if (a.launch == SIZE_MAX)
+      if (const auto f = flow_at.find({a.pid, a.tid, a.ts}); f != flow_at.end())
+        if (const auto it = runtime_by_flow.find(f->second); it != runtime_by_flow.end())
+          a.launch = it->second;
+    linked += a.launch != SIZE_MAX;
+  }
+  if (linked == 0)
+    throw TraceError(source + ": " + std::to_string(gpu.size()) +
+                     " GPU kernels but no CUDA runtime launch linked to any of them (expected 'cuda_runtime' events "
+                     "such as cudaLaunchKernel with the kernels' 'correlation' arg, or ac2g flow events)");
+
+  // The replayed GPU: the device with the most activities.
+  std::map<int64_t, size_t> per_device;
+  for (const GpuActivity& a : gpu)
+    ++per_device[a.device];
+  const int64_t device = std::max_element(per_device.begin(), per_device.end(), [](const auto& x, const auto& y) {
+                           return x.second < y.second;
+                         })->first;
+
+  // The step.
+  std::stable_sort(trace.steps.begin(), trace.steps.end(),
+                   [](const KinetoStep& a, const KinetoStep& b) { return a.start_us < b.start_us; });
+  if (step_number) {
+    const auto it = std::find_if(trace.steps.begin(), trace.steps.end(),
+                                 [&](const KinetoStep& s) { return s.number == *step_number; });
+    if (it == trace.steps.end())
+      throw TraceError(source + ": no ProfilerStep#" + std::to_string(*step_number) + " (--step; the trace has " +
+                       trace.steps.front().name + " to " + trace.steps.back().name + ")");
+    trace.selected = static_cast<size_t>(it - trace.steps.begin());
+  } else {
+    std::vector<size_t> order(trace.steps.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return trace.steps[a].duration_us < trace.steps[b].duration_us;
+    });
+    trace.selected = order[(order.size() - 1) / 2];
+  }
+  const KinetoStep& step = trace.steps[trace.selected];
+  const double t0_us = step.start_us, t1_us = step.start_us + step.duration_us;
+  auto in_step = [&](double ts) { return ts >= t0_us && ts < t1_us; };
+  auto rel_ns = [&](double ts) { return to_ns(ts - t0_us); }; // from the step's start
+
+  // Host events of the step, all threads merged in time order: launches (with their activities) and syncs.
+  std::map<size_t, std::vector<size_t>> activities_of_launch;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    const GpuActivity& a = gpu[i];
+    if (a.device != device)
+      continue;
+    if (a.launch != SIZE_MAX && in_step(runtime[a.launch].ts))
+      activities_of_launch[a.launch].push_back(i);
+    else if (a.launch == SIZE_MAX && in_step(a.ts))
+      ++trace.unlaunched;
+  }
+  struct HostEvent {
+    int64_t ts_ns;
+    size_t call;
+  };
+  std::vector<HostEvent> host_events;
+  for (size_t i = 0; i < runtime.size(); ++i)
+    if (in_step(runtime[i].ts) && (activities_of_launch.count(i) || is_synchronising(runtime[i].name)))
+      host_events.push_back({rel_ns(runtime[i].ts), i});
+  std::stable_sort(host_events.begin(), host_events.end(),
+                   [](const HostEvent& a, const HostEvent& b) { return a.ts_ns < b.ts_ns; });
+
+  // Launch latency: launch call to activity start, for activities whose stream was idle at the launch.
+  std::vector<size_t> by_start;
+  for (size_t i = 0; i < gpu.size(); ++i)
+    if (gpu[i].device == device)
+      by_start.push_back(i);
+  std::stable_sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) { return gpu[a].ts < gpu[b].ts; });
+  std::map<int64_t, double> stream_end;
+  std::vector<int64_t> idle_latency_ns;
+  for (const size_t i : by_start) {
+    const GpuActivity& a = gpu[i];
+    const auto end = stream_end.find(a.stream);
+    if (a.launch != SIZE_MAX && in_step(runtime[a.launch].ts) &&
+        (end == stream_end.end() || end->second < runtime[a.launch].ts))
+      idle_latency_ns.push_back(std::max<int64_t>(0, to_ns(a.ts - runtime[a.launch].ts)));
+    stream_end[a.stream] = std::max(end == stream_end.end() ? a.ts + a.dur : end->second, a.ts + a.dur);
+  }
+  if (!idle_latency_ns.empty()) {
+    std::sort(idle_latency_ns.begin(), idle_latency_ns.end());
+    trace.host.launch_latency_ns = idle_latency_ns[(idle_latency_ns.size() - 1) / 2];
+  }
+  const int64_t latency_ns = trace.host.launch_latency_ns;
+
+  int64_t max_stream = 0;
+  for (const GpuActivity& a : gpu)
+    if (a.device == device)
+      max_stream = std::max(max_stream, a.stream);
+  trace.host_stream = static_cast<int32_t>(max_stream + 1);
+
+  OpGraph& graph = trace.graph;
+  graph.groups.push_back(CommGroup{"world", {0}});
+  RankProgram program;
+  program.rank = 0;
+  int64_t previous_ns = 0; // host time (from the step's start) the next issue gap counts from
+  int64_t sequence = 0;
+  std::set<int64_t> streams;
+  double issued_end_us = t0_us; // measured end of the GPU work issued so far
+  int64_t tail_ns = 0;          // host time of the last sync call after the GPU work it waited for had ended
+  auto add_op = [&](Op op, int64_t gap_ns, bool sync) {
+    op.id = static_cast<int64_t>(program.ops.size());
+    program.ops.push_back(std::move(op));
+    trace.host.issue_gap_ns.push_back(std::max<int64_t>(0, gap_ns) + tail_ns);
+    tail_ns = 0;
+    trace.host.syncs.push_back(sync);
+  };
+  auto marker = [&](const std::string& name, int64_t at_ns, bool sync) {
+    Op op;
+    op.kind = OpKind::Compute;
+    op.name = name;
+    op.stream = trace.host_stream;
+    const int64_t issue_ns = std::max(previous_ns, at_ns - latency_ns); // starts at `at_ns` after the latency
+    op.start_ns = issue_ns + latency_ns;
+    op.duration_ns = 0;
+    add_op(std::move(op), issue_ns - previous_ns, sync);
+    previous_ns = issue_ns;
+  };
+  // The GPU as the step found it: work launched before the step still running on a stream keeps that stream
+  // busy until its measured end (one "gpu.backlog" op per such stream, issued at the step's start).
+  std::map<int64_t, double> backlog_end_us;
+  for (const GpuActivity& a : gpu)
+    if (a.device == device && a.ts + a.dur > t0_us && (a.launch == SIZE_MAX ? a.ts < t0_us : runtime[a.launch].ts < t0_us))
+      backlog_end_us[a.stream] = std::max(backlog_end_us[a.stream], a.ts + a.dur);
+  for (const auto& [stream, end_us] : backlog_end_us) {
+    Op op;
+    op.kind = OpKind::Compute;
+    op.name = "gpu.backlog";
+    op.stream = static_cast<int32_t>(stream);
+    op.start_ns = 0;
+    op.duration_ns = to_ns(end_us - t0_us);
+    streams.insert(stream);
+    add_op(std::move(op), 0, false);
+    issued_end_us = std::max(issued_end_us, end_us);
+    ++trace.backlog_streams;
+  }
+  for (const HostEvent& h : host_events) {
+    const RuntimeCall& call = runtime[h.call];
+    const int64_t at_ns = h.ts_ns;
+    bool sync = is_synchronising(call.name);
+    if (const auto it = activities_of_launch.find(h.call); it != activities_of_launch.end()) {
+      std::vector<size_t> list = it->second;
+      std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) { return gpu[a].ts < gpu[b].ts; });
+      bool first = true;
+      for (const size_t i : list) {
+        const GpuActivity& a = gpu[i];
+        Op op;
+        op.name = a.name;
+        op.stream = static_cast<int32_t>(a.stream);
+        op.start_ns = rel_ns(a.ts);
+        op.duration_ns = std::max<int64_t>(0, to_ns(a.dur));
+        if (const auto bytes = integer(a.args, "bytes"); bytes && *bytes > 0)
+          op.bytes = static_cast<double>(*bytes);
+        if (a.kind == GpuKind::Memcpy) {
+          op.kind = OpKind::Memcpy;
+          ++trace.memcpys;
+        } else if (a.kind == GpuKind::Kernel && is_nccl_kernel(a.name)) {
+          op.kind = OpKind::Collective;
+          op.collective = nccl_collective(a);
+          op.bytes = nccl_bytes(a, op.collective);
+          op.group = 0;
+          op.sequence = sequence++;
+          ++trace.collectives;
+        } else {
+          op.kind = OpKind::Compute;
+          ++trace.kernels;
+        }
+        // A copy into pageable host memory returns only when it is done (the host waits for the GPU).
+        sync = sync || (a.kind == GpuKind::Memcpy && a.name.find("DtoH") != std::string::npos &&
+                        a.name.find("Pageable") != std::string::npos);
+        streams.insert(a.stream);
+        issued_end_us = std::max(issued_end_us, a.ts + a.dur);
+        add_op(std::move(op), first ? at_ns - previous_ns : 0, false);
+        first = false;
+      }
+      previous_ns = std::max(previous_ns, at_ns);
+      if (sync) {
+        trace.host.syncs.back() = true;
+        previous_ns = std::max(previous_ns, rel_ns(call.ts) + to_ns(call.dur));
+        tail_ns = std::max<int64_t>(0, to_ns(call.ts + call.dur - std::max(call.ts, issued_end_us)));
+        ++trace.host_syncs;
+      }
+    } else if (sync) {
+      marker("host.sync:" + call.name, at_ns, true);
+      previous_ns = std::max(previous_ns, rel_ns(call.ts) + to_ns(call.dur));
+      tail_ns = std::max<int64_t>(0, to_ns(call.ts + call.dur - std::max(call.ts, issued_end_us)));
+      ++trace.host_syncs;
+    }
+  }
+  if (trace.kernels + trace.collectives + trace.memcpys == 0)
+    throw TraceError(source + ": " + step.name + " launches no GPU work (expected cudaLaunchKernel/cudaMemcpyAsync "
+                              "calls inside the step, linked to kernels by 'correlation')");
+  marker("host.step_end", to_ns(t1_us - t0_us), false);
+  graph.ranks.push_back(std::move(program));
+
+  graph.measured_iteration_s = {step.duration_us / 1e6};
+  graph.metadata["producer"] = "pytorch-kineto";
+  graph.metadata["traced_iteration"] = "0";
+  graph.metadata["kineto_step"] = step.name;
+  graph.metadata["kineto_rank"] = std::to_string(trace.trace_rank);
+  graph.metadata["kineto_world_size"] = std::to_string(trace.world_size);
+  graph.metadata["streams"] = std::to_string(streams.size());
+  std::string device_name = "gpu";
+  if (const JsonValue* props = root.find("deviceProperties"); props && props->type == JsonValue::Type::Array)
+    for (const JsonValue& p : props->items)
+      if (integer(&p, "id") == device && !string_arg(&p, "name").empty())
+        device_name = string_arg(&p, "name");
+  graph.metadata["device"] = device_name;
+  validate_op_graph(graph);
+  return trace;
+}
+
+KinetoTrace read_kineto_file(const std::string& path, std::optional<int64_t> step)
+{
+  const std::string text = read_trace_text(path);
+  return parse_kineto(text, path, step);
+}
+
+} // namespace gputwin::traces
