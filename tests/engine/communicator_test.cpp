@@ -2,12 +2,15 @@
 // timing, point-to-point messages match by tag, and a failing rank makes the others throw instead of hang.
 #include "gputwin/engine/comm/in_process_world.hpp"
 #include "gputwin/engine/parallel/rank_grid.hpp"
+#include "gputwin/models/rank_layout.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 namespace gputwin::engine {
 namespace {
@@ -107,16 +110,38 @@ TEST(InProcessCommunicator, AbortWakesWaitingRanks)
 
 TEST(RankGrid, TensorParallelIsInnermostAndGroupsAreComplete)
 {
+  // The models' layout: rank = tp + TP (dp + DP stage).
   const RankGrid grid(2, 2, 2);
   EXPECT_EQ(grid.rank_of(1, 1, 0), 6);
-  EXPECT_EQ(grid.coords(5).dp, 1);
-  EXPECT_EQ(grid.coords(5).pp, 0);
+  EXPECT_EQ(grid.coords(5).dp, 0);
+  EXPECT_EQ(grid.coords(5).pp, 1);
   EXPECT_EQ(grid.coords(5).tp, 1);
   EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.tp_group(5))].ranks, (std::vector<int32_t>{4, 5}));
-  EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.dp_group(5))].ranks, (std::vector<int32_t>{1, 5}));
-  EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.pp_group(5))].ranks, (std::vector<int32_t>{5, 7}));
-  EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.embedding_group(5))].ranks, (std::vector<int32_t>{5, 7}));
+  EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.dp_group(5))].ranks, (std::vector<int32_t>{5, 7}));
+  EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.pp_group(5))].ranks, (std::vector<int32_t>{1, 5}));
+  EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.embedding_group(5))].ranks, (std::vector<int32_t>{1, 5}));
   EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.groups().size() - 1)].kind, "embedding");
+}
+
+TEST(RankGrid, IsTheModelsRankLayout)
+{
+  // The engine's ranks and groups are the simulator's (models/rank_layout.hpp): compare's replayed and
+  // simulated columns put every TP, DP and PP transfer on the same GPUs.
+  for (const auto& [dp, pp, tp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 1, 1}, {2, 2, 2}, {3, 2, 2}, {2, 4, 1}, {4, 1, 2}, {1, 3, 4}, {2, 3, 2}}) {
+    const RankGrid grid(dp, pp, tp);
+    ParallelPlan plan;
+    plan.dp = dp;
+    plan.pp = pp;
+    plan.tp = tp;
+    for (int rank = 0; rank < grid.world_size(); ++rank) {
+      const RankCoords c = grid.coords(rank);
+      EXPECT_EQ(global_rank(plan, RankCoord{c.pp, c.dp, c.tp}), rank);
+      EXPECT_EQ(grid.rank_of(c.dp, c.pp, c.tp), rank);
+      EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.tp_group(rank))].ranks, tp_group_ranks(plan, c.pp, c.dp));
+      EXPECT_EQ(grid.groups()[static_cast<size_t>(grid.dp_group(rank))].ranks, dp_group_ranks(plan, c.pp, c.tp));
+    }
+  }
 }
 
 } // namespace

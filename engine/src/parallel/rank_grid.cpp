@@ -1,5 +1,7 @@
 #include "gputwin/engine/parallel/rank_grid.hpp"
 
+#include "gputwin/models/rank_layout.hpp"
+
 #include <stdexcept>
 
 namespace gputwin::engine {
@@ -35,15 +37,25 @@ RankGrid::RankGrid(int64_t dp, int64_t pp, int64_t tp) : dp_(dp), pp_(pp), tp_(t
         groups_.push_back(traces::CommGroup{"embedding", {rank_of(d, 0, t), rank_of(d, pp - 1, t)}});
 }
 
+// The models' layout (models/rank_layout.hpp) is the only one: the engine's ranks are the simulator's ranks.
 int RankGrid::rank_of(int64_t dp, int64_t pp, int64_t tp) const
 {
-  return static_cast<int>((dp * pp_ + pp) * tp_ + tp);
+  return static_cast<int>(global_rank(layout_plan(), RankCoord{pp, dp, tp}));
 }
 
 RankCoords RankGrid::coords(int rank) const
 {
-  const int64_t r = rank;
-  return RankCoords{r / (pp_ * tp_), (r / tp_) % pp_, r % tp_};
+  const RankCoord c = rank_coord(layout_plan(), rank);
+  return RankCoords{c.dp, c.stage, c.tp};
+}
+
+ParallelPlan RankGrid::layout_plan() const
+{
+  ParallelPlan plan;
+  plan.tp = tp_;
+  plan.pp = pp_;
+  plan.dp = dp_;
+  return plan;
 }
 
 int RankGrid::tp_group(int rank) const

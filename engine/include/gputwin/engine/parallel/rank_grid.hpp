@@ -1,8 +1,10 @@
 #pragma once
-// The rank grid of a run: dp x pp x tp ranks with tensor parallelism innermost (neighbouring ranks share a
-// node's fast links in Megatron-LM's layout), and the communicator groups it needs, in a fixed order that
-// is also the trace's group list.
+// The rank grid of a run: dp x pp x tp ranks placed by the models' rank layout (models/rank_layout.hpp:
+// Megatron-LM's order, tensor parallelism innermost, then data, then pipeline), so the engine's world ranks
+// are the simulator's; and the communicator groups it needs, in a fixed order that is also the trace's group
+// list.
 
+#include "gputwin/models/parallel_plan.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
@@ -22,7 +24,7 @@ public:
   int64_t pp() const { return pp_; }
   int64_t tp() const { return tp_; }
   int world_size() const { return static_cast<int>(dp_ * pp_ * tp_); }
-  // world rank = (dp x pp + pp) x tp + tp
+  // world rank = tp + TP x (dp + DP x pp), as global_rank() of models/rank_layout.hpp
   int rank_of(int64_t dp, int64_t pp, int64_t tp) const;
   RankCoords coords(int rank) const;
 
@@ -39,6 +41,8 @@ public:
   std::vector<int> all_ranks() const;
 
 private:
+  ParallelPlan layout_plan() const;
+
   int64_t dp_, pp_, tp_;
   std::vector<traces::CommGroup> groups_;
 };
