@@ -8,10 +8,10 @@ build_dir="$repo_root/build"
 say() { printf '==> %s\n' "$*"; }
 
 # Debian packages the build needs (see README "Dependencies"): compiler and build tools, GoogleTest,
-# SimGrid 3.32, yaml-cpp 0.7, Boost.Graph 1.74, zlib (Kineto .json.gz traces); GNU time for scripts/bench.sh. CUDA is optional and never
-# installed here.
+# SimGrid 3.32, yaml-cpp 0.7, Boost.Graph 1.74, zlib (Kineto .json.gz traces), protobuf + protoc (Chakra
+# execution traces); GNU time for scripts/bench.sh. CUDA is optional and never installed here.
 required_packages=(g++ cmake make pkg-config libgtest-dev libgmock-dev libsimgrid-dev libyaml-cpp-dev
-                   libboost-graph-dev zlib1g-dev time)
+                   libboost-graph-dev zlib1g-dev libprotobuf-dev protobuf-compiler time)
 
 install_missing_packages() {
   local missing=()

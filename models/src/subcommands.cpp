@@ -1,6 +1,7 @@
 #include "gputwin/models/subcommands.hpp"
 
 #include "gputwin/models/input_error.hpp"
+#include "gputwin/traces/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <algorithm>
@@ -49,6 +50,9 @@ int run_subcommands(const std::string& program, const std::string& version, cons
       std::cerr << program << " " << s.name << ": error: " << e.what() << "\n";
       return 2;
     } catch (const traces::TraceError& e) {
+      std::cerr << program << " " << s.name << ": error: " << e.what() << "\n";
+      return 2;
+    } catch (const OutputError& e) { // an output file that could not be written (output_file.hpp)
       std::cerr << program << " " << s.name << ": error: " << e.what() << "\n";
       return 2;
     } catch (const std::logic_error& e) { // a broken invariant: a bug of ours

@@ -7,9 +7,9 @@
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/trace_io.hpp"
+#include "gputwin/traces/output_file.hpp"
 
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <sstream>
 
@@ -165,9 +165,7 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out)
                            nominal->gpu_kind + " model";
   std::ostringstream yaml;
   config::write_calibration_yaml(yaml, calibration, paths);
-  std::ofstream file(*output, std::ios::binary);
-  if (!(file << yaml.str()) || !file.flush())
-    throw InputError("--output: cannot write '" + *output + "'");
+  write_file_atomically(*output, yaml.str(), "--output");
   print_report(out, calibration, *nominal, device);
   out << "wrote " << *output << "\n";
   return 0;

@@ -8,10 +8,10 @@
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
 #include "gputwin/traces/json_writer.hpp"
+#include "gputwin/traces/output_file.hpp"
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -76,13 +76,7 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
   config::write_calibration_yaml(file, calibration, {table_path});
   file << "# Host issue model (framework_profile.hpp), fitted together with the GPU model above.\nframework:\n";
   config::write_framework_profile(file, fit.fitted.framework, "  ");
-  {
-    std::ofstream f(*output);
-    f << file.str();
-    f.flush();
-    if (!f)
-      throw InputError("--output: cannot write '" + *output + "'");
-  }
+  write_file_atomically(*output, file.str(), "--output");
 
   std::vector<double> measured;
   for (const sim::IterationCase& c : set.cases())

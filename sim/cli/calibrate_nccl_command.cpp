@@ -7,9 +7,9 @@
 #include "gputwin/sim/nccl_fit.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/json_writer.hpp"
+#include "gputwin/traces/output_file.hpp"
 
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 namespace gputwin::cli {
@@ -153,9 +153,7 @@ int run_calibrate_nccl(const std::vector<std::string>& args, std::ostream& out)
 
   std::ostringstream yaml;
   write_cluster_yaml(yaml, cluster, fit, paths);
-  std::ofstream file(*output, std::ios::binary);
-  if (!(file << yaml.str()) || !file.flush())
-    throw InputError("--output: cannot write '" + *output + "'");
+  write_file_atomically(*output, yaml.str(), "--output");
   print_report(out, fit, parsed.has("--json"));
   if (!parsed.has("--json"))
     out << "wrote " << *output << "\n";

@@ -25,6 +25,9 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out);
 // `gputwin simulate`: one training iteration on a simulated cluster.
 int run_simulate(const std::vector<std::string>& args, std::ostream& out);
 
+// `gputwin search`: the plans of a model on N GPUs, ranked (fast estimator), the best K simulated in full.
+int run_search(const std::vector<std::string>& args, std::ostream& out);
+
 // `gputwin replay`: a captured trace re-simulated on a cluster, beside its measured iteration time.
 int run_replay(const std::vector<std::string>& args, std::ostream& out);
 

@@ -19,7 +19,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 namespace gputwin::cli {
@@ -106,12 +105,8 @@ int run_kineto_replay(const ParsedArgs& parsed, const std::string& path, const s
   const double measured_s = kineto.measured_step_s();
   const bool as_measured = scales.compute == 1 && scales.comm == 1;
   const double relative_error = (result.iteration_time_s - measured_s) / measured_s;
-  if (const auto file = parsed.value("--timeline")) {
-    std::ofstream timeline(*file);
-    if (!timeline)
-      throw InputError("--timeline: cannot write '" + *file + "'");
-    write_chrome_timeline(timeline, result, 1);
-  }
+  if (const auto file = parsed.value("--timeline"))
+    write_chrome_timeline_file(*file, result, 1);
   if (parsed.has("--json")) {
     traces::JsonWriter json(out);
     json.begin_object();
@@ -310,12 +305,8 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   const double measured_s = measured_iteration_s(trace);
   const bool comparable = !scaled && !retarget && compute_scale == 1 && measured_s > 0;
   const double relative_error = comparable ? (result.iteration_time_s - measured_s) / measured_s : 0;
-  if (const auto file = parsed.value("--timeline")) {
-    std::ofstream timeline(*file);
-    if (!timeline)
-      throw InputError("--timeline: cannot write '" + *file + "'");
-    write_chrome_timeline(timeline, result, ranks_per_program);
-  }
+  if (const auto file = parsed.value("--timeline"))
+    write_chrome_timeline_file(*file, result, ranks_per_program);
   if (parsed.has("--json")) {
     traces::JsonWriter json(out);
     json.begin_object();

@@ -2,6 +2,7 @@
 #include "commands.hpp"
 #include "timeline.hpp"
 
+#include "gputwin/chakra/chakra_writer.hpp"
 #include "gputwin/models/flops.hpp"
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
@@ -106,6 +107,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable report");
   parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
+  parser.add_option("--chakra", "DIR",
+                    "write the workload as Chakra execution traces, DIR/workload.<rank>.et per simulated rank "
+                    "(ASTRA-sim's input; sim/README.md \"Chakra export\")");
   const ParsedArgs parsed = parser.parse(args);
   if (parser.help_requested()) {
     out << parser.help();
@@ -144,6 +148,11 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   WorkloadOptions options;
   options.overlap_grad_reduce = parsed.has("--overlap-grad-reduce");
   const Workload workload = make_workload(model, plan, options);
+  if (const auto dir = parsed.value("--chakra")) { // before the run: a bad DIR fails at once
+    chakra::ChakraExportOptions chakra_options;
+    chakra_options.compute_duration_s = [&gpu](const traces::Op& op) { return compute_duration_s(gpu, op); };
+    chakra::write_chakra_traces(workload_graph(workload), *dir, chakra_options);
+  }
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");
   const sim::IterationResult result = parsed.has("--estimate")
@@ -171,12 +180,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   r.exposed_comm_s = first.exposed_comm_s;
   r.simulated_events = result.executed_ops + result.simulated_flows;
 
-  if (const auto file = parsed.value("--timeline")) {
-    std::ofstream timeline(*file);
-    if (!timeline)
-      throw InputError("--timeline: cannot write '" + *file + "'");
-    write_chrome_timeline(timeline, result, plan.tp * plan.dp);
-  }
+  if (const auto file = parsed.value("--timeline"))
+    write_chrome_timeline_file(*file, result, plan.tp * plan.dp);
   if (parsed.has("--json"))
     print_json(out, model, cluster, r);
   else

@@ -1,6 +1,7 @@
 #include "timeline.hpp"
 
 #include "gputwin/traces/json_writer.hpp"
+#include "gputwin/traces/output_file.hpp"
 
 namespace gputwin::cli {
 
@@ -75,6 +76,12 @@ void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result
   json.end_array();
   json.end_object();
   out << '\n';
+}
+
+void write_chrome_timeline_file(const std::string& path, const sim::IterationResult& result, int64_t ranks_per_program)
+{
+  write_file_atomically(
+      path, [&](std::ostream& out) { write_chrome_timeline(out, result, ranks_per_program); }, "--timeline");
 }
 
 } // namespace gputwin::cli

@@ -1,9 +1,9 @@
 #include "gputwin/traces/perfetto.hpp"
 
 #include "gputwin/traces/json_writer.hpp"
+#include "gputwin/traces/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
-#include <fstream>
 #include <set>
 
 namespace gputwin::traces {
@@ -94,13 +94,8 @@ int64_t write_perfetto_trace(std::ostream& out, const OpGraph& graph)
 
 int64_t write_perfetto_trace_file(const std::string& path, const OpGraph& graph)
 {
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    throw TraceError(path + ": cannot open for writing");
-  const int64_t unmeasured = write_perfetto_trace(out, graph);
-  out.flush();
-  if (!out)
-    throw TraceError(path + ": write failed");
+  int64_t unmeasured = 0;
+  write_file_atomically(path, [&](std::ostream& out) { unmeasured = write_perfetto_trace(out, graph); });
   return unmeasured;
 }
 

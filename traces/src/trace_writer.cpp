@@ -1,7 +1,7 @@
 #include "gputwin/traces/json_writer.hpp"
+#include "gputwin/traces/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
-#include <fstream>
 #include <sstream>
 
 namespace gputwin::traces {
@@ -111,13 +111,7 @@ std::string op_graph_to_json(const OpGraph& graph)
 
 void write_op_graph_file(const std::string& path, const OpGraph& graph)
 {
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    throw TraceError(path + ": cannot open for writing");
-  write_op_graph(out, graph);
-  out.flush();
-  if (!out)
-    throw TraceError(path + ": write failed");
+  write_file_atomically(path, [&graph](std::ostream& out) { write_op_graph(out, graph); });
 }
 
 } // namespace gputwin::traces

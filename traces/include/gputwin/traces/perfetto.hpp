@@ -14,7 +14,7 @@ namespace gputwin::traces {
 
 // Writes the trace events; returns how many ops had no measured start/duration and were left out.
 int64_t write_perfetto_trace(std::ostream& out, const OpGraph& graph);
-// The same into `path`; throws TraceError naming the path if it cannot be written.
+// The same into `path`, atomically (output_file.hpp); throws OutputError naming the path if it cannot be written.
 int64_t write_perfetto_trace_file(const std::string& path, const OpGraph& graph);
 
 } // namespace gputwin::traces

@@ -27,7 +27,7 @@ inline constexpr const char* op_graph_format_name = "gputwin-op-graph";
 // Writes `graph` in the trace format: one line per op. REQUIRES: finite flops, bytes and iteration times.
 void write_op_graph(std::ostream& out, const OpGraph& graph);
 std::string op_graph_to_json(const OpGraph& graph);
-// Writes to `path`; throws TraceError naming the path if it cannot be written.
+// Writes to `path` atomically (output_file.hpp); throws OutputError naming the path if it cannot be written.
 void write_op_graph_file(const std::string& path, const OpGraph& graph);
 
 // Parses and validates a trace. `source` names the input in error messages ("run.trace.json").

@@ -1,0 +1,63 @@
+#pragma once
+// Plan search: every parallel plan of a model on N GPUs that the memory model says fits, ranked by the fast
+// estimator (estimate_iteration: the same workload, compute model and host model as the full simulation,
+// contention-free network). The command (`gputwin search`) then confirms the best K with the full flow-level
+// simulation. Plain C++, no SimGrid.
+//
+// The space: tp over the divisors of N up to the GPUs of one node that divide the heads; pp over the divisors
+// of N / tp that divide the layers; dp = N / (tp pp), dividing the global batch; micro-batches from
+// `micro_batches` dividing B / dp; 1F1B, and interleaved 1F1B with `chunks` chunks where the layers and the
+// micro-batches allow. Choices that cost no time but save memory are fixed rather than enumerated:
+// sequence parallelism whenever tp > 1 (the same bytes as the all-reduce, as reduce-scatter + all-gather, and
+// layernorm/dropout work split by t) and ZeRO-1 whenever dp > 1 (reduce-scatter + all-gather instead of
+// all-reduce: the same bytes). Recompute is the cheapest that fits: none, else selective, else full.
+// GPipe is left out: it runs the same work as 1F1B with more activations in flight.
+
+#include "gputwin/models/framework_profile.hpp"
+#include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/gpu_compute_model.hpp"
+#include "gputwin/models/parallel_plan.hpp"
+#include "gputwin/topologies/cluster_graph.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace gputwin::sim {
+
+struct SearchSpace {
+  std::vector<int64_t> micro_batches = {1, 2, 4, 8};
+  std::vector<int64_t> interleaved_chunks = {2, 4};
+  int64_t max_tp = 0; // 0: the GPUs of one node
+  AttentionKernel attention = AttentionKernel::Unfused;
+};
+
+struct PlanCandidate {
+  ParallelPlan plan;
+  int64_t peak_memory_bytes = 0; // busiest stage, one GPU
+};
+
+struct PlanEnumeration {
+  std::vector<PlanCandidate> fitting;
+  int64_t shapes = 0;      // (tp, pp, dp, micro-batch, schedule, chunks) points that are valid plans
+  int64_t too_big = 0;     // ... of which even full recompute does not fit
+  PlanCandidate smallest;  // the plan with the least memory of all (whether or not it fits)
+};
+
+// REQUIRES: gpus >= 1, global_batch >= 1, gpus_per_node >= 1.
+PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t gpus_per_node,
+                                int64_t hbm_bytes, const SearchSpace& space = {});
+
+struct PlanEstimate {
+  PlanCandidate candidate;
+  double iteration_time_s = 0;
+};
+
+// Estimates every candidate (threads in parallel; `progress(done, total)` after each, from any thread, may be
+// empty) and returns them fastest first; ties keep enumeration order, so the result is deterministic.
+std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptConfig& model,
+                                     const std::vector<PlanCandidate>& candidates, const GpuComputeModel& gpu,
+                                     const FrameworkProfile& framework, int threads,
+                                     const std::function<void(size_t done, size_t total)>& progress = {});
+
+} // namespace gputwin::sim

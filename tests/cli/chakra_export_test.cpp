@@ -1,0 +1,227 @@
+// `gputwin simulate --chakra DIR` through the real binary: one Chakra ET file per simulated rank, decoded with
+// the generated protobuf classes (length-delimited messages), nodes and collectives counted against the
+// workload generator's own op graph for the same model and plan.
+#include "run_cli.hpp"
+
+#include "et_def.pb.h"
+#include "gputwin/models/model_catalog.hpp"
+#include "gputwin/models/workload.hpp"
+
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace gputwin::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DecodedRank {
+  ChakraProtoMsg::GlobalMetadata metadata;
+  std::vector<ChakraProtoMsg::Node> nodes;
+};
+
+DecodedRank decode(const fs::path& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in) << path;
+  google::protobuf::io::IstreamInputStream stream(&in);
+  DecodedRank r;
+  bool clean_eof = false;
+  EXPECT_TRUE(google::protobuf::util::ParseDelimitedFromZeroCopyStream(&r.metadata, &stream, &clean_eof)) << path;
+  for (;;) {
+    ChakraProtoMsg::Node node;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&node, &stream, &clean_eof)) {
+      EXPECT_TRUE(clean_eof) << path << ": a truncated or undecodable message after node " << r.nodes.size();
+      break;
+    }
+    r.nodes.push_back(std::move(node));
+  }
+  return r;
+}
+
+const ChakraProtoMsg::AttributeProto* attr(const ChakraProtoMsg::Node& node, const std::string& name)
+{
+  for (const auto& a : node.attr())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+fs::path fresh_dir(const std::string& name)
+{
+  const fs::path dir = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+// Runs the export and checks every file against `workload_graph(workload)`.
+void check_export(const std::string& flags, const Workload& workload, const std::string& dir_name)
+{
+  SCOPED_TRACE(flags);
+  const fs::path dir = fresh_dir(dir_name);
+  const CliResult r = run_gputwin("simulate " + flags + " --chakra '" + dir.string() + "'", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  const traces::OpGraph graph = workload_graph(workload);
+  // One .et file per simulated rank, nothing else but the communicator file.
+  std::set<std::string> expected_files{"workload.comm_groups.json"}, files;
+  for (const traces::RankProgram& p : graph.ranks)
+    expected_files.insert("workload." + std::to_string(p.rank) + ".et");
+  for (const auto& entry : fs::directory_iterator(dir))
+    files.insert(entry.path().filename().string());
+  EXPECT_EQ(files, expected_files);
+
+  int64_t total_nodes = 0, total_collectives = 0;
+  for (const traces::RankProgram& program : graph.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(program.rank));
+    const DecodedRank decoded = decode(dir / ("workload." + std::to_string(program.rank) + ".et"));
+    EXPECT_EQ(decoded.metadata.version(), "0.0.4");
+    ASSERT_EQ(decoded.nodes.size(), program.ops.size());
+
+    std::map<ChakraProtoMsg::NodeType, int64_t> by_type, expected_by_type;
+    std::map<ChakraProtoMsg::CollectiveCommType, int64_t> by_comm, expected_by_comm;
+    std::set<uint64_t> ids;
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const traces::Op& op = program.ops[i];
+      const ChakraProtoMsg::Node& node = decoded.nodes[i];
+      EXPECT_EQ(node.id(), static_cast<uint64_t>(op.id));
+      EXPECT_EQ(node.name(), op.name);
+      for (const uint64_t d : node.data_deps()) // dependencies point to earlier nodes of the file
+        EXPECT_TRUE(ids.count(d)) << op.name << " depends on unknown or later node " << d;
+      EXPECT_TRUE(ids.insert(node.id()).second) << "duplicate id " << node.id();
+      ++by_type[node.type()];
+      switch (op.kind) {
+      case traces::OpKind::Compute:
+      case traces::OpKind::Memcpy:
+        ++expected_by_type[ChakraProtoMsg::COMP_NODE];
+        ASSERT_NE(attr(node, "num_ops"), nullptr);
+        EXPECT_EQ(attr(node, "num_ops")->int64_val(), std::llround(op.flops));
+        ASSERT_NE(attr(node, "tensor_size"), nullptr);
+        if (op.flops > 1e11) // a large GEMM takes well over a microsecond on the compute model
+          EXPECT_GT(node.duration_micros(), 0u) << op.name;
+        break;
+      case traces::OpKind::Collective: {
+        ++expected_by_type[ChakraProtoMsg::COMM_COLL_NODE];
+        const auto expected = op.collective == CollectiveOp::AllReduce       ? ChakraProtoMsg::ALL_REDUCE
+                              : op.collective == CollectiveOp::AllGather     ? ChakraProtoMsg::ALL_GATHER
+                              : op.collective == CollectiveOp::ReduceScatter ? ChakraProtoMsg::REDUCE_SCATTER
+                              : op.collective == CollectiveOp::Broadcast     ? ChakraProtoMsg::BROADCAST
+                                                                             : ChakraProtoMsg::ALL_TO_ALL;
+        ++expected_by_comm[expected];
+        ASSERT_NE(attr(node, "comm_type"), nullptr);
+        ++by_comm[static_cast<ChakraProtoMsg::CollectiveCommType>(attr(node, "comm_type")->int64_val())];
+        ASSERT_NE(attr(node, "comm_size"), nullptr);
+        EXPECT_EQ(attr(node, "comm_size")->int64_val(), std::llround(op.bytes));
+        ASSERT_NE(attr(node, "pg_name"), nullptr);
+        EXPECT_EQ(attr(node, "pg_name")->string_val(), std::to_string(op.group));
+        break;
+      }
+      case traces::OpKind::Send:
+      case traces::OpKind::Recv: {
+        const bool send = op.kind == traces::OpKind::Send;
+        ++expected_by_type[send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE];
+        ASSERT_NE(attr(node, "comm_src"), nullptr);
+        ASSERT_NE(attr(node, "comm_dst"), nullptr);
+        ASSERT_NE(attr(node, "comm_tag"), nullptr);
+        EXPECT_EQ(attr(node, "comm_src")->int32_val(), send ? program.rank : op.peer);
+        EXPECT_EQ(attr(node, "comm_dst")->int32_val(), send ? op.peer : program.rank);
+        EXPECT_EQ(attr(node, "comm_tag")->int32_val(), op.sequence);
+        EXPECT_EQ(attr(node, "comm_size")->int64_val(), std::llround(op.bytes));
+        break;
+      }
+      }
+    }
+    EXPECT_EQ(by_type, expected_by_type);
+    EXPECT_EQ(by_comm, expected_by_comm);
+    std::cout << "[ chakra   ] rank " << program.rank << ": " << decoded.nodes.size() << " nodes, "
+              << by_type[ChakraProtoMsg::COMP_NODE] << " compute, " << by_type[ChakraProtoMsg::COMM_COLL_NODE]
+              << " collectives, " << by_type[ChakraProtoMsg::COMM_SEND_NODE] << " sends, "
+              << by_type[ChakraProtoMsg::COMM_RECV_NODE] << " recvs\n";
+    total_nodes += static_cast<int64_t>(decoded.nodes.size());
+    total_collectives += by_type[ChakraProtoMsg::COMM_COLL_NODE];
+  }
+  EXPECT_GT(total_nodes, 0);
+  EXPECT_GT(total_collectives, 0);
+}
+
+TEST(ChakraExport, PaperPlanOfGpt22bOnOneNode)
+{
+  // The check of issue 13: tp 8, pp 1 — one simulated rank.
+  const CatalogEntry* entry = find_catalog_model("gpt-22b");
+  ASSERT_NE(entry, nullptr);
+  check_export("--model gpt-22b --plan paper --nodes 1", make_workload(entry->model, entry->paper_plan), "chakra_22b");
+}
+
+TEST(ChakraExport, PipelinedPlanHasOneFilePerStageAndMatchingMessages)
+{
+  const CatalogEntry* entry = find_catalog_model("gpt-22b");
+  ASSERT_NE(entry, nullptr);
+  GptConfig model = entry->model;
+  model.layers = 4;
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.dp = 2;
+  plan.global_batch = 8;
+  plan.tp_comm = TpComm::SequenceParallel;
+  const Workload workload = make_workload(model, plan);
+  check_export("--model gpt-22b --layers 4 --tp 2 --pp 2 --dp 2 --global-batch 8 --sp --nodes 1", workload,
+               "chakra_pp");
+
+  // Every send has its receive on the peer's file: same (src, dst, tag, size).
+  const fs::path dir = fs::path(::testing::TempDir()) / "chakra_pp";
+  std::multiset<std::tuple<int32_t, int32_t, int32_t, int64_t>> sends, recvs;
+  for (int64_t stage = 0; stage < plan.pp; ++stage)
+    for (const auto& node : decode(dir / ("workload." + std::to_string(workload.stage_rank(stage)) + ".et")).nodes)
+      if (node.type() == ChakraProtoMsg::COMM_SEND_NODE || node.type() == ChakraProtoMsg::COMM_RECV_NODE)
+        (node.type() == ChakraProtoMsg::COMM_SEND_NODE ? sends : recvs)
+            .insert({attr(node, "comm_src")->int32_val(), attr(node, "comm_dst")->int32_val(),
+                     attr(node, "comm_tag")->int32_val(), attr(node, "comm_size")->int64_val()});
+  EXPECT_FALSE(sends.empty());
+  EXPECT_EQ(sends, recvs);
+
+  // The communicator file names every non-empty group used as a pg_name.
+  std::ifstream groups(dir / "workload.comm_groups.json");
+  std::stringstream text;
+  text << groups.rdbuf();
+  EXPECT_NE(text.str().find("\"" + std::to_string(workload.tp_group(0)) + "\": ["), std::string::npos) << text.str();
+}
+
+TEST(ChakraExport, SameInputGivesByteIdenticalFiles)
+{
+  const std::string flags = "simulate --model gpt-22b --layers 2 --tp 2 --pp 2 --nodes 1 --estimate --chakra ";
+  const fs::path a = fresh_dir("chakra_a"), b = fresh_dir("chakra_b");
+  ASSERT_EQ(run_gputwin(flags + "'" + a.string() + "'", false).exit_code, 0);
+  ASSERT_EQ(run_gputwin(flags + "'" + b.string() + "'", false).exit_code, 0);
+  for (const auto& entry : fs::directory_iterator(a)) {
+    std::ifstream x(entry.path(), std::ios::binary), y(b / entry.path().filename(), std::ios::binary);
+    std::stringstream sx, sy;
+    sx << x.rdbuf();
+    sy << y.rdbuf();
+    EXPECT_EQ(sx.str(), sy.str()) << entry.path().filename();
+  }
+}
+
+TEST(ChakraExport, UnwritableDirectoryIsAOneLineErrorNamingThePath)
+{
+  const fs::path file = fs::path(::testing::TempDir()) / "chakra_not_a_dir";
+  std::ofstream(file) << "x";
+  expect_one_line_error("simulate --model gpt-22b --layers 2 --tp 8 --nodes 1 --chakra '" + file.string() + "/sub'",
+                        file.string() + "/sub");
+  const CliResult r = run_gputwin("simulate --model gpt-22b --layers 2 --tp 8 --nodes 1 --chakra '" + file.string() + "'",
+                                  true);
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+} // namespace
+} // namespace gputwin::testing

@@ -1,0 +1,116 @@
+// Output integrity through the real binaries: a file that cannot be written (/dev/full, a missing directory)
+// is a one-line error and exit 2 for every tool that writes one, and a successful run leaves only the final
+// file (no temporary) behind.
+#include "run_cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace gputwin::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string trace_dir = GPUTWIN_TEST_DATA_DIR "/traces/";
+
+// A one-line error on stderr containing `expected`, and exit status 2 (input/output errors).
+void expect_output_error(const std::string& program, const std::string& arguments, const std::string& expected)
+{
+  SCOPED_TRACE(arguments);
+  const CliResult r = run_program(program, arguments, true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+  ASSERT_FALSE(r.output.empty());
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "expected one line: " << r.output;
+}
+
+fs::path fresh_directory(const std::string& name)
+{
+  const fs::path dir = fs::path(::testing::TempDir()) / ("output_file_cli_test." + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> entries(const fs::path& dir)
+{
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(OutputFileCli, SimulateTimelineToAFullDeviceFails)
+{
+  if (!fs::exists("/dev/full"))
+    GTEST_SKIP() << "no /dev/full on this system";
+  expect_output_error(GPUTWIN_CLI, "simulate --model gpt-22b --plan paper --layers 2 --timeline /dev/full",
+                      "gputwin simulate: error: --timeline: cannot write '/dev/full': No space left on device");
+}
+
+TEST(OutputFileCli, ReplayTimelineToAFullDeviceFails)
+{
+  if (!fs::exists("/dev/full"))
+    GTEST_SKIP() << "no /dev/full on this system";
+  expect_output_error(GPUTWIN_CLI, "replay '" + trace_dir + "cpu-tp1.json' --timeline /dev/full",
+                      "gputwin replay: error: --timeline: cannot write '/dev/full': No space left on device");
+}
+
+TEST(OutputFileCli, CalibrateOutputToAFullDeviceFails)
+{
+  if (!fs::exists("/dev/full"))
+    GTEST_SKIP() << "no /dev/full on this system";
+  expect_output_error(GPUTWIN_CLI, "calibrate '" + trace_dir + "cpu-tp1.json' -o /dev/full",
+                      "gputwin calibrate: error: --output: cannot write '/dev/full': No space left on device");
+}
+
+TEST(OutputFileCli, EngineTraceAndTimelineToAFullDeviceFail)
+{
+  if (!fs::exists("/dev/full"))
+    GTEST_SKIP() << "no /dev/full on this system";
+  const std::string train = "train --hidden 64 --heads 4 --layers 2 --seq-len 32 --vocab 64 --steps 1 "
+                            "--micro-batch 1 --global-batch 1 ";
+  expect_output_error(GPUTWIN_ENGINE, train + "--trace /dev/full",
+                      "gputwin-engine train: error: cannot write '/dev/full': No space left on device");
+  expect_output_error(GPUTWIN_ENGINE, train + "--timeline /dev/full",
+                      "gputwin-engine train: error: cannot write '/dev/full': No space left on device");
+  expect_output_error(GPUTWIN_ENGINE, "trace-to-perfetto '" + trace_dir + "cpu-tp1.json' /dev/full",
+                      "gputwin-engine trace-to-perfetto: error: cannot write '/dev/full': No space left on device");
+}
+
+TEST(OutputFileCli, AMissingDirectoryFailsAndNothingIsLeftBehind)
+{
+  const fs::path dir = fresh_directory("missing");
+  const std::string missing = (dir / "no-such-dir" / "timeline.json").string();
+  expect_output_error(GPUTWIN_CLI, "simulate --model gpt-22b --plan paper --layers 2 --timeline '" + missing + "'",
+                      "--timeline: cannot write '" + missing + "': No such file or directory");
+  EXPECT_TRUE(entries(dir).empty());
+}
+
+TEST(OutputFileCli, SuccessfulRunsLeaveOnlyTheFinalFiles)
+{
+  const fs::path dir = fresh_directory("success");
+  const std::string timeline = (dir / "timeline.json").string();
+  std::ofstream(timeline) << "an older timeline";
+  ASSERT_EQ(
+      run_gputwin("simulate --model gpt-22b --plan paper --layers 2 --timeline '" + timeline + "'", false).exit_code,
+      0);
+  ASSERT_EQ(run_gputwin("calibrate '" + trace_dir + "cpu-tp1.json' -o '" + (dir / "model.yaml").string() + "'", false)
+                .exit_code,
+            0);
+  EXPECT_EQ(entries(dir), (std::vector<std::string>{"model.yaml", "timeline.json"}));
+  std::ifstream in(timeline);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", 0), 0u);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+} // namespace
+} // namespace gputwin::testing

@@ -1,0 +1,47 @@
+#pragma once
+// Chakra execution traces (MLCommons Chakra, schema traces/chakra/et_def.proto, version 0.0.4) from an op
+// graph: one file per rank program, `<prefix>.<rank>.et`, each a sequence of length-delimited protobuf
+// messages (a varint size, then the message): one GlobalMetadata, then one Node per op, in op order. This is
+// the form ASTRA-sim's Chakra feeder reads. The mapping is documented in sim/README.md ("Chakra export").
+// Plain C++ + libprotobuf: no SimGrid, no models (compute durations come in through a callback).
+
+#include "gputwin/traces/op_graph.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace gputwin::chakra {
+
+inline constexpr const char* chakra_schema_version = "0.0.4";
+
+struct ChakraExportOptions {
+  std::string prefix = "workload"; // files are <prefix>.<rank>.et
+  // Duration of a compute or memcpy op, seconds (the simulator's compute model); empty: duration_micros 0.
+  std::function<double(const traces::Op&)> compute_duration_s;
+};
+
+struct ChakraExportSummary {
+  std::vector<std::filesystem::path> files; // one per rank program, in the graph's rank order
+  std::filesystem::path comm_groups_file;   // <prefix>.comm_groups.json: pg_name -> ranks
+  int64_t nodes = 0;                        // Node messages written, all files
+  int64_t collectives = 0;                  // of which COMM_COLL_NODE
+};
+
+// Writes one rank program as a Chakra ET stream. Throws traces::TraceError for an op Chakra cannot express.
+void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const traces::RankProgram& program,
+                       const ChakraExportOptions& options);
+
+// Creates `dir` (and parents) if needed and writes every rank program of `graph` plus the communicator file.
+// Throws traces::TraceError naming the path when the directory cannot be created or a file cannot be written.
+ChakraExportSummary write_chakra_traces(const traces::OpGraph& graph, const std::filesystem::path& dir,
+                                        const ChakraExportOptions& options);
+
+// The communicators as ASTRA-sim's --comm-group-configuration JSON: {"<pg_name>": [ranks...], ...}; groups
+// without ranks are left out.
+void write_chakra_comm_groups(std::ostream& out, const traces::OpGraph& graph);
+
+} // namespace gputwin::chakra

@@ -1,0 +1,205 @@
+// Op graph -> Chakra ET (length-delimited protobuf), the mapping of sim/README.md "Chakra export".
+#include "gputwin/chakra/chakra_writer.hpp"
+
+#include "et_def.pb.h"
+#include "gputwin/traces/output_file.hpp"
+#include "gputwin/traces/trace_io.hpp"
+
+#include <google/protobuf/util/delimited_message_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <system_error>
+
+namespace gputwin::chakra {
+
+namespace {
+
+using ChakraProtoMsg::AttributeProto;
+using ChakraProtoMsg::Node;
+
+void add_bool(Node& node, const char* name, bool value)
+{
+  AttributeProto* a = node.add_attr();
+  a->set_name(name);
+  a->set_bool_val(value);
+}
+
+void add_int64(Node& node, const char* name, int64_t value)
+{
+  AttributeProto* a = node.add_attr();
+  a->set_name(name);
+  a->set_int64_val(value);
+}
+
+void add_uint64(Node& node, const char* name, uint64_t value)
+{
+  AttributeProto* a = node.add_attr();
+  a->set_name(name);
+  a->set_uint64_val(value);
+}
+
+void add_int32(Node& node, const char* name, int32_t value)
+{
+  AttributeProto* a = node.add_attr();
+  a->set_name(name);
+  a->set_int32_val(value);
+}
+
+void add_string(Node& node, const char* name, const std::string& value)
+{
+  AttributeProto* a = node.add_attr();
+  a->set_name(name);
+  a->set_string_val(value);
+}
+
+uint64_t non_negative_round(double v)
+{
+  return v > 0 && std::isfinite(v) ? static_cast<uint64_t>(std::llround(v)) : 0;
+}
+
+ChakraProtoMsg::CollectiveCommType comm_type(CollectiveOp op, const traces::RankProgram& program, const traces::Op& o)
+{
+  switch (op) {
+  case CollectiveOp::AllReduce: return ChakraProtoMsg::ALL_REDUCE;
+  case CollectiveOp::AllGather: return ChakraProtoMsg::ALL_GATHER;
+  case CollectiveOp::ReduceScatter: return ChakraProtoMsg::REDUCE_SCATTER;
+  case CollectiveOp::Broadcast: return ChakraProtoMsg::BROADCAST;
+  case CollectiveOp::AllToAll: return ChakraProtoMsg::ALL_TO_ALL;
+  case CollectiveOp::SendRecv: break;
+  }
+  throw traces::TraceError("chakra export: rank " + std::to_string(program.rank) + " op " + std::to_string(o.id) +
+                           " '" + o.name + "': a send/recv collective has no Chakra collective type");
+}
+
+void write_delimited(const google::protobuf::MessageLite& message, std::ostream& out)
+{
+  if (!google::protobuf::util::SerializeDelimitedToOstream(message, &out))
+    throw traces::TraceError("chakra export: cannot serialize a message");
+}
+
+} // namespace
+
+void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const traces::RankProgram& program,
+                       const ChakraExportOptions& options)
+{
+  ChakraProtoMsg::GlobalMetadata meta;
+  meta.set_version(chakra_schema_version);
+  {
+    AttributeProto* a = meta.add_attr();
+    a->set_name("generator");
+    a->set_string_val("gputwin");
+    a = meta.add_attr();
+    a->set_name("rank");
+    a->set_int32_val(program.rank);
+    for (const auto& [key, value] : graph.metadata) {
+      a = meta.add_attr();
+      a->set_name("gputwin." + key);
+      a->set_string_val(value);
+    }
+  }
+  write_delimited(meta, out);
+
+  std::map<int32_t, int64_t> last_on_stream; // stream -> id of its last op so far
+  Node node;
+  for (const traces::Op& op : program.ops) {
+    node.Clear();
+    node.set_id(static_cast<uint64_t>(op.id));
+    node.set_name(op.name);
+    // Dependencies: the op graph's explicit (cross-stream) deps plus the previous op of the same stream, all as
+    // data_deps (ASTRA-sim's feeder releases a node when its data_deps are done).
+    std::vector<int64_t> deps = op.deps;
+    if (const auto it = last_on_stream.find(op.stream); it != last_on_stream.end())
+      deps.push_back(it->second);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (const int64_t d : deps)
+      node.add_data_deps(static_cast<uint64_t>(d));
+    last_on_stream[op.stream] = op.id;
+
+    switch (op.kind) {
+    case traces::OpKind::Compute:
+    case traces::OpKind::Memcpy:
+      node.set_type(ChakraProtoMsg::COMP_NODE);
+      if (options.compute_duration_s)
+        node.set_duration_micros(non_negative_round(options.compute_duration_s(op) * 1e6));
+      add_bool(node, "is_cpu_op", false);
+      add_int64(node, "num_ops", static_cast<int64_t>(non_negative_round(op.flops)));
+      add_uint64(node, "tensor_size", non_negative_round(op.bytes));
+      break;
+    case traces::OpKind::Collective:
+      node.set_type(ChakraProtoMsg::COMM_COLL_NODE);
+      add_bool(node, "is_cpu_op", false);
+      add_int64(node, "comm_type", comm_type(op.collective, program, op));
+      add_int64(node, "comm_size", static_cast<int64_t>(non_negative_round(op.bytes)));
+      add_string(node, "pg_name", std::to_string(op.group));
+      break;
+    case traces::OpKind::Send:
+    case traces::OpKind::Recv: {
+      const bool send = op.kind == traces::OpKind::Send;
+      node.set_type(send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE);
+      add_bool(node, "is_cpu_op", false);
+      add_int32(node, "comm_src", send ? program.rank : op.peer);
+      add_int32(node, "comm_dst", send ? op.peer : program.rank);
+      add_int32(node, "comm_tag", static_cast<int32_t>(op.sequence));
+      add_int64(node, "comm_size", static_cast<int64_t>(non_negative_round(op.bytes)));
+      break;
+    }
+    }
+    // Where the op sits in the iteration (ignored by ASTRA-sim, kept for people reading the trace).
+    add_string(node, "gputwin.phase", traces::to_string(op.phase));
+    add_int32(node, "gputwin.stream", op.stream);
+    add_int32(node, "gputwin.layer", op.layer);
+    add_int32(node, "gputwin.micro_batch", op.micro_batch);
+    add_int32(node, "gputwin.chunk", op.chunk);
+    write_delimited(node, out);
+  }
+}
+
+void write_chakra_comm_groups(std::ostream& out, const traces::OpGraph& graph)
+{
+  out << "{";
+  bool first = true;
+  for (size_t g = 0; g < graph.groups.size(); ++g) {
+    if (graph.groups[g].ranks.empty())
+      continue;
+    out << (first ? "\n" : ",\n") << "  \"" << g << "\": [";
+    first = false;
+    for (size_t i = 0; i < graph.groups[g].ranks.size(); ++i)
+      out << (i ? ", " : "") << graph.groups[g].ranks[i];
+    out << "]";
+  }
+  out << "\n}\n";
+}
+
+ChakraExportSummary write_chakra_traces(const traces::OpGraph& graph, const std::filesystem::path& dir,
+                                        const ChakraExportOptions& options)
+{
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw traces::TraceError("--chakra: cannot create directory '" + dir.string() + "'" +
+                             (ec ? ": " + ec.message() : std::string(": not a directory")));
+
+  // Every file through the atomic writer: an interrupted or failed export never leaves a truncated file.
+  ChakraExportSummary summary;
+  for (const traces::RankProgram& program : graph.ranks) {
+    const std::filesystem::path path = dir / (options.prefix + "." + std::to_string(program.rank) + ".et");
+    write_file_atomically(
+        path.string(), [&](std::ostream& file) { write_chakra_rank(file, graph, program, options); }, "--chakra");
+    summary.files.push_back(path);
+    summary.nodes += static_cast<int64_t>(program.ops.size());
+    summary.collectives += std::count_if(program.ops.begin(), program.ops.end(), [](const traces::Op& op) {
+      return op.kind == traces::OpKind::Collective;
+    });
+  }
+  summary.comm_groups_file = dir / (options.prefix + ".comm_groups.json");
+  write_file_atomically(
+      summary.comm_groups_file.string(), [&](std::ostream& file) { write_chakra_comm_groups(file, graph); }, "--chakra");
+  return summary;
+}
+
+} // namespace gputwin::chakra
