@@ -28,7 +28,7 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
   add_iteration_table_flags(parser);
   parser.add_option("--output", "FILE", "where to write the fitted GPU model + framework (YAML); also -o FILE");
   parser.add_option("--folds", "K", "cross-validation folds (default 5; 1: no cross-validation)");
-  parser.add_option("--max-evaluations", "N", "objective evaluations per fit (default 400)");
+  parser.add_option("--max-evaluations", "N", "objective evaluations per fit (default 800)");
   parser.add_option("--threads", "N", "threads (default: the machine's cores)");
   const ParsedArgs parsed = parser.parse(with_long_output_flag(args));
   if (parser.help_requested()) {
@@ -45,7 +45,7 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
 
   sim::FitOptions options;
   options.folds = static_cast<int>(parsed.integer("--folds").value_or(5));
-  options.max_evaluations = static_cast<int>(parsed.integer("--max-evaluations").value_or(400));
+  options.max_evaluations = static_cast<int>(parsed.integer("--max-evaluations").value_or(800));
   if (options.folds < 1)
     throw InputError("--folds: expected an integer >= 1");
   if (options.max_evaluations < 20)

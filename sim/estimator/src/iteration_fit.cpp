@@ -210,30 +210,25 @@ double log_error(const std::vector<double>& predicted, const std::vector<double>
   return sum / static_cast<double>(predicted.size());
 }
 
-// Nelder-Mead (standard coefficients) on the mean absolute log error of the cases in `rows`.
-FitParameters minimise(const IterationSet& set, const FitParameters& start, const std::vector<size_t>& rows,
-                       int max_evaluations, int& evaluations)
+// One Nelder-Mead run (standard coefficients) from `origin` with steps of `step` (log units) along each
+// axis, until the simplex's values agree to 1e-6 or `budget` evaluations are spent. Returns the best point
+// and its value; adds the evaluations it spent to `used`.
+template <class Objective>
+std::pair<Point, double> nelder_mead(const Objective& objective, const Point& origin, double step, int budget, int& used)
 {
-  std::vector<double> measured;
-  for (const size_t r : rows)
-    measured.push_back(set.cases()[r].measured_s);
-  auto objective = [&](const Point& x) {
-    ++evaluations;
-    const FitParameters f = from_point(start, x);
-    return log_error(set.predict(f.gpu, f.framework, rows), measured);
-  };
-  const size_t n = dimensions;
-  std::vector<Point> simplex{to_point(start)};
+  const size_t n = origin.size();
+  std::vector<Point> simplex{origin};
   for (size_t d = 0; d < n; ++d) {
-    Point x = simplex[0];
-    x[d] += 0.5;
+    Point x = origin;
+    x[d] += step;
     simplex.push_back(x);
   }
   std::vector<double> value;
   for (const Point& x : simplex)
     value.push_back(objective(x));
-  int used = static_cast<int>(n) + 1;
-  while (used < max_evaluations) {
+  const int limit = used + budget;
+  used += static_cast<int>(n) + 1;
+  while (used < limit) {
     std::vector<size_t> order(n + 1);
     for (size_t i = 0; i <= n; ++i)
       order[i] = i;
@@ -287,7 +282,37 @@ FitParameters minimise(const IterationSet& set, const FitParameters& start, cons
     }
   }
   const size_t best = static_cast<size_t>(std::min_element(value.begin(), value.end()) - value.begin());
-  return from_point(start, simplex[best]);
+  return {simplex[best], value[best]};
+}
+
+// Restarted Nelder-Mead on the mean absolute log error of the cases in `rows`: a simplex that has collapsed
+// is rebuilt around its best point and the search goes on (the objective, a sum of |log| kinks over rows, has
+// many shallow local minima a single simplex stops in), until a restart gains less than 1e-5 or
+// `max_evaluations` are spent.
+FitParameters minimise(const IterationSet& set, const FitParameters& start, const std::vector<size_t>& rows,
+                       int max_evaluations, int& evaluations)
+{
+  std::vector<double> measured;
+  for (const size_t r : rows)
+    measured.push_back(set.cases()[r].measured_s);
+  auto objective = [&](const Point& x) {
+    ++evaluations;
+    const FitParameters f = from_point(start, x);
+    return log_error(set.predict(f.gpu, f.framework, rows), measured);
+  };
+  int used = 0;
+  auto [best, best_value] = nelder_mead(objective, to_point(start), 0.5, max_evaluations, used);
+  for (double step = 0.25; used + dimensions + 1 < max_evaluations; step = std::max(0.05, step * 0.7)) {
+    const auto [point, value] = nelder_mead(objective, best, step, max_evaluations - used, used);
+    const double gain = best_value - value;
+    if (value < best_value) {
+      best = point;
+      best_value = value;
+    }
+    if (gain < 1e-5)
+      break;
+  }
+  return from_point(start, best);
 }
 
 } // namespace

@@ -65,7 +65,7 @@ struct IterationFit {
 
 struct FitOptions {
   int folds = 5;
-  int max_evaluations = 400; // per fit
+  int max_evaluations = 800; // per fit (restarted Nelder-Mead)
 };
 
 // Mean of |predicted - measured| / measured.
