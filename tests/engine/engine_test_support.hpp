@@ -5,6 +5,7 @@
 #include "gputwin/engine/train/trainer.hpp"
 
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,13 @@ inline std::string describe(const PlanSpec& s)
          std::to_string(s.dp) + " " + to_string(s.recompute) + " " + to_string(s.schedule) +
          (s.chunks > 1 ? "x" + std::to_string(s.chunks) : "") + " zero" + std::to_string(s.zero) +
          (s.attention == AttentionKernel::Flash ? " flash" : "");
+}
+
+// How gtest prints a PlanSpec in parameterised test names: the plan, not the struct's bytes (which include
+// uninitialised padding and change between listings).
+inline void PrintTo(const PlanSpec& s, std::ostream* out)
+{
+  *out << describe(s) << " b" << s.micro_batch << " B" << s.global_batch;
 }
 
 inline TrainResult run_tiny(const PlanSpec& spec, int64_t steps, bool gradients, bool weights = false,
