@@ -9,9 +9,10 @@ say() { printf '==> %s\n' "$*"; }
 
 # Debian packages the build needs (see README "Dependencies"): compiler and build tools, GoogleTest,
 # SimGrid 3.32, yaml-cpp 0.7, Boost.Graph 1.74, zlib (Kineto .json.gz traces), protobuf + protoc (Chakra
-# execution traces); GNU time for scripts/bench.sh. CUDA is optional and never installed here.
+# execution traces); GNU time for scripts/bench.sh; gnuplot for `gputwin sweep --plot`. CUDA is optional and never installed here.
 required_packages=(g++ cmake make pkg-config libgtest-dev libgmock-dev libsimgrid-dev libyaml-cpp-dev
-                   libboost-graph-dev zlib1g-dev libprotobuf-dev protobuf-compiler time)
+                   libboost-graph-dev zlib1g-dev libprotobuf-dev protobuf-compiler time
+                   gnuplot-nox)
 
 install_missing_packages() {
   local missing=()

@@ -28,6 +28,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out);
 // `gputwin search`: the plans of a model on N GPUs, ranked (fast estimator), the best K simulated in full.
 int run_search(const std::vector<std::string>& args, std::ostream& out);
 
+// `gputwin sweep`: the best plan (search) of every (model, cluster, GPU count) point, with time to train and cost.
+int run_sweep(const std::vector<std::string>& args, std::ostream& out);
+
 // `gputwin replay`: a captured trace re-simulated on a cluster, beside its measured iteration time.
 int run_replay(const std::vector<std::string>& args, std::ostream& out);
 

@@ -10,6 +10,8 @@ int main(int argc, char** argv)
       {"simulate", "one training iteration of a GPT under a parallel plan on a simulated cluster", run_simulate},
       {"search", "every parallel plan that fits memory, ranked by the fast estimator, the best K simulated in full",
        run_search},
+      {"sweep", "the best plan at every (model, cluster, GPU count) point, with time to train, cost and plots",
+       run_sweep},
       {"memory", "per-GPU memory of the busiest pipeline stage (activations, weights, gradients, optimizer)",
        run_memory},
       {"collective", "time, algbw and busbw of one NCCL collective on a simulated cluster, per size", run_collective},

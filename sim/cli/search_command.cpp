@@ -1,118 +1,24 @@
 // `gputwin search`: every parallel plan of a model on N GPUs that fits memory, ranked by the fast estimator,
 // the best K confirmed by the full flow-level simulation.
 #include "commands.hpp"
+#include "search_core.hpp"
 
-#include "gputwin/models/flops.hpp"
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
-#include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/output_file.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <thread>
 
 namespace gputwin::cli {
 
 namespace {
 
-struct Ranked {
-  sim::PlanEstimate estimate;
-  double iteration_time_s = 0; // full simulation
-  double tokens_per_s = 0, mfu = 0, bubble_fraction = 0, exposed_comm_s = 0;
-};
-
-// A progress line on stderr, only for a terminal: count, rate and time left.
-class Progress {
-public:
-  Progress(const char* what, bool enabled) : what_(what), enabled_(enabled && isatty(STDERR_FILENO) != 0) {}
-  void update(size_t done, size_t total)
-  {
-    if (!enabled_)
-      return;
-    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0;
-    const double left_s = rate > 0 ? static_cast<double>(total - done) / rate : 0;
-    std::fprintf(stderr, "\r%s %zu/%zu  %.1f/s  ETA %.0f s   ", what_, done, total, rate, left_s);
-    if (done == total)
-      std::fprintf(stderr, "\n");
-    std::fflush(stderr);
-  }
-
-private:
-  const char* what_;
-  bool enabled_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
-// What the search reports of one full simulation.
-struct SimulatedPlan {
-  double iteration_time_s = 0, exposed_comm_s = 0, bubble_fraction = 0;
-};
-
-// The full flow-level simulation of `plan` in a child process: SimGrid 3.32 builds one platform per process, so
-// each confirmation forks, simulates and sends its figures back through a pipe.
-SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig& model, const ParallelPlan& plan,
-                                const GpuComputeModel& gpu, const FrameworkProfile& framework)
-{
-  int fds[2];
-  if (pipe(fds) != 0)
-    throw std::runtime_error("search: cannot create a pipe for the simulation of " + describe_plan(plan));
-  std::cout.flush();
-  std::cerr.flush();
-  const pid_t child = fork();
-  if (child < 0)
-    throw std::runtime_error("search: cannot fork the simulation of " + describe_plan(plan));
-  if (child == 0) {
-    close(fds[0]);
-    SimulatedPlan r;
-    try {
-      const sim::IterationResult result = sim::simulate_iteration(graph, make_workload(model, plan), gpu, {}, framework);
-      const sim::StageTimes& first = result.stages.front();
-      const double window_s = first.pipeline_end_s - first.pipeline_start_s;
-      r.iteration_time_s = result.iteration_time_s;
-      r.exposed_comm_s = first.exposed_comm_s;
-      r.bubble_fraction = first.pipeline_compute_s > 0
-                              ? (window_s - first.pipeline_compute_s - first.pipeline_comm_s) / first.pipeline_compute_s
-                              : 0;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "gputwin search: simulation of %s failed: %s\n", describe_plan(plan).c_str(), e.what());
-      _exit(1);
-    }
-    const ssize_t written = write(fds[1], &r, sizeof r);
-    _exit(written == static_cast<ssize_t>(sizeof r) ? 0 : 1);
-  }
-  close(fds[1]);
-  SimulatedPlan r;
-  size_t got = 0;
-  while (got < sizeof r) {
-    const ssize_t n = read(fds[0], reinterpret_cast<char*>(&r) + got, sizeof r - got);
-    if (n <= 0)
-      break;
-    got += static_cast<size_t>(n);
-  }
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  if (got != sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error("search: the simulation of " + describe_plan(plan) + " did not complete");
-  return r;
-}
-
-std::string gib(int64_t bytes)
-{
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / (1 << 30));
-  return text;
-}
+using Ranked = SimulatedCandidate;
 
 void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
 {
@@ -247,28 +153,9 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
 
   const bool json = parsed.has("--json");
   const topo::ClusterGraph graph(cluster);
-  Progress estimating("estimating plans", !json);
-  const std::vector<sim::PlanEstimate> estimates = rank_plans(
-      graph, model, plans.fitting, gpu, framework, jobs, [&](size_t done, size_t total) { estimating.update(done, total); });
-
-  const size_t confirmed = std::min(estimates.size(), static_cast<size_t>(top));
-  std::vector<Ranked> ranked;
-  Progress simulating("simulating the best plans", !json);
-  for (size_t i = 0; i < confirmed; ++i) {
-    const ParallelPlan& plan = estimates[i].candidate.plan;
-    const SimulatedPlan simulated = simulate_in_child(graph, model, plan, gpu, framework);
-    Ranked r{estimates[i], simulated.iteration_time_s};
-    const int64_t batch = plan.effective_global_batch();
-    r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
-    r.mfu = flops_utilization(model_flops_per_iteration(model, batch), r.iteration_time_s, plan.gpus(),
-                              cluster.gpu.peak_bf16_flops);
-    r.bubble_fraction = simulated.bubble_fraction;
-    r.exposed_comm_s = simulated.exposed_comm_s;
-    ranked.push_back(r);
-    simulating.update(i + 1, confirmed);
-  }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const Ranked& a, const Ranked& b) { return a.iteration_time_s < b.iteration_time_s; });
+  const std::vector<Ranked> ranked = rank_and_simulate(cluster, graph, model, plans.fitting, gpu, framework, jobs,
+                                                       static_cast<size_t>(top), "search", !json);
+  const size_t confirmed = ranked.size();
 
   if (const auto file = parsed.value("--csv"))
     write_file_atomically(*file, [&](std::ostream& csv) { write_csv(csv, ranked); }, "--csv");

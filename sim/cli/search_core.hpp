@@ -1,0 +1,50 @@
+#pragma once
+// The core shared by `gputwin search` and `gputwin sweep`: the fitting plans of one (model, cluster, GPUs)
+// point ranked by the fast estimator, the best K confirmed by the full flow-level simulation (each in a forked
+// child: SimGrid builds one platform per process), ranked by simulated time.
+
+#include "gputwin/models/framework_profile.hpp"
+#include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/gpu_compute_model.hpp"
+#include "gputwin/sim/plan_search.hpp"
+#include "gputwin/topologies/cluster_graph.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gputwin::cli {
+
+// One plan confirmed by the full simulation.
+struct SimulatedCandidate {
+  sim::PlanEstimate estimate;
+  double iteration_time_s = 0; // full simulation
+  double tokens_per_s = 0, mfu = 0, bubble_fraction = 0, exposed_comm_s = 0;
+};
+
+// A progress line on stderr, only for a terminal (and when `enabled`): count, rate and time left.
+class Progress {
+public:
+  Progress(const char* what, bool enabled);
+  void update(size_t done, size_t total);
+
+private:
+  const char* what_;
+  bool enabled_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// Ranks `fitting` with the fast estimator (`jobs` threads), simulates the best `top` in full and returns them
+// fastest (simulated) first. `command` names the subcommand in error messages ("search"); `show_progress`
+// enables the progress lines on a terminal.
+std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& cluster, const topo::ClusterGraph& graph,
+                                                  const GptConfig& model, const std::vector<sim::PlanCandidate>& fitting,
+                                                  const GpuComputeModel& gpu, const FrameworkProfile& framework,
+                                                  int jobs, size_t top, const char* command, bool show_progress);
+
+// Bytes as GiB with one decimal ("74.3").
+std::string gib(int64_t bytes);
+
+} // namespace gputwin::cli
