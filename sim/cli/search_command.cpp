@@ -20,23 +20,6 @@ namespace {
 
 using Ranked = SimulatedCandidate;
 
-void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
-{
-  json.key("plan");
-  json.begin_object();
-  json.field("tp", p.tp);
-  json.field("pp", p.pp);
-  json.field("dp", p.dp);
-  json.field("micro_batch", p.micro_batch);
-  json.field("global_batch", p.effective_global_batch());
-  json.field("schedule", to_string(p.schedule));
-  json.field("chunks", p.chunks);
-  json.field("recompute", to_string(p.recompute));
-  json.field("sp", p.sequence_parallel());
-  json.field("zero", static_cast<int64_t>(p.zero_stage));
-  json.field("attention", to_string(p.attention));
-  json.end_object();
-}
 
 void write_csv(std::ostream& out, const std::vector<Ranked>& ranked)
 {

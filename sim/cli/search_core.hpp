@@ -9,6 +9,7 @@
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
+#include "gputwin/traces/json_writer.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -46,5 +47,9 @@ std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& clust
 
 // Bytes as GiB with one decimal ("74.3").
 std::string gib(int64_t bytes);
+
+// The member "plan": {tp, pp, dp, micro_batch, global_batch, schedule, chunks, recompute, sp, zero, attention},
+// as search and sweep print it.
+void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p);
 
 } // namespace gputwin::cli
