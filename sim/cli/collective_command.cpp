@@ -170,7 +170,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
 
   const auto wall_start = std::chrono::steady_clock::now();
   const sim::SimgridPlatform platform(graph, sim::flow_pairs(stream));
-  const std::vector<std::vector<sim::PlanTiming>> timings = sim::run_collective_streams(platform, {stream});
+  const std::vector<std::vector<sim::PlanTiming>> timings = sim::run_collective_streams(platform, graph, {stream});
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
   std::vector<Row> rows;

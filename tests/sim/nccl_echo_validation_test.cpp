@@ -36,7 +36,7 @@ LogError simulate_log(int ranks)
   for (const auto& p : plans)
     stream.push_back(&p);
   const SimgridPlatform platform(graph, flow_pairs(stream));
-  const auto timings = run_collective_streams(platform, {stream});
+  const auto timings = run_collective_streams(platform, graph, {stream});
   std::vector<double> errors;
   for (size_t i = 0; i < plans.size(); ++i) {
     const double t = nccl_back_to_back_call_s(timings[0][i].duration_s(), plans[i].host_issue_s);

@@ -29,7 +29,7 @@ std::vector<Measured> simulate(const char* cluster, int nodes, CollectiveOp op, 
   for (const auto& p : plans)
     stream.push_back(&p);
   const SimgridPlatform platform(graph, flow_pairs(stream));
-  const auto timings = run_collective_streams(platform, {stream});
+  const auto timings = run_collective_streams(platform, graph, {stream});
   std::vector<Measured> out;
   for (size_t i = 0; i < sizes.size(); ++i) {
     const double t = timings[0][i].duration_s();

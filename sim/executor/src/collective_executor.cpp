@@ -1,5 +1,7 @@
 #include "gputwin/sim/collective_executor.hpp"
 
+#include "gputwin/sim/flow_runner.hpp"
+
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -20,24 +22,12 @@ std::vector<std::pair<int, int>> flow_pairs(const std::vector<const CollectivePl
   return pairs;
 }
 
-void run_flows_now(const SimgridPlatform& platform, const std::vector<Flow>& flows, double latency_s)
-{
-  std::vector<sg4::CommPtr> comms;
-  comms.reserve(flows.size());
-  for (const Flow& f : flows)
-    comms.push_back(sg4::Comm::sendto_async(platform.host(f.src_gpu), platform.host(f.dst_gpu),
-                                            static_cast<uint64_t>(std::ceil(f.bytes))));
-  double end_s = sg4::Engine::get_clock();
-  for (size_t i = 0; i < comms.size(); ++i) {
-    comms[i]->wait();
-    end_s = std::max(end_s, comms[i]->get_finish_time());
-  }
-  sg4::this_actor::sleep_until(end_s + latency_s);
-}
-
 std::vector<std::vector<PlanTiming>>
-run_collective_streams(const SimgridPlatform& platform, const std::vector<std::vector<const CollectivePlan*>>& streams)
+run_collective_streams(const SimgridPlatform& platform, const topo::ClusterGraph& graph,
+                       const std::vector<std::vector<const CollectivePlan*>>& streams, bool flow_shortcut)
 {
+  FlowRunner runner(platform, graph);
+  runner.set_shortcut(flow_shortcut);
   std::vector<std::vector<PlanTiming>> timings(streams.size());
   const double run_start_s = sg4::Engine::get_clock();
   for (size_t s = 0; s < streams.size(); ++s) {
@@ -45,10 +35,10 @@ run_collective_streams(const SimgridPlatform& platform, const std::vector<std::v
     const int host_gpu =
         streams[s].empty() || streams[s].front()->flows.empty() ? 0 : streams[s].front()->flows.front().src_gpu;
     sg4::Actor::create("stream" + std::to_string(s), platform.host(host_gpu),
-                       [&platform, &streams, &timings, s, run_start_s] {
+                       [&runner, &streams, &timings, s, run_start_s] {
                          for (size_t p = 0; p < streams[s].size(); ++p) {
                            timings[s][p].start_s = sg4::Engine::get_clock() - run_start_s;
-                           run_flows_now(platform, streams[s][p]->flows, streams[s][p]->choice.latency_s);
+                           runner.run(streams[s][p]->flows, streams[s][p]->choice.latency_s);
                            timings[s][p].end_s = sg4::Engine::get_clock() - run_start_s;
                          }
                        });

@@ -1,6 +1,6 @@
 #include "gputwin/sim/program_executor.hpp"
 
-#include "gputwin/sim/collective_executor.hpp"
+#include "gputwin/sim/flow_runner.hpp"
 #include "gputwin/sim/stage_accounting.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -10,12 +10,23 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace sg4 = simgrid::s4u;
 
 namespace gputwin::sim {
 
 namespace {
+
+// An actor of a program (its host or one of its streams) blocked until one op has ended or has been issued.
+// Each actor waits on its own condition variable and is woken only by the event it waits for: with a
+// program-wide one every op's end would wake every stream of the rank to find it had nothing to do.
+struct Waiter {
+  enum class For { Nothing, OpDone, OpIssued };
+  For waits_for = For::Nothing;
+  size_t op = 0;
+  sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
+};
 
 // A point where actors wait for one event: a collective's completion or a message's arrival.
 struct Rendezvous {
@@ -34,7 +45,9 @@ public:
     if (!hosts_.empty() && hosts_.size() != programs.size())
       throw std::logic_error("execute_programs: one host program per rank program expected");
     result_.programs = std::move(programs);
+    works_ = distinct_works();
     platform_ = std::make_unique<SimgridPlatform>(graph, flow_pairs());
+    runner_ = std::make_unique<FlowRunner>(*platform_, graph);
     mutex_ = sg4::Mutex::create(); // SimGrid objects only once the engine exists
     result_.platform_links = platform_->link_count();
     const size_t count = result_.programs.size();
@@ -46,7 +59,6 @@ public:
     for (size_t p = 0; p < count; ++p) {
       program_of_rank_[result_.programs[p].rank] = p;
       done_.emplace_back(result_.programs[p].ops.size(), false);
-      rank_cv_.push_back(sg4::ConditionVariable::create());
     }
     for (const traces::CommGroup& g : groups)
       group_members_.push_back(static_cast<int>(
@@ -58,20 +70,23 @@ public:
 
   void run()
   {
+    waiters_.resize(result_.programs.size());
     for (size_t p = 0; p < result_.programs.size(); ++p) {
       std::map<int32_t, std::vector<size_t>> by_stream;
       const auto& ops = result_.programs[p].ops;
       for (size_t i = 0; i < ops.size(); ++i)
         by_stream[ops[i].stream].push_back(i);
+      waiters_[p] = std::vector<Waiter>(by_stream.size() + 1); // one per stream, the last for the host
       if (hosts_.empty())
         issued_[p] = ops.size();
       else
         sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".host",
                            platform_->host(result_.programs[p].rank), [this, p] { run_host(p); });
+      size_t w = 0;
       for (auto& [stream, indices] : by_stream)
         sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".stream" + std::to_string(stream),
                            platform_->host(result_.programs[p].rank),
-                           [this, p, list = std::move(indices)] { run_stream(p, list); });
+                           [this, p, w = w++, list = std::move(indices)] { run_stream(p, w, list); });
     }
     platform_->engine().run();
   }
@@ -84,27 +99,42 @@ private:
     return comm_.message(result_.programs[p].rank, op);
   }
 
+  // The distinct communication work of every program, and whether some op of it may not run alone. (The comm
+  // source hands out one CommWork per distinct collective or message: thousands of ops share a few works.)
+  std::vector<std::pair<const CommWork*, bool>> distinct_works()
+  {
+    std::unordered_map<const CommWork*, bool> shared;
+    for (size_t p = 0; p < result_.programs.size(); ++p)
+      for (const traces::Op& op : result_.programs[p].ops)
+        if (op.kind == traces::OpKind::Collective || op.kind == traces::OpKind::Send) {
+          const bool alone = op.kind == traces::OpKind::Collective && comm_.may_run_alone(op);
+          auto [it, inserted] = shared.emplace(&work_of(p, op), !alone);
+          if (!inserted && !alone)
+            it->second = true;
+        }
+    std::vector<std::pair<const CommWork*, bool>> works(shared.begin(), shared.end());
+    // Pointer order is not reproducible between runs; what is built from the list must not depend on it.
+    return works;
+  }
+
   // Every ordered GPU pair a flow of any communication op uses: what the platform needs routes for.
   std::vector<std::pair<int, int>> flow_pairs()
   {
     std::set<std::pair<int, int>> pairs;
-    for (size_t p = 0; p < result_.programs.size(); ++p)
-      for (const traces::Op& op : result_.programs[p].ops)
-        if (op.kind == traces::OpKind::Collective || op.kind == traces::OpKind::Send)
-          for (const Flow& f : work_of(p, op).flows)
-            pairs.emplace(f.src_gpu, f.dst_gpu);
+    for (const auto& [work, shared] : works_)
+      for (const Flow& f : work->flows)
+        pairs.emplace(f.src_gpu, f.dst_gpu);
     return {pairs.begin(), pairs.end()};
   }
 
   // Links that communication other than the collectives allowed to run alone may put flows on.
   void find_links_shared_outside_tp()
   {
-    for (size_t p = 0; p < result_.programs.size(); ++p)
-      for (const traces::Op& op : result_.programs[p].ops)
-        if ((op.kind == traces::OpKind::Collective && !comm_.may_run_alone(op)) || op.kind == traces::OpKind::Send)
-          for (const Flow& f : work_of(p, op).flows)
-            for (const int link : graph_.route(f.src_gpu, f.dst_gpu))
-              shared_links_.insert(link);
+    for (const auto& [work, shared] : works_)
+      if (shared)
+        for (const Flow& f : work->flows)
+          for (const int link : graph_.route(f.src_gpu, f.dst_gpu))
+            shared_links_.insert(link);
   }
 
   // A TP collective whose flows no other traffic can touch -- one flow per link, no link shared with
@@ -165,13 +195,41 @@ private:
     }
   }
 
-  void wait_for_deps(size_t p, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
+  // Blocks actor `w` of program p until `until` holds, woken by the event it names.
+  template <class Until>
+  void block(size_t p, size_t w, Waiter::For event, size_t op, Until until, std::unique_lock<sg4::Mutex>& lock)
   {
-    auto ready = [&] {
-      return std::all_of(op.deps.begin(), op.deps.end(), [&](int64_t d) { return done_[p][static_cast<size_t>(d)]; });
-    };
-    while (!ready())
-      rank_cv_[p]->wait(lock);
+    Waiter& waiter = waiters_[p][w];
+    waiter.waits_for = event;
+    waiter.op = op;
+    while (!until())
+      waiter.cv->wait(lock);
+    waiter.waits_for = Waiter::For::Nothing;
+  }
+
+  void op_done(size_t p, size_t i)
+  {
+    done_[p][i] = true;
+    for (Waiter& w : waiters_[p])
+      if (w.waits_for == Waiter::For::OpDone && w.op == i)
+        w.cv->notify_all();
+  }
+
+  void ops_issued(size_t p, size_t count)
+  {
+    issued_[p] = count;
+    for (Waiter& w : waiters_[p])
+      if (w.waits_for == Waiter::For::OpIssued && w.op < count)
+        w.cv->notify_all();
+  }
+
+  void wait_for_deps(size_t p, size_t w, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
+  {
+    for (const int64_t d : op.deps) {
+      const size_t dep = static_cast<size_t>(d);
+      if (!done_[p][dep])
+        block(p, w, Waiter::For::OpDone, dep, [&] { return done_[p][dep]; }, lock);
+    }
   }
 
   void account(size_t p, const traces::Op& op, double start, double end)
@@ -192,23 +250,24 @@ private:
     issue_s_[p].assign(n, 0);
     double free_s = 0;
     size_t done_prefix = 0;
+    const size_t me = waiters_[p].size() - 1;
     for (size_t i = 0; i < n; ++i) {
       free_s += host.issue_cost_s[i];
       issue_s_[p][i] = free_s;
-      issued_[p] = i + 1;
       if (!host.syncs[i] || i + 1 == n)
         continue;
-      rank_cv_[p]->notify_all();
+      ops_issued(p, i + 1);
       for (;;) {
         while (done_prefix <= i && done_[p][done_prefix])
           ++done_prefix;
         if (done_prefix > i)
           break;
-        rank_cv_[p]->wait(lock);
+        const size_t awaited = done_prefix;
+        block(p, me, Waiter::For::OpDone, awaited, [&] { return bool(done_[p][awaited]); }, lock);
       }
       free_s = std::max(free_s, sg4::Engine::get_clock());
     }
-    rank_cv_[p]->notify_all();
+    ops_issued(p, n);
   }
 
   // When op i of program p may start on its stream: issued, plus the launch latency.
@@ -217,10 +276,10 @@ private:
     return hosts_.empty() ? 0.0 : issue_s_[p][i] + hosts_[p].launch_latency_s;
   }
 
-  void wait_for_issue(size_t p, size_t i, std::unique_lock<sg4::Mutex>& lock)
+  void wait_for_issue(size_t p, size_t w, size_t i, std::unique_lock<sg4::Mutex>& lock)
   {
-    while (issued_[p] <= i)
-      rank_cv_[p]->wait(lock);
+    if (issued_[p] <= i)
+      block(p, w, Waiter::For::OpIssued, i, [&] { return issued_[p] > i; }, lock);
     const double earliest = earliest_start_s(p, i);
     if (earliest > sg4::Engine::get_clock()) {
       lock.unlock();
@@ -229,7 +288,7 @@ private:
     }
   }
 
-  void run_stream(size_t p, const std::vector<size_t>& indices)
+  void run_stream(size_t p, size_t w, const std::vector<size_t>& indices)
   {
     std::unique_lock<sg4::Mutex> lock(*mutex_);
     const auto& ops = result_.programs[p].ops;
@@ -237,9 +296,9 @@ private:
     for (size_t k = 0; k < indices.size();) {
       const size_t i = indices[k];
       const traces::Op& op = ops[i];
-      wait_for_issue(p, i, lock);
+      wait_for_issue(p, w, i, lock);
       const double wait_start = sg4::Engine::get_clock();
-      wait_for_deps(p, op, lock);
+      wait_for_deps(p, w, op, lock);
       const double start = sg4::Engine::get_clock();
       accounting_[p].wait(result_.programs[p], op, wait_start, start);
 
@@ -265,10 +324,9 @@ private:
           account(p, ops[op_index], op_start, end);
           if (options_.record_timeline)
             result_.timeline.push_back(OpSlice{static_cast<int32_t>(p), static_cast<int64_t>(op_index), op_start, end});
-          done_[p][op_index] = true;
+          op_done(p, op_index);
           t = end;
         }
-        rank_cv_[p]->notify_all();
         k = last + 1;
         continue;
       }
@@ -283,8 +341,7 @@ private:
       account(p, op, start, end);
       if (options_.record_timeline)
         result_.timeline.push_back(OpSlice{static_cast<int32_t>(p), static_cast<int64_t>(i), start, end});
-      done_[p][i] = true;
-      rank_cv_[p]->notify_all();
+      op_done(p, i);
       ++k;
     }
   }
@@ -301,7 +358,7 @@ private:
       const CommWork& work = work_of(p, op);
       result_.simulated_flows += static_cast<int64_t>(work.flows.size());
       lock.unlock();
-      run_flows_now(*platform_, work.flows, work.latency_s);
+      runner_->run(work.flows, work.latency_s);
       lock.lock();
     }
     rv.done = true;
@@ -314,7 +371,7 @@ private:
       const CommWork& work = work_of(p, op);
       result_.simulated_flows += static_cast<int64_t>(work.flows.size());
       lock.unlock();
-      run_flows_now(*platform_, work.flows, work.latency_s);
+      runner_->run(work.flows, work.latency_s);
       lock.lock();
     }
     Rendezvous& rv = messages_[{rank, op.peer, op.sequence}];
@@ -335,7 +392,9 @@ private:
   const IterationOptions& options_;
   const std::vector<HostProgram>& hosts_;
   IterationResult& result_;
+  std::vector<std::pair<const CommWork*, bool>> works_; // distinct works; true: not only ops that may run alone
   std::unique_ptr<SimgridPlatform> platform_;
+  std::unique_ptr<FlowRunner> runner_;
   sg4::MutexPtr mutex_;
   std::map<int32_t, size_t> program_of_rank_;
   std::vector<std::vector<bool>> done_;
@@ -344,9 +403,9 @@ private:
   std::vector<StageAccounting> accounting_;
   std::vector<std::vector<double>> issue_s_; // per program and op: when the host issued it
   std::vector<size_t> issued_;               // per program: ops [0, issued) have an issue time
-  std::vector<sg4::ConditionVariablePtr> rank_cv_;
+  std::vector<std::vector<Waiter>> waiters_; // per program: one per stream, then the host
   std::vector<int> group_members_;
-  std::set<int> shared_links_;
+  std::unordered_set<int> shared_links_;
   std::unordered_map<const CommWork*, double> exclusive_;
   std::map<std::pair<int32_t, int64_t>, Rendezvous> collectives_;
   std::map<std::tuple<int32_t, int32_t, int64_t>, Rendezvous> messages_;

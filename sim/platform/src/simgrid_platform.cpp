@@ -57,7 +57,8 @@ SimgridPlatform::SimgridPlatform(const topo::ClusterGraph& graph, const std::vec
     sg4::Link*& l = links[static_cast<size_t>(id)];
     if (l == nullptr) {
       const topo::Link& g = graph.links()[static_cast<size_t>(id)];
-      l = zone->create_link(g.name, effective_bytes_per_s(spec, g))->set_latency(g.latency_s)->seal();
+      // No latency in SimGrid: the flow runner pays each route's latency before the transfer (flow_runner.hpp).
+      l = zone->create_link(g.name, effective_bytes_per_s(spec, g))->seal();
       ++link_count_;
     }
     return l;

@@ -18,15 +18,13 @@ struct PlanTiming {
 // Every ordered GPU pair the flows of `plans` use: what the platform needs routes for.
 std::vector<std::pair<int, int>> flow_pairs(const std::vector<const CollectivePlan*>& plans);
 
-// Runs `flows` from now, from the calling SimGrid actor, and returns when they have completed: all flows start
-// at once (each paying its route's latency once and sharing link bandwidth max-min), and `latency_s` (NCCL's
-// latency model) is paid after the last one arrives.
-void run_flows_now(const SimgridPlatform& platform, const std::vector<Flow>& flows, double latency_s);
-
 // Runs `streams` concurrently from the current simulated time; each stream runs its plans back to back, each
-// plan as run_flows_now(plan.flows, plan.choice.latency_s).
-// REQUIRES: the platform has routes for flow_pairs() of every plan. Can be called again on the same platform.
+// plan as FlowRunner::run(plan.flows, plan.choice.latency_s).
+// REQUIRES: the platform was built from `graph` with routes for flow_pairs() of every plan. Can be called
+// again on the same platform. `flow_shortcut` false: every flow through SimGrid's max-min (the reference the
+// flow runner's exact shortcut is tested against).
 std::vector<std::vector<PlanTiming>>
-run_collective_streams(const SimgridPlatform& platform, const std::vector<std::vector<const CollectivePlan*>>& streams);
+run_collective_streams(const SimgridPlatform& platform, const topo::ClusterGraph& graph,
+                       const std::vector<std::vector<const CollectivePlan*>>& streams, bool flow_shortcut = true);
 
 } // namespace gputwin::sim

@@ -3,7 +3,10 @@
 //
 // Network model, chosen deliberately (see sim/README.md): CM02 with cross-traffic and the TCP-gamma window
 // limit off, so a flow alone on its route takes exactly latency + bytes / bandwidth and concurrent flows
-// share each link max-min fairly. SimGrid's default LV08 corrections (bandwidth x 0.97, latency x 13.01,
+// share each link max-min fairly. The links carry no latency in SimGrid: the flow runner (flow_runner.hpp)
+// waits each route's latency itself before the transfer starts, which is what CM02 does too, except that CM02
+// would then weight each flow's share by its route latency (TCP's RTT unfairness); here every flow on a link
+// weighs the same. SimGrid's default LV08 corrections (bandwidth x 0.97, latency x 13.01,
 // reverse-path cross-traffic, TCP window cap) model TCP over Ethernet, not NCCL over NVLink and InfiniBand
 // RDMA; the protocol overhead NCCL really pays is put in instead as each link kind's measured NCCL
 // efficiency (cluster YAML `nccl:`), and its software latency by the NCCL tuner's latency model.
@@ -37,7 +40,8 @@ public:
 
   simgrid::s4u::Engine& engine() const;
   simgrid::s4u::Host* host(int gpu) const;
-  // Sum of the link latencies of the route src -> dst. REQUIRES: the pair was given to the constructor.
+  // Sum of the graph's link latencies on the route src -> dst (paid by the flow runner, not by SimGrid).
+  // REQUIRES: the pair was given to the constructor.
   double route_latency_s(int src_gpu, int dst_gpu) const;
   size_t link_count() const { return link_count_; }
   size_t route_count() const { return route_latency_s_.size(); }
