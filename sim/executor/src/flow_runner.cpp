@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 namespace sg4 = simgrid::s4u;
@@ -61,8 +62,7 @@ struct FlowRunner::State {
     for (const int id : r.links)
       r.bytes_per_s = std::min(r.bytes_per_s,
                                SimgridPlatform::effective_bytes_per_s(graph.spec(), graph.links()[static_cast<size_t>(id)]));
-    r.src = platform.host(src_gpu);
-    r.dst = platform.host(dst_gpu);
+    std::tie(r.src, r.dst) = platform.transfer_endpoints(src_gpu, dst_gpu);
     return routes.emplace(key, std::move(r)).first->second;
   }
 
@@ -75,8 +75,9 @@ struct FlowRunner::State {
     return holder;
   }
 
-  // The fast flow `id` shares its links from now on: what it has not moved yet becomes a SimGrid flow.
-  void convert(int32_t id, double now_s)
+  // The fast flow `id` shares its links from now on: the ledger moves it to the SimGrid side, and the bytes it
+  // has not moved yet are returned, to become a SimGrid flow (start_remainders).
+  uint64_t convert(int32_t id, double now_s)
   {
     FastFlow& f = fast[static_cast<size_t>(id)];
     const double moved = f.route->bytes_per_s * (now_s - f.start_s);
@@ -85,25 +86,39 @@ struct FlowRunner::State {
         fast_on_link[static_cast<size_t>(link)] = -1;
       ++simgrid_on_link[static_cast<size_t>(link)];
     }
-    f.converted = true;
-    f.remainder = sg4::Comm::sendto_async(f.route->src, f.route->dst,
-                                          static_cast<uint64_t>(wire_bytes(f.bytes - moved)));
+    f.converted = true; // its owner waits for `remainder` (set below, at the same simulated time)
     ++stats.converted_flows;
+    return static_cast<uint64_t>(wire_bytes(f.bytes - moved));
+  }
+
+  // Starts the SimGrid flows of converted fast flows. Every SimGrid call lets other actors run, so the ledger is
+  // brought up to date before any is made, and fast flows are found again by id afterwards (the vector may grow).
+  void start_remainders(const std::vector<std::pair<int32_t, uint64_t>>& remainders)
+  {
+    for (const auto& [id, bytes] : remainders) {
+      const Route* r = fast[static_cast<size_t>(id)].route;
+      sg4::CommPtr comm = sg4::Comm::sendto_async(r->src, r->dst, bytes);
+      fast[static_cast<size_t>(id)].remainder = comm;
+      // The remainder belongs to the calling actor, and SimGrid cancels an actor's activities when it ends: the
+      // caller must outlive it (settle()).
+      created_by[sg4::this_actor::get_pid()].push_back(std::move(comm));
+    }
   }
 
   // Starts the transfer of `bytes` on `r` now. Returns the fast flow's id, or -1 with `comm` set.
   int32_t start_transfer(const Route& r, double bytes, double now_s, sg4::CommPtr& comm)
   {
+    std::vector<std::pair<int32_t, uint64_t>> remainders;
+    int32_t id = -1;
     if (shortcut) {
       bool free = true;
       for (const int link : r.links) {
         const int32_t holder = live_holder(link, now_s);
         if (holder >= 0)
-          convert(holder, now_s);
+          remainders.emplace_back(holder, convert(holder, now_s));
         free = free && simgrid_on_link[static_cast<size_t>(link)] == 0 && fast_on_link[static_cast<size_t>(link)] < 0;
       }
       if (free) {
-        int32_t id;
         if (free_slots.empty()) {
           id = static_cast<int32_t>(fast.size());
           fast.emplace_back();
@@ -120,14 +135,17 @@ struct FlowRunner::State {
         for (const int link : r.links)
           fast_on_link[static_cast<size_t>(link)] = id;
         ++stats.fast_flows;
-        return id;
       }
     }
-    for (const int link : r.links)
-      ++simgrid_on_link[static_cast<size_t>(link)];
-    comm = sg4::Comm::sendto_async(r.src, r.dst, static_cast<uint64_t>(wire_bytes(bytes)));
-    ++stats.simgrid_flows;
-    return -1;
+    if (id < 0) {
+      for (const int link : r.links)
+        ++simgrid_on_link[static_cast<size_t>(link)];
+      ++stats.simgrid_flows;
+    }
+    start_remainders(remainders);
+    if (id < 0)
+      comm = sg4::Comm::sendto_async(r.src, r.dst, static_cast<uint64_t>(wire_bytes(bytes)));
+    return id;
   }
 
   void free_fast(int32_t id)
@@ -140,6 +158,8 @@ struct FlowRunner::State {
     f.remainder = nullptr;
     free_slots.push_back(id);
   }
+
+  double run_flows(const Flow* flows, size_t count);
 
   void release_simgrid(const Route& r)
   {
@@ -154,6 +174,7 @@ struct FlowRunner::State {
   std::vector<int32_t> simgrid_on_link;       // per directed link: SimGrid flows on it
   std::vector<FastFlow> fast;                 // slots, reused through free_slots
   std::vector<int32_t> free_slots;
+  std::unordered_map<aid_t, std::vector<sg4::CommPtr>> created_by; // remainders started on behalf of others
   FlowRunnerStats stats;
   bool shortcut = true;
 };
@@ -175,16 +196,36 @@ void FlowRunner::set_shortcut(bool enabled)
   state_->shortcut = enabled;
 }
 
+void FlowRunner::settle()
+{
+  for (;;) {
+    const auto mine = state_->created_by.find(sg4::this_actor::get_pid());
+    if (mine == state_->created_by.end())
+      return;
+    const std::vector<sg4::CommPtr> comms = std::move(mine->second);
+    state_->created_by.erase(mine);
+    for (const sg4::CommPtr& comm : comms)
+      comm->wait();
+  }
+}
+
 void FlowRunner::run(const std::vector<Flow>& flows, double latency_s)
 {
-  State& s = *state_;
+  const double end_s = std::max(sg4::Engine::get_clock(), state_->run_flows(flows.data(), flows.size()));
+  sg4::this_actor::sleep_until(end_s + latency_s);
+}
+
+// Runs flows[0, count) from now and returns when the last has arrived, with its arrival time.
+double FlowRunner::State::run_flows(const Flow* flows, size_t count)
+{
+  State& s = *this;
   const double t0 = sg4::Engine::get_clock();
   std::vector<const Route*> routes;
-  routes.reserve(flows.size());
-  for (const Flow& f : flows)
-    routes.push_back(&s.route(f.src_gpu, f.dst_gpu));
+  routes.reserve(count);
+  for (size_t i = 0; i < count; ++i)
+    routes.push_back(&s.route(flows[i].src_gpu, flows[i].dst_gpu));
   // Transfers start after their route's latency: in that order.
-  std::vector<size_t> order(flows.size());
+  std::vector<size_t> order(count);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return routes[a]->latency_s < routes[b]->latency_s; });
@@ -208,8 +249,12 @@ void FlowRunner::run(const std::vector<Flow>& flows, double latency_s)
     for (size_t k = 0; k < mine_fast.size();) {
       const int32_t id = mine_fast[k];
       FastFlow& f = s.fast[static_cast<size_t>(id)];
-      if (f.converted) {
+      if (f.converted && f.remainder) {
         mine_comms.emplace_back(f.remainder, f.route);
+      } else if (f.converted) {
+        wake_s = std::min(wake_s, f.end_s); // its remainder starts now, from the converting actor: look again later
+        ++k;
+        continue;
       } else if (f.end_s <= now_s) {
         end_s = std::max(end_s, f.end_s);
       } else {
@@ -239,7 +284,7 @@ void FlowRunner::run(const std::vector<Flow>& flows, double latency_s)
     s.release_simgrid(*r);
     mine_comms.pop_front();
   }
-  sg4::this_actor::sleep_until(end_s + latency_s);
+  return end_s;
 }
 
 } // namespace gputwin::sim

@@ -344,6 +344,8 @@ private:
       op_done(p, i);
       ++k;
     }
+    lock.unlock();
+    runner_->settle(); // flows this stream started for others must not end with it
   }
 
   void run_collective(size_t p, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)

@@ -45,11 +45,16 @@ SimgridPlatform::SimgridPlatform(const topo::ClusterGraph& graph, const std::vec
   platform_built = true;
   simgrid_engine();
 
+  // A star zone: a host's route to the sink is its "up" links. Every GPU pair that talks gets a transfer host whose
+  // up links are the pair's route, so memory grows with the pairs, not with the square of the GPUs (a full zone
+  // over 16,384 GPUs would hold a 268-million-entry route table). GPU hosts only place actors.
   const topo::ClusterSpec& spec = graph.spec();
-  sg4::NetZone* zone = sg4::create_full_zone(spec.name);
+  sg4::NetZone* zone = sg4::create_star_zone(spec.name);
   hosts_.resize(static_cast<size_t>(graph.gpu_count()));
   for (int g = 0; g < graph.gpu_count(); ++g)
     hosts_[static_cast<size_t>(g)] = zone->create_host("gpu" + std::to_string(g), spec.gpu.peak_bf16_flops)->seal();
+  sink_ = zone->create_host("sink", 1)->seal();
+  zone->add_route(nullptr, sink_->get_netpoint(), nullptr, nullptr, {}, /*symmetrical=*/false);
 
   // Links: created on first use by a route, one per directed graph link.
   std::vector<sg4::Link*> links(graph.links().size(), nullptr);
@@ -67,6 +72,7 @@ SimgridPlatform::SimgridPlatform(const topo::ClusterGraph& graph, const std::vec
   std::vector<std::pair<int, int>> pairs = gpu_pairs;
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  routes_.reserve(pairs.size());
   for (const auto& [src, dst] : pairs) {
     if (src == dst)
       throw std::invalid_argument("SimgridPlatform: a route from GPU " + std::to_string(src) + " to itself");
@@ -76,9 +82,9 @@ SimgridPlatform::SimgridPlatform(const topo::ClusterGraph& graph, const std::vec
       route.emplace_back(link(id));
       latency_s += graph.links()[static_cast<size_t>(id)].latency_s;
     }
-    zone->add_route(hosts_[static_cast<size_t>(src)]->get_netpoint(), hosts_[static_cast<size_t>(dst)]->get_netpoint(),
-                    nullptr, nullptr, route, /*symmetrical=*/false);
-    route_latency_s_.push_back({{src, dst}, latency_s});
+    sg4::Host* from = zone->create_host("route" + std::to_string(routes_.size()), 1)->seal();
+    zone->add_route(from->get_netpoint(), nullptr, nullptr, nullptr, route, /*symmetrical=*/false);
+    routes_.push_back(RouteEntry{{src, dst}, latency_s, from});
   }
   zone->seal();
 }
@@ -95,15 +101,25 @@ sg4::Host* SimgridPlatform::host(int gpu) const
   return hosts_.at(static_cast<size_t>(gpu));
 }
 
-double SimgridPlatform::route_latency_s(int src_gpu, int dst_gpu) const
+const SimgridPlatform::RouteEntry& SimgridPlatform::route_entry(int src_gpu, int dst_gpu) const
 {
   const std::pair<int, int> key{src_gpu, dst_gpu};
-  const auto it = std::lower_bound(route_latency_s_.begin(), route_latency_s_.end(), key,
-                                   [](const auto& entry, const auto& k) { return entry.first < k; });
-  if (it == route_latency_s_.end() || it->first != key)
+  const auto it = std::lower_bound(routes_.begin(), routes_.end(), key,
+                                   [](const RouteEntry& entry, const auto& k) { return entry.pair < k; });
+  if (it == routes_.end() || it->pair != key)
     throw std::logic_error("SimgridPlatform: no route from GPU " + std::to_string(src_gpu) + " to " +
                            std::to_string(dst_gpu));
-  return it->second;
+  return *it;
+}
+
+double SimgridPlatform::route_latency_s(int src_gpu, int dst_gpu) const
+{
+  return route_entry(src_gpu, dst_gpu).latency_s;
+}
+
+std::pair<sg4::Host*, sg4::Host*> SimgridPlatform::transfer_endpoints(int src_gpu, int dst_gpu) const
+{
+  return {route_entry(src_gpu, dst_gpu).from, sink_};
 }
 
 } // namespace gputwin::sim

@@ -46,6 +46,10 @@ public:
   // (NCCL's latency model, paid once after the last flow). REQUIRES: the platform has a route for every flow.
   void run(const std::vector<Flow>& flows, double latency_s);
 
+  // Call at the end of every actor that called run(): returns once the flows this actor started on behalf of
+  // others (remainders of converted fast flows) have ended -- SimGrid cancels an ending actor's activities.
+  void settle();
+
   const FlowRunnerStats& stats() const;
 
   // Test hook: with the shortcut off every flow is a SimGrid flow (the reference the shortcut must equal).

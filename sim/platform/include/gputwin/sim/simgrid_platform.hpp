@@ -13,7 +13,8 @@
 //
 // Every directed graph link a route uses becomes one SimGrid link of bandwidth = line rate x NCCL efficiency
 // of its kind, so both directions of a cable are independent (full duplex); every GPU pair that talks gets
-// the route ClusterGraph::route() computes, so SimGrid and the graph cannot disagree. SimGrid 3.32 allows one
+// the route ClusterGraph::route() computes, so SimGrid and the graph cannot disagree. (SimGrid's zone is a
+// star: one transfer host per talking pair, whose links to a common sink are the pair's route.) SimGrid 3.32 allows one
 // platform per process: constructing a second SimgridPlatform throws std::logic_error.
 
 #include "gputwin/topologies/cluster_graph.hpp"
@@ -39,19 +40,31 @@ public:
   SimgridPlatform& operator=(const SimgridPlatform&) = delete;
 
   simgrid::s4u::Engine& engine() const;
+  // Where the actors of GPU `gpu` run (GPU hosts do not communicate themselves).
   simgrid::s4u::Host* host(int gpu) const;
+  // The hosts a SimGrid communication from `src_gpu` to `dst_gpu` goes between: its route is exactly the
+  // graph's route from src to dst. REQUIRES: the pair was given to the constructor.
+  std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> transfer_endpoints(int src_gpu, int dst_gpu) const;
   // Sum of the graph's link latencies on the route src -> dst (paid by the flow runner, not by SimGrid).
   // REQUIRES: the pair was given to the constructor.
   double route_latency_s(int src_gpu, int dst_gpu) const;
   size_t link_count() const { return link_count_; }
-  size_t route_count() const { return route_latency_s_.size(); }
+  size_t route_count() const { return routes_.size(); }
 
   // Effective bandwidth SimGrid gives a directed link: line rate x NCCL efficiency of its kind.
   static double effective_bytes_per_s(const topo::ClusterSpec& spec, const topo::Link& link);
 
 private:
+  struct RouteEntry {
+    std::pair<int, int> pair; // (src GPU, dst GPU)
+    double latency_s = 0;
+    simgrid::s4u::Host* from = nullptr; // the transfer host whose route to the sink is the pair's route
+  };
+  const RouteEntry& route_entry(int src_gpu, int dst_gpu) const;
+
   std::vector<simgrid::s4u::Host*> hosts_;
-  std::vector<std::pair<std::pair<int, int>, double>> route_latency_s_; // sorted by pair
+  simgrid::s4u::Host* sink_ = nullptr;
+  std::vector<RouteEntry> routes_; // sorted by pair
   size_t link_count_ = 0;
 };
 
