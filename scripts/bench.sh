@@ -22,6 +22,11 @@ bench "all-reduce sweep 1M:8G, 128 GPUs (dgx-a100, 16 nodes)" 5 \
   "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 128 --sweep 1M:8G --json
 bench "simulate gpt-1t, Table 3 plan, SP + selective, 512 GPUs" 10 \
   "$gputwin" simulate --model gpt-1t --plan paper --sp --recompute selective --json
-bench "simulate gpt-1t, TP 8 PP 64 DP 6, 3072 GPUs (also < 4 GiB)" 60 \
+bench "simulate gpt-1t, TP 8 PP 64 DP 6, 3072 GPUs (also < 4 GiB)" 10 \
   "$gputwin" simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072 --micro-batch 1 --sp \
   --recompute selective --json
+bench "simulate gpt3-175b, TP 8 PP 16 DP 128, 16384 H100 (dgx-h100)" 60 \
+  "$gputwin" simulate --model gpt3-175b --cluster dgx-h100 --tp 8 --pp 16 --dp 128 --global-batch 4096 \
+  --micro-batch 1 --sp --recompute selective --json
+bench "8 GiB all-reduce, 16384 H100 (dgx-h100, 2048 nodes)" 10 \
+  "$gputwin" collective --cluster dgx-h100 --op all-reduce --ranks 16384 --bytes 8G --json
