@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -24,23 +26,73 @@ double nccl_link_bytes_per_s(const topo::ClusterSpec& spec, const topo::Link& li
   return link.bytes_per_s;
 }
 
-double contention_free_duration_s(const topo::ClusterGraph& graph, const CommWork& work)
+namespace {
+
+// What a communication op puts on each directed link, alone on the network.
+struct LinkUse {
+  int link = 0;
+  double bytes = 0;    // its flows' bytes on the link
+  int flows = 0;
+  double active_s = 0; // the link carries them from the op's start until then: the slowest of its flows through
+                       // the link, each flow as slow as the busiest link of its route (flows through less busy
+                       // links finish early and leave the link free)
+};
+
+// A communication op's load on the links and its contention-free timing; contention_free_duration_s is
+// duration_s().
+struct LinkLoad {
+  std::vector<LinkUse> links; // sorted by link
+  double busiest_s = 0;       // the busiest link's bytes over its NCCL bandwidth
+  double route_latency_s = 0; // the longest route's latency
+  double latency_s = 0;       // NCCL's latency, paid after the flows
+  double duration_s() const { return busiest_s + route_latency_s + latency_s; }
+};
+
+LinkLoad link_load(const topo::ClusterGraph& graph, const CommWork& work)
 {
   std::unordered_map<int, double> bytes_on_link;
-  double route_latency_s = 0;
+  std::vector<std::vector<int>> routes;
+  routes.reserve(work.flows.size());
+  LinkLoad load;
   for (const Flow& f : work.flows) {
     double latency_s = 0;
-    for (const int link : graph.route(f.src_gpu, f.dst_gpu)) {
+    routes.push_back(graph.route(f.src_gpu, f.dst_gpu));
+    for (const int link : routes.back()) {
       bytes_on_link[link] += f.bytes;
       latency_s += graph.links()[static_cast<size_t>(link)].latency_s;
     }
-    route_latency_s = std::max(route_latency_s, latency_s);
+    load.route_latency_s = std::max(load.route_latency_s, latency_s);
   }
-  double busiest_s = 0;
+  std::unordered_map<int, double> seconds_on_link; // a link's bytes over its bandwidth
+  for (const auto& [link, bytes] : bytes_on_link) {
+    const double s = bytes / nccl_link_bytes_per_s(graph.spec(), graph.links()[static_cast<size_t>(link)]);
+    seconds_on_link[link] = s;
+    load.busiest_s = std::max(load.busiest_s, s);
+  }
+  std::unordered_map<int, double> active_s;
+  std::unordered_map<int, int> nflows;
+  for (const std::vector<int>& route : routes)
+    for (const int link : route)
+      ++nflows[link];
+  for (const std::vector<int>& route : routes) {
+    double flow_s = 0;
+    for (const int link : route)
+      flow_s = std::max(flow_s, seconds_on_link[link]);
+    for (const int link : route)
+      active_s[link] = std::max(active_s[link], flow_s);
+  }
   for (const auto& [link, bytes] : bytes_on_link)
-    busiest_s =
-        std::max(busiest_s, bytes / nccl_link_bytes_per_s(graph.spec(), graph.links()[static_cast<size_t>(link)]));
-  return busiest_s + route_latency_s + work.latency_s;
+    load.links.push_back({link, bytes, nflows[link], active_s[link]});
+  std::sort(load.links.begin(), load.links.end(), [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
+  load.latency_s = work.latency_s;
+  return load;
+}
+
+} // namespace
+
+double contention_free_duration_s(const topo::ClusterGraph& graph, const CommWork& work)
+{
+  return link_load(graph, work).duration_s();
 }
 
 namespace {
@@ -222,6 +274,15 @@ public:
     return iteration_time_s_;
   }
 
+  // Each op's end, per program (after run()).
+  std::vector<std::vector<double>> take_end_times()
+  {
+    std::vector<std::vector<double>> end_s;
+    for (ProgramState& s : state_)
+      end_s.push_back(std::move(s.end_s));
+    return end_s;
+  }
+
 private:
   const HostProgram* host(size_t p) const { return hosts_.empty() ? nullptr : &hosts_[p]; }
 
@@ -360,10 +421,13 @@ private:
 
 double DagExecutor::run(const std::vector<std::vector<double>>& duration_s, const std::vector<HostProgram>& hosts,
                         IterationResult* report, const std::vector<traces::RankProgram>* programs,
-                        const IterationOptions& options) const
+                        const IterationOptions& options, std::vector<std::vector<double>>* end_s) const
 {
   DagRun run(compiled_->programs, compiled_->call_expected, duration_s, hosts, report, programs, options);
-  return run.run();
+  const double t = run.run();
+  if (end_s)
+    *end_s = run.take_end_times();
+  return t;
 }
 
 IterationResult execute_dag(std::vector<traces::RankProgram> programs, const std::vector<traces::CommGroup>& groups,
@@ -387,24 +451,186 @@ IterationResult execute_dag(std::vector<traces::RankProgram> programs, const std
   return result;
 }
 
+namespace {
+
+// One transfer on the network in the contention-free schedule: a collective call (once, however many simulated
+// members it has) or a pipeline message.
+struct Transfer {
+  double start_s = 0; // its flows start (after their route latency)
+  double end_s = 0;   // its last flow ends (start + busiest)
+  uint32_t load = 0;  // index into the loads
+  uint32_t program = 0, op = 0; // the op that takes its duration (a collective's other members: `members`)
+};
+
+// The links two loads share: (position in the first's links, position in the second's).
+using SharedLinks = std::vector<std::pair<uint32_t, uint32_t>>;
+
+SharedLinks shared_links(const LinkLoad& a, const LinkLoad& b)
+{
+  SharedLinks shared;
+  for (size_t i = 0, j = 0; i < a.links.size() && j < b.links.size();) {
+    if (a.links[i].link < b.links[j].link)
+      ++i;
+    else if (b.links[j].link < a.links[i].link)
+      ++j;
+    else
+      shared.emplace_back(static_cast<uint32_t>(i++), static_cast<uint32_t>(j++));
+  }
+  return shared;
+}
+
+// Stretches each transfer's time on every link by the bytes other transfers move on that link while it uses it,
+// the way max-min sharing does: per pair of flows on the link, each moves at most what the other does while
+// both have bytes left (equal shares), and no more than its own bytes in the overlap of their active intervals
+// (a flow limited elsewhere leaves the rest to the other). A transfer then takes max over its links of (its
+// bytes + others' bytes) / bandwidth, at least its contention-free time. Computed once, from the
+// contention-free schedule; k equal transfers that start together on one link each take k times as long, a
+// short one inside a long one twice as long while the long one gains the short one's bytes. A transfer that
+// meets no other on any link keeps its duration exactly. Returns whether any transfer was stretched.
+using OpRef = std::pair<uint32_t, uint32_t>; // (program, op)
+
+bool add_contention(const topo::ClusterGraph& graph, const std::vector<const LinkLoad*>& loads,
+                    std::vector<Transfer>& transfers, const std::vector<std::pair<OpRef, OpRef>>& members,
+                    std::vector<std::vector<double>>& duration_s)
+{
+  std::sort(transfers.begin(), transfers.end(), [](const Transfer& x, const Transfer& y) {
+    return x.start_s != y.start_s ? x.start_s < y.start_s : std::tie(x.program, x.op) < std::tie(y.program, y.op);
+  });
+  // Which links two loads share, computed when first needed.
+  std::unordered_map<uint64_t, SharedLinks> shared;
+  std::unordered_map<uint64_t, double> extra; // (transfer, position of the link in its load) -> bytes
+  auto key = [](size_t t, uint32_t position) { return (static_cast<uint64_t>(t) << 32) | position; };
+  for (size_t a = 0; a < transfers.size(); ++a) {
+    const Transfer& x = transfers[a];
+    for (size_t b = a + 1; b < transfers.size() && transfers[b].start_s < x.end_s; ++b) {
+      const Transfer& y = transfers[b];
+      auto found = shared.find((static_cast<uint64_t>(x.load) << 32) | y.load);
+      if (found == shared.end())
+        found = shared.emplace((static_cast<uint64_t>(x.load) << 32) | y.load,
+                               shared_links(*loads[x.load], *loads[y.load])).first;
+      for (const auto& [i, j] : found->second) {
+        const LinkUse& u = loads[x.load]->links[i];
+        const LinkUse& v = loads[y.load]->links[j];
+        const double x_end = x.start_s + u.active_s, y_end = y.start_s + v.active_s;
+        const double overlap_s = std::min(x_end, y_end) - y.start_s; // y.start_s >= x.start_s
+        if (overlap_s <= 0)
+          continue;
+        const double x_flow = u.bytes / u.flows, y_flow = v.bytes / v.flows;
+        extra[key(a, i)] += v.flows * std::min(y_flow * overlap_s / v.active_s, x_flow);
+        extra[key(b, j)] += u.flows * std::min(x_flow * overlap_s / u.active_s, y_flow);
+      }
+    }
+  }
+  if (extra.empty())
+    return false;
+  std::unordered_map<uint32_t, double> busiest_s; // transfer -> its busiest link with the others' bytes
+  for (const auto& [k, bytes] : extra) {
+    const uint32_t t = static_cast<uint32_t>(k >> 32);
+    const LinkUse& use = loads[transfers[t].load]->links[static_cast<uint32_t>(k)];
+    const double s = (use.bytes + bytes) / nccl_link_bytes_per_s(graph.spec(), graph.links()[static_cast<size_t>(use.link)]);
+    double& b = busiest_s[t];
+    b = std::max(b, s);
+  }
+  for (const auto& [t, b] : busiest_s) {
+    const Transfer& x = transfers[t];
+    const LinkLoad& load = *loads[x.load];
+    duration_s[x.program][x.op] = std::max(b, load.busiest_s) + load.route_latency_s + load.latency_s;
+  }
+  // A collective's other members take its first member's duration.
+  for (const auto& [first, other] : members)
+    duration_s[other.first][other.second] = duration_s[first.first][first.second];
+  return true;
+}
+
+} // namespace
+
 IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces::RankProgram> programs,
                             const std::vector<traces::CommGroup>& groups, CommSource& comm,
                             const ComputeDuration& compute_s, const std::vector<HostProgram>& hosts,
                             const IterationOptions& options)
 {
-  std::vector<int32_t> rank_of_program;
-  for (const traces::RankProgram& program : programs)
-    rank_of_program.push_back(program.rank);
-  std::unordered_map<const CommWork*, double> cache;
-  const CommDuration comm_s = [&](size_t p, const traces::Op& op) {
-    const CommWork& work =
-        op.kind == traces::OpKind::Collective ? comm.collective(op) : comm.message(rank_of_program[p], op);
-    const auto [it, fresh] = cache.try_emplace(&work, 0.0);
-    if (fresh)
-      it->second = contention_free_duration_s(graph, work);
-    return it->second;
-  };
-  return execute_dag(std::move(programs), groups, compute_s, comm_s, hosts, options);
+  // Each communication op's load on the links (one per CommWork: repeated collectives share one), and whether
+  // it may run alone (a TP collective the flow-level executor times without flows when none of its links
+  // carries other traffic).
+  constexpr uint32_t no_load = std::numeric_limits<uint32_t>::max();
+  std::unordered_map<const CommWork*, uint32_t> load_index;
+  std::vector<std::unique_ptr<LinkLoad>> owned;
+  std::vector<const LinkLoad*> loads;
+  std::vector<std::vector<uint32_t>> load_of(programs.size());
+  std::vector<std::vector<bool>> alone_of(programs.size());
+  std::vector<std::vector<double>> duration_s(programs.size());
+  std::vector<bool> shared_link(graph.links().size(), false); // used by communication that cannot run alone
+  std::vector<int> programs_of_group(groups.size(), 0);       // simulated members
+  std::vector<int> last_program_of_group(groups.size(), -1);
+  for (size_t p = 0; p < programs.size(); ++p)
+    for (const traces::Op& op : programs[p].ops) {
+      uint32_t load = no_load;
+      bool alone = false;
+      double d = 0;
+      if (op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy) {
+        d = compute_s(p, op);
+      } else if (!options.zero_communication && op.kind != traces::OpKind::Recv) {
+        const CommWork& work =
+            op.kind == traces::OpKind::Collective ? comm.collective(op) : comm.message(programs[p].rank, op);
+        const auto [it, fresh] = load_index.try_emplace(&work, static_cast<uint32_t>(loads.size()));
+        if (fresh) {
+          owned.push_back(std::make_unique<LinkLoad>(link_load(graph, work)));
+          loads.push_back(owned.back().get());
+        }
+        load = it->second;
+        d = loads[load]->duration_s();
+        alone = op.kind == traces::OpKind::Collective && comm.may_run_alone(op);
+        if (!alone)
+          for (const LinkUse& use : loads[load]->links)
+            shared_link[static_cast<size_t>(use.link)] = true;
+        if (op.kind == traces::OpKind::Collective && op.group >= 0 && static_cast<size_t>(op.group) < groups.size() &&
+            last_program_of_group[static_cast<size_t>(op.group)] != static_cast<int>(p)) {
+          last_program_of_group[static_cast<size_t>(op.group)] = static_cast<int>(p);
+          ++programs_of_group[static_cast<size_t>(op.group)];
+        }
+      }
+      duration_s[p].push_back(d);
+      load_of[p].push_back(load);
+      alone_of[p].push_back(alone);
+    }
+  DagExecutor executor(programs, groups);
+  IterationResult result;
+  std::vector<std::vector<double>> end_s;
+  executor.run(duration_s, hosts, &result, &programs, options, &end_s);
+  if (!options.zero_communication) {
+    // Transfers that overlap in the contention-free schedule and share a link slow each other down (once).
+    std::vector<bool> meets_others(loads.size(), false); // a load that may run alone but touches a shared link
+    for (size_t l = 0; l < loads.size(); ++l)
+      meets_others[l] = std::any_of(loads[l]->links.begin(), loads[l]->links.end(),
+                                    [&](const LinkUse& use) { return shared_link[static_cast<size_t>(use.link)]; });
+    std::vector<Transfer> transfers;
+    std::vector<std::pair<OpRef, OpRef>> members;            // (first member, another member) of a collective
+    std::map<std::pair<int32_t, int64_t>, OpRef> first_member; // (group, sequence), groups with several programs
+    for (size_t p = 0; p < programs.size(); ++p)
+      for (size_t i = 0; i < programs[p].ops.size(); ++i) {
+        const uint32_t load = load_of[p][i];
+        if (load == no_load || loads[load]->busiest_s <= 0 || (alone_of[p][i] && !meets_others[load]))
+          continue;
+        const traces::Op& op = programs[p].ops[i];
+        const OpRef me{static_cast<uint32_t>(p), static_cast<uint32_t>(i)};
+        if (op.kind == traces::OpKind::Collective && op.group >= 0 && static_cast<size_t>(op.group) < groups.size() &&
+            programs_of_group[static_cast<size_t>(op.group)] > 1) {
+          const auto [it, fresh] = first_member.try_emplace({op.group, op.sequence}, me);
+          if (!fresh) {
+            members.emplace_back(it->second, me);
+            continue;
+          }
+        }
+        const double start = end_s[p][i] - loads[load]->latency_s - loads[load]->busiest_s;
+        transfers.push_back({start, start + loads[load]->busiest_s, load, me.first, me.second});
+      }
+    if (add_contention(graph, loads, transfers, members, duration_s)) {
+      result = IterationResult{};
+      executor.run(duration_s, hosts, &result, &programs, options);
+    }
+  }
+  result.programs = std::move(programs);
+  return result;
 }
 
 } // namespace gputwin::sim

@@ -5,9 +5,13 @@
 // cross-stream dependencies, host issue times and synchronisations, collectives starting when their last
 // member arrives, receives ending when their message has arrived); only the network differs: each
 // communication op takes its flows' contention-free time (the busiest link of its own flows, plus route and
-// NCCL latency), so traffic of different ops never slows each other down. On one node, where TP, PP and DP
-// traffic rarely meet on a link, it agrees with the flow-level simulation; `search` ranks plans with it and
-// `calibrate --iterations` fits with it. Plain C++.
+// NCCL latency) and, in execute_dag(graph, ...), ops that overlap in that schedule and share a link are then
+// slowed down once the way max-min sharing would (per link, each flow of one moves at most what the other's flows
+// move while both run: a fluid view, no events), and the iteration re-timed. Flows that meet no other keep their
+// time exactly, so plans whose ops never share a link (Table 5's) match the flow-level simulation to rounding;
+// where DP reductions of different stages, the embedding reduction and pipeline messages meet on NICs and fabric
+// links it stays within about 0.3% (tests/sim/estimator_accuracy_test.cpp). `search` ranks plans with it;
+// `calibrate --iterations` fits with the contention-free times (DagExecutor with its own durations). Plain C++.
 
 #include "gputwin/sim/comm_source.hpp"
 #include "gputwin/sim/iteration_result.hpp"
@@ -39,11 +43,11 @@ public:
 
   // The iteration time when op i of program p takes duration_s[p][i] (receives: ignored) and `hosts` (one per
   // program, or empty) issue them. With `report`, also the stage times and (options.record_timeline) the
-  // timeline; `programs` must then be the programs this executor was built from. Throws std::logic_error
-  // naming a stuck op if the programs cannot finish.
+  // timeline; `programs` must then be the programs this executor was built from. With `end_s`, every op's end
+  // (end_s[p][i]). Throws std::logic_error naming a stuck op if the programs cannot finish.
   double run(const std::vector<std::vector<double>>& duration_s, const std::vector<HostProgram>& hosts,
              IterationResult* report = nullptr, const std::vector<traces::RankProgram>* programs = nullptr,
-             const IterationOptions& options = {}) const;
+             const IterationOptions& options = {}, std::vector<std::vector<double>>* end_s = nullptr) const;
 
 private:
   struct Compiled;
@@ -57,7 +61,10 @@ IterationResult execute_dag(std::vector<traces::RankProgram> programs, const std
                             const ComputeDuration& compute_s, const CommDuration& comm_s,
                             const std::vector<HostProgram>& hosts = {}, const IterationOptions& options = {});
 
-// The usual case: communication timed from `comm`'s flows on `graph` (contention_free_duration_s, cached).
+// The usual case: communication timed from `comm`'s flows on `graph` (contention_free_duration_s, cached),
+// then stretched where ops overlapping in time share a link (once, as above; not with zero_communication). A
+// collective `comm` says may run alone and whose links no other communication uses is never stretched, as the
+// flow-level executor times it alone too.
 IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces::RankProgram> programs,
                             const std::vector<traces::CommGroup>& groups, CommSource& comm,
                             const ComputeDuration& compute_s, const std::vector<HostProgram>& hosts = {},

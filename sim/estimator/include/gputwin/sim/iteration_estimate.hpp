@@ -1,7 +1,7 @@
 #pragma once
 // One training iteration of a generated workload, estimated without SimGrid: the same stage programs,
 // compute model, folded communication and host issue model as simulate_iteration (iteration_executor.hpp),
-// executed by the contention-free DAG executor (dag_executor.hpp). Any number per process.
+// executed by the DAG executor (dag_executor.hpp: contention-free times, then link sharing between overlapping ops). Any number per process.
 
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"

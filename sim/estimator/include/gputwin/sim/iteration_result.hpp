@@ -1,6 +1,6 @@
 #pragma once
 // What one executed iteration reports, whichever executor ran it: the SimGrid flow-level executor
-// (program_executor.hpp) or the contention-free DAG executor (dag_executor.hpp). Plain C++.
+// (program_executor.hpp) or the DAG executor (dag_executor.hpp). Plain C++.
 
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/traces/op_graph.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 // Plan search: every parallel plan of a model on N GPUs that the memory model says fits, ranked by the fast
-// estimator (estimate_iteration: the same workload, compute model and host model as the full simulation,
-// contention-free network). The command (`gputwin search`) then confirms the best K with the full flow-level
+// estimator (estimate_iteration: the same workload, compute model and host model as the full simulation; the
+// network as contention-free times plus one fluid pass of link sharing). The command (`gputwin search`) then confirms the best K with the full flow-level
 // simulation. Plain C++, no SimGrid.
 //
 // The space: tp over the divisors of N up to the GPUs of one node that divide the heads; pp over the divisors
