@@ -3,6 +3,7 @@
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/model_catalog.hpp"
 
+#include <cstdio>
 #include <fstream>
 
 namespace gputwin::cli {
@@ -21,13 +22,19 @@ void add_model_flags(ArgParser& parser)
 void add_plan_flags(ArgParser& parser)
 {
   parser.add_section("parallel plan");
-  parser.add_option("--plan", "paper", "start from the built-in model's plan of the paper's Table 3");
+  parser.add_option("--plan", "paper",
+                    "the paper's whole configuration of a built-in model (Korthikanti et al. 2022): Table 3's tp, pp, "
+                    "micro-batch, global batch and schedule, with sequence parallelism and selective recompute as "
+                    "its Table 5 runs; the flags below override it (--no-sp, --recompute none)");
   parser.add_option("--tp", "T", "tensor-parallel size (default 1)");
   parser.add_option("--pp", "P", "pipeline stages (default 1)");
   parser.add_option("--dp", "D", "data-parallel replicas (default 1)");
   parser.add_option("--micro-batch", "B", "samples per micro-batch (default 1)");
-  parser.add_option("--global-batch", "B", "samples per iteration over all replicas (default micro-batch x dp)");
+  parser.add_option("--global-batch", "B",
+                    "samples per iteration over all replicas (default micro-batch x dp: one micro-batch per "
+                    "pipeline, Megatron-LM's default; --plan paper: the paper's)");
   parser.add_switch("--sp", "sequence parallelism in the tensor-parallel regions");
+  parser.add_switch("--no-sp", "no sequence parallelism (the default; turns off the SP of --plan paper)");
   parser.add_option("--recompute", "MODE", "activation recompute: none|selective|full (default none)");
   parser.add_option("--attention", "KERNEL",
                     "attention core: unfused (separate kernels, s x s activations stored; default) or flash (one "
@@ -96,6 +103,9 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
     if (entry == nullptr)
       throw InputError("--plan: 'paper' needs a built-in model (" + catalog_names() + "), got '" + model.name + "'");
     plan = entry->paper_plan;
+    // The paper's end-to-end runs (Table 5, "SP + selective recompute") and Table 3's plan are one configuration.
+    plan.tp_comm = TpComm::SequenceParallel;
+    plan.recompute = Recompute::Selective;
   }
   override_size(args, "--tp", plan.tp);
   override_size(args, "--pp", plan.pp);
@@ -109,8 +119,12 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
     plan.global_batch = 0; // micro-batch x dp
   }
   override_size(args, "--chunks", plan.chunks);
+  if (args.has("--sp") && args.has("--no-sp"))
+    throw InputError("--no-sp: contradicts --sp (expected one of them)");
   if (args.has("--sp"))
     plan.tp_comm = TpComm::SequenceParallel;
+  if (args.has("--no-sp"))
+    plan.tp_comm = TpComm::AllReduce;
   if (const std::optional<std::string> r = args.value("--recompute")) {
     const std::optional<Recompute> parsed = parse_recompute(*r);
     if (!parsed)
@@ -138,6 +152,64 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
   }
   validate_plan(model, plan);
   return plan;
+}
+
+std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& plan)
+{
+  std::vector<std::string> notes;
+  if (args.has("--plan")) {
+    // What --plan paper set, the fields a flag overrode left out.
+    std::string set;
+    std::vector<std::string> overridden;
+    auto item = [&](const char* flag, const std::string& text) {
+      if (args.has(flag))
+        overridden.emplace_back(flag);
+      else
+        set += (set.empty() ? "" : ", ") + text;
+    };
+    item("--tp", "tp " + std::to_string(plan.tp));
+    item("--pp", "pp " + std::to_string(plan.pp));
+    item("--dp", "dp " + std::to_string(plan.dp));
+    item("--micro-batch", "micro-batch " + std::to_string(plan.micro_batch));
+    item("--global-batch", "global batch " + std::to_string(plan.effective_global_batch()));
+    item("--schedule", "schedule " + to_string(plan.schedule) +
+                           (plan.schedule == Schedule::Interleaved && !args.has("--chunks")
+                                ? " x" + std::to_string(plan.chunks) + " chunks"
+                                : ""));
+    if (args.has("--sp") || args.has("--no-sp"))
+      overridden.emplace_back(args.has("--sp") ? "--sp" : "--no-sp");
+    else
+      set += std::string(set.empty() ? "" : ", ") + "sequence parallelism";
+    item("--recompute", "recompute " + to_string(plan.recompute));
+    std::string note = "--plan paper (Korthikanti et al. 2022: Table 3's plan, Table 5's SP + selective recompute) "
+                       "set " +
+                       set;
+    if (!overridden.empty()) {
+      std::string flags;
+      for (const std::string& f : overridden)
+        flags += (flags.empty() ? "" : " ") + f;
+      note += "; from the flags: " + flags;
+    }
+    notes.push_back(note);
+  } else if (!args.has("--global-batch")) {
+    notes.push_back("--global-batch not given: global batch = micro-batch x dp = " + std::to_string(plan.micro_batch) +
+                    " x " + std::to_string(plan.dp) + " = " + std::to_string(plan.effective_global_batch()) +
+                    " (one micro-batch per pipeline, Megatron-LM's default)");
+  }
+  return notes;
+}
+
+std::optional<std::string> pipeline_fill_warning(const ParallelPlan& plan)
+{
+  const int64_t m = plan.micro_batches();
+  if (plan.pp <= 1 || m >= plan.pp)
+    return std::nullopt;
+  char bubble[32];
+  std::snprintf(bubble, sizeof bubble, "%.3g", static_cast<double>(plan.pp - 1) / static_cast<double>(m));
+  return std::to_string(m) + " micro-batch" + (m == 1 ? "" : "es") + " per pipeline for " + std::to_string(plan.pp) +
+         " pipeline stages: the pipeline never fills (bubble (p - 1)/m = " + bubble +
+         " of compute); expected --global-batch of at least micro-batch x dp x pp = " +
+         std::to_string(plan.micro_batch * plan.dp * plan.pp);
 }
 
 } // namespace gputwin::cli

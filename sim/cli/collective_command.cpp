@@ -1,6 +1,8 @@
 // `gputwin collective`: one NCCL collective simulated on a cluster, printed like nccl-tests' *_perf.
 #include "byte_size.hpp"
 #include "commands.hpp"
+#include "report_json.hpp"
+#include "resource_estimate.hpp"
 
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/sim/collective_executor.hpp"
@@ -8,7 +10,9 @@
 #include "gputwin/traces/collective_op.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 namespace gputwin::cli {
@@ -40,6 +44,21 @@ std::vector<int> place_ranks(const topo::ClusterSpec& cluster, int64_t ranks, in
   return gpus;
 }
 
+// `value` right-aligned in `width` characters: fixed-point with `precision` decimals where that fits, else in
+// exponent form (a 1e-300 GB/s link takes 1e300 s), so the columns stay aligned for any value.
+std::string column(double value, int width, int precision)
+{
+  char text[64];
+  if (!std::isfinite(value)) {
+    std::snprintf(text, sizeof text, "%*s", width, std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
+    return text;
+  }
+  const int n = std::snprintf(text, sizeof text, "%*.*f", width, precision, value);
+  if (n > width || (value != 0 && std::fabs(value) < std::pow(10.0, -precision)))
+    std::snprintf(text, sizeof text, "%*.*e", width, std::max(0, width - 7 - (value < 0 ? 1 : 0)), value);
+  return text;
+}
+
 void print_table(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveOp op, int64_t ranks,
                  const sim::CollectivePlan& first, const std::vector<Row>& rows)
 {
@@ -51,15 +70,26 @@ void print_table(std::ostream& out, const topo::ClusterSpec& cluster, Collective
   out << "#\n#          size       time     algbw     busbw   algo   proto\n"
          "#           (B)       (us)    (GB/s)    (GB/s)\n";
   for (const Row& r : rows) {
-    std::snprintf(line, sizeof line, "%15lld %10.2f %9.2f %9.2f   %-5s  %s\n", static_cast<long long>(r.bytes),
-                  r.time_s * 1e6, r.algbw_gbps, r.busbw_gbps, r.algorithm.c_str(), r.protocol.c_str());
+    std::snprintf(line, sizeof line, "%15lld %s %s %s   %-5s  %s\n", static_cast<long long>(r.bytes),
+                  column(r.time_s * 1e6, 10, 2).c_str(), column(r.algbw_gbps, 9, 2).c_str(),
+                  column(r.busbw_gbps, 9, 2).c_str(), r.algorithm.c_str(), r.protocol.c_str());
     out << line;
   }
 }
 
-void print_json(std::ostream& out, const std::vector<Row>& rows)
+void print_json(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveOp op, int64_t ranks, int64_t per_node,
+                int64_t gpus_per_thread, const sim::CollectiveOptions& options, const std::vector<Row>& rows)
 {
   traces::JsonWriter json(out);
+  json.begin_object();
+  write_cluster_json(json, cluster);
+  json.field("op", to_string(op));
+  json.field("ranks", ranks);
+  json.field("ranks_per_node", per_node);
+  json.field("gpus_per_thread", gpus_per_thread);
+  json.field("forced_algorithm", options.algorithm ? to_string(*options.algorithm) : std::string("none"));
+  json.field("forced_protocol", options.protocol ? to_string(*options.protocol) : std::string("none"));
+  json.key("results");
   json.begin_array();
   for (const Row& r : rows) {
     json.begin_object();
@@ -72,6 +102,7 @@ void print_json(std::ostream& out, const std::vector<Row>& rows)
     json.end_object();
   }
   json.end_array();
+  json.end_object();
 }
 
 } // namespace
@@ -99,8 +130,10 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--gpus-per-thread", "G",
                     "GPUs one host thread launches each call on, as nccl-tests -g G (default: all ranks when\n"
                     "they fit one node, as `all_reduce_perf -g 8`; else 1, as `mpirun -np N all_reduce_perf -g 1`)");
+  add_max_memory_flag(parser);
   parser.add_section("output");
-  parser.add_switch("--json", "a JSON list of {bytes, time_s, algbw_gbps, busbw_gbps, algorithm, protocol}");
+  parser.add_switch("--json", "a JSON object: the cluster, op and ranks, and \"results\", a list of {bytes, time_s, "
+                              "algbw_gbps, busbw_gbps, algorithm, protocol}");
   const ParsedArgs parsed = parser.parse(args);
   if (parser.help_requested()) {
     out << parser.help();
@@ -140,23 +173,32 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   const std::optional<int64_t> ranks_flag = parsed.integer("--ranks");
   if (ranks_flag && *ranks_flag <= 0)
     throw InputError("--ranks: expected a positive integer, got " + std::to_string(*ranks_flag));
+  const int64_t limit = max_memory_bytes(parsed);
   if (ranks_flag && !parsed.has("--nodes")) {
     const int64_t nodes = (*ranks_flag + per_node - 1) / per_node;
     if (nodes > 100000)
       throw InputError("--ranks: " + std::to_string(*ranks_flag) + " ranks need more than 100000 nodes");
-    cluster = topo::load_cluster(parsed.value("--cluster").value_or("dgx-a100"), static_cast<int>(nodes),
+    check_resources(estimate_platform(nodes * cluster.gpus_per_node), limit, parsed, "the collective");
+    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster), static_cast<int>(nodes),
                                  parsed.values("--set"));
   }
   const int64_t ranks = ranks_flag.value_or(static_cast<int64_t>(cluster.nodes) * per_node);
+  // One rank communicates with nobody: NCCL's result would be a local copy, nccl-tests' bandwidth 0 by definition.
+  if (ranks < 2)
+    throw InputError("--ranks: a collective needs at least 2 ranks, got " + std::to_string(ranks) +
+                     " (one rank moves no data over any link)");
   const std::vector<int> gpus = place_ranks(cluster, ranks, per_node);
   const topo::ClusterGraph graph(cluster);
 
-  const int64_t gpus_per_thread =
-      parsed.integer("--gpus-per-thread").value_or(ranks <= per_node ? ranks : 1);
+  const int64_t gpus_per_thread = parsed.integer("--gpus-per-thread").value_or(ranks <= per_node ? ranks : 1);
   if (gpus_per_thread <= 0 || gpus_per_thread > ranks)
     throw InputError("--gpus-per-thread: expected 1.." + std::to_string(ranks) + ", got " +
                      std::to_string(gpus_per_thread));
   options.gpus_per_thread = static_cast<int>(gpus_per_thread);
+  if (*op == CollectiveOp::AllToAll) // n^2 flows per size, allocated while planning: estimated before
+    check_resources(estimate_collective(cluster.gpus(), static_cast<double>(ranks) * static_cast<double>(ranks) *
+                                                            static_cast<double>(sizes.size())),
+                    limit, parsed, "the collective");
   std::vector<sim::CollectivePlan> plans;
   try {
     for (const int64_t bytes : sizes)
@@ -165,8 +207,12 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
     throw InputError(std::string(parsed.has("--algo") ? "--algo: " : "--op: ") + e.what());
   }
   std::vector<const sim::CollectivePlan*> stream;
-  for (const sim::CollectivePlan& p : plans)
+  double flows = 0;
+  for (const sim::CollectivePlan& p : plans) {
     stream.push_back(&p);
+    flows += static_cast<double>(p.flows.size());
+  }
+  check_resources(estimate_collective(cluster.gpus(), flows), limit, parsed, "the collective");
 
   const auto wall_start = std::chrono::steady_clock::now();
   const sim::SimgridPlatform platform(graph, sim::flow_pairs(stream));
@@ -179,7 +225,6 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
     r.bytes = sizes[i];
     // nccl-tests times calls issued back to back: the host's issue time bounds each from below.
     r.time_s = sim::nccl_back_to_back_call_s(timings[0][i].duration_s(), plans[i].host_issue_s);
-    // One rank moves nothing: report zero bandwidth rather than dividing by a zero time.
     r.algbw_gbps = r.time_s > 0 ? static_cast<double>(r.bytes) / r.time_s / 1e9 : 0.0;
     r.busbw_gbps = r.algbw_gbps * bus_bandwidth_factor(*op, static_cast<int>(ranks));
     r.algorithm = to_string(plans[i].choice.algorithm);
@@ -187,7 +232,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
     rows.push_back(r);
   }
   if (parsed.has("--json")) {
-    print_json(out, rows);
+    print_json(out, cluster, *op, ranks, per_node, gpus_per_thread, options, rows);
   } else {
     print_table(out, cluster, *op, ranks, plans.front(), rows);
     size_t flows = 0;

@@ -31,6 +31,9 @@ int run_search(const std::vector<std::string>& args, std::ostream& out);
 // `gputwin sweep`: the best plan (search) of every (model, cluster, GPU count) point, with time to train and cost.
 int run_sweep(const std::vector<std::string>& args, std::ostream& out);
 
+// `gputwin goodput`: time to train under failures and checkpoint/restart (Young/Daly), goodput and GPU-hours.
+int run_goodput(const std::vector<std::string>& args, std::ostream& out);
+
 // `gputwin replay`: a captured trace re-simulated on a cluster, beside its measured iteration time.
 int run_replay(const std::vector<std::string>& args, std::ostream& out);
 
@@ -51,9 +54,15 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
 // The compute model of --gpu-model FILE if given (gputwin calibrate's output), else `fallback`.
 GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback);
 // The compute model of --gpu-model FILE if given, else the built-in model of `gpu_kind` (the cluster's GPU, with
-// its peak and bandwidth). Throws InputError naming --gpu-model when the kind has no built-in model.
+// its peak and bandwidth). Throws InputError naming --gpu-model when the kind has no built-in model, or when the
+// file models another GPU family than `gpu_kind` (gpu_family) and --force is not given.
 GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string& gpu_kind, double peak_flops,
                                       double hbm_bytes_per_s);
+
+// `--gpu-model FILE` and `--force` (use a model of another GPU kind than the cluster's), declared on `parser`.
+void add_gpu_model_flags(ArgParser& parser);
+// The family of a GPU kind, lower case: "a100" for "a100-sxm4-80gb", "cpu" for "cpu".
+std::string gpu_family(const std::string& kind);
 
 // `args` with the short `-o` spelled `--output`.
 std::vector<std::string> with_long_output_flag(std::vector<std::string> args);

@@ -12,6 +12,8 @@ int main(int argc, char** argv)
        run_search},
       {"sweep", "the best plan at every (model, cluster, GPU count) point, with time to train, cost and plots",
        run_sweep},
+      {"goodput", "time to train under failures: checkpoint interval (Young/Daly), lost work, restarts, goodput",
+       run_goodput},
       {"memory", "per-GPU memory of the busiest pipeline stage (activations, weights, gradients, optimizer)",
        run_memory},
       {"collective", "time, algbw and busbw of one NCCL collective on a simulated cluster, per size", run_collective},

@@ -6,6 +6,7 @@
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
 
+#include <cctype>
 #include <stdexcept>
 
 namespace gputwin::cli {
@@ -44,11 +45,33 @@ GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComput
   return fallback;
 }
 
+std::string gpu_family(const std::string& kind)
+{
+  std::string family = kind.substr(0, kind.find('-'));
+  for (char& c : family)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return family;
+}
+
+void add_gpu_model_flags(ArgParser& parser)
+{
+  parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
+  parser.add_switch("--force", "use a --gpu-model fitted to another kind of GPU than the cluster's");
+}
+
 GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string& gpu_kind, double peak_flops,
                                       double hbm_bytes_per_s)
 {
-  if (args.has("--gpu-model"))
-    return compute_model_from_flags(args, {});
+  if (args.has("--gpu-model")) {
+    GpuComputeModel model = compute_model_from_flags(args, {});
+    // A model fitted to another device (a CPU's on an A100 cluster) times every kernel of the wrong device while
+    // MFU divides by the cluster GPU's peak: nonsense unless asked for.
+    if (gpu_family(model.gpu_kind) != gpu_family(gpu_kind) && !args.has("--force"))
+      throw InputError("--gpu-model: " + *args.value("--gpu-model") + " models GPU kind '" + model.gpu_kind +
+                       "' but the cluster's GPU is '" + gpu_kind +
+                       "' (expected a model of the cluster's GPU, or --force to use it anyway)");
+    return model;
+  }
   try {
     return builtin_compute_model(gpu_kind, peak_flops, hbm_bytes_per_s);
   } catch (const std::invalid_argument&) {

@@ -1,6 +1,9 @@
 // `gputwin replay`: a captured trace re-simulated on a cluster -- as measured, re-targeted to another GPU, or
 // scaled out -- with the simulated iteration time beside the measured one.
 #include "commands.hpp"
+#include "report_json.hpp"
+#include "resource_estimate.hpp"
+#include "search_core.hpp"
 #include "timeline.hpp"
 
 #include "gputwin/models/input_error.hpp"
@@ -19,7 +22,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
+#include <optional>
+#include <utility>
 
 namespace gputwin::cli {
 
@@ -68,6 +74,75 @@ double scale_flag(const ParsedArgs& parsed, const std::string& flag)
   return value;
 }
 
+// The model and plan a gputwin-engine trace records in its metadata, when it records them all and they are a
+// valid run; nullopt otherwise (a hand-written trace: the report then says null).
+std::optional<std::pair<GptConfig, ParallelPlan>> captured_run(const traces::OpGraph& trace)
+{
+  auto number = [&](const char* key) -> std::optional<int64_t> {
+    const auto it = trace.metadata.find(key);
+    if (it == trace.metadata.end())
+      return std::nullopt;
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(it->second, &used);
+      return used == it->second.size() ? std::optional<int64_t>(v) : std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  };
+  auto text = [&](const char* key, const std::string& fallback) {
+    const auto it = trace.metadata.find(key);
+    return it == trace.metadata.end() ? fallback : it->second;
+  };
+  GptConfig model;
+  ParallelPlan plan;
+  model.name = text("model", "traced");
+  const std::pair<const char*, int64_t*> fields[] = {{"hidden", &model.hidden},
+                                                     {"heads", &model.heads},
+                                                     {"layers", &model.layers},
+                                                     {"seq_len", &model.seq_len},
+                                                     {"vocab", &model.vocab},
+                                                     {"tp", &plan.tp},
+                                                     {"pp", &plan.pp},
+                                                     {"dp", &plan.dp},
+                                                     {"micro_batch", &plan.micro_batch},
+                                                     {"global_batch", &plan.global_batch}};
+  for (const auto& [key, field] : fields) {
+    const std::optional<int64_t> v = number(key);
+    if (!v)
+      return std::nullopt;
+    *field = *v;
+  }
+  plan.chunks = number("chunks").value_or(1);
+  plan.zero_stage = static_cast<int>(number("zero").value_or(0));
+  plan.tp_comm = text("sequence_parallel", "false") == "true" ? TpComm::SequenceParallel : TpComm::AllReduce;
+  plan.recompute = parse_recompute(text("recompute", "none")).value_or(Recompute::None);
+  plan.schedule = parse_schedule(text("schedule", "1f1b")).value_or(Schedule::OneFOneB);
+  plan.attention = parse_attention(text("attention", "unfused")).value_or(AttentionKernel::Unfused);
+  try {
+    validate_plan(model, plan);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  return std::make_pair(model, plan);
+}
+
+// "model", "plan" (null when the trace does not record them) and "cluster" of a replay's JSON report.
+void write_run_json(traces::JsonWriter& json, const std::optional<std::pair<GptConfig, ParallelPlan>>& run,
+                    const topo::ClusterSpec& cluster)
+{
+  if (run) {
+    write_model_json(json, run->first);
+    write_plan_json(json, run->second);
+  } else {
+    json.key("model");
+    json.null();
+    json.key("plan");
+    json.null();
+  }
+  write_cluster_json(json, cluster);
+}
+
 // A PyTorch profiler (Kineto) trace: one ProfilerStep replayed as measured (traces/KINETO.md).
 int run_kineto_replay(const ParsedArgs& parsed, const std::string& path, const std::string& text, std::ostream& out)
 {
@@ -89,7 +164,12 @@ int run_kineto_replay(const ParsedArgs& parsed, const std::string& path, const s
   const int64_t nodes_flag = parsed.integer("--nodes").value_or(0);
   if (parsed.has("--nodes") && (nodes_flag <= 0 || nodes_flag > 1000000))
     throw InputError("--nodes: expected a positive integer, got " + *parsed.value("--nodes"));
-  const topo::ClusterSpec cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes_flag), parsed.values("--set"));
+  const topo::ClusterSpec cluster =
+      topo::load_cluster(cluster_name, static_cast<int>(nodes_flag), parsed.values("--set"));
+  double ops = 0;
+  for (const traces::RankProgram& program : kineto.graph.ranks)
+    ops += static_cast<double>(program.ops.size());
+  check_resources(estimate_programs(cluster.gpus(), ops), max_memory_bytes(parsed), parsed, "the replay");
   const topo::ClusterGraph graph(cluster);
 
   const auto wall_start = std::chrono::steady_clock::now();
@@ -112,7 +192,7 @@ int run_kineto_replay(const ParsedArgs& parsed, const std::string& path, const s
     json.begin_object();
     json.field("trace", path);
     json.field("format", "pytorch-kineto");
-    json.field("cluster", cluster.name);
+    write_run_json(json, std::nullopt, cluster); // a profiler trace records neither model nor plan
     json.field("mode", as_measured ? "as-measured" : "what-if");
     json.field("step", step.name);
     json.field("steps", static_cast<int64_t>(kineto.steps.size()));
@@ -140,11 +220,12 @@ int run_kineto_replay(const ParsedArgs& parsed, const std::string& path, const s
   std::snprintf(line, sizeof line, "trace      %s (PyTorch profiler, rank %d of %d, device %s)\n", path.c_str(),
                 kineto.trace_rank, kineto.world_size, kineto.graph.metadata.at("device").c_str());
   out << line;
-  std::snprintf(line, sizeof line,
-                "step       %s (%zu steps in the file): %lld kernels, %lld NCCL collectives, %lld copies, %lld host syncs\n",
-                step.name.c_str(), kineto.steps.size(), static_cast<long long>(kineto.kernels),
-                static_cast<long long>(kineto.collectives), static_cast<long long>(kineto.memcpys),
-                static_cast<long long>(kineto.host_syncs));
+  std::snprintf(
+      line, sizeof line,
+      "step       %s (%zu steps in the file): %lld kernels, %lld NCCL collectives, %lld copies, %lld host syncs\n",
+      step.name.c_str(), kineto.steps.size(), static_cast<long long>(kineto.kernels),
+      static_cast<long long>(kineto.collectives), static_cast<long long>(kineto.memcpys),
+      static_cast<long long>(kineto.host_syncs));
   out << line;
   out << "mode       "
       << (as_measured ? std::string("as measured (collectives take their measured duration: rank-local file)")
@@ -179,7 +260,8 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
                    "example: gputwin replay run.trace.json --cluster localhost\n"
                    "example: gputwin replay rank0.json.gz --step 552 --comm-scale 2");
   parser.allow_positional("TRACE", 1);
-  topo::add_cluster_flags(parser);
+  topo::add_cluster_flags(parser, std::string("default: localhost for a trace captured on the CPU, else ") +
+                                      topo::default_cluster);
   parser.add_section("what-if");
   parser.add_option("--gpu", "a100|h100|h200", "re-target compute to this GPU through the GPU compute model");
   parser.add_option("--gpu-model", "FILE", "re-target compute through a model fitted by gputwin calibrate");
@@ -191,8 +273,10 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--comm-scale", "X", "network X times faster: collective durations / X (Kineto traces)");
   parser.add_section("kineto traces");
   parser.add_option("--step", "N", "replay ProfilerStep#N (default: the step of median duration)");
+  parser.add_section("resources");
+  add_max_memory_flag(parser);
   parser.add_section("output");
-  parser.add_switch("--json", "machine-readable report");
+  parser.add_switch("--json", "machine-readable report (with the model, plan and cluster it ran)");
   parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
   const ParsedArgs parsed = parser.parse(args);
   if (parser.help_requested()) {
@@ -226,20 +310,28 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   topo::ClusterSpec cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes_flag), parsed.values("--set"));
 
   std::optional<GpuComputeModel> retarget;
+  if (parsed.has("--gpu") && parsed.has("--gpu-model"))
+    throw InputError("--gpu-model: and --gpu both re-target compute (expected one of them)");
   if (const auto gpu = parsed.value("--gpu"))
     retarget = retarget_model(*gpu);
   if (parsed.has("--gpu-model"))
     retarget = compute_model_from_flags(parsed, {});
   const bool scaled = parsed.has("--dp") || parsed.has("--pp") || parsed.has("--layers");
+  // Flags a mode would ignore are errors: an as-measured or re-targeted replay runs the captured batch.
+  if (parsed.has("--global-batch") && !scaled)
+    throw InputError("--global-batch: applies to a scaled-out replay (with --dp, --pp or --layers); this replay "
+                     "runs the trace's own iteration");
   const double compute_scale = scale_flag(parsed, "--compute-scale");
   if (compute_scale != 1 && (scaled || retarget))
-    throw InputError("--compute-scale: applies to an as-measured replay (not with --gpu, --gpu-model, --dp, --pp or --layers)");
+    throw InputError(
+        "--compute-scale: applies to an as-measured replay (not with --gpu, --gpu-model, --dp, --pp or --layers)");
 
   const auto wall_start = std::chrono::steady_clock::now();
   sim::IterationOptions options;
   options.record_timeline = parsed.has("--timeline");
   sim::IterationResult result;
   int64_t ranks_per_program = 1;
+  std::optional<std::pair<GptConfig, ParallelPlan>> run = captured_run(trace); // the scaled plan when scaled out
   if (scaled) {
     sim::ScaleOut scale;
     scale.dp = parsed.integer("--dp");
@@ -248,12 +340,21 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
     scale.global_batch = parsed.integer("--global-batch");
     const sim::TraceWorkload tw = sim::make_trace_workload(trace, scale);
     const int64_t nodes = (tw.plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+    const int64_t limit = max_memory_bytes(parsed);
     if (tw.plan.gpus() > cluster.gpus()) {
       if (parsed.has("--nodes"))
         throw InputError("--nodes: the scaled plan needs " + std::to_string(tw.plan.gpus()) + " GPUs but " +
                          std::to_string(cluster.gpus()) + " are in the cluster");
+      check_resources(estimate_platform(nodes * cluster.gpus_per_node), limit, parsed, "the replay");
+      if (nodes > std::numeric_limits<int>::max())
+        throw InputError("--dp: the scaled plan needs " + std::to_string(tw.plan.gpus()) +
+                         " GPUs, more than a cluster can have");
       cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes), parsed.values("--set"));
     }
+    // The analytic workload of the same model and plan stands for the captured layer ops in the estimate.
+    check_resources(estimate_simulation(cluster, tw.model, tw.plan, {}, true, parsed.has("--timeline"), limit), limit,
+                    parsed, "the replay");
+    run = std::make_pair(tw.model, tw.plan);
     const topo::ClusterGraph graph(cluster);
     const GpuComputeModel model = retarget ? *retarget : sim::template_compute_model(cluster);
     const Workload workload = retarget ? tw.with_modelled_durations() : tw.with_measured_durations();
@@ -267,6 +368,10 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
       throw InputError("--cluster: the trace has ranks up to " + std::to_string(max_rank) + " but '" + cluster.name +
                        "' with " + std::to_string(cluster.nodes) + " node(s) has " + std::to_string(cluster.gpus()) +
                        " GPUs (expected a larger --nodes)");
+    double ops = 0;
+    for (const traces::RankProgram& program : trace.ranks)
+      ops += static_cast<double>(program.ops.size());
+    check_resources(estimate_programs(cluster.gpus(), ops), max_memory_bytes(parsed), parsed, "the replay");
     const topo::ClusterGraph graph(cluster);
     sim::TraceCommSource comm(cluster, trace.groups);
     // As measured, a compute op also keeps the host's issue gap before it: how long after it could start
@@ -296,7 +401,8 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
       }
       const auto gap = gap_ns[p].find(op.id);
       return (static_cast<double>(op.duration_ns) / compute_scale +
-              static_cast<double>(gap == gap_ns[p].end() ? 0 : gap->second)) * 1e-9;
+              static_cast<double>(gap == gap_ns[p].end() ? 0 : gap->second)) *
+             1e-9;
     };
     result = sim::execute_programs(graph, trace.ranks, trace.groups, comm, compute_s, options);
   }
@@ -311,7 +417,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
     traces::JsonWriter json(out);
     json.begin_object();
     json.field("trace", path);
-    json.field("cluster", cluster.name);
+    write_run_json(json, run, cluster);
     json.field("mode", scaled ? "scaled" : retarget ? "retargeted" : compute_scale != 1 ? "what-if" : "as-measured");
     json.field("iteration_time_s", result.iteration_time_s);
     if (measured_s > 0)
@@ -328,10 +434,10 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
                 device == trace.metadata.end() ? "?" : device->second.c_str());
   out << line;
   out << "cluster    " << cluster.name << ", mode "
-      << (scaled     ? "scaled out"
-          : retarget ? "re-targeted to " + retarget->gpu_kind
+      << (scaled               ? "scaled out"
+          : retarget           ? "re-targeted to " + retarget->gpu_kind
           : compute_scale != 1 ? "what-if: compute x" + std::to_string(compute_scale) + " faster"
-                     : std::string("as measured"))
+                               : std::string("as measured"))
       << "\n";
   std::snprintf(line, sizeof line, "simulated  %.6f s per iteration\n", result.iteration_time_s);
   out << line;

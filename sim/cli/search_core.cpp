@@ -1,33 +1,25 @@
 #include "search_core.hpp"
 
+#include "progress.hpp"
+
 #include "gputwin/models/flops.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <stdexcept>
 
 namespace gputwin::cli {
-
-Progress::Progress(const char* what, bool enabled) : what_(what), enabled_(enabled && isatty(STDERR_FILENO) != 0) {}
-
-void Progress::update(size_t done, size_t total)
-{
-  if (!enabled_)
-    return;
-  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0;
-  const double left_s = rate > 0 ? static_cast<double>(total - done) / rate : 0;
-  std::fprintf(stderr, "\r%s %zu/%zu  %.1f/s  ETA %.0f s   ", what_, done, total, rate, left_s);
-  if (done == total)
-    std::fprintf(stderr, "\n");
-  std::fflush(stderr);
-}
 
 std::string gib(int64_t bytes)
 {
@@ -46,7 +38,8 @@ struct SimulatedPlan {
 // The full flow-level simulation of `plan` in a child process: SimGrid 3.32 builds one platform per process, so
 // each confirmation forks, simulates and sends its figures back through a pipe.
 SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig& model, const ParallelPlan& plan,
-                                const GpuComputeModel& gpu, const FrameworkProfile& framework, const char* command)
+                                const GpuComputeModel& gpu, const FrameworkProfile& framework, const char* command,
+                                const std::function<void()>& tick)
 {
   const std::string prefix = std::string(command) + ": ";
   int fds[2];
@@ -54,14 +47,19 @@ SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig
     throw std::runtime_error(prefix + "cannot create a pipe for the simulation of " + describe_plan(plan));
   std::cout.flush();
   std::cerr.flush();
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0)
     throw std::runtime_error(prefix + "cannot fork the simulation of " + describe_plan(plan));
   if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); // a sweep point's process stopped: its simulation stops too
+    if (getppid() != parent)
+      _exit(1);
     close(fds[0]);
     SimulatedPlan r;
     try {
-      const sim::IterationResult result = sim::simulate_iteration(graph, make_workload(model, plan), gpu, {}, framework);
+      const sim::IterationResult result =
+          sim::simulate_iteration(graph, make_workload(model, plan), gpu, {}, framework);
       const sim::StageTimes& first = result.stages.front();
       const double window_s = first.pipeline_end_s - first.pipeline_start_s;
       r.iteration_time_s = result.iteration_time_s;
@@ -80,6 +78,13 @@ SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig
   SimulatedPlan r;
   size_t got = 0;
   while (got < sizeof r) {
+    pollfd polled{fds[0], POLLIN, 0};
+    const int ready = poll(&polled, 1, 500);
+    if (ready == 0 || (ready < 0 && errno == EINTR)) {
+      if (tick)
+        tick();
+      continue;
+    }
     const ssize_t n = read(fds[0], reinterpret_cast<char*>(&r) + got, sizeof r - got);
     if (n <= 0)
       break;
@@ -96,20 +101,24 @@ SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig
 } // namespace
 
 std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& cluster, const topo::ClusterGraph& graph,
-                                                  const GptConfig& model, const std::vector<sim::PlanCandidate>& fitting,
+                                                  const GptConfig& model,
+                                                  const std::vector<sim::PlanCandidate>& fitting,
                                                   const GpuComputeModel& gpu, const FrameworkProfile& framework,
                                                   int jobs, size_t top, const char* command, bool show_progress)
 {
-  Progress estimating("estimating plans", show_progress);
+  ProgressBar estimating("estimating plans", show_progress);
   const std::vector<sim::PlanEstimate> estimates = sim::rank_plans(
       graph, model, fitting, gpu, framework, jobs, [&](size_t done, size_t total) { estimating.update(done, total); });
+  estimating.finish();
 
   const size_t confirmed = std::min(estimates.size(), top);
   std::vector<SimulatedCandidate> ranked;
-  Progress simulating("simulating the best plans", show_progress);
+  ProgressBar simulating("simulating the best plans", show_progress);
+  simulating.update(0, confirmed);
   for (size_t i = 0; i < confirmed; ++i) {
     const ParallelPlan& plan = estimates[i].candidate.plan;
-    const SimulatedPlan simulated = simulate_in_child(graph, model, plan, gpu, framework, command);
+    const SimulatedPlan simulated =
+        simulate_in_child(graph, model, plan, gpu, framework, command, [&] { simulating.tick(); });
     SimulatedCandidate r{estimates[i], simulated.iteration_time_s};
     const int64_t batch = plan.effective_global_batch();
     r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;

@@ -11,7 +11,6 @@
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,23 +24,12 @@ struct SimulatedCandidate {
   double tokens_per_s = 0, mfu = 0, bubble_fraction = 0, exposed_comm_s = 0;
 };
 
-// A progress line on stderr, only for a terminal (and when `enabled`): count, rate and time left.
-class Progress {
-public:
-  Progress(const char* what, bool enabled);
-  void update(size_t done, size_t total);
-
-private:
-  const char* what_;
-  bool enabled_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
 // Ranks `fitting` with the fast estimator (`jobs` threads), simulates the best `top` in full and returns them
 // fastest (simulated) first. `command` names the subcommand in error messages ("search"); `show_progress`
-// enables the progress lines on a terminal.
+// enables the progress bars (progress.hpp: on a terminal only) of the estimates and of the simulations.
 std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& cluster, const topo::ClusterGraph& graph,
-                                                  const GptConfig& model, const std::vector<sim::PlanCandidate>& fitting,
+                                                  const GptConfig& model,
+                                                  const std::vector<sim::PlanCandidate>& fitting,
                                                   const GpuComputeModel& gpu, const FrameworkProfile& framework,
                                                   int jobs, size_t top, const char* command, bool show_progress);
 

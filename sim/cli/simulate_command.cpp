@@ -1,5 +1,8 @@
 // `gputwin simulate`: one training iteration of a GPT under a parallel plan on a simulated cluster.
 #include "commands.hpp"
+#include "report_json.hpp"
+#include "resource_estimate.hpp"
+#include "search_core.hpp"
 #include "timeline.hpp"
 
 #include "gputwin/chakra/chakra_writer.hpp"
@@ -12,10 +15,13 @@
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <stdexcept>
 
 namespace gputwin::cli {
@@ -29,12 +35,17 @@ struct Report {
   double sim_wall_time_s = 0;
 };
 
-void print_json(std::ostream& out, const GptConfig& model, const topo::ClusterSpec& cluster, const Report& r)
+void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
+                const FrameworkProfile& framework, bool overlap_grad_reduce, const ResourceEstimate& estimate,
+                const Report& r)
 {
   traces::JsonWriter json(out);
   json.begin_object();
-  json.field("model", model.name);
-  json.field("cluster", cluster.name);
+  write_model_json(json, model);
+  write_plan_json(json, plan);
+  write_cluster_json(json, cluster);
+  json.field("overlap_grad_reduce", overlap_grad_reduce);
+  json.field("framework", framework.name);
   json.field("nodes", r.nodes);
   json.field("gpus", r.gpus);
   json.field("iteration_time_s", r.iteration_time_s);
@@ -48,7 +59,16 @@ void print_json(std::ostream& out, const GptConfig& model, const topo::ClusterSp
   json.field("exposed_communication_s", r.exposed_comm_s);
   json.field("peak_memory_bytes", r.peak_memory_bytes);
   json.field("peak_memory_stage", r.peak_memory_stage);
+  json.field("gpu_memory_bytes", cluster.gpu.hbm_bytes);
+  json.field("fits_gpu_memory", r.peak_memory_bytes <= cluster.gpu.hbm_bytes);
   json.field("simulated_events", r.simulated_events);
+  json.key("resource_estimate"); // what the guard estimated before the run (--max-memory)
+  json.begin_object();
+  json.field("ops", static_cast<int64_t>(std::llround(estimate.ops)));
+  json.field("flows", static_cast<int64_t>(std::llround(estimate.flows)));
+  json.field("gpu_pairs", static_cast<int64_t>(std::llround(estimate.routes)));
+  json.field("memory_bytes", static_cast<int64_t>(std::llround(estimate.bytes)));
+  json.end_object();
   json.field("sim_wall_time_s", r.sim_wall_time_s);
   json.end_object();
 }
@@ -67,9 +87,14 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
     std::snprintf(line, sizeof line, "  %-34s %s\n", label, value.c_str());
     out << line;
   };
+  // Values beyond a fixed-point column (a 1e-300 GB/s link: 1e300 s) switch to an exponent, so each row stays
+  // one short line.
   auto fmt = [](const char* f, double v) {
     char text[64];
-    std::snprintf(text, sizeof text, f, v);
+    std::string format = f;
+    if (!std::isfinite(v) || (v != 0 && (std::fabs(v) >= 1e12 || std::fabs(v) < 1e-4)))
+      format = "%.4g" + format.substr(std::min(format.find(' '), format.size())); // the unit kept
+    std::snprintf(text, sizeof text, format.c_str(), v);
     return std::string(text);
   };
   row("iteration time", fmt("%.4f s", r.iteration_time_s));
@@ -100,12 +125,15 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   add_model_flags(parser);
   add_plan_flags(parser);
   parser.add_switch("--overlap-grad-reduce", "reduce each layer's gradients over dp while backward goes on");
-  parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
+  parser.add_switch("--allow-oom",
+                    "simulate a plan whose busiest GPU needs more memory than the GPU has (default: an error)");
+  add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_switch("--estimate", "fast contention-free estimate (longest paths through the op graph, no SimGrid)");
+  add_max_memory_flag(parser);
   topo::add_cluster_flags(parser);
   parser.add_section("output");
-  parser.add_switch("--json", "machine-readable report");
+  parser.add_switch("--json", "machine-readable report (with the model, plan and cluster it ran)");
   parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
   parser.add_option("--chakra", "DIR",
                     "write the workload as Chakra execution traces, DIR/workload.<rank>.et per simulated rank "
@@ -119,34 +147,58 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   const ParallelPlan plan = read_plan(parsed, model);
   topo::ClusterSpec cluster = topo::read_cluster(parsed);
   const int64_t nodes_needed = (plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
-  if (!parsed.has("--nodes"))
-    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
-                                 static_cast<int>(nodes_needed), parsed.values("--set"));
-  else if (plan.gpus() > cluster.gpus())
-    throw InputError("--nodes: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) + " GPUs but " +
-                     std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
-                     std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
-                     " or more)");
-  const GpuComputeModel gpu =
-      compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
-  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
-
-  // Memory first: a plan that does not fit is still simulated, with a warning naming the stage.
+  // GPU memory first (the GPU is the file's whatever the node count): a plan whose busiest GPU does not fit is
+  // an error unless --allow-oom.
   Report r;
   for (const StageMemory& m : all_stage_memory(model, plan))
     if (m.total_bytes > r.peak_memory_bytes) {
       r.peak_memory_bytes = m.total_bytes;
       r.peak_memory_stage = m.stage;
     }
-  if (r.peak_memory_bytes > cluster.gpu.hbm_bytes)
-    std::cerr << "gputwin simulate: warning: pipeline stage " << r.peak_memory_stage << " needs " << r.peak_memory_bytes
-              << " bytes per GPU (" << static_cast<double>(r.peak_memory_bytes) / (1 << 30) << " GiB) but the GPU ("
-              << cluster.gpu.kind << ") has " << cluster.gpu.hbm_bytes << " bytes; simulating anyway\n";
+  std::vector<std::string> notes = plan_notes(parsed, plan); // stated on stderr once the run has succeeded
+  if (r.peak_memory_bytes > cluster.gpu.hbm_bytes) {
+    const std::string need = "pipeline stage " + std::to_string(r.peak_memory_stage) + " needs " +
+                             format_gib(static_cast<double>(r.peak_memory_bytes)) + " per GPU but the " +
+                             cluster.gpu.kind + " of " + cluster.name + " has " +
+                             format_gib(static_cast<double>(cluster.gpu.hbm_bytes));
+    if (!parsed.has("--allow-oom"))
+      throw InputError("--allow-oom: not given, and the plan does not fit: " + need +
+                       " (expected more --tp or --pp, --sp, --recompute selective|full, --zero 1 or a smaller "
+                       "--micro-batch; gputwin memory shows where it goes)");
+    notes.push_back("warning: the plan does not fit: " + need + "; simulated anyway (--allow-oom)");
+  }
+  if (const std::optional<std::string> warning = pipeline_fill_warning(plan))
+    notes.push_back("warning: " + *warning);
+
+  const int64_t limit = max_memory_bytes(parsed);
+  if (!parsed.has("--estimate")) // SimGrid's platform grows with the GPUs: refuse a huge cluster before building it
+    check_resources(estimate_platform(parsed.has("--nodes") ? cluster.gpus() : nodes_needed * cluster.gpus_per_node),
+                    limit, parsed, "the simulation");
+  if (!parsed.has("--nodes")) {
+    if (nodes_needed > std::numeric_limits<int>::max())
+      throw InputError("--dp: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) +
+                       " GPUs, more nodes than a cluster can have");
+    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
+                                 static_cast<int>(nodes_needed), parsed.values("--set"));
+  } else if (plan.gpus() > cluster.gpus()) {
+    throw InputError("--nodes: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) + " GPUs but " +
+                     std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
+                     std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
+                     " or more)");
+  }
+  const GpuComputeModel gpu =
+      compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+
+  // Resources before anything large is allocated: the cluster graph, the workload, SimGrid's platform.
+  WorkloadOptions options;
+  options.overlap_grad_reduce = parsed.has("--overlap-grad-reduce");
+  const ResourceEstimate estimate =
+      estimate_simulation(cluster, model, plan, options, !parsed.has("--estimate"), parsed.has("--timeline"), limit);
+  check_resources(estimate, limit, parsed, "the simulation");
 
   const auto wall_start = std::chrono::steady_clock::now();
   const topo::ClusterGraph graph(cluster);
-  WorkloadOptions options;
-  options.overlap_grad_reduce = parsed.has("--overlap-grad-reduce");
   const Workload workload = make_workload(model, plan, options);
   if (const auto dir = parsed.value("--chakra")) { // before the run: a bad DIR fails at once
     chakra::ChakraExportOptions chakra_options;
@@ -182,8 +234,12 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
 
   if (const auto file = parsed.value("--timeline"))
     write_chrome_timeline_file(*file, result, plan.tp * plan.dp);
+  // What the defaults were and what to watch, after every file is written (a failed write stays one line) and
+  // before the report (a reader of stdout + stderr finds the JSON last).
+  for (const std::string& note : notes)
+    std::cerr << "gputwin simulate: " << (note.rfind("warning: ", 0) == 0 ? "" : "note: ") << note << "\n";
   if (parsed.has("--json"))
-    print_json(out, model, cluster, r);
+    print_json(out, model, plan, cluster, framework, options.overlap_grad_reduce, estimate, r);
   else
     print_table(out, model, plan, cluster, r);
   return 0;

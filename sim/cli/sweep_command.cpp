@@ -1,8 +1,19 @@
 // `gputwin sweep`: the best plan of every (model, cluster, GPU count) point — the search of `gputwin search`
 // (search_core.hpp) at each point, the fastest simulated plan kept — with time to train, GPU-hours and cost,
 // as a table, JSON or CSV, and plotted by gnuplot.
+//
+// Scale-out: every point runs in its own forked process (child_pool.hpp), `--jobs N` of them at once, their
+// results collected in point order, so the output does not depend on N. `--shard K/N` (or a Slurm job array's
+// environment, shard.hpp) runs the points i with i mod N = K - 1, and `--merge A.csv B.csv ...` joins the shards'
+// CSVs: it orders the rows by their `point` column (the point's index in the whole sweep) and recomputes the
+// one column that depends on other points (scaling efficiency, against the smallest point of the same model and
+// cluster; a shard leaves it empty) from the rows' tokens/s, which the CSV writes exactly (%.17g round-trips), so
+// the merged file is byte for byte the one an unsharded run writes.
+#include "child_pool.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
 #include "search_core.hpp"
+#include "shard.hpp"
 
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
@@ -11,18 +22,23 @@
 #include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/output_file.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <type_traits>
 
 namespace gputwin::cli {
 
@@ -47,9 +63,11 @@ std::vector<std::string> split_list(const std::string& flag, const std::string& 
 
 bool parse_count(const std::string& text, int64_t& value)
 {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
   char* rest = nullptr;
   const long long v = std::strtoll(text.c_str(), &rest, 10);
-  if (text.empty() || *rest != '\0' || v < 1 || v > max_gpus)
+  if (*rest != '\0' || v < 1 || v > max_gpus)
     return false;
   value = v;
   return true;
@@ -58,26 +76,41 @@ bool parse_count(const std::string& text, int64_t& value)
 // "64,128,256" or "START:END:xFACTOR" / "START:END:+STEP" (64:1024:x2), ascending, without duplicates.
 std::vector<int64_t> parse_gpu_counts(const std::string& text)
 {
-  const std::string expected = "--gpus: expected positive GPU counts as a list (64,128,256) or a range "
-                               "START:END:xFACTOR or START:END:+STEP (64:1024:x2), got '" + text + "'";
+  const auto bad = [&](const std::string& why) {
+    return InputError("--gpus: expected positive GPU counts as a list (64,128,256) or a range START:END:xFACTOR or "
+                      "START:END:+STEP (64:1024:x2), got '" +
+                      text + "' (" + why + ")");
+  };
+  const std::string limit = "a whole number from 1 to " + std::to_string(max_gpus);
   std::vector<int64_t> counts;
   if (text.find(':') != std::string::npos) {
     std::vector<std::string> parts;
     std::stringstream stream(text);
     for (std::string part; std::getline(stream, part, ':');)
       parts.push_back(part);
+    if (!text.empty() && text.back() == ':')
+      parts.emplace_back();
     int64_t start = 0, end = 0, step = 0;
-    if (parts.size() != 3 || !parse_count(parts[0], start) || !parse_count(parts[1], end) || end < start ||
-        parts[2].size() < 2 || (parts[2][0] != 'x' && parts[2][0] != '+') || !parse_count(parts[2].substr(1), step) ||
-        (parts[2][0] == 'x' && step < 2))
-      throw InputError(expected);
-    for (int64_t n = start; n <= end; n = parts[2][0] == 'x' ? n * step : n + step)
+    if (parts.size() != 3)
+      throw bad("a range has three parts, START:END:xFACTOR");
+    if (!parse_count(parts[0], start))
+      throw bad("START '" + parts[0] + "' is not " + limit);
+    if (!parse_count(parts[1], end))
+      throw bad("END '" + parts[1] + "' is not " + limit);
+    if (end < start)
+      throw bad("END " + parts[1] + " is below START " + parts[0]);
+    const char kind = parts[2].empty() ? '\0' : parts[2][0];
+    if ((kind != 'x' && kind != '+') || !parse_count(parts[2].substr(1), step))
+      throw bad("the step '" + parts[2] + "' is not xFACTOR or +STEP with a whole number");
+    if (kind == 'x' && step < 2)
+      throw bad("a factor must be at least 2");
+    for (int64_t n = start; n <= end; n = kind == 'x' ? n * step : n + step)
       counts.push_back(n);
   } else {
     for (const std::string& item : split_list("--gpus", text)) {
       int64_t n = 0;
       if (!parse_count(item, n))
-        throw InputError(expected);
+        throw bad("'" + item + "' is not " + limit);
       counts.push_back(n);
     }
   }
@@ -92,18 +125,42 @@ double positive_number(const ParsedArgs& parsed, const std::string& flag, bool a
   char* rest = nullptr;
   const double v = std::strtod(text.c_str(), &rest);
   if (text.empty() || *rest != '\0' || !std::isfinite(v) || v < 0 || (!allow_zero && v == 0))
-    throw InputError(flag + ": expected a " + (allow_zero ? "non-negative" : "positive") + " number, got '" + text + "'");
+    throw InputError(flag + ": expected a " + (allow_zero ? "non-negative" : "positive") + " number, got '" + text +
+                     "'");
   return v;
 }
 
+// One point of the sweep with its best plan. A row read back from a CSV (--merge) has the plan's CSV columns only
+// (tp, pp, dp, micro-batch, schedule, chunks, recompute).
 struct Row {
+  size_t point = 0; // index in the whole sweep (model, then cluster, then GPU count), skipped points included
   std::string model, cluster;
   int64_t gpus = 0;
-  SimulatedCandidate best;
-  double time_to_train_s = NAN, gpu_hours = NAN, cost = NAN, scaling_efficiency = 1;
+  ParallelPlan plan;
+  int64_t peak_memory_bytes = 0;
+  double iteration_time_s = NAN, tokens_per_s = NAN, mfu = NAN;
+  double time_to_train_s = NAN, gpu_hours = NAN, cost = NAN; // NaN without --tokens / --price-per-gpu-hour
+  double scaling_efficiency = NAN;                           // NaN in a shard: it depends on other points
 };
 
-// A number for CSV: `format` of `v`, or empty when not known (no --tokens, no --price-per-gpu-hour).
+// Tokens/s per GPU against the smallest point of the same model and cluster.
+void compute_scaling_efficiency(std::vector<Row>& rows)
+{
+  std::map<std::pair<std::string, std::string>, const Row*> smallest;
+  for (const Row& r : rows) {
+    const Row*& s = smallest[{r.model, r.cluster}];
+    if (s == nullptr || r.gpus < s->gpus)
+      s = &r;
+  }
+  for (Row& r : rows) {
+    const Row* s = smallest[{r.model, r.cluster}];
+    r.scaling_efficiency =
+        (r.tokens_per_s / static_cast<double>(r.gpus)) / (s->tokens_per_s / static_cast<double>(s->gpus));
+  }
+}
+
+// A number for CSV: `format` of `v`, or empty when not known (no --tokens, no --price-per-gpu-hour, a shard's
+// scaling efficiency).
 std::string csv_number(const char* format, double v)
 {
   if (!std::isfinite(v))
@@ -113,19 +170,116 @@ std::string csv_number(const char* format, double v)
   return text;
 }
 
+// A text cell, quoted as RFC 4180 when it holds a comma, a quote or a line break (a model file's `name:`).
+std::string csv_text(const std::string& text)
+{
+  if (text.find_first_of(",\"\r\n") == std::string::npos)
+    return text;
+  std::string quoted = "\"";
+  for (const char c : text)
+    quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+const char* const csv_header =
+    "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,"
+    "gpu_hours,cost,model,schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point";
+
 void write_csv(std::ostream& out, const std::vector<Row>& rows)
 {
-  out << "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,gpu_hours,cost,"
-         "model,schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency\n";
+  out << csv_header << '\n';
   for (const Row& r : rows) {
-    const ParallelPlan& p = r.best.estimate.candidate.plan;
-    out << r.cluster << ',' << r.gpus << ',' << p.tp << ',' << p.pp << ',' << p.dp << ',' << p.micro_batch << ','
-        << csv_number("%.17g", r.best.iteration_time_s) << ',' << csv_number("%.17g", r.best.tokens_per_s) << ','
-        << csv_number("%.6g", r.best.mfu) << ',' << csv_number("%.17g", r.time_to_train_s) << ','
-        << csv_number("%.17g", r.gpu_hours) << ',' << csv_number("%.17g", r.cost) << ',' << r.model << ','
-        << to_string(p.schedule) << ',' << p.chunks << ',' << to_string(p.recompute) << ','
-        << r.best.estimate.candidate.peak_memory_bytes << ',' << csv_number("%.6g", r.scaling_efficiency) << '\n';
+    const ParallelPlan& p = r.plan;
+    out << csv_text(r.cluster) << ',' << r.gpus << ',' << p.tp << ',' << p.pp << ',' << p.dp << ',' << p.micro_batch
+        << ',' << csv_number("%.17g", r.iteration_time_s) << ',' << csv_number("%.17g", r.tokens_per_s) << ','
+        << csv_number("%.6g", r.mfu) << ',' << csv_number("%.17g", r.time_to_train_s) << ','
+        << csv_number("%.17g", r.gpu_hours) << ',' << csv_number("%.17g", r.cost) << ',' << csv_text(r.model) << ','
+        << to_string(p.schedule) << ',' << p.chunks << ',' << to_string(p.recompute) << ',' << r.peak_memory_bytes
+        << ',' << csv_number("%.6g", r.scaling_efficiency) << ',' << r.point << '\n';
   }
+}
+
+// The cells of one CSV line (RFC 4180 quoting), or nullopt when a quote is not closed.
+std::optional<std::vector<std::string>> csv_cells(const std::string& line)
+{
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cells.back() += c;
+      }
+    } else if (c == '"' && cells.back().empty()) {
+      quoted = true;
+    } else if (c == ',') {
+      cells.emplace_back();
+    } else {
+      cells.back() += c;
+    }
+  }
+  if (quoted)
+    return std::nullopt;
+  return cells;
+}
+
+std::string point_name(const std::string& model, int64_t gpus, const std::string& cluster)
+{
+  return model + " on " + std::to_string(gpus) + " GPUs of " + cluster;
+}
+
+void write_table(std::ostream& out, const std::vector<Row>& rows)
+{
+  char line[512];
+  std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-46s %9s %12s %6s %10s %12s %12s %7s\n", "model", "cluster",
+                "GPUs", "best plan", "iter s", "tokens/s", "MFU", "train days", "GPU-hours", "cost", "scaling");
+  out << line;
+  for (const Row& r : rows) {
+    const ParallelPlan& p = r.plan;
+    char plan_text[128];
+    std::snprintf(plan_text, sizeof plan_text, "tp %lld pp %lld dp %lld mb %lld %s%s %s", static_cast<long long>(p.tp),
+                  static_cast<long long>(p.pp), static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch),
+                  to_string(p.schedule).c_str(),
+                  p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
+                  to_string(p.recompute).c_str());
+    const std::string scaling =
+        std::isfinite(r.scaling_efficiency) ? csv_number("%.1f%%", 100 * r.scaling_efficiency) : "-";
+    std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-46s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
+                  r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_text, r.iteration_time_s,
+                  r.tokens_per_s, 100 * r.mfu, csv_number("%.2f", r.time_to_train_s / 86400).c_str(),
+                  csv_number("%.0f", r.gpu_hours).c_str(), csv_number("%.0f", r.cost).c_str(), scaling.c_str());
+    out << line;
+  }
+}
+
+void write_json(std::ostream& out, const std::vector<Row>& rows)
+{
+  traces::JsonWriter w(out);
+  w.begin_array();
+  for (const Row& r : rows) {
+    w.begin_object();
+    w.field("model", r.model);
+    w.field("cluster", r.cluster);
+    w.field("gpus", r.gpus);
+    write_plan_json(w, r.plan);
+    w.field("iteration_time_s", r.iteration_time_s);
+    w.field("tokens_per_s", r.tokens_per_s);
+    w.field("mfu", r.mfu);
+    w.field("peak_memory_bytes", r.peak_memory_bytes);
+    w.field("time_to_train_s", r.time_to_train_s);
+    w.field("gpu_hours", r.gpu_hours);
+    w.field("cost", r.cost);
+    w.field("scaling_efficiency", r.scaling_efficiency);
+    w.field("point", static_cast<int64_t>(r.point));
+    w.end_object();
+  }
+  w.end_array();
+  out << "\n";
 }
 
 std::string gnuplot_quoted(std::string text)
@@ -142,12 +296,13 @@ std::string gnuplot_quoted(std::string text)
 void render_plot(const std::string& path, const std::vector<Row>& rows, bool have_tokens, bool have_price)
 {
   const bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
-  std::string dir_template = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : "/tmp") + "/gputwin-plot.XXXXXX";
+  std::string dir_template =
+      (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : "/tmp") + "/gputwin-plot.XXXXXX";
   if (mkdtemp(dir_template.data()) == nullptr)
     throw OutputError("--plot: cannot create a temporary directory for gnuplot");
   const std::string dir = dir_template;
-  const std::string data = dir + "/sweep.dat", script = dir + "/sweep.gp", image = dir + (svg ? "/plot.svg" : "/plot.png"),
-                    log = dir + "/gnuplot.log";
+  const std::string data = dir + "/sweep.dat", script = dir + "/sweep.gp",
+                    image = dir + (svg ? "/plot.svg" : "/plot.png"), log = dir + "/gnuplot.log";
   struct Cleanup {
     std::vector<std::string> files;
     std::string dir;
@@ -171,11 +326,13 @@ void render_plot(const std::string& path, const std::vector<Row>& rows, bool hav
       series.push_back(key);
       for (const Row& s : rows)
         if (s.cluster == r.cluster && s.model == r.model) {
-          const double train = have_tokens ? s.time_to_train_s / 86400 : s.best.iteration_time_s;
-          const double money = have_price ? s.cost : have_tokens ? s.gpu_hours : static_cast<double>(s.gpus) * s.best.iteration_time_s;
+          const double train = have_tokens ? s.time_to_train_s / 86400 : s.iteration_time_s;
+          const double money = have_price    ? s.cost
+                               : have_tokens ? s.gpu_hours
+                                             : static_cast<double>(s.gpus) * s.iteration_time_s;
           char line[256];
-          std::snprintf(line, sizeof line, "%lld %.9g %.9g %.9g %.9g\n", static_cast<long long>(s.gpus),
-                        s.best.tokens_per_s, 100 * s.best.mfu, train, money);
+          std::snprintf(line, sizeof line, "%lld %.9g %.9g %.9g %.9g\n", static_cast<long long>(s.gpus), s.tokens_per_s,
+                        100 * s.mfu, train, money);
           d << line;
         }
     }
@@ -186,8 +343,12 @@ void render_plot(const std::string& path, const std::vector<Row>& rows, bool hav
       {"Throughput", "tokens/s"},
       {"Model FLOPs utilization", "MFU (%)"},
       {have_tokens ? "Time to train" : "Iteration time", have_tokens ? "time to train (days)" : "iteration time (s)"},
-      {have_price ? "Cost" : have_tokens ? "GPU-hours" : "GPU-seconds per iteration",
-       have_price ? "cost (GPU-hours x price per GPU-hour)" : have_tokens ? "GPU-hours" : "GPU-seconds"}};
+      {have_price    ? "Cost"
+       : have_tokens ? "GPU-hours"
+                     : "GPU-seconds per iteration",
+       have_price    ? "cost (GPU-hours x price per GPU-hour)"
+       : have_tokens ? "GPU-hours"
+                     : "GPU-seconds"}};
   {
     std::ofstream s(script);
     s << (svg ? "set terminal svg size 1400,1000 dynamic font 'Sans,12'\n"
@@ -230,9 +391,212 @@ void render_plot(const std::string& path, const std::vector<Row>& rows, bool hav
   write_file_atomically(path, content.str(), "--plot");
 }
 
+// The rows of sweep CSVs (--merge), in point order, with the scaling efficiency recomputed over all of them.
+// Throws InputError naming `file:line` when a file is not a sweep CSV, the headers differ, or two files hold the
+// same point (shards overlap).
+std::vector<Row> read_sweep_csvs(const std::vector<std::string>& files)
+{
+  const std::vector<std::string> columns = *csv_cells(csv_header);
+  std::string first_file, first_header;
+  std::vector<Row> rows;
+  std::map<size_t, std::string> where_point;
+  std::map<std::tuple<std::string, std::string, int64_t>, std::string> where_key;
+  std::string where_pattern;
+  std::pair<bool, bool> pattern{};
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+      throw InputError("--merge: cannot read '" + file + "': " + std::strerror(errno));
+    std::string header;
+    if (!std::getline(in, header))
+      throw InputError("--merge: " + file + ": empty, expected a CSV written by gputwin sweep --csv");
+    if (!header.empty() && header.back() == '\r')
+      header.pop_back();
+    if (first_file.empty()) {
+      first_file = file;
+      first_header = header;
+    } else if (header != first_header) {
+      throw InputError("--merge: " + file + ":1: the header differs from " + first_file +
+                       "'s (files of different commands or gputwin versions cannot be merged)");
+    }
+    if (header != csv_header)
+      throw InputError("--merge: " + file +
+                       ":1: not the header of a CSV written by this gputwin sweep --csv (expected '" + csv_header +
+                       "')");
+    size_t line_number = 1;
+    for (std::string line; std::getline(in, line);) {
+      ++line_number;
+      if (!line.empty() && line.back() == '\r')
+        line.pop_back();
+      if (line.empty())
+        continue;
+      const std::string where = file + ":" + std::to_string(line_number);
+      const std::optional<std::vector<std::string>> cells = csv_cells(line);
+      if (!cells || cells->size() != columns.size())
+        throw InputError("--merge: " + where + ": expected " + std::to_string(columns.size()) +
+                         " comma-separated cells as in the header, got " +
+                         (cells ? std::to_string(cells->size()) : std::string("an unclosed quote")));
+      const auto cell = [&](size_t i) -> const std::string& { return (*cells)[i]; };
+      const auto integer = [&](size_t i, int64_t low) {
+        int64_t v = 0;
+        const std::string& text = cell(i);
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || error != std::errc() || end != text.data() + text.size() || v < low)
+          throw InputError("--merge: " + where + ": " + columns[i] + ": expected an integer of at least " +
+                           std::to_string(low) + ", got '" + text + "'");
+        return v;
+      };
+      const auto number = [&](size_t i, bool may_be_empty) {
+        const std::string& text = cell(i);
+        if (text.empty() && may_be_empty)
+          return static_cast<double>(NAN);
+        char* rest = nullptr;
+        const double v = std::strtod(text.c_str(), &rest);
+        if (text.empty() || *rest != '\0' || !std::isfinite(v) || v < 0)
+          throw InputError("--merge: " + where + ": " + columns[i] + ": expected a non-negative number" +
+                           (may_be_empty ? " or nothing" : "") + ", got '" + text + "'");
+        return v;
+      };
+      Row r;
+      r.cluster = cell(0);
+      r.gpus = integer(1, 1);
+      r.plan.tp = integer(2, 1);
+      r.plan.pp = integer(3, 1);
+      r.plan.dp = integer(4, 1);
+      r.plan.micro_batch = integer(5, 1);
+      r.iteration_time_s = number(6, false);
+      r.tokens_per_s = number(7, false);
+      r.mfu = number(8, false);
+      r.time_to_train_s = number(9, true);
+      r.gpu_hours = number(10, true);
+      r.cost = number(11, true);
+      r.model = cell(12);
+      const std::optional<Schedule> schedule = parse_schedule(cell(13));
+      if (!schedule)
+        throw InputError("--merge: " + where + ": schedule: expected 1f1b|interleaved|gpipe, got '" + cell(13) + "'");
+      r.plan.schedule = *schedule;
+      r.plan.chunks = integer(14, 1);
+      const std::optional<Recompute> recompute = parse_recompute(cell(15));
+      if (!recompute)
+        throw InputError("--merge: " + where + ": recompute: expected none|selective|full, got '" + cell(15) + "'");
+      r.plan.recompute = *recompute;
+      r.peak_memory_bytes = integer(16, 0);
+      number(17, true); // scaling_efficiency: recomputed over every file below
+      r.point = static_cast<size_t>(integer(18, 0));
+      if (r.cluster.empty() || r.model.empty())
+        throw InputError("--merge: " + where + ": cluster and model must not be empty");
+      if (r.tokens_per_s <= 0)
+        throw InputError("--merge: " + where + ": tokens_per_s: expected a positive number, got '" + cell(7) + "'");
+
+      const std::string name = point_name(r.model, r.gpus, r.cluster);
+      if (const auto it = where_point.find(r.point); it != where_point.end())
+        throw InputError("--merge: " + where + ": point " + std::to_string(r.point) + " (" + name + ") is also in " +
+                         it->second + ": the files overlap (the shards of one sweep are disjoint)");
+      if (const auto it = where_key.find({r.model, r.cluster, r.gpus}); it != where_key.end())
+        throw InputError("--merge: " + where + ": " + name + " is also in " + it->second +
+                         ": the files overlap (the shards of one sweep are disjoint)");
+      where_point[r.point] = where;
+      where_key[{r.model, r.cluster, r.gpus}] = where;
+      const std::pair<bool, bool> have{std::isfinite(r.time_to_train_s), std::isfinite(r.cost)};
+      if (where_pattern.empty()) {
+        where_pattern = where;
+        pattern = have;
+      } else if (have != pattern) {
+        throw InputError("--merge: " + where + ": time_to_train_s and cost are " + (have.first ? "given" : "empty") +
+                         "/" + (have.second ? "given" : "empty") + " but " + (pattern.first ? "given" : "empty") + "/" +
+                         (pattern.second ? "given" : "empty") + " in " + where_pattern +
+                         " (shards of sweeps with different --tokens/--price-per-gpu-hour)");
+      }
+      rows.push_back(std::move(r));
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.point < b.point; });
+  if (!rows.empty())
+    compute_scaling_efficiency(rows);
+  return rows;
+}
+
+// --plot's file name checked and gnuplot found, before any work.
+void check_plot(const std::optional<std::string>& plot)
+{
+  if (!plot)
+    return;
+  const auto ends_with = [&](const char* suffix) {
+    const std::string s = suffix;
+    return plot->size() > s.size() && plot->compare(plot->size() - s.size(), s.size(), s) == 0;
+  };
+  if (!ends_with(".png") && !ends_with(".svg"))
+    throw InputError("--plot: expected a file ending in .png or .svg, got '" + *plot + "'");
+  if (std::system("gnuplot --version >/dev/null 2>&1") != 0)
+    throw InputError("--plot: gnuplot not found (install the Debian package gnuplot-nox: apt-get install gnuplot-nox)");
+}
+
+// The CSV file of --csv or --output (-o): the same thing, for a sweep and for --merge.
+std::optional<std::string> csv_output(const ParsedArgs& parsed)
+{
+  if (parsed.has("--csv") && parsed.has("--output"))
+    throw InputError("--output: the same as --csv; give one of them");
+  return parsed.has("--csv") ? parsed.value("--csv") : parsed.value("--output");
+}
+
+void render_outputs(const ParsedArgs& parsed, const std::vector<Row>& rows)
+{
+  if (const auto file = csv_output(parsed))
+    write_file_atomically(
+        *file, [&](std::ostream& csv) { write_csv(csv, rows); }, parsed.has("--csv") ? "--csv" : "--output");
+  if (const auto plot = parsed.value("--plot"); plot && !rows.empty())
+    render_plot(*plot, rows, std::isfinite(rows.front().time_to_train_s), std::isfinite(rows.front().cost));
+}
+
+// `gputwin sweep --merge A.csv B.csv ... [-o ALL.csv] [--plot FILE]`.
+int run_merge(const ParsedArgs& parsed, std::ostream& out)
+{
+  for (const char* flag : {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--cluster", "--set",
+                           "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour", "--attention", "--top",
+                           "--gpu-model", "--framework", "--jobs", "--shard", "--json"})
+    if (parsed.has(flag))
+      throw InputError(std::string(flag) + ": not used with --merge (it joins CSV files: gputwin sweep --merge A.csv "
+                                           "B.csv ... [-o ALL.csv] [--plot FILE])");
+  const std::vector<std::string>& files = parsed.positional();
+  if (files.empty())
+    throw InputError("--merge: expected the CSV files to join (gputwin sweep --merge A.csv B.csv ... -o ALL.csv)");
+  check_plot(parsed.value("--plot"));
+  const std::vector<Row> rows = read_sweep_csvs(files);
+  if (rows.empty())
+    throw InputError("--merge: the files hold no rows (no point of the sweep has a plan that fits)");
+  render_outputs(parsed, rows);
+  if (csv_output(parsed))
+    write_table(out, rows);
+  else
+    write_csv(out, rows);
+  return 0;
+}
+
+// What the process of one point sends back: 'R' and the best plan's bytes, or 'S' and why the point is skipped.
+static_assert(std::is_trivially_copyable_v<SimulatedCandidate>, "sent through a pipe as bytes");
+
+std::string encode_best(const SimulatedCandidate& best)
+{
+  return "R" + std::string(reinterpret_cast<const char*>(&best), sizeof best);
+}
+
+std::optional<SimulatedCandidate> decode_best(const std::string& message)
+{
+  if (message.size() != 1 + sizeof(SimulatedCandidate) || message[0] != 'R')
+    return std::nullopt;
+  SimulatedCandidate best;
+  std::memcpy(static_cast<void*>(&best), message.data() + 1, sizeof best);
+  return best;
+}
+
+struct PointSpec {
+  size_t model = 0, cluster = 0;
+  int64_t gpus = 0;
+};
+
 } // namespace
 
-int run_sweep(const std::vector<std::string>& args, std::ostream& out)
+int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
 {
   ArgParser parser(
       "gputwin sweep",
@@ -240,9 +604,14 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out)
       "`gputwin search` (every plan that fits, ranked by the fast estimator, the best K simulated in full) and\n"
       "keeps the fastest simulated plan; prints one row per point with time to train (--tokens), GPU-hours, cost\n"
       "(--price-per-gpu-hour) and scaling efficiency against the smallest point of the same model and cluster.\n"
-      "Points where no plan fits are skipped with a warning.\n\n"
+      "Points where no plan fits are skipped with a warning. Points run in parallel processes (--jobs), in\n"
+      "slices on several machines (--shard K/N, or a Slurm job array: scripts/sweep.sbatch) joined by --merge.\n"
+      "A progress bar is drawn on stderr when it is a terminal (not with --json).\n\n"
       "example: gputwin sweep --model gpt3-175b --cluster dgx-a100,dgx-h100 --gpus 64:1024:x2 --global-batch 1536\n"
-      "         --tokens 300e9 --price-per-gpu-hour 2 --csv sweep.csv --plot sweep.png");
+      "         --tokens 300e9 --price-per-gpu-hour 2 --csv sweep.csv --plot sweep.png\n"
+      "         gputwin sweep ... --shard 2/3 --csv part2.csv        (likewise 1/3 and 3/3, anywhere)\n"
+      "         gputwin sweep --merge part1.csv part2.csv part3.csv -o sweep.csv");
+  parser.allow_positional("[--merge CSV...]", 1000000);
   parser.add_section("model");
   parser.add_option("--model", "NAME|FILE[,...]", "built-in models or model .yaml files, comma-separated");
   parser.add_option("--hidden", "H", "hidden size h (overrides every model's)");
@@ -253,7 +622,8 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out)
   parser.add_section("sweep");
   parser.add_option("--cluster", "NAME|FILE[,...]", "clusters, comma-separated (default dgx-a100)");
   parser.add_option("--set", "KEY=VALUE", "override a field of every cluster, as in gputwin topo (repeatable)", true);
-  parser.add_option("--gpus", "LIST|RANGE", "GPU counts: 64,128,256 or START:END:xFACTOR (64:1024:x2) or START:END:+STEP");
+  parser.add_option("--gpus", "LIST|RANGE",
+                    "GPU counts: 64,128,256 or START:END:xFACTOR (64:1024:x2) or START:END:+STEP");
   parser.add_option("--global-batch", "B", "samples per iteration at every point (default: the point's GPUs)");
   parser.add_option("--tokens", "T", "tokens to train on (300e9): time to train, GPU-hours");
   parser.add_option("--price-per-gpu-hour", "P", "price of one GPU-hour: cost = GPU-hours x P");
@@ -261,16 +631,26 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
   parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
   add_framework_flag(parser);
-  parser.add_option("--jobs", "N", "threads for the estimates (default: the machine's cores)");
+  parser.add_section("scale-out");
+  parser.add_option("--jobs", "N", "points at once, one process each (default 1)");
+  parser.add_option("--shard", "K/N", "only the K-th of N slices of the points, K from 1 (default: a Slurm array's)");
+  parser.add_switch("--merge", "join the CSV files given (a sweep's shards) as one run writes them");
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable list of the points");
   parser.add_option("--csv", "FILE", "also write the points as CSV");
-  parser.add_option("--plot", "FILE", "also plot tokens/s, MFU, time to train and cost vs GPUs (.png or .svg; gnuplot)");
-  const ParsedArgs parsed = parser.parse(args);
+  parser.add_option("--output", "FILE", "the same as --csv (-o FILE); with --merge, without it the CSV goes to stdout");
+  parser.add_option("--plot", "FILE",
+                    "also plot tokens/s, MFU, time to train and cost vs GPUs (.png or .svg; gnuplot)");
+  const ParsedArgs parsed = parser.parse(with_long_output_flag(arguments));
   if (parser.help_requested()) {
     out << parser.help();
     return 0;
   }
+  if (parsed.has("--merge"))
+    return run_merge(parsed, out);
+  if (!parsed.positional().empty())
+    throw InputError("unexpected argument '" + parsed.positional().front() +
+                     "' for 'gputwin sweep' (CSV files are read with --merge; see gputwin sweep --help)");
 
   // Every input checked before the first point runs.
   std::vector<GptConfig> models;
@@ -291,12 +671,15 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out)
   const std::vector<std::string> cluster_names =
       split_list("--cluster", parsed.value("--cluster").value_or(topo::default_cluster));
   const std::vector<std::string> sets = parsed.values("--set");
+  std::vector<topo::ClusterSpec> nodes; // one node of each cluster: its name, GPU and node size
   for (const std::string& name : cluster_names) {
     const topo::ClusterSpec node = topo::load_cluster(name, 1, sets);
     for (const int64_t gpus : gpu_counts)
       if (gpus > node.gpus_per_node && gpus % node.gpus_per_node != 0)
         throw InputError("--gpus: " + std::to_string(gpus) + " is not a multiple of " + node.name + "'s " +
                          std::to_string(node.gpus_per_node) + " GPUs per node (expected whole nodes)");
+    compute_model_for_gpu(parsed, node.gpu.kind, node.gpu.peak_bf16_flops, node.gpu.hbm_bytes_per_s);
+    nodes.push_back(node);
   }
   std::optional<int64_t> global_batch;
   if (parsed.has("--global-batch")) {
@@ -312,10 +695,10 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out)
   const int64_t top = parsed.integer("--top").value_or(1);
   if (top < 1)
     throw InputError("--top: expected a positive integer, got " + *parsed.value("--top"));
-  const int jobs = static_cast<int>(
-      parsed.integer("--jobs").value_or(std::max<unsigned>(1, std::thread::hardware_concurrency())));
+  const int64_t jobs = parsed.integer("--jobs").value_or(1);
   if (jobs < 1 || jobs > 1024)
     throw InputError("--jobs: expected an integer in [1, 1024], got " + *parsed.value("--jobs"));
+  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / static_cast<int>(jobs));
   sim::SearchSpace space;
   if (const auto kernel = parsed.value("--attention")) {
     const auto parsed_kernel = parse_attention(*kernel);
@@ -324,120 +707,119 @@ int run_sweep(const std::vector<std::string>& args, std::ostream& out)
     space.attention = *parsed_kernel;
   }
   const std::optional<std::string> plot = parsed.value("--plot");
-  if (plot) {
-    const auto ends_with = [&](const char* suffix) {
-      const std::string s = suffix;
-      return plot->size() > s.size() && plot->compare(plot->size() - s.size(), s.size(), s) == 0;
-    };
-    if (!ends_with(".png") && !ends_with(".svg"))
-      throw InputError("--plot: expected a file ending in .png or .svg, got '" + *plot + "'");
-    if (std::system("gnuplot --version >/dev/null 2>&1") != 0)
-      throw InputError("--plot: gnuplot not found (install the Debian package gnuplot-nox: apt-get install gnuplot-nox)");
-  }
+  check_plot(plot);
+  csv_output(parsed);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
   const bool json = parsed.has("--json");
+  const Shard shard = parsed.has("--shard")
+                          ? parse_shard(*parsed.value("--shard"))
+                          : shard_from_slurm([](const char* name) { return std::getenv(name); }).value_or(Shard{});
+
+  // The points in sweep order (model, cluster, GPU count), and this shard's.
+  std::vector<PointSpec> points;
+  for (size_t m = 0; m < models.size(); ++m)
+    for (size_t c = 0; c < cluster_names.size(); ++c)
+      for (const int64_t gpus : gpu_counts)
+        points.push_back(PointSpec{m, c, gpus});
+  std::vector<size_t> selected;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (shard.contains(i))
+      selected.push_back(i);
+  const auto describe = [&](size_t i) {
+    const PointSpec& p = points[i];
+    return point_name(models[p.model].name, p.gpus, nodes[p.cluster].name) + ", global batch " +
+           std::to_string(global_batch.value_or(p.gpus));
+  };
+
+  // One process per point, `jobs` at once: the search at that point, the best plan's bytes or the reason it is
+  // skipped sent back.
+  const auto run_point = [&](size_t k) -> std::string {
+    const PointSpec& p = points[selected[k]];
+    const GptConfig& model = models[p.model];
+    const std::string& cluster_name = cluster_names[p.cluster];
+    const int64_t node_gpus = nodes[p.cluster].gpus_per_node;
+    const topo::ClusterSpec cluster =
+        topo::load_cluster(cluster_name, static_cast<int>(std::max<int64_t>(1, p.gpus / node_gpus)), sets);
+    const int64_t batch = global_batch.value_or(p.gpus);
+    const sim::PlanEnumeration plans =
+        sim::enumerate_plans(model, p.gpus, batch, std::min<int64_t>(p.gpus, node_gpus), cluster.gpu.hbm_bytes, space);
+    if (plans.shapes == 0)
+      return "Sno parallel plan splits it (tp must divide the heads " + std::to_string(model.heads) +
+             ", pp the layers " + std::to_string(model.layers) + ", dp the global batch)";
+    if (plans.fitting.empty())
+      return "Sno plan fits: the smallest, " + describe_plan(plans.smallest.plan) + ", needs " +
+             gib(plans.smallest.peak_memory_bytes) + " GiB per GPU but the " + cluster.gpu.kind + " has " +
+             gib(cluster.gpu.hbm_bytes) + " GiB";
+    const GpuComputeModel gpu =
+        compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+    const topo::ClusterGraph graph(cluster);
+    const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
+        cluster, graph, model, plans.fitting, gpu, framework, threads, static_cast<size_t>(top), "sweep", false);
+    return encode_best(ranked.front());
+  };
+  ProgressBar progress("sweep points", !json);
+  size_t done = 0;
+  progress.update(0, selected.size());
+  const std::vector<std::string> outcomes = run_in_children(
+      selected.size(), static_cast<int>(jobs), run_point,
+      ChildPoolCallbacks{[&](size_t, const std::string&) { progress.update(++done, selected.size()); },
+                         [&] { progress.tick(); }, [&](size_t k) { return "the point " + describe(selected[k]); }});
+  progress.finish();
 
   std::vector<Row> rows;
-  const size_t total = models.size() * cluster_names.size() * gpu_counts.size();
-  size_t done = 0;
-  Progress progress("sweep points", !json);
-  for (const GptConfig& model : models)
-    for (const std::string& cluster_name : cluster_names)
-      for (const int64_t gpus : gpu_counts) {
-        const topo::ClusterSpec node = topo::load_cluster(cluster_name, 1, sets);
-        const int64_t nodes = std::max<int64_t>(1, gpus / node.gpus_per_node);
-        const topo::ClusterSpec cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes), sets);
-        const int64_t batch = global_batch.value_or(gpus);
-        const std::string point = model.name + " on " + std::to_string(gpus) + " GPUs of " + cluster.name +
-                                  ", global batch " + std::to_string(batch);
-        const sim::PlanEnumeration plans = sim::enumerate_plans(
-            model, gpus, batch, std::min<int64_t>(gpus, cluster.gpus_per_node), cluster.gpu.hbm_bytes, space);
-        if (plans.shapes == 0) {
-          std::cerr << "gputwin sweep: skipping " << point << ": no parallel plan splits it (tp must divide the heads "
-                    << model.heads << ", pp the layers " << model.layers << ", dp the global batch)\n";
-        } else if (plans.fitting.empty()) {
-          std::cerr << "gputwin sweep: skipping " << point << ": no plan fits (the smallest, "
-                    << describe_plan(plans.smallest.plan) << ", needs " << gib(plans.smallest.peak_memory_bytes)
-                    << " GiB per GPU, the " << cluster.gpu.kind << " has " << gib(cluster.gpu.hbm_bytes) << " GiB)\n";
-        } else {
-          const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
-                                                            cluster.gpu.hbm_bytes_per_s);
-          const topo::ClusterGraph graph(cluster);
-          const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
-              cluster, graph, model, plans.fitting, gpu, framework, jobs, static_cast<size_t>(top), "sweep", false);
-          Row row{model.name, cluster_name, gpus, ranked.front()};
-          if (have_tokens) {
-            row.time_to_train_s = tokens / row.best.tokens_per_s;
-            row.gpu_hours = static_cast<double>(gpus) * row.time_to_train_s / 3600;
-          }
-          if (have_price)
-            row.cost = row.gpu_hours * price;
-          rows.push_back(row);
-        }
-        progress.update(++done, total);
-      }
-  if (rows.empty())
-    throw InputError("no plan fits at any point of the sweep (each point's reason is above)");
-  // Scaling efficiency: tokens/s per GPU against the smallest point of the same model and cluster.
-  std::map<std::pair<std::string, std::string>, const Row*> smallest;
-  for (const Row& r : rows) {
-    const Row*& s = smallest[{r.model, r.cluster}];
-    if (s == nullptr || r.gpus < s->gpus)
-      s = &r;
+  std::vector<std::string> skipped; // warnings, in point order
+  for (size_t k = 0; k < selected.size(); ++k) {
+    const PointSpec& p = points[selected[k]];
+    if (outcomes[k].rfind("S", 0) == 0) {
+      skipped.push_back(describe(selected[k]) + ": " + outcomes[k].substr(1));
+      continue;
+    }
+    const std::optional<SimulatedCandidate> best = decode_best(outcomes[k]);
+    if (!best)
+      throw std::runtime_error("the process of the point " + describe(selected[k]) + " sent a malformed answer");
+    Row row;
+    row.point = selected[k];
+    row.model = models[p.model].name;
+    row.cluster = cluster_names[p.cluster];
+    row.gpus = p.gpus;
+    row.plan = best->estimate.candidate.plan;
+    row.peak_memory_bytes = best->estimate.candidate.peak_memory_bytes;
+    row.iteration_time_s = best->iteration_time_s;
+    row.tokens_per_s = best->tokens_per_s;
+    row.mfu = best->mfu;
+    if (have_tokens) {
+      row.time_to_train_s = tokens / row.tokens_per_s;
+      row.gpu_hours = static_cast<double>(p.gpus) * row.time_to_train_s / 3600;
+    }
+    if (have_price)
+      row.cost = row.gpu_hours * price;
+    rows.push_back(row);
   }
-  for (Row& r : rows) {
-    const Row* s = smallest[{r.model, r.cluster}];
-    r.scaling_efficiency = (r.best.tokens_per_s / static_cast<double>(r.gpus)) /
-                           (s->best.tokens_per_s / static_cast<double>(s->gpus));
+  if (rows.empty() && !shard.sliced()) {
+    if (skipped.size() == 1)
+      throw InputError(skipped.front());
+    throw InputError("no plan fits at any of the " + std::to_string(skipped.size()) +
+                     " points of the sweep; at the last, " + skipped.back());
+  }
+  for (const std::string& reason : skipped)
+    std::cerr << "gputwin sweep: skipping " << reason << "\n";
+  if (shard.sliced()) {
+    if (selected.empty())
+      std::cerr << "gputwin sweep: shard " << to_string(shard) << " has no points (the sweep has " << points.size()
+                << "); its CSV has the header only\n";
+    else if (rows.empty())
+      std::cerr << "gputwin sweep: shard " << to_string(shard)
+                << ": no point has a plan that fits; its CSV has the "
+                   "header only\n";
+  } else {
+    compute_scaling_efficiency(rows);
   }
 
-  if (const auto file = parsed.value("--csv"))
-    write_file_atomically(*file, [&](std::ostream& csv) { write_csv(csv, rows); }, "--csv");
-  if (plot)
-    render_plot(*plot, rows, have_tokens, have_price);
-  if (json) {
-    traces::JsonWriter w(out);
-    w.begin_array();
-    for (const Row& r : rows) {
-      const ParallelPlan& p = r.best.estimate.candidate.plan;
-      w.begin_object();
-      w.field("model", r.model);
-      w.field("cluster", r.cluster);
-      w.field("gpus", r.gpus);
-      write_plan_json(w, p);
-      w.field("iteration_time_s", r.best.iteration_time_s);
-      w.field("tokens_per_s", r.best.tokens_per_s);
-      w.field("mfu", r.best.mfu);
-      w.field("peak_memory_bytes", r.best.estimate.candidate.peak_memory_bytes);
-      w.field("time_to_train_s", r.time_to_train_s);
-      w.field("gpu_hours", r.gpu_hours);
-      w.field("cost", r.cost);
-      w.field("scaling_efficiency", r.scaling_efficiency);
-      w.end_object();
-    }
-    w.end_array();
-    out << "\n";
-    return 0;
-  }
-  char line[512];
-  std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-46s %9s %12s %6s %10s %12s %12s %7s\n", "model", "cluster",
-                "GPUs", "best plan", "iter s", "tokens/s", "MFU", "train days", "GPU-hours", "cost", "scaling");
-  out << line;
-  for (const Row& r : rows) {
-    const ParallelPlan& p = r.best.estimate.candidate.plan;
-    char plan_text[128];
-    std::snprintf(plan_text, sizeof plan_text, "tp %lld pp %lld dp %lld mb %lld %s%s %s",
-                  static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
-                  static_cast<long long>(p.micro_batch), to_string(p.schedule).c_str(),
-                  p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                  to_string(p.recompute).c_str());
-    std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-46s %9.4f %12.0f %5.1f%% %10s %12s %12s %6.1f%%\n",
-                  r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_text,
-                  r.best.iteration_time_s, r.best.tokens_per_s, 100 * r.best.mfu,
-                  csv_number("%.2f", r.time_to_train_s / 86400).c_str(), csv_number("%.0f", r.gpu_hours).c_str(),
-                  csv_number("%.0f", r.cost).c_str(), 100 * r.scaling_efficiency);
-    out << line;
-  }
+  render_outputs(parsed, rows);
+  if (json)
+    write_json(out, rows);
+  else
+    write_table(out, rows);
   return 0;
 }
 

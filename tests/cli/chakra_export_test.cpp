@@ -159,7 +159,10 @@ TEST(ChakraExport, PaperPlanOfGpt22bOnOneNode)
   // The check of issue 13: tp 8, pp 1 — one simulated rank.
   const CatalogEntry* entry = find_catalog_model("gpt-22b");
   ASSERT_NE(entry, nullptr);
-  check_export("--model gpt-22b --plan paper --nodes 1", make_workload(entry->model, entry->paper_plan), "chakra_22b");
+  ParallelPlan paper = entry->paper_plan; // --plan paper: Table 3's plan with SP and selective recompute (Table 5)
+  paper.tp_comm = TpComm::SequenceParallel;
+  paper.recompute = Recompute::Selective;
+  check_export("--model gpt-22b --plan paper --nodes 1", make_workload(entry->model, paper), "chakra_22b");
 }
 
 TEST(ChakraExport, PipelinedPlanHasOneFilePerStageAndMatchingMessages)

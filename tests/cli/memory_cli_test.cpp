@@ -27,7 +27,35 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
   const CliResult r = run_gputwin("memory --model gpt3-175b --plan paper --sp --recompute selective --json", false);
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.output, R"({
-  "model": "gpt3-175b",
+  "model": {
+    "name": "gpt3-175b",
+    "hidden": 12288,
+    "heads": 96,
+    "layers": 96,
+    "seq_len": 2048,
+    "vocab": 51200
+  },
+  "plan": {
+    "tp": 8,
+    "pp": 8,
+    "dp": 1,
+    "micro_batch": 1,
+    "global_batch": 64,
+    "schedule": "interleaved",
+    "chunks": 3,
+    "recompute": "selective",
+    "sp": true,
+    "zero": 0,
+    "attention": "unfused"
+  },
+  "cluster": {
+    "name": "dgx-a100",
+    "nodes": 8,
+    "gpus_per_node": 8,
+    "gpus": 64,
+    "gpu": "a100-sxm4-80gb",
+    "gpu_memory_bytes": 80000000000
+  },
   "gpus": 64,
   "stage": 0,
   "parameters_per_gpu": 2822731776,
@@ -39,7 +67,9 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
   "gradient_bytes": 11290927104,
   "optimizer_bytes": 33872781312,
   "total_bytes": 64373551104,
-  "total_gib": 59.95254135131836
+  "gpu_memory_bytes": 80000000000,
+  "headroom_bytes": 15626448896,
+  "fits": true
 }
 )");
 }
@@ -72,7 +102,7 @@ TEST(MemoryCli, SameInputSameBytes)
 
 TEST(MemoryCli, TableAndHelp)
 {
-  const CliResult table = run_gputwin("memory --model gpt-22b --plan paper", false);
+  const CliResult table = run_gputwin("memory --model gpt-22b --plan paper --no-sp --recompute none", false);
   ASSERT_EQ(table.exit_code, 0);
   EXPECT_NE(table.output.find("activations per layer (Table 2)"), std::string::npos);
   EXPECT_NE(table.output.find("1325400064"), std::string::npos) << table.output; // TP row of Table 2

@@ -44,7 +44,10 @@ TEST(ReplayCli, SingleRankAsMeasuredWithinFivePercent)
   const std::string trace = capture("single", "--micro-batch 2 --global-batch 8");
   const CliResult r = run_gputwin("replay '" + trace + "' --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.find("\"cluster\": \"localhost\""), r.output.find("\"cluster\""));
+  // A CPU trace replays on `localhost`; the report repeats the cluster, and the model and plan it captured.
+  EXPECT_NE(r.output.find("\"cluster\": {\n    \"name\": \"localhost\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"model\": {\n    \"name\": \"custom\",\n    \"hidden\": 128"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"global_batch\": 8"), std::string::npos) << r.output;
   // Measured durations and issue gaps: what is left is before the first op and after the last.
   EXPECT_LT(std::abs(json_number(r.output, "relative_error")), 0.05) << r.output;
 }

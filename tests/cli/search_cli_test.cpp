@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -51,10 +52,36 @@ TEST(SearchCli, RanksPlansThatFitAndTheBestBeatsThePaperPlan)
   }
   // Per GPU the paper's 175B plan (1536 GPUs, 1536 samples: 1 sample per GPU as here) takes 13.69 s with the
   // same framework profile (README); the search over 64 GPUs must find a plan at least as fast.
-  const CliResult paper = run_gputwin("simulate --model gpt3-175b --plan paper --sp --recompute selective --json", false);
+  const CliResult paper =
+      run_gputwin("simulate --model gpt3-175b --plan paper --sp --recompute selective --json", false);
   ASSERT_EQ(paper.exit_code, 0);
   const double paper_s = number(traces::parse_json(paper.output), "iteration_time_s");
   EXPECT_LE(number(list.items.front(), "iteration_time_s"), paper_s);
+}
+
+TEST(SearchCli, ProgressBarsOnATerminalButNotWithJsonOrAPipe)
+{
+  const std::string search = "search --model gpt-22b --layers 12 --gpus 16 --global-batch 16 --top 3";
+  // stderr a pipe (ctest): no bar on it.
+  const CliResult piped = run_gputwin(search, true);
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find("elapsed"), std::string::npos) << piped.output;
+  EXPECT_EQ(piped.output.find('\r'), std::string::npos) << piped.output;
+  // `script` (util-linux) gives the command a pseudo-terminal: stderr is a terminal there.
+  if (std::system("script --version >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no `script` to run gputwin on a pseudo-terminal";
+  const auto on_terminal = [](const std::string& arguments) {
+    return run_program("script", "-qec \"'" GPUTWIN_CLI "' " + arguments + " >/dev/null\" /dev/null", false);
+  };
+  const CliResult bars = on_terminal(search);
+  ASSERT_EQ(bars.exit_code, 0) << bars.output;
+  EXPECT_NE(bars.output.find("\restimating plans ["), std::string::npos) << bars.output;
+  EXPECT_NE(bars.output.find("\rsimulating the best plans ["), std::string::npos) << bars.output;
+  EXPECT_NE(bars.output.find("] 3/3"), std::string::npos) << bars.output;
+  const CliResult json = on_terminal(search + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(json.output.find("elapsed"), std::string::npos) << "--json: no bar: " << json.output;
+  EXPECT_EQ(json.output.find("plans ["), std::string::npos) << "--json: no bar: " << json.output;
 }
 
 TEST(SearchCli, BadInputIsOneLineAndNamesTheReason)
@@ -65,6 +92,13 @@ TEST(SearchCli, BadInputIsOneLineAndNamesTheReason)
   expect_one_line_error("search --model gpt3-175b --cluster dgx-a100", "--gpus: required");
   expect_one_line_error("search --model gpt3-175b --gpus 64 --micro-batches 1,x", "--micro-batches");
   expect_one_line_error("search --model gpt3-175b --gpus 64 --global-batch 0", "--global-batch");
+  // Why nothing fits: the smallest plan's memory against the GPU's.
+  expect_one_line_error("search --model gpt3-175b --gpus 8 --cluster dgx-a100 --global-batch 8",
+                        "GiB per GPU but the a100-sxm4-80gb has 74.5 GiB");
+  expect_one_line_error("search --model gpt3-175b --gpus 0", "--gpus: expected");
+  expect_one_line_error("search --model gpt3-175b --gpus 64x", "--gpus: expected");
+  expect_one_line_error("search --model gpt3-175b --gpus 64 --top 0", "--top");
+  expect_one_line_error("search --model gpt3-175b --gpus 64 --jobs 0", "--jobs");
 }
 
 } // namespace

@@ -38,11 +38,14 @@ TEST(SimulateCli, TimelineIsChromeTraceJson)
   EXPECT_NE(text.find("\"micro_batch\":0"), std::string::npos);
 }
 
-TEST(SimulateCli, PlanThatDoesNotFitIsSimulatedWithAWarning)
+TEST(SimulateCli, PlanThatDoesNotFitIsAnErrorUnlessAllowOom)
 {
-  const CliResult r = run_gputwin("simulate --model gpt3-175b --tp 8 --pp 2", true);
+  expect_one_line_error("simulate --model gpt3-175b --tp 8 --pp 2",
+                        "--allow-oom: not given, and the plan does not fit: pipeline stage 0 needs");
+  EXPECT_EQ(run_gputwin("simulate --model gpt3-175b --tp 8 --pp 2", true).exit_code, 2);
+  const CliResult r = run_gputwin("simulate --model gpt3-175b --tp 8 --pp 2 --allow-oom", true);
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.output.find("warning: pipeline stage 0 needs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("warning: the plan does not fit: pipeline stage 0 needs"), std::string::npos) << r.output;
 }
 
 TEST(SimulateCli, BadInputIsOneLineAndNonZeroExit)

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -87,24 +88,221 @@ TEST(SweepCli, OneCsvRowPerPointWithConsistentScalingColumnsAndAPng)
 
 TEST(SweepCli, PointsWhereNothingFitsAreSkippedWithAWarning)
 {
-  // 175B fits neither 8 nor 16 A100s: each point is skipped with its smallest plan's memory, then the sweep fails.
+  // 12 layers of gpt-22b need 99 GiB on one A100: that point is skipped with its smallest plan's memory, the
+  // 8-GPU point is kept.
+  const CliResult err =
+      run_gputwin("sweep --model gpt-22b --layers 12 --cluster dgx-a100 --gpus 1,8 --global-batch 16", true);
+  EXPECT_EQ(err.exit_code, 0) << err.output;
+  EXPECT_NE(err.output.find("skipping gpt-22b on 1 GPUs of dgx-a100, global batch 16: no plan fits: the smallest"),
+            std::string::npos)
+      << err.output;
+  EXPECT_NE(err.output.find("GiB per GPU but the a100-sxm4-80gb has 74.5 GiB"), std::string::npos) << err.output;
+  const CliResult out =
+      run_gputwin("sweep --model gpt-22b --layers 12 --cluster dgx-a100 --gpus 1,8 --global-batch 16", false);
+  EXPECT_EQ(split(out.output, '\n').size(), 3u) << "a header and the 8-GPU row: " << out.output;
+}
+
+TEST(SweepCli, NoPlanFitsAnywhereIsOneLineSayingWhy)
+{
+  // 175B fits neither 8 nor 16 A100s: one line, the smallest plan's memory against the GPU's.
+  expect_one_line_error("sweep --model gpt3-175b --cluster dgx-a100 --gpus 8 --global-batch 8",
+                        "gpt3-175b on 8 GPUs of dgx-a100, global batch 8: no plan fits: the smallest");
+  expect_one_line_error("sweep --model gpt3-175b --cluster dgx-a100 --gpus 8 --global-batch 8",
+                        "GiB per GPU but the a100-sxm4-80gb has 74.5 GiB");
+  expect_one_line_error("sweep --model gpt3-175b --cluster dgx-a100 --gpus 8,16 --global-batch 8",
+                        "no plan fits at any of the 2 points of the sweep; at the last, gpt3-175b on 16 GPUs");
   const CliResult r = run_gputwin("sweep --model gpt3-175b --cluster dgx-a100 --gpus 8,16 --global-batch 8", true);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("skipping gpt3-175b on 8 GPUs of dgx-a100"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("needs"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("no plan fits at any point"), std::string::npos) << r.output;
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(SweepCli, BadInputIsOneLineAndNamesTheReason)
 {
   expect_one_line_error("sweep --model gpt3-175b --gpus 64:x2", "--gpus: expected");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64:32:x2", "END 32 is below START 64");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 0:64:x2", "START '0' is not a whole number");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64:4096:x1", "a factor must be at least 2");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64:4096:y2", "--gpus: expected");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64:4096:", "--gpus: expected");
   expect_one_line_error("sweep --model gpt3-175b --gpus 0,64", "--gpus: expected");
   expect_one_line_error("sweep --model gpt3-175b --gpus 64:1024:x1", "--gpus: expected");
   expect_one_line_error("sweep --model gpt3-175b --gpus 64,,128", "--gpus");
   expect_one_line_error("sweep --model gpt3-175b --gpus 64,12 --cluster dgx-a100", "not a multiple of");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64:1024:+12 --cluster dgx-a100", "76 is not a multiple of");
   expect_one_line_error("sweep --model gpt3-175b --cluster dgx-a100", "--gpus: required");
   expect_one_line_error("sweep --model gpt3-175b --gpus 64 --tokens abc", "--tokens");
   expect_one_line_error("sweep --model gpt3-175b --gpus 64 --plot /tmp/x.jpg", "--plot");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64 --shard 4/3", "--shard: K must be between 1 and N");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64 --shard 0/3", "--shard: K must be between 1 and N");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64 --shard a/b", "--shard: expected K/N");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64 --shard 3", "--shard: expected K/N");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64 --jobs 0", "--jobs");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64 stray.csv", "unexpected argument 'stray.csv'");
+  const CliResult slurm =
+      run_program("env",
+                  "SLURM_ARRAY_TASK_ID=4 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1 '" GPUTWIN_CLI
+                  "' sweep --model gpt3-175b --gpus 64",
+                  true);
+  EXPECT_EQ(slurm.exit_code, 2);
+  EXPECT_NE(slurm.output.find("error: SLURM_ARRAY_TASK_ID: 4 is not one of the 3 tasks"), std::string::npos)
+      << slurm.output;
+}
+
+// The sweep of the scale-out tests: 6 points (2 clusters x 3 GPU counts), about a second in all.
+const std::string six_points = "sweep --model gpt-22b --layers 12 --cluster dgx-a100,dgx-h100 --gpus 8,16,32 "
+                               "--global-batch 16 --tokens 1e9 --price-per-gpu-hour 2.5";
+
+// Runs `arguments --csv FILE` and returns the CSV.
+std::string sweep_csv(const std::string& arguments, const std::string& name, const std::string& env = "")
+{
+  const std::string csv = temp_path(name);
+  std::remove(csv.c_str());
+  const CliResult r = env.empty()
+                          ? run_gputwin(arguments + " --csv '" + csv + "'", false)
+                          : run_program("env", env + " '" GPUTWIN_CLI "' " + arguments + " --csv '" + csv + "'", false);
+  EXPECT_EQ(r.exit_code, 0) << arguments << "\n" << r.output;
+  const std::string content = read_file(csv);
+  std::remove(csv.c_str());
+  return content;
+}
+
+TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
+{
+  const std::string whole = sweep_csv(six_points, "whole.csv");
+  const std::vector<std::string> lines = split(whole, '\n');
+  ASSERT_EQ(lines.size(), 8u) << "a header, 6 rows and the final newline: " << whole;
+  EXPECT_EQ(lines.front().substr(lines.front().size() - 24), "scaling_efficiency,point");
+
+  // Three slices: disjoint, none with a scaling efficiency (it depends on points of other slices).
+  std::vector<std::string> parts;
+  size_t rows = 0;
+  for (int k = 1; k <= 3; ++k) {
+    const std::string part = temp_path("shard" + std::to_string(k) + ".csv");
+    std::ofstream(part, std::ios::binary)
+        << sweep_csv(six_points + " --shard " + std::to_string(k) + "/3", "shard-run.csv");
+    const std::vector<std::string> part_lines = split(read_file(part), '\n');
+    ASSERT_GE(part_lines.size(), 2u);
+    EXPECT_EQ(part_lines.front(), lines.front()) << "the same header";
+    for (size_t i = 1; i + 1 < part_lines.size(); ++i) {
+      EXPECT_NE(whole.find(part_lines[i].substr(0, part_lines[i].find(",gpt-22b,"))), std::string::npos);
+      EXPECT_NE(part_lines[i].find(",,"), std::string::npos) << "scaling efficiency left empty: " << part_lines[i];
+      ++rows;
+    }
+    parts.push_back(part);
+  }
+  EXPECT_EQ(rows, 6u);
+
+  // Merged in any order, into a file (-o) or onto stdout: the bytes of the unsharded run.
+  const std::string merged = temp_path("merged.csv");
+  std::remove(merged.c_str());
+  const CliResult m =
+      run_gputwin("sweep --merge '" + parts[2] + "' '" + parts[0] + "' '" + parts[1] + "' -o '" + merged + "'", false);
+  ASSERT_EQ(m.exit_code, 0) << m.output;
+  EXPECT_NE(m.output.find("78.4%"), std::string::npos) << "the table, with the recomputed scaling: " << m.output;
+  EXPECT_EQ(read_file(merged), whole);
+  const CliResult to_stdout =
+      run_gputwin("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[2] + "'", false);
+  EXPECT_EQ(to_stdout.output, whole);
+  // A single run's CSV merged alone is itself.
+  const std::string whole_file = temp_path("whole-again.csv");
+  std::ofstream(whole_file, std::ios::binary) << whole;
+  EXPECT_EQ(run_gputwin("sweep --merge '" + whole_file + "'", false).output, whole);
+
+  // Overlapping files and files with different headers are one-line errors.
+  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[0] + "'", "the files overlap");
+  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + whole_file + "'", "the files overlap");
+  const std::string other_header = temp_path("other-header.csv");
+  std::string renamed = read_file(parts[1]);
+  renamed.replace(renamed.find("tokens_per_s"), 12, "tokens_per_h");
+  std::ofstream(other_header, std::ios::binary) << renamed;
+  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + other_header + "'", "the header differs from");
+  expect_one_line_error("sweep --merge '" + other_header + "'", "not the header of a CSV written by");
+  expect_one_line_error("sweep --merge", "--merge: expected the CSV files");
+  expect_one_line_error("sweep --merge '" + parts[0] + "' --gpus 8", "--gpus: not used with --merge");
+  expect_one_line_error("sweep --merge /nonexistent/a.csv", "--merge: cannot read '/nonexistent/a.csv'");
+  for (const std::string& f : parts)
+    std::remove(f.c_str());
+  for (const std::string& f : {merged, whole_file, other_header})
+    std::remove(f.c_str());
+}
+
+TEST(SweepCli, ASlurmArraySlicesLikeShardAndAnEmptySliceIsHeaderOnly)
+{
+  // --array=1-3: SLURM_ARRAY_TASK_ID 2 is the second slice, as --shard 2/3.
+  const std::string slurm =
+      sweep_csv(six_points, "slurm2.csv",
+                "SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=3 SLURM_ARRAY_TASK_COUNT=3");
+  EXPECT_EQ(slurm, sweep_csv(six_points + " --shard 2/3", "shard2.csv"));
+  // --array=0-2: task 1 is the second slice too.
+  EXPECT_EQ(slurm, sweep_csv(six_points, "slurm1.csv",
+                             "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_COUNT=3"));
+  // --shard wins over the environment.
+  EXPECT_EQ(
+      split(sweep_csv(six_points + " --shard 1/1", "all.csv", "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3"), '\n')
+          .size(),
+      8u);
+  // More slices than points: the last ones have nothing to do; they succeed with a header-only CSV (a Slurm array
+  // larger than the sweep still merges).
+  const std::string empty = sweep_csv(six_points + " --shard 7/7", "empty.csv");
+  EXPECT_EQ(split(empty, '\n').size(), 2u) << empty;
+}
+
+TEST(SweepCli, ParallelJobsGiveTheSameOutputAsOne)
+{
+  const CliResult one = run_gputwin(six_points + " --jobs 1 --json", false);
+  const CliResult two = run_gputwin(six_points + " --jobs 2 --json", false);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_EQ(one.output, two.output);
+  EXPECT_EQ(sweep_csv(six_points + " --jobs 1", "jobs1.csv"), sweep_csv(six_points + " --jobs 3", "jobs3.csv"));
+}
+
+TEST(SweepCli, NoProgressBarWhenStderrIsNotATerminal)
+{
+  // Under ctest stderr is a pipe: no bar on it.
+  const CliResult r = run_gputwin(six_points + " --jobs 2", true);
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output.find("elapsed"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
+}
+
+TEST(SweepCli, AProgressBarOnATerminalButNotWithJson)
+{
+  // `script` (util-linux) gives the command a pseudo-terminal: stderr is a terminal there, stdout goes to /dev/null.
+  if (std::system("script --version >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no `script` to run gputwin on a pseudo-terminal";
+  const auto on_terminal = [](const std::string& arguments) {
+    return run_program("script", "-qec \"'" GPUTWIN_CLI "' " + arguments + " >/dev/null\" /dev/null", false);
+  };
+  const CliResult bar = on_terminal(six_points + " --jobs 2");
+  ASSERT_EQ(bar.exit_code, 0) << bar.output;
+  EXPECT_NE(bar.output.find("\rsweep points ["), std::string::npos) << bar.output;
+  EXPECT_NE(bar.output.find("] 6/6"), std::string::npos) << bar.output;
+  EXPECT_NE(bar.output.find("elapsed"), std::string::npos) << bar.output;
+  const CliResult json = on_terminal(six_points + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(json.output.find("elapsed"), std::string::npos) << "--json: no bar: " << json.output;
+  EXPECT_EQ(json.output.find("sweep points"), std::string::npos) << "--json: no bar: " << json.output;
+}
+
+TEST(SweepCli, TheSlurmExampleScriptRunsAnArrayAndMergesIt)
+{
+  // scripts/sweep.sbatch submitted through a stand-in sbatch (tests/data/fake-slurm: runs the jobs at once, in the
+  // environment Slurm gives array tasks): the merged CSV is the unsharded one.
+  const std::string source = std::string(GPUTWIN_TEST_DATA_DIR) + "/../..";
+  const std::string out = temp_path("sbatch-out");
+  std::system(("rm -rf '" + out + "'").c_str());
+  const std::string args = six_points.substr(std::string("sweep ").size());
+  const CliResult r = run_program("env",
+                                  "-u SLURM_JOB_ID -u SLURM_ARRAY_TASK_ID PATH='" + std::string(GPUTWIN_TEST_DATA_DIR) +
+                                      "/fake-slurm':\"$PATH\" SHARDS=3 SWEEP_OUT='" + out + "' SWEEP_ARGS='" + args +
+                                      "' GPUTWIN='" GPUTWIN_CLI "' bash '" + source + "/scripts/sweep.sbatch'",
+                                  false);
+  ASSERT_EQ(r.exit_code, 0) << r.output << read_file(out + "/shard-1.log") << read_file(out + "/merge.log");
+  EXPECT_NE(r.output.find("array job"), std::string::npos) << r.output;
+  for (int k = 1; k <= 3; ++k)
+    EXPECT_FALSE(read_file(out + "/shard-" + std::to_string(k) + ".csv").empty()) << k;
+  EXPECT_EQ(read_file(out + "/sweep.csv"), sweep_csv(six_points, "sbatch-whole.csv"));
+  std::system(("rm -rf '" + out + "'").c_str());
 }
 
 } // namespace

@@ -209,7 +209,8 @@ TEST(GpuModelYaml, H100CalibrationWithTableAndClassesRoundTripsExactly)
   write_calibration_yaml(rewritten, again, {trace});
   EXPECT_EQ(rewritten.str(), text.str());
   // The loaded model times every op as the fitted one does.
-  for (const traces::Op& op : traces::read_op_graph_file(trace).ranks[0].ops)
+  const traces::OpGraph graph = traces::read_op_graph_file(trace); // named: a range-for over a temporary's member dangles
+  for (const traces::Op& op : graph.ranks[0].ops)
     EXPECT_EQ(compute_duration_s(loaded.gpu, op), compute_duration_s(c.gpu, op)) << op.name;
 }
 

@@ -1,5 +1,6 @@
 // The shared model and plan flags: parsing, defaults, and one-line errors that name the flag.
 #include "gputwin/models/input_error.hpp"
+#include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/plan_flags.hpp"
 
 #include <gtest/gtest.h>
@@ -59,6 +60,49 @@ TEST(PlanFlags, DefaultsAndOverrides)
   EXPECT_EQ(custom.model.layers, 24);
   EXPECT_EQ(custom.model.hidden, 4096);
   EXPECT_EQ(custom.model.vocab, 51200);
+}
+
+TEST(PlanFlags, PaperPlanIsThePapersWholeConfiguration)
+{
+  // Table 3's plan with Table 5's sequence parallelism and selective recompute, for every built-in model.
+  for (const CatalogEntry& entry : model_catalog()) {
+    SCOPED_TRACE(entry.model.name);
+    const Parsed p = parse({"--model", entry.model.name, "--plan", "paper"});
+    EXPECT_TRUE(p.plan.sequence_parallel());
+    EXPECT_EQ(p.plan.recompute, Recompute::Selective);
+    EXPECT_EQ(p.plan.effective_global_batch(), entry.paper_plan.effective_global_batch());
+    EXPECT_EQ(p.plan.tp, entry.paper_plan.tp);
+    EXPECT_EQ(p.plan.pp, entry.paper_plan.pp);
+    // The catalogue obeys every shape rule the flags and files do.
+    EXPECT_NO_THROW(validate_plan(entry.model, entry.paper_plan));
+  }
+  EXPECT_FALSE(parse({"--model", "gpt-22b", "--plan", "paper", "--no-sp"}).plan.sequence_parallel());
+  EXPECT_EQ(parse({"--model", "gpt-22b", "--plan", "paper", "--recompute", "none"}).plan.recompute, Recompute::None);
+  EXPECT_NE(error_of({"--model", "gpt-22b", "--sp", "--no-sp"}).find("--no-sp: contradicts --sp"), std::string::npos);
+}
+
+TEST(PlanFlags, NotesStateTheDefaultsAndThePipelineFill)
+{
+  ArgParser parser("test", "test");
+  add_model_flags(parser);
+  add_plan_flags(parser);
+  const ParsedArgs plain = parser.parse({"--model", "gpt3-175b", "--tp", "8", "--pp", "8", "--dp", "2"});
+  const ParallelPlan p = read_plan(plain, read_model(plain, {}));
+  ASSERT_EQ(plan_notes(plain, p).size(), 1u);
+  EXPECT_EQ(plan_notes(plain, p)[0], "--global-batch not given: global batch = micro-batch x dp = 1 x 2 = 2 (one "
+                                     "micro-batch per pipeline, Megatron-LM's default)");
+  EXPECT_EQ(pipeline_fill_warning(p).value_or(""),
+            "1 micro-batch per pipeline for 8 pipeline stages: the pipeline never fills (bubble (p - 1)/m = 7 of "
+            "compute); expected --global-batch of at least micro-batch x dp x pp = 16");
+  const ParsedArgs filled = parser.parse({"--model", "gpt3-175b", "--tp", "8", "--pp", "8", "--global-batch", "8"});
+  EXPECT_TRUE(plan_notes(filled, read_plan(filled, read_model(filled, {}))).empty());
+  EXPECT_FALSE(pipeline_fill_warning(read_plan(filled, read_model(filled, {}))));
+  const ParsedArgs paper = parser.parse({"--model", "gpt-1t", "--plan", "paper", "--micro-batch", "2"});
+  const std::vector<std::string> notes = plan_notes(paper, read_plan(paper, read_model(paper, {})));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "--plan paper (Korthikanti et al. 2022: Table 3's plan, Table 5's SP + selective recompute) set "
+                      "tp 8, pp 64, dp 1, global batch 512, schedule 1f1b, sequence parallelism, recompute selective; "
+                      "from the flags: --micro-batch");
 }
 
 TEST(PlanFlags, PaperPlanThenFlagsOnTop)

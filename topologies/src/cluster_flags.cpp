@@ -6,12 +6,12 @@
 
 namespace gputwin::topo {
 
-void add_cluster_flags(cli::ArgParser& parser)
+void add_cluster_flags(cli::ArgParser& parser, const std::string& default_text)
 {
   parser.add_section("cluster");
   parser.add_option("--cluster", "NAME|FILE",
-                    "built-in cluster (" + builtin_cluster_names() + ") or a cluster .yaml file (default " +
-                        default_cluster + ")");
+                    "built-in cluster (" + builtin_cluster_names() + ") or a cluster .yaml file (" +
+                        (default_text.empty() ? "default " + std::string(default_cluster) : default_text) + ")");
   parser.add_option("--nodes", "N", "number of nodes (default: the cluster file's `nodes`)");
   parser.add_option("--set", "KEY=VALUE",
                     "override a field of the cluster file, e.g. --set node.nvlink.gbytes_per_s=250 (repeatable)", true);

@@ -6,6 +6,7 @@
 #include "yaml_overrides.hpp"
 
 #include "gputwin/models/input_error.hpp"
+#include "gputwin/traces/json_writer.hpp"
 
 #include <cmath>
 #include <fstream>
@@ -54,7 +55,11 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   in.mapping("gpu", {"kind", "peak_bf16_tflops", "hbm_gbytes", "hbm_gbytes_per_s"});
   spec.gpu.kind = in.text("gpu.kind");
   spec.gpu.peak_bf16_flops = in.positive_number("gpu.peak_bf16_tflops") * 1e12;
-  spec.gpu.hbm_bytes = std::llround(in.positive_number("gpu.hbm_gbytes") * giga);
+  const double hbm_gbytes = in.positive_number("gpu.hbm_gbytes");
+  if (hbm_gbytes > 1e9) // bytes must fit 64 bits: a billion GB per GPU is already far beyond any device
+    throw InputError(in.where("gpu.hbm_gbytes") + ": expected at most 1e9 GB per GPU, got " +
+                     traces::json_number(hbm_gbytes));
+  spec.gpu.hbm_bytes = std::llround(hbm_gbytes * giga);
   spec.gpu.hbm_bytes_per_s = in.positive_number("gpu.hbm_gbytes_per_s") * giga;
 
   in.mapping("node", {"gpus", "nvlink", "pcie", "nics"});

@@ -4,6 +4,7 @@
 #include "gputwin/topologies/fat_tree.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
+#include <cmath>
 #include <vector>
 
 namespace gputwin::topo {
@@ -12,8 +13,19 @@ namespace {
 
 using traces::json_number;
 
+// A value whose SI conversion overflowed (1e300 Gbit/s is inf bytes/s): every later formula would print "inf"
+// or "null" and divide by it.
+std::optional<SpecProblem> overflowed(const std::string& field, double value)
+{
+  if (!std::isinf(value))
+    return std::nullopt;
+  return SpecProblem{field, "overflows a double once converted to SI units (expected a realistic value)"};
+}
+
 std::optional<SpecProblem> positive(const std::string& field, double value)
 {
+  if (auto p = overflowed(field, value))
+    return p;
   if (value > 0)
     return std::nullopt;
   return SpecProblem{field, "expected a positive number, got " + json_number(value)};
@@ -21,6 +33,8 @@ std::optional<SpecProblem> positive(const std::string& field, double value)
 
 std::optional<SpecProblem> non_negative(const std::string& field, double value)
 {
+  if (auto p = overflowed(field, value))
+    return p;
   if (value >= 0)
     return std::nullopt;
   return SpecProblem{field, "expected a number >= 0, got " + json_number(value)};

@@ -1,5 +1,6 @@
 #include "yaml_overrides.hpp"
 
+#include "gputwin/config/yaml_fields.hpp"
 #include "gputwin/models/input_error.hpp"
 
 #include <cstdint>
@@ -58,6 +59,7 @@ void apply_set_override(YAML::Node& root, const SetOverride& override)
     throw InputError("--set " + override.key + ": malformed value '" + override.value + "' (" + e.msg +
                      "; expected a YAML value: a number, a word, [a, list] or {a: mapping})");
   }
+  config::reject_duplicate_keys(value, "--set " + override.key);
   const std::vector<std::string> segments = split_path(override.key);
   YAML::Node node = root;
   std::string walked;

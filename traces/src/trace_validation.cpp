@@ -139,11 +139,18 @@ void validate_op_graph(const OpGraph& graph)
   if (graph.format_version != op_graph_format_version)
     throw TraceError("field 'format_version': expected " + std::to_string(op_graph_format_version) + ", got " +
                      std::to_string(graph.format_version));
+  if (graph.ranks.empty())
+    throw TraceError("field 'ranks': no rank programs (expected at least one rank with ops)");
   std::map<int32_t, size_t> programs;
-  for (size_t i = 0; i < graph.ranks.size(); ++i)
+  for (size_t i = 0; i < graph.ranks.size(); ++i) {
     if (!programs.emplace(graph.ranks[i].rank, i).second)
       throw TraceError("rank program at index " + std::to_string(i) + ": field 'rank': rank " +
                        std::to_string(graph.ranks[i].rank) + " appears twice (expected one program per rank)");
+    // A rank that did nothing would replay in 0 s (a -100% error beside its measured time): not a capture.
+    if (graph.ranks[i].ops.empty())
+      throw TraceError("rank program at index " + std::to_string(i) + ": field 'ops': rank " +
+                       std::to_string(graph.ranks[i].rank) + " has no ops (expected at least one op per rank)");
+  }
   for (size_t g = 0; g < graph.groups.size(); ++g) {
     const std::vector<int32_t>& members = graph.groups[g].ranks;
     if (members.empty())

@@ -1,6 +1,7 @@
 #include "gputwin/engine/train/device_memory_check.hpp"
 
 #include "gputwin/engine/backend/device_info.hpp"
+#include "gputwin/models/host_memory.hpp"
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 
@@ -60,6 +61,10 @@ void check_memory_before_allocating(const TrainConfig& config, const RankGrid& g
     check_plan_fits(config.model, config.plan, grid, ranks, config.memory_limit_bytes, where, "by --memory-limit-gib");
   if (gpu)
     check_plan_fits(config.model, config.plan, grid, ranks, gpu->free_memory_bytes, where, "free on it");
+  else if (const int64_t available = host_available_memory_bytes(); available > 0)
+    // The CPU backend's tensors live in host memory: the same prediction against what the host has available
+    // now (MemAvailable, within the cgroup's limit), so an oversized model stops here, not in std::bad_alloc.
+    check_plan_fits(config.model, config.plan, grid, ranks, available, where, "available on it (MemAvailable)");
 }
 
 } // namespace gputwin::engine

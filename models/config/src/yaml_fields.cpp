@@ -4,10 +4,13 @@
 #include "gputwin/models/input_error.hpp"
 
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <utility>
 
 namespace gputwin::config {
 
@@ -18,16 +21,7 @@ YamlFile load_yaml_file(const std::string& path)
     throw InputError(path + ": cannot open the file (expected a readable YAML file)");
   std::stringstream text;
   text << in.rdbuf();
-  YamlFile file{path, {}};
-  try {
-    file.root = YAML::Load(text.str());
-  } catch (const YAML::ParserException& e) {
-    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                     ": malformed YAML: " + e.msg);
-  }
-  if (!file.root.IsMap())
-    throw InputError(path + ":1: expected a mapping of fields (key: value) at the top level");
-  return file;
+  return parse_yaml_text(text.str(), path);
 }
 
 std::string location(const YamlFile& file, const YAML::Node& node)
@@ -95,7 +89,48 @@ YamlFile parse_yaml_text(const std::string& text, const std::string& path)
   }
   if (!file.root.IsMap())
     throw InputError(path + ":1: expected a mapping of fields (key: value) at the top level");
+  reject_duplicate_keys(file.root, path);
   return file;
+}
+
+namespace {
+
+// Depth-first over the containers of a parsed document. An alias is the node it names (same position in
+// the text), so each container is visited once: alias cycles and alias fan-out cost nothing.
+void find_duplicate_keys(const YAML::Node& node, const std::string& where, std::set<std::pair<size_t, size_t>>& seen)
+{
+  if (!node.IsMap() && !node.IsSequence())
+    return;
+  const YAML::Mark mark = node.Mark();
+  if (!mark.is_null() && !seen.emplace(static_cast<size_t>(mark.line), static_cast<size_t>(mark.column)).second)
+    return;
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node)
+      find_duplicate_keys(item, where, seen);
+    return;
+  }
+  std::map<std::string, YAML::Mark> first;
+  for (const auto& item : node) {
+    if (item.first.IsScalar()) {
+      const auto [it, inserted] = first.emplace(item.first.Scalar(), item.first.Mark());
+      if (!inserted) {
+        const YAML::Mark at = item.first.Mark();
+        throw InputError(where +
+                         (at.is_null() ? "" : ":" + std::to_string(at.line + 1) + ":" + std::to_string(at.column + 1)) +
+                         ": " + item.first.Scalar() + ": duplicate key (expected each key once in a mapping" +
+                         (it->second.is_null() ? "" : "; first at line " + std::to_string(it->second.line + 1)) + ")");
+      }
+    }
+    find_duplicate_keys(item.second, where, seen);
+  }
+}
+
+} // namespace
+
+void reject_duplicate_keys(const YAML::Node& root, const std::string& where)
+{
+  std::set<std::pair<size_t, size_t>> seen;
+  find_duplicate_keys(root, where, seen);
 }
 
 std::string node_kind(const YAML::Node& node)

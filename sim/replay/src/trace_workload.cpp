@@ -142,6 +142,22 @@ TraceWorkload make_trace_workload(const traces::OpGraph& trace, const ScaleOut& 
   plan.attention = *kernel;
   plan.zero_stage = static_cast<int>(metadata_int(trace, "zero"));
   const int64_t trace_global = metadata_int(trace, "global_batch");
+  // The captured run itself must be one the models accept (the same shape rules as --model and its flags):
+  // its metadata are read as a model and plan, and a division below needs dp > 0.
+  {
+    ParallelPlan captured = plan;
+    captured.pp = trace_pp;
+    captured.dp = trace_dp;
+    captured.global_batch = trace_global;
+    try {
+      validate_plan(model, captured);
+    } catch (const InputError& e) {
+      std::string why = e.what();
+      if (why.rfind("--", 0) == 0) // "--heads: ..." names the metadata field, not a flag of this command
+        why = why.substr(2);
+      throw InputError("replay: the trace's metadata describe no valid run: " + why);
+    }
+  }
   const int32_t captured_layers = static_cast<int32_t>(model.layers);
 
   if (scale.layers) {

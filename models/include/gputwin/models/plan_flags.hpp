@@ -3,7 +3,7 @@
 // `gputwin-engine train`): one definition, so the CLIs cannot drift apart.
 //
 //   model: --model NAME|FILE.yaml  --hidden --heads --layers --seq-len --vocab
-//   plan:  --plan paper  --tp --pp --dp --micro-batch --global-batch --sp
+//   plan:  --plan paper  --tp --pp --dp --micro-batch --global-batch --sp --no-sp
 //          --recompute none|selective|full  --attention unfused|flash  --schedule 1f1b|interleaved|gpipe
 //          --chunks N  --zero 0|1
 
@@ -12,7 +12,9 @@
 #include "gputwin/models/parallel_plan.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace gputwin::cli {
 
@@ -28,8 +30,17 @@ using ModelFileLoader = std::function<GptConfig(const std::string& path)>;
 // The result is validated; errors name the flag.
 GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file);
 
-// The plan from the flags, on top of the built-in model's Table 3 plan when --plan paper is given.
+// The plan from the flags, on top of the paper's configuration of the built-in model when --plan paper is given
+// (Table 3's plan with sequence parallelism and selective recompute, as Table 5 ran it).
 // Validated against `model` (validate_plan); errors name the flag.
 ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model);
+
+// What the flags left to defaults, for a command to state on stderr once its run has succeeded: what --plan
+// paper set (and which flags overrode it), or the default global batch when --global-batch is not given.
+std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& plan);
+
+// A warning when the plan gives each pipeline fewer micro-batches than it has stages (the pipeline never
+// fills: most of the iteration is bubble); nullopt otherwise.
+std::optional<std::string> pipeline_fill_warning(const ParallelPlan& plan);
 
 } // namespace gputwin::cli

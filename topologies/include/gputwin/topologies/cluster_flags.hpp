@@ -8,13 +8,16 @@
 #include "gputwin/models/arg_parser.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
+#include <string>
+
 namespace gputwin::topo {
 
 // The cluster used when --cluster is not given.
 inline constexpr const char* default_cluster = "dgx-a100";
 
-// Adds a "cluster" section with --cluster, --nodes and --set to `parser`.
-void add_cluster_flags(cli::ArgParser& parser);
+// Adds a "cluster" section with --cluster, --nodes and --set to `parser`. `default_text` says which cluster a
+// command takes without --cluster, for its --help (default: "default dgx-a100").
+void add_cluster_flags(cli::ArgParser& parser, const std::string& default_text = "");
 
 // The cluster the flags describe, loaded and validated (load_cluster). Throws InputError naming the flag
 // ("--nodes: expected a positive integer, got 0") or the file location of a bad field.

@@ -37,7 +37,7 @@ OpGraph parse_op_graph(std::string_view json_text, const std::string& source);
 // Reads `path` and parses it; throws TraceError if the file cannot be read.
 OpGraph read_op_graph_file(const std::string& path);
 
-// Checks the cross-op rules of the format: ids increase within a rank; deps name earlier ops of the same
+// Checks the cross-op rules of the format: at least one rank, every rank has at least one op; ids increase within a rank; deps name earlier ops of the same
 // rank; group indices are in range and the rank belongs to its group; a collective with the same group and
 // sequence exists on every member with the same collective and bytes; every send has the receive with the
 // same (source, destination, sequence) and bytes, and vice versa. Throws TraceError (without a file name).

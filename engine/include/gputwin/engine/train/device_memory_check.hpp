@@ -29,7 +29,8 @@ void check_plan_fits(const GptConfig& model, const ParallelPlan& plan, const Ran
                      const std::string& source);
 
 // The check of a training run before its ranks allocate: the ranks `ranks` that will share device `device` of
-// `config.backend` must fit in config.memory_limit_bytes (when set) and, on a GPU, in its free memory.
+// `config.backend` must fit in config.memory_limit_bytes (when set) and, on a GPU, in its free memory; on the CPU
+// backend, in the host memory available now (host_available_memory_bytes).
 void check_memory_before_allocating(const TrainConfig& config, const RankGrid& grid, const std::vector<int>& ranks,
                                     int device);
 

@@ -16,7 +16,8 @@ struct YamlFile {
   YAML::Node root;
 };
 
-// Parses `path`; throws InputError if it cannot be read, is not valid YAML, or its top level is not a mapping.
+// Parses `path`; throws InputError if it cannot be read, is not valid YAML, its top level is not a mapping, or a
+// mapping holds a key twice (reject_duplicate_keys).
 YamlFile load_yaml_file(const std::string& path);
 
 // "FILE:LINE:COLUMN" of `node` (1-based), or "FILE" when the node has no position.
@@ -34,6 +35,11 @@ void reject_unknown_keys(const YamlFile& file, const YAML::Node& map, std::initi
 // Parses `text` as the contents of a file called `path` (e.g. a file embedded into the binary at build time);
 // errors as load_yaml_file, naming `path`.
 YamlFile parse_yaml_text(const std::string& text, const std::string& path);
+
+// Throws InputError "WHERE:LINE:COLUMN: KEY: duplicate key (first at line N) ..." for the first key that a
+// mapping of `root` (at any depth) holds twice. yaml-cpp keeps both and looks up the first, so a repeated key
+// would otherwise be silently ignored. load_yaml_file and parse_yaml_text call it on every document.
+void reject_duplicate_keys(const YAML::Node& root, const std::string& where);
 
 // What `node` is, for error messages: "mapping", "list", "null value" or "scalar".
 std::string node_kind(const YAML::Node& node);

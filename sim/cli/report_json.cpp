@@ -1,0 +1,31 @@
+#include "report_json.hpp"
+
+namespace gputwin::cli {
+
+void write_model_json(traces::JsonWriter& json, const GptConfig& model)
+{
+  json.key("model");
+  json.begin_object();
+  json.field("name", model.name);
+  json.field("hidden", model.hidden);
+  json.field("heads", model.heads);
+  json.field("layers", model.layers);
+  json.field("seq_len", model.seq_len);
+  json.field("vocab", model.vocab);
+  json.end_object();
+}
+
+void write_cluster_json(traces::JsonWriter& json, const topo::ClusterSpec& cluster)
+{
+  json.key("cluster");
+  json.begin_object();
+  json.field("name", cluster.name);
+  json.field("nodes", static_cast<int64_t>(cluster.nodes));
+  json.field("gpus_per_node", static_cast<int64_t>(cluster.gpus_per_node));
+  json.field("gpus", static_cast<int64_t>(cluster.gpus()));
+  json.field("gpu", cluster.gpu.kind);
+  json.field("gpu_memory_bytes", cluster.gpu.hbm_bytes);
+  json.end_object();
+}
+
+} // namespace gputwin::cli

@@ -1,0 +1,225 @@
+#include "resource_estimate.hpp"
+
+#include "byte_size.hpp"
+
+#include "gputwin/models/host_memory.hpp"
+#include "gputwin/models/input_error.hpp"
+#include "gputwin/sim/comm_expansion.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace gputwin::cli {
+
+namespace {
+
+// Bytes per unit, fitted to the peak RSS (/usr/bin/time -f %M) of real runs on this machine (2 cores, SimGrid
+// 3.32; README.md, `gputwin simulate`, "Resource guards"): simulate of GPT-3 175B tp 8 pp 8 on 2048-16384 H100s
+// (dp 32-256), the paper plans of 22B and 175B (also --global-batch 1024), gpt-1t tp 8 pp 64 dp 6 on 3072 A100s,
+// and 102400 GPUs (dp 1600). The platform is a star zone (sim/platform: one transfer host per GPU pair that
+// talks), so it grows with the GPUs and the pairs; the full zone it replaced held a dense GPUs x GPUs route
+// table (8 bytes per entry: 2 GiB at 16384 GPUs, 78 GiB at 102400) -- add that term back if it ever returns.
+constexpr double base_bytes = 40e6;                // the binary, SimGrid's engine, the built-in tables
+constexpr double bytes_per_gpu = 14e3;             // SimGrid host + netpoint + CPU model, name, bookkeeping
+constexpr double bytes_per_op = 260;               // traces::Op in the programs, accounting, done flags, host
+constexpr double bytes_per_timeline_op = 120;      // one recorded interval
+constexpr double bytes_per_route = 800;            // transfer host + route links + our pair, latency entries
+constexpr double bytes_per_flow_in_flight = 1.5e3; // SimGrid comm activity + network action
+constexpr double estimator_bytes_per_op = 330;     // the DAG executor's graph node per op (--estimate)
+
+struct Counts {
+  double ops = 0, routes = 0, largest_op_flows = 0;
+  double step_flows = 0;      // of the ops of micro-batches (TP collectives, pipeline messages)
+  double iteration_flows = 0; // of the once-per-iteration ops (DP reductions, embedding all-reduce)
+};
+
+// The ops, flows and routes of the workload of (model, plan): stage 0, stage 1 (standing for every middle stage,
+// which all hold the same ops) and the last stage are generated; the middle one counts pp - 2 times.
+Counts count_workload(const topo::ClusterSpec& cluster, const GptConfig& model, const ParallelPlan& plan,
+                      const WorkloadOptions& options)
+{
+  const Workload workload = make_workload(model, plan, options);
+  sim::CommExpander comm(cluster, workload);
+  std::vector<std::pair<int64_t, double>> stages = {{0, 1.0}};
+  if (plan.pp > 2)
+    stages.emplace_back(1, static_cast<double>(plan.pp - 2));
+  if (plan.pp > 1)
+    stages.emplace_back(plan.pp - 1, 1.0);
+  Counts c;
+  for (const auto& [stage, weight] : stages) {
+    const traces::RankProgram program = stage_program(workload, stage);
+    std::set<std::pair<int, int>> pairs;
+    double step_flows = 0, iteration_flows = 0;
+    for (const traces::Op& op : program.ops) {
+      const sim::CommWork* work = nullptr;
+      if (op.kind == traces::OpKind::Collective)
+        work = &comm.collective(op);
+      else if (op.kind == traces::OpKind::Send)
+        work = &comm.message(program.rank, op);
+      if (work == nullptr)
+        continue;
+      (op.micro_batch >= 0 ? step_flows : iteration_flows) += static_cast<double>(work->flows.size());
+      c.largest_op_flows = std::max(c.largest_op_flows, static_cast<double>(work->flows.size()));
+      for (const sim::Flow& f : work->flows)
+        pairs.emplace(f.src_gpu, f.dst_gpu);
+    }
+    c.ops += weight * static_cast<double>(program.ops.size());
+    c.step_flows += weight * step_flows;
+    c.iteration_flows += weight * iteration_flows;
+    c.routes += weight * static_cast<double>(pairs.size());
+  }
+  return c;
+}
+
+// Counts of the plan, from four probes: (m1, 1) (m2, 1) (m1, 2) (m2, 2) micro-batches per pipeline x layers per
+// model chunk, extrapolated bilinearly to the plan's (m, layers per chunk). Ops and the flows of micro-batch ops
+// are exactly bilinear (per micro-batch and layer, per layer once -- the DP reduction with
+// --overlap-grad-reduce --, per micro-batch once, and per iteration); routes depend on neither (the same groups),
+// the largest op neither. The once-per-iteration reductions carry bytes in proportion to the layers, and NCCL's
+// choice of algorithm (so their flow count) follows the bytes: they are taken from the larger probe, scaled by
+// the layers where there is one per layer.
+Counts count_plan(const topo::ClusterSpec& cluster, const GptConfig& model, const ParallelPlan& plan,
+                  const WorkloadOptions& options)
+{
+  const int64_t chunks = plan.schedule == Schedule::Interleaved ? plan.chunks : 1;
+  const int64_t unit = plan.schedule == Schedule::Interleaved ? plan.pp : 1; // interleaved: m a multiple of pp
+  const double m = static_cast<double>(plan.micro_batches());
+  const double l = static_cast<double>(model.layers / (plan.pp * chunks));
+  Counts probe[2][2];
+  for (int mi = 0; mi < 2; ++mi)
+    for (int li = 0; li < 2; ++li) {
+      GptConfig small = model;
+      small.layers = plan.pp * chunks * (li + 1);
+      ParallelPlan p = plan;
+      p.global_batch = unit * (mi + 1) * plan.micro_batch * plan.dp;
+      probe[mi][li] = count_workload(cluster, small, p, options);
+    }
+  const double m1 = static_cast<double>(unit), m2 = 2.0 * static_cast<double>(unit);
+  auto bilinear = [&](double Counts::*field) {
+    const double f11 = probe[0][0].*field, f12 = probe[0][1].*field, f21 = probe[1][0].*field, f22 = probe[1][1].*field;
+    const double per_m = (f21 - f11) / (m2 - m1), per_l = f12 - f11;
+    const double per_ml = (f22 - f21 - f12 + f11) / (m2 - m1);
+    return std::max(0.0, f11 + per_m * (m - m1) + per_l * (l - 1) + per_ml * (m - m1) * (l - 1));
+  };
+  Counts c;
+  c.ops = bilinear(&Counts::ops);
+  c.step_flows = bilinear(&Counts::step_flows);
+  c.iteration_flows = probe[0][1].iteration_flows * (options.overlap_grad_reduce ? std::max(1.0, l / 2) : 1.0);
+  c.routes = std::max(probe[1][1].routes, probe[0][0].routes);
+  c.largest_op_flows = std::max(probe[1][1].largest_op_flows, probe[0][0].largest_op_flows);
+  return c;
+}
+
+std::string count_text(double n)
+{
+  char text[32];
+  if (n < 1e5)
+    std::snprintf(text, sizeof text, "%.0f", n);
+  else
+    std::snprintf(text, sizeof text, "%.2g", n);
+  return text;
+}
+
+} // namespace
+
+std::string format_gib(double bytes)
+{
+  char text[48];
+  if (bytes >= 1073741824.0)
+    std::snprintf(text, sizeof text, "%.1f GiB", bytes / 1073741824.0);
+  else
+    std::snprintf(text, sizeof text, "%.0f MiB", bytes / 1048576.0);
+  return text;
+}
+
+void add_max_memory_flag(ArgParser& parser)
+{
+  const int64_t machine = host_physical_memory_bytes();
+  parser.add_option("--max-memory", "SIZE",
+                    "refuse a run estimated to need more memory than SIZE, e.g. 64G (default: this machine's " +
+                        (machine > 0 ? format_gib(static_cast<double>(machine)) : std::string("memory")) + ")");
+}
+
+int64_t max_memory_bytes(const ParsedArgs& args)
+{
+  if (const auto text = args.value("--max-memory"))
+    return parse_byte_size("--max-memory", *text);
+  return host_physical_memory_bytes();
+}
+
+ResourceEstimate estimate_platform(int64_t gpus)
+{
+  ResourceEstimate e;
+  e.gpus = gpus;
+  e.bytes = base_bytes + bytes_per_gpu * static_cast<double>(gpus);
+  e.counted = false;
+  return e;
+}
+
+ResourceEstimate estimate_simulation(const topo::ClusterSpec& cluster, const GptConfig& model, const ParallelPlan& plan,
+                                     const WorkloadOptions& options, bool flow_level, bool timeline,
+                                     int64_t limit_bytes)
+{
+  ResourceEstimate e;
+  e.gpus = cluster.gpus();
+  if (flow_level) {
+    e = estimate_platform(e.gpus);
+    if (limit_bytes > 0 && e.bytes > static_cast<double>(limit_bytes))
+      return e; // refused on the platform alone, in microseconds
+    e.counted = true;
+  }
+  const Counts c = count_plan(cluster, model, plan, options);
+  e.ops = c.ops;
+  e.flows = c.step_flows + c.iteration_flows;
+  e.routes = c.routes;
+  e.largest_op_flows = c.largest_op_flows;
+  if (flow_level)
+    e.bytes += bytes_per_op * c.ops + bytes_per_route * c.routes + bytes_per_flow_in_flight * c.largest_op_flows;
+  else
+    e.bytes = base_bytes + estimator_bytes_per_op * c.ops;
+  if (timeline)
+    e.bytes += bytes_per_timeline_op * c.ops;
+  return e;
+}
+
+ResourceEstimate estimate_programs(int64_t gpus, double ops)
+{
+  ResourceEstimate e = estimate_platform(gpus);
+  e.ops = ops;
+  e.bytes += bytes_per_op * ops;
+  e.counted = true;
+  return e;
+}
+
+ResourceEstimate estimate_collective(int64_t gpus, double flows)
+{
+  ResourceEstimate e = estimate_platform(gpus);
+  e.flows = flows;
+  e.largest_op_flows = flows;
+  e.routes = flows;
+  e.bytes += (bytes_per_route + bytes_per_flow_in_flight) * flows;
+  e.counted = true;
+  return e;
+}
+
+void check_resources(const ResourceEstimate& e, int64_t limit_bytes, const ParsedArgs& args, const std::string& what)
+{
+  if (limit_bytes <= 0 || e.bytes <= static_cast<double>(limit_bytes))
+    return;
+  std::string detail = std::to_string(e.gpus) + " GPUs";
+  if (e.ops > 0)
+    detail += ", ~" + count_text(e.ops) + " ops";
+  if (e.flows > 0)
+    detail += ", ~" + count_text(e.flows) + " flows over ~" + count_text(e.routes) + " GPU pairs";
+  const std::string limit = format_gib(static_cast<double>(limit_bytes));
+  throw InputError(std::string("--max-memory: ") + what + " is estimated to need " + format_gib(e.bytes) +
+                   (e.counted ? "" : " or more") + " of memory (" + detail + ") but " +
+                   (args.has("--max-memory") ? "--max-memory is " + limit : "this machine has " + limit) +
+                   " (expected a smaller plan or cluster, or --max-memory SIZE above the estimate to run it anyway)");
+}
+
+} // namespace gputwin::cli
