@@ -89,7 +89,7 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--top", "K", "with --search: plans confirmed by the full simulation (default 1)");
   parser.add_option("--jobs", "N", "with --search: threads for the estimates (default: the machine's cores)");
   parser.add_section("simulation");
-  parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
+  add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_switch("--estimate", "with plan flags: fast contention-free estimate instead of the full simulation");
   topo::add_cluster_flags(parser);

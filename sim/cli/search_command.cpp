@@ -57,7 +57,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--attention", "KERNEL", "attention kernel of every plan: unfused|flash (default unfused)");
   parser.add_option("--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)");
   parser.add_option("--top", "K", "plans confirmed by the full simulation and printed (default 5)");
-  parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
+  add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_option("--jobs", "N", "threads for the estimates (default: the machine's cores)");
   topo::add_cluster_flags(parser);

@@ -629,7 +629,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   parser.add_option("--price-per-gpu-hour", "P", "price of one GPU-hour: cost = GPU-hours x P");
   parser.add_option("--attention", "KERNEL", "attention kernel of every plan: unfused|flash (default unfused)");
   parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
-  parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
+  add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_section("scale-out");
   parser.add_option("--jobs", "N", "points at once, one process each (default 1)");
