@@ -1,5 +1,6 @@
 // `gputwin simulate`: one training iteration of a GPT under a parallel plan on a simulated cluster.
 #include "commands.hpp"
+#include "progress.hpp"
 #include "report_json.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
@@ -207,9 +208,15 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   }
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");
+  // For a person at a terminal, and only once the run has taken 2 s: the ops executed so far.
+  ProgressBar bar("simulate: ops", !parsed.has("--json"), ProgressBar::Options{2.0, 0.25, 24});
+  run_options.progress = [&bar](int64_t done, int64_t total) {
+    bar.update(static_cast<size_t>(done), static_cast<size_t>(total));
+  };
   const sim::IterationResult result = parsed.has("--estimate")
                                           ? sim::estimate_iteration(graph, workload, gpu, framework, run_options)
                                           : sim::simulate_iteration(graph, workload, gpu, run_options, framework);
+  bar.finish();
   r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
   const int64_t batch = plan.effective_global_batch();

@@ -57,6 +57,7 @@ public:
     issue_s_.resize(count);
     issued_.assign(count, 0);
     for (size_t p = 0; p < count; ++p) {
+      total_ops_ += static_cast<int64_t>(result_.programs[p].ops.size());
       program_of_rank_[result_.programs[p].rank] = p;
       done_.emplace_back(result_.programs[p].ops.size(), false);
     }
@@ -235,7 +236,8 @@ private:
   void account(size_t p, const traces::Op& op, double start, double end)
   {
     accounting_[p].op(op, start, end);
-    ++result_.executed_ops;
+    if (++result_.executed_ops % 65536 == 0 && options_.progress)
+      options_.progress(result_.executed_ops, total_ops_);
     result_.iteration_time_s = std::max(result_.iteration_time_s, end);
   }
 
@@ -404,6 +406,7 @@ private:
   std::vector<std::vector<bool>> dep_target_;
   std::vector<StageAccounting> accounting_;
   std::vector<std::vector<double>> issue_s_; // per program and op: when the host issued it
+  int64_t total_ops_ = 0;
   std::vector<size_t> issued_;               // per program: ops [0, issued) have an issue time
   std::vector<std::vector<Waiter>> waiters_; // per program: one per stream, then the host
   std::vector<int> group_members_;

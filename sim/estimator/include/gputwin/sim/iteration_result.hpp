@@ -14,6 +14,8 @@ namespace gputwin::sim {
 struct IterationOptions {
   bool zero_communication = false; // communication takes no time (bubble checks on a communication-free cluster)
   bool record_timeline = false;
+  // Called now and then by the SimGrid executor with the ops executed so far and the total (a progress bar).
+  std::function<void(int64_t done_ops, int64_t total_ops)> progress;
 };
 
 struct OpSlice {
