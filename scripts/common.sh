@@ -14,13 +14,14 @@ required_packages=(g++ cmake make pkg-config libgtest-dev libgmock-dev libsimgri
                    libboost-graph-dev zlib1g-dev libprotobuf-dev protobuf-compiler time
                    gnuplot-nox)
 
-install_missing_packages() {
+# Installs those of the Debian packages named that are missing, with apt-get; says so when all are there.
+install_packages_if_missing() {
   local missing=()
-  for pkg in "${required_packages[@]}"; do
+  for pkg in "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    say "dependencies: all ${#required_packages[@]} Debian packages already installed"
+    if [ $# -le 4 ]; then say "dependencies: $* already installed"; else say "dependencies: all $# Debian packages already installed"; fi
     return
   fi
   local sudo=""
@@ -28,6 +29,10 @@ install_missing_packages() {
   say "dependencies: installing ${missing[*]} with apt-get"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+install_missing_packages() {
+  install_packages_if_missing "${required_packages[@]}"
 }
 
 configure_and_build() {

@@ -185,12 +185,13 @@ IterationTable read_iteration_table(const std::string& path)
       switch (rule.kind) {
       case ColumnKind::TimeSeconds:
       case ColumnKind::TimeMilliseconds:
-        if (*value <= 0)
-          throw InputError(where + "expected a time > 0, got '" + text + "'");
         row.iteration_time_s = rule.kind == ColumnKind::TimeSeconds ? *value : *value * 1e-3;
+        if (!(row.iteration_time_s > 0)) // also a positive time in ms that underflows to 0 s
+          throw InputError(where + "expected a time > 0, got '" + text + "'");
         break;
       case ColumnKind::Gpus:
-        if (*value < 1 || *value != std::floor(*value))
+        // 2^53: above it the cast to int64 would be undefined (or the count inexact); no table has that many.
+        if (*value < 1 || *value != std::floor(*value) || *value > 9007199254740992.0)
           throw InputError(where + "expected a positive integer, got '" + text + "'");
         row.gpus = static_cast<int64_t>(*value);
         break;

@@ -2,6 +2,7 @@
 
 #include "gputwin/models/input_error.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -11,12 +12,12 @@ namespace gputwin::sim {
 
 namespace {
 
-// A whole field as a number, or false.
+// A whole field as a finite number, or false ("inf" and "nan" are not sizes or times).
 bool to_number(const std::string& field, double& value)
 {
   char* end = nullptr;
   value = std::strtod(field.c_str(), &end);
-  return !field.empty() && end == field.c_str() + field.size();
+  return !field.empty() && end == field.c_str() + field.size() && std::isfinite(value);
 }
 
 std::string strip_prefix(const std::string& line)
@@ -67,7 +68,7 @@ NcclTestsLog parse_nccl_tests_log(std::istream& text, const std::string& path)
       continue;
     double time_us = 0;
     if (static_cast<int>(fields.size()) <= time_column || !to_number(fields[static_cast<size_t>(time_column)], time_us) ||
-        !(time_us > 0) || bytes < 0)
+        !(time_us * 1e-6 > 0) || bytes < 0)
       throw InputError(path + ":" + std::to_string(number) + ": expected a size and a positive out-of-place time (us), got '" +
                        line + "'");
     log.rows.push_back({bytes, time_us * 1e-6, number});

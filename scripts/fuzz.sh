@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The fuzzing benchmark (not part of CI): every reader's harness of tests/fuzz under libFuzzer with AddressSanitizer
+# and UndefinedBehaviorSanitizer (clang, build-fuzz/), started from the checked-in corpus and dictionary; prints per
+# reader the executions, crashes (any crash, sanitizer report or exception the reader does not document) and hangs
+# (inputs running longer than the timeout), and the total.
+#
+#   scripts/fuzz.sh            # 100000 runs per reader (>= 1M executions in all)
+#   scripts/fuzz.sh 250000     # runs per reader
+#   scripts/fuzz.sh 60s        # seconds per reader
+#   FUZZ_READERS="json kineto" scripts/fuzz.sh 10s      # some readers only
+#   FUZZ_TIMEOUT=10 (seconds per input), FUZZ_SKIP_BUILD=1 (run the harnesses build-fuzz/ holds)
+#
+# Installs clang and its libFuzzer runtime with apt when missing (the main build stays gcc). Findings are saved
+# under build-fuzz/findings/<reader>/ (crash-*, timeout-*, oom-*): replay one with build-fuzz/fuzz/fuzz_<reader> FILE,
+# or with the deterministic driver: build/fuzz/fuzz_<reader> FILE. Exit status 1 when anything was found.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+budget=${1:-100000}
+case "$budget" in
+  *s) limit=(-max_total_time="${budget%s}" -runs=-1) ;;
+  *[!0-9]* | "") echo "usage: scripts/fuzz.sh [RUNS_PER_READER | SECONDSs]" >&2; exit 2 ;;
+  *) limit=(-runs="$budget") ;;
+esac
+timeout_s=${FUZZ_TIMEOUT:-10}   # per input; an input running longer is a hang
+fuzz_dir="$repo_root/build-fuzz"
+readers=${FUZZ_READERS:-"json trace_json kineto cluster_yaml model_yaml gpu_model_yaml framework_yaml gemm_table_csv
+                          iteration_csv nccl_tests_log"}
+
+if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then # FUZZ_SKIP_BUILD=1: run what build-fuzz/ holds
+  install_missing_packages
+  install_packages_if_missing clang libclang-rt-dev
+  jobs=$(nproc 2>/dev/null || echo 2)
+  say "configure: cmake -S $repo_root -B $fuzz_dir (clang, GPUTWIN_FUZZ=ON, GPUTWIN_SANITIZE=address,undefined)"
+  cmake -S "$repo_root" -B "$fuzz_dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -g1" -DGPUTWIN_CUDA=OFF -DGPUTWIN_BUILD_TESTS=OFF \
+    -DGPUTWIN_FUZZ=ON -DGPUTWIN_SANITIZE=address,undefined >/dev/null
+  say "build: cmake --build $fuzz_dir -j $jobs --target fuzz_harnesses"
+  cmake --build "$fuzz_dir" -j "$jobs" --target fuzz_harnesses
+fi
+
+# ASan: leaks are findings too (readers are plain C++; no SimGrid here). UBSan: every report aborts.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export GPUTWIN_FUZZ_STRICT_MESSAGES=${GPUTWIN_FUZZ_STRICT_MESSAGES:-0}
+
+say "fuzz: ${limit[*]} per reader, timeout ${timeout_s} s per input, rss limit 2048 MB"
+results=()
+total_runs=0 total_crashes=0 total_hangs=0 total_ms=0
+for reader in $readers; do
+  binary="$fuzz_dir/fuzz/fuzz_$reader"
+  findings="$fuzz_dir/findings/$reader"
+  work="$fuzz_dir/corpus/$reader" # the corpus libFuzzer grows; the checked-in one is only read
+  rm -rf "$findings"
+  mkdir -p "$findings" "$work"
+  dict=()
+  [ -f "$repo_root/tests/fuzz/dict/$reader.dict" ] && dict=(-dict="$repo_root/tests/fuzz/dict/$reader.dict")
+  log="$fuzz_dir/fuzz-$reader.log"
+  start=$(date +%s%N)
+  set +e
+  "$binary" "${limit[@]}" "${dict[@]}" -timeout="$timeout_s" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/" "$work" "$repo_root/tests/fuzz/corpus/$reader" \
+    >"$log" 2>&1
+  status=$?
+  set -e
+  ms=$((($(date +%s%N) - start) / 1000000))
+  seconds=$(awk -v ms="$ms" 'BEGIN { printf "%.1f", ms / 1000 }')
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 || true)
+  if [ -z "$runs" ]; then # died before its final stats: the last status line says how far it got
+    runs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#' || true)
+  fi
+  runs=${runs:-0}
+  crashes=$(find "$findings" -type f \( -name 'crash-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
+  hangs=$(find "$findings" -type f -name 'timeout-*' | wc -l)
+  if [ "$status" -ne 0 ] && [ "$crashes" -eq 0 ] && [ "$hangs" -eq 0 ]; then
+    crashes=1 # ended abnormally without an artifact: count it, the log says why
+  fi
+  results+=("$(printf '%-16s %12s %8s %6s %8s' "$reader" "$runs" "$crashes" "$hangs" "$seconds")")
+  total_runs=$((total_runs + runs))
+  total_crashes=$((total_crashes + crashes))
+  total_hangs=$((total_hangs + hangs))
+  total_ms=$((total_ms + ms))
+  printf '==> %s: %s executions, %s crashes, %s hangs (%s s; log %s)\n' "$reader" "$runs" "$crashes" "$hangs" \
+    "$seconds" "$log"
+  if [ "$crashes" -ne 0 ] || [ "$hangs" -ne 0 ]; then
+    grep -m1 -A3 -E 'ERROR: |fuzz finding|deadly signal|timeout after' "$log" | sed 's/^/    /' || true
+    find "$findings" -type f | sed 's/^/    saved: /'
+  fi
+done
+
+echo
+printf '%-16s %12s %8s %6s %8s\n' reader executions crashes hangs seconds
+printf '%s\n' "${results[@]}"
+printf '%-16s %12s %8s %6s %8s\n' total "$total_runs" "$total_crashes" "$total_hangs" \
+  "$(awk -v ms="$total_ms" 'BEGIN { printf "%.1f", ms / 1000 }')"
+[ "$total_crashes" -eq 0 ] && [ "$total_hangs" -eq 0 ]
