@@ -34,9 +34,11 @@ std::vector<std::string> split(const std::string& line, char separator)
   return items;
 }
 
+// Per test: ctest runs the tests of this file in parallel, and they share file names.
 std::string temp_path(const std::string& name)
 {
-  return ::testing::TempDir() + "gputwin_sweep_" + name;
+  return ::testing::TempDir() + "gputwin_sweep_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+         "_" + name;
 }
 
 // A 12-layer gpt-22b (the same layer shapes, fast to simulate) on one and two DGX A100 nodes.
