@@ -129,58 +129,14 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
       if (parsed.has(flag))
         throw InputError(std::string(flag) + ": not with --search (the search chooses the plan; give the plan flags "
                                              "without --search to use a plan of your own)");
-    if (!parsed.has("--gpus"))
-      throw InputError("--gpus: required with --search (the GPUs of the job)");
-    const int64_t gpus = parsed.integer("--gpus").value_or(0);
-    if (gpus < 1 || gpus > 1000000)
-      throw InputError("--gpus: expected an integer in [1, 1000000], got " + *parsed.value("--gpus"));
-    const int64_t global_batch = parsed.integer("--global-batch").value_or(gpus);
-    if (global_batch < 1)
-      throw InputError("--global-batch: expected a positive integer, got " + *parsed.value("--global-batch"));
-    const int64_t top = parsed.integer("--top").value_or(1);
-    if (top < 1)
-      throw InputError("--top: expected a positive integer, got " + *parsed.value("--top"));
-    const int jobs =
-        static_cast<int>(parsed.integer("--jobs").value_or(std::max<unsigned>(1, std::thread::hardware_concurrency())));
-    if (jobs < 1 || jobs > 1024)
-      throw InputError("--jobs: expected an integer in [1, 1024], got " + *parsed.value("--jobs"));
-    sim::SearchSpace space;
-    if (const auto kernel = parsed.value("--attention")) {
-      const auto parsed_kernel = parse_attention(*kernel);
-      if (!parsed_kernel)
-        throw InputError("--attention: expected unfused|flash, got '" + *kernel + "'");
-      space.attention = *parsed_kernel;
-    }
-    topo::ClusterSpec cluster = topo::read_cluster(parsed);
-    if (gpus > cluster.gpus_per_node && gpus % cluster.gpus_per_node != 0)
-      throw InputError("--gpus: " + std::to_string(gpus) + " is not a multiple of " + cluster.name + "'s " +
-                       std::to_string(cluster.gpus_per_node) + " GPUs per node (expected whole nodes)");
-    if (!parsed.has("--nodes"))
-      cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
-                                   static_cast<int>(std::max<int64_t>(1, gpus / cluster.gpus_per_node)),
-                                   parsed.values("--set"));
-    else if (gpus > cluster.gpus())
-      throw InputError("--nodes: " + std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
-                       std::to_string(cluster.gpus()) + " GPUs, fewer than --gpus " + std::to_string(gpus));
-    const GpuComputeModel gpu =
-        compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
-    const sim::PlanEnumeration plans = sim::enumerate_plans(
-        run.model, gpus, global_batch, std::min<int64_t>(gpus, cluster.gpus_per_node), cluster.gpu.hbm_bytes, space);
-    if (plans.shapes == 0)
-      throw InputError("--gpus: no parallel plan of " + run.model.name + " (heads " + std::to_string(run.model.heads) +
-                       ", layers " + std::to_string(run.model.layers) + ") splits over " + std::to_string(gpus) +
-                       " GPUs with global batch " + std::to_string(global_batch) +
-                       " (tp must divide the heads, pp the layers, dp the global batch)");
-    if (plans.fitting.empty())
-      throw InputError("no plan fits: the smallest, " + describe_plan(plans.smallest.plan) + ", needs " +
-                       gib(plans.smallest.peak_memory_bytes) + " GiB per GPU but the " + cluster.gpu.kind + " has " +
-                       gib(cluster.gpu.hbm_bytes) + " GiB (more GPUs, a smaller global batch, or --attention flash)");
-    const topo::ClusterGraph graph(cluster);
-    const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
-        cluster, graph, run.model, plans.fitting, gpu, framework, jobs, static_cast<size_t>(top), "goodput", !json);
+    const SearchRequest request = read_search_request(parsed, run.model, 1, "with --search (the GPUs of the job)");
+    const topo::ClusterGraph graph(request.cluster);
+    const std::vector<SimulatedCandidate> ranked =
+        rank_and_simulate(request.cluster, graph, run.model, request.plans.fitting, request.gpu, framework,
+                          request.jobs, request.top, "goodput", !json);
     const SimulatedCandidate& best = ranked.front();
     run.plan = best.estimate.candidate.plan;
-    run.cluster = cluster;
+    run.cluster = request.cluster;
     run.plan_source = "search";
     run.iteration_time_s = best.iteration_time_s;
     run.peak_memory_bytes = best.estimate.candidate.peak_memory_bytes;

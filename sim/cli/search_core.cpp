@@ -1,10 +1,13 @@
 #include "search_core.hpp"
 
+#include "commands.hpp"
 #include "progress.hpp"
 
 #include "gputwin/models/flops.hpp"
+#include "gputwin/models/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/topologies/cluster_flags.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <functional>
 #include <iostream>
 #include <stdexcept>
+#include <thread>
 
 namespace gputwin::cli {
 
@@ -27,6 +31,78 @@ std::string gib(int64_t bytes)
   std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / (1 << 30));
   return text;
 }
+
+SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& model, int64_t default_top,
+                                  const std::string& gpus_required)
+{
+  SearchRequest r;
+  if (!parsed.has("--gpus"))
+    throw InputError("--gpus: required " + gpus_required);
+  r.gpus = parsed.integer("--gpus").value_or(0);
+  if (r.gpus < 1 || r.gpus > 1000000)
+    throw InputError("--gpus: expected an integer in [1, 1000000], got " + *parsed.value("--gpus"));
+  r.global_batch = parsed.integer("--global-batch").value_or(r.gpus);
+  if (r.global_batch < 1)
+    throw InputError("--global-batch: expected a positive integer, got " + *parsed.value("--global-batch"));
+  const int64_t top = parsed.integer("--top").value_or(default_top);
+  if (top < 1)
+    throw InputError("--top: expected a positive integer, got " + *parsed.value("--top"));
+  r.top = static_cast<size_t>(top);
+  const int64_t jobs =
+      parsed.integer("--jobs").value_or(std::max<unsigned>(1, std::thread::hardware_concurrency()));
+  if (jobs < 1 || jobs > 1024)
+    throw InputError("--jobs: expected an integer in [1, 1024], got " + *parsed.value("--jobs"));
+  r.jobs = static_cast<int>(jobs);
+  sim::SearchSpace space;
+  if (const auto kernel = parsed.value("--attention")) {
+    const auto parsed_kernel = parse_attention(*kernel);
+    if (!parsed_kernel)
+      throw InputError("--attention: expected unfused|flash, got '" + *kernel + "'");
+    space.attention = *parsed_kernel;
+  }
+  if (const auto list = parsed.value("--micro-batches")) {
+    space.micro_batches.clear();
+    size_t begin = 0;
+    while (begin <= list->size()) {
+      const size_t end = std::min(list->find(',', begin), list->size());
+      const std::string item = list->substr(begin, end - begin);
+      char* rest = nullptr;
+      const long long value = std::strtoll(item.c_str(), &rest, 10);
+      if (item.empty() || *rest != '\0' || value < 1 || value > 1 << 20)
+        throw InputError("--micro-batches: expected a comma-separated list of positive integers, got '" + *list + "'");
+      space.micro_batches.push_back(value);
+      begin = end + 1;
+    }
+  }
+
+  r.cluster = topo::read_cluster(parsed);
+  topo::ClusterSpec& cluster = r.cluster;
+  if (r.gpus > cluster.gpus_per_node && r.gpus % cluster.gpus_per_node != 0)
+    throw InputError("--gpus: " + std::to_string(r.gpus) + " is not a multiple of " + cluster.name + "'s " +
+                     std::to_string(cluster.gpus_per_node) + " GPUs per node (expected whole nodes)");
+  if (!parsed.has("--nodes"))
+    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
+                                 static_cast<int>(std::max<int64_t>(1, r.gpus / cluster.gpus_per_node)),
+                                 parsed.values("--set"));
+  else if (r.gpus > cluster.gpus())
+    throw InputError("--nodes: " + std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
+                     std::to_string(cluster.gpus()) + " GPUs, fewer than --gpus " + std::to_string(r.gpus));
+  r.gpu = compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+
+  r.plans = sim::enumerate_plans(model, r.gpus, r.global_batch, std::min<int64_t>(r.gpus, cluster.gpus_per_node),
+                                 cluster.gpu.hbm_bytes, space);
+  if (r.plans.shapes == 0)
+    throw InputError("--gpus: no parallel plan of " + model.name + " (heads " + std::to_string(model.heads) +
+                     ", layers " + std::to_string(model.layers) + ") splits over " + std::to_string(r.gpus) +
+                     " GPUs with global batch " + std::to_string(r.global_batch) +
+                     " (tp must divide the heads, pp the layers, dp the global batch)");
+  if (r.plans.fitting.empty())
+    throw InputError("no plan fits: the smallest, " + describe_plan(r.plans.smallest.plan) + ", needs " +
+                     gib(r.plans.smallest.peak_memory_bytes) + " GiB per GPU but the " + cluster.gpu.kind + " has " +
+                     gib(cluster.gpu.hbm_bytes) + " GiB (more GPUs, a smaller global batch, or --attention flash)");
+  return r;
+}
+
 
 namespace {
 

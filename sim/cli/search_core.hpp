@@ -5,6 +5,7 @@
 
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/arg_parser.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
@@ -32,6 +33,23 @@ std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& clust
                                                   const std::vector<sim::PlanCandidate>& fitting,
                                                   const GpuComputeModel& gpu, const FrameworkProfile& framework,
                                                   int jobs, size_t top, const char* command, bool show_progress);
+
+// What `search` and `goodput --search` read from their flags: the job and the plans a search considers.
+struct SearchRequest {
+  int64_t gpus = 0, global_batch = 0;
+  size_t top = 0;
+  int jobs = 1;
+  topo::ClusterSpec cluster; // sized to the GPUs unless --nodes was given
+  GpuComputeModel gpu;
+  sim::PlanEnumeration plans; // at least one plan fits
+};
+
+// Reads --gpus (required: `gpus_required` ends its error), --global-batch (default: the GPUs), --top (default
+// `default_top`), --jobs, --attention, --micro-batches (where the command has it), the cluster and GPU-model flags,
+// and enumerates the plans of `model`. InputError naming the flag for a bad value, GPUs that are not whole nodes,
+// no plan that splits over the GPUs, or none that fits (with the smallest plan's memory against the GPU's).
+SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& model, int64_t default_top,
+                                  const std::string& gpus_required);
 
 // Bytes as GiB with one decimal ("74.3").
 std::string gib(int64_t bytes);
