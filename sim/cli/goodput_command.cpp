@@ -91,7 +91,7 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
   parser.add_section("simulation");
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
-  parser.add_switch("--estimate", "with plan flags: fast contention-free estimate instead of the full simulation");
+  parser.add_switch("--estimate", "with plan flags: the fast estimate (no SimGrid) instead of the full simulation");
   topo::add_cluster_flags(parser);
   parser.add_section("failures and checkpoints");
   parser.add_option("--tokens", "T", "tokens to train on (300e9)");

@@ -48,7 +48,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
                    "Searches the parallel plans of a model on N GPUs: enumerates tp (within a node), pp, dp,\n"
                    "micro-batch and schedule (1F1B, interleaved), keeps SP and ZeRO-1 on where they apply and the\n"
                    "cheapest recompute that fits, drops plans the memory model says do not fit the GPU, ranks\n"
-                   "the rest with the fast estimator (no SimGrid: contention-free network) and simulates the\n"
+                   "the rest with the fast estimator (no SimGrid; transfers sharing a link slow each other once) and simulates the\n"
                    "best K with the full flow-level simulation, printed ranked by simulated time.\n\n"
                    "example: gputwin search --model gpt3-175b --gpus 64 --global-batch 64 --top 5");
   add_model_flags(parser);

@@ -130,7 +130,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                     "simulate a plan whose busiest GPU needs more memory than the GPU has (default: an error)");
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
-  parser.add_switch("--estimate", "fast contention-free estimate (longest paths through the op graph, no SimGrid)");
+  parser.add_switch("--estimate", "fast estimate (longest paths through the op graph, no SimGrid; transfers sharing a link slow each other once)");
   add_max_memory_flag(parser);
   topo::add_cluster_flags(parser);
   parser.add_section("output");
