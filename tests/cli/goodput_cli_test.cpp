@@ -1,6 +1,7 @@
 // `gputwin goodput` through the real binary: the check (GPT-3 175B on 1024 GPUs, the best plan of the
 // search), its checkpoint interval against Young's sqrt(2 delta M) with delta and M worked out here from the
 // inputs and the memory model, the plan-flag path against `gputwin simulate`, and bad input.
+#include "json_report.hpp"
 #include "run_cli.hpp"
 
 #include "gputwin/models/goodput.hpp"
@@ -15,19 +16,6 @@
 
 namespace gputwin::testing {
 namespace {
-
-const traces::JsonValue& member(const traces::JsonValue& object, const std::string& key)
-{
-  const traces::JsonValue* value = object.find(key);
-  if (value == nullptr)
-    throw std::runtime_error("no member '" + key + "'");
-  return *value;
-}
-
-double number(const traces::JsonValue& object, const std::string& key)
-{
-  return member(object, key).as_double().value_or(-1);
-}
 
 ParallelPlan plan_of(const traces::JsonValue& report)
 {

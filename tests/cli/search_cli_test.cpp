@@ -1,4 +1,5 @@
 // `gputwin search` through the real binary: the ranked list, its plans fitting memory, and bad input.
+#include "json_report.hpp"
 #include "run_cli.hpp"
 
 #include "gputwin/traces/json_value.hpp"
@@ -11,19 +12,6 @@
 
 namespace gputwin::testing {
 namespace {
-
-const traces::JsonValue& member(const traces::JsonValue& object, const std::string& key)
-{
-  const traces::JsonValue* value = object.find(key);
-  if (value == nullptr)
-    throw std::runtime_error("no member '" + key + "'");
-  return *value;
-}
-
-double number(const traces::JsonValue& object, const std::string& key)
-{
-  return member(object, key).as_double().value_or(-1);
-}
 
 TEST(SearchCli, RanksPlansThatFitAndTheBestBeatsThePaperPlan)
 {

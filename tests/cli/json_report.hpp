@@ -1,0 +1,26 @@
+#pragma once
+// Reading the JSON reports of the CLI in tests: a member that must exist, and a number.
+
+#include "gputwin/traces/json_value.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace gputwin::testing {
+
+// The member `key` of `object`; throws (failing the test) when it is missing.
+inline const traces::JsonValue& member(const traces::JsonValue& object, const std::string& key)
+{
+  const traces::JsonValue* value = object.find(key);
+  if (value == nullptr)
+    throw std::runtime_error("no member '" + key + "'");
+  return *value;
+}
+
+// The member `key` as a number, -1 when it is not one.
+inline double number(const traces::JsonValue& object, const std::string& key)
+{
+  return member(object, key).as_double().value_or(-1);
+}
+
+} // namespace gputwin::testing
