@@ -30,3 +30,5 @@ bench "simulate gpt3-175b, TP 8 PP 16 DP 128, 16384 H100 (dgx-h100)" 60 \
   --micro-batch 1 --sp --recompute selective --json
 bench "8 GiB all-reduce, 16384 H100 (dgx-h100, 2048 nodes)" 10 \
   "$gputwin" collective --cluster dgx-h100 --op all-reduce --ranks 16384 --bytes 8G --json
+bench "all-to-all 1 GiB, 1024 H100 (dgx-h100, a million flows)" 30 \
+  "$gputwin" collective --cluster dgx-h100 --op all-to-all --ranks 1024 --bytes 1G --json

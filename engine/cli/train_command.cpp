@@ -107,9 +107,9 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   if (parsed.value("--comm") == std::optional<std::string>("tcp") && parsed.value("--backend").value_or("cpu") != "cpu")
     throw InputError("--comm tcp: expected --backend cpu (TCP moves host memory; --comm nccl is the GPU path), got "
                      "--backend " + *parsed.value("--backend")); // before the backend's own check (a GPU?)
-  check_backend_name(parsed.value("--backend").value_or("cpu"));
   TrainConfig config;
-  config.backend = parsed.value("--backend").value_or("cpu");
+  config.backend = parse_backend(parsed.value("--backend").value_or("cpu"));
+  check_backend_available(config.backend);
   config.model = gputwin::cli::read_model(parsed, {});
   config.plan = gputwin::cli::read_plan(parsed, config.model);
   config.steps = parsed.integer("--steps").value_or(20);
@@ -144,7 +144,7 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   if (config.comm != CommKind::InProcess) {
     const ProcessRank process = check_process_run(config);
     ranks_as = std::string(" ranks as processes over ") + (config.comm == CommKind::Nccl ? "NCCL" : "TCP") + " (" +
-               process.launched_by + ")";
+               to_string(process.launched_by) + ")";
     if (process.rank != 0)
       report = &elsewhere;
   }
@@ -159,7 +159,7 @@ int report_training(const TrainConfig& config, const std::string& ranks_as,
 {
   out << "gputwin-engine train: " << config.model.name << " (h " << config.model.hidden << ", a " << config.model.heads
       << ", L " << config.model.layers << ", s " << config.model.seq_len << ", v " << config.model.vocab << ") · "
-      << describe_plan(config.plan) << " · backend " << config.backend << ", " << config.plan.gpus() << ranks_as
+      << describe_plan(config.plan) << " · backend " << to_string(config.backend) << ", " << config.plan.gpus() << ranks_as
       << "\n";
   out.flush();
   const TrainResult result = train(config, [&](int64_t step, double loss, double seconds) {

@@ -102,7 +102,7 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// A CudaBackend on GPU 0, for make_backend("cuda").
+// A CudaBackend on GPU 0, for make_backend(BackendKind::Cuda).
 std::unique_ptr<Backend> make_cuda_backend();
 
 } // namespace gputwin::engine

@@ -66,6 +66,11 @@ void ArgParser::add_option(const std::string& name, const std::string& value_nam
   sections_.back().second.push_back(FlagSpec{name, value_name, help, repeatable});
 }
 
+void ArgParser::add_optional_value(const std::string& name, const std::string& value_name, const std::string& help)
+{
+  sections_.back().second.push_back(FlagSpec{name, value_name, help, false, true});
+}
+
 void ArgParser::allow_positional(const std::string& usage, size_t max_count)
 {
   positional_usage_ = usage;
@@ -107,6 +112,9 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args)
         throw InputError(name + ": takes no value, got '" + arg.substr(eq + 1) + "'");
     } else if (eq != std::string::npos) {
       value = arg.substr(eq + 1);
+    } else if (spec->value_optional) {
+      if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-')
+        value = args[++i];
     } else if (i + 1 < args.size()) {
       value = args[++i];
     } else {
@@ -130,7 +138,8 @@ std::string ArgParser::help() const
       continue;
     out << "\n" << title << ":\n";
     for (const FlagSpec& spec : flags) {
-      std::string left = "  " + spec.name + (spec.value_name.empty() ? "" : " " + spec.value_name);
+      std::string left = "  " + spec.name +
+                         (spec.value_name.empty() ? "" : spec.value_optional ? " [" + spec.value_name + "]" : " " + spec.value_name);
       if (left.size() < 30)
         left.resize(30, ' ');
       else

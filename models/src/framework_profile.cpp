@@ -2,6 +2,8 @@
 
 #include "gputwin/models/input_error.hpp"
 
+#include <algorithm>
+
 namespace gputwin {
 
 namespace {
@@ -22,6 +24,7 @@ FrameworkProfile megatron_host(const std::string& name, const std::string& sourc
   p.microbatch_issue_s = 400e-6;
   p.iteration_issue_s = 5e-3;
   p.launch_latency_s = 4e-6;
+  p.unfused_softmax_extra_ops = 4; // Megatron's FusedScaleMaskSoftmax falls back to PyTorch's 5-op path
   p.sync_after_p2p = true;
   p.sync_before_optimizer = true;
   return p;
@@ -92,7 +95,24 @@ HostOpClass::Kind host_kind(const traces::Op& op)
   return HostOpClass::Kernel;
 }
 
+bool is_softmax(const traces::Op& op)
+{
+  return op.name == "attn.softmax.fwd" || op.name == "attn.softmax.bwd"; // forward and recompute, backward
+}
+
 } // namespace
+
+bool fused_softmax_supported(int64_t attention_batches, int64_t sq, int64_t sk)
+{
+  if (!(16 < sk && sk <= 4096) || sq % 4 != 0 || sk % 4 != 0 || attention_batches % 4 != 0)
+    return false;
+  int64_t pow2 = 1;
+  while (pow2 < sk)
+    pow2 *= 2;
+  const int64_t warp = std::min<int64_t>(32, pow2);
+  const int64_t batches_per_block = (128 / warp) * (pow2 <= 128 ? 2 : 1);
+  return attention_batches % batches_per_block == 0;
+}
 
 std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
 {
@@ -100,10 +120,17 @@ std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
   std::vector<HostOpClass> classes(ops.size());
   bool optimizer_seen = false;
   const traces::Op* step_op = nullptr; // the last op that belonged to a micro-batch step
+  traces::GemmShape scores;            // the last attention scores GEMM
   for (size_t i = 0; i < ops.size(); ++i) {
     const traces::Op& op = ops[i];
     HostOpClass& c = classes[i];
     c.kind = host_kind(op);
+    // The attention scores GEMM (batch = micro-batch x heads per rank, m = queries, n = keys) gives the softmax
+    // after it, and the backward softmax of the same layer, its shape.
+    if (op.name == "attn.scores.fwd" && op.gemm.m > 0)
+      scores = op.gemm;
+    if (is_softmax(op) && scores.m > 0 && !fused_softmax_supported(scores.batch, scores.m, scores.n))
+      c.unfused_softmax = op.phase == traces::Phase::Backward ? HostOpClass::Backward : HostOpClass::Forward;
     // A new schedule step begins where the micro-batch, chunk or direction changes (ops outside a micro-batch,
     // such as an overlapped gradient reduction, belong to the step around them).
     if (op.micro_batch >= 0 && op.phase != traces::Phase::Optimizer) {
@@ -133,8 +160,13 @@ HostProgram host_program(const FrameworkProfile& f, const std::vector<HostOpClas
   host.syncs.resize(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     const HostOpClass& c = ops[i];
+    // Megatron's unfused softmax: the extra torch calls from Python forward, the extra autograd kernels backward.
+    const double unfused_op_s = c.unfused_softmax == HostOpClass::Forward    ? f.gemm_issue_s
+                                : c.unfused_softmax == HostOpClass::Backward ? f.kernel_issue_s
+                                                                             : 0.0;
     host.issue_cost_s[i] = cost_of_kind[c.kind] + (c.starts_step ? f.microbatch_issue_s : 0.0) +
-                           (c.starts_optimizer ? f.iteration_issue_s : 0.0);
+                           (c.starts_optimizer ? f.iteration_issue_s : 0.0) +
+                           f.unfused_softmax_extra_ops * unfused_op_s;
     // Megatron's p2p calls end in torch.cuda.synchronize(); before the update the host reads the gradients'
     // inf/NaN flag and norm, waiting for everything issued so far (the gradient reductions included).
     host.syncs[i] = (f.sync_after_p2p && c.kind == HostOpClass::P2p) || (f.sync_before_optimizer && c.before_optimizer);

@@ -17,6 +17,30 @@ double analytic_shape_factor(const GpuComputeModel& gpu, double m, double n, dou
   return wave_utilization * k / (k + gpu.gemm_k_half);
 }
 
+// NCCL's footprint on a GPU while it communicates, the same on A100 and H100 (sim/README.md, "Compute-communication
+// interference"): every channel is one CTA of 512-640 threads (NCCL 2.12 src/include/devcomm.h,
+// NCCL_*_MAX_NTHREADS; one block per channel, src/enqueue.cc) that a GEMM's CTAs cannot share an SM with, so one
+// SM per channel -- an H100 all-gather's 24 CTAs push a 132-tile cuBLAS GEMM into a second wave and nearly double
+// it (NVIDIA developer forum, "Compute-Communication Overlap Causes Severe GEMM Performance Degradation because
+// of Tail Effect", 2025); Transformer Engine's userbuffers overlap likewise reserves up to 32 SMs for
+// communication (UB_MAX_SM). Collectives use the channels NCCL gives their size (cluster `nccl:` channels,
+// nccl_channels_used); a pipeline send or receive NCCL_NCHANNELS_PER_NET_PEER = 2 (NCCL's default). HBM: a ring
+// reduction step writes the received chunk into the receiver's buffer, reads it and the local operand (3 bytes
+// per byte received, as many sent as received: 1.5 per byte sent or received; all-gather 1): 1.5, set from NCCL's
+// data path, not measured.
+CommInterferenceParams nccl_interference(const std::string& gpu)
+{
+  CommInterferenceParams p;
+  p.enabled = true;
+  p.sms_per_channel = 1;
+  p.p2p_channels = 2;
+  p.hbm_bytes_per_comm_byte = 1.5;
+  p.source = gpu + ": one SM per NCCL channel (one CTA per channel, NCCL enqueue.cc; H100 all-gather's 24 CTAs vs a "
+                   "132-tile GEMM, NVIDIA forum 2025), 2 channels per send/recv (NCCL_NCHANNELS_PER_NET_PEER), 1.5 "
+                   "HBM bytes per byte sent or received (NCCL ring reduce data path; set, not measured)";
+  return p;
+}
+
 } // namespace
 
 GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s)
@@ -37,6 +61,7 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
     m.memory_efficiency = 0.72;
     m.kernel_overhead_s = 4e-6;
     m.source = "fit to Korthikanti et al. 2022 Table 4 (22B layer, A100)";
+    m.comm_interference = nccl_interference("A100 (108 SMs)");
   } else if (gpu_kind.rfind("h100", 0) == 0 || gpu_kind.rfind("h200", 0) == 0) {
     // GEMMs: the public H100 bf16 GEMM table (XLA's, models/data/h100_gemm_table.csv) for the shape of the
     // efficiency curve; its level (gemm_efficiency), the short-k penalty used beyond the table's k range
@@ -62,6 +87,7 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
                         {KernelClass::Elementwise, {1.812, 4.418e-6}}};
     m.source = "GEMM table: XLA's H100 measurements; level and kernel classes fit to cuBLAS/PyTorch kernels "
                "measured on an H100 (traces/captured/NVIDIA-H100-80GB-HBM3)";
+    m.comm_interference = nccl_interference("H100/H200 (132 SMs)");
   } else {
     throw std::invalid_argument("no compute model for GPU kind '" + gpu_kind + "' (expected a100-*, h100-* or h200-*)");
   }
@@ -90,6 +116,14 @@ double gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shap
 {
   return gpu.gemm_efficiency * analytic_shape_factor(gpu, static_cast<double>(shape.m), static_cast<double>(shape.n),
                                                      static_cast<double>(shape.k), static_cast<double>(shape.batch));
+}
+
+double gemm_wave_utilization(const GpuComputeModel& gpu, const traces::GemmShape& shape, int multiprocessors)
+{
+  const double tiles = std::ceil(static_cast<double>(shape.m) / gpu.gemm_tile_m) *
+                       std::ceil(static_cast<double>(shape.n) / gpu.gemm_tile_n) * static_cast<double>(shape.batch);
+  const double waves = std::ceil(tiles / multiprocessors);
+  return waves > 0 ? tiles / (waves * multiprocessors) : 1.0;
 }
 
 double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape)

@@ -27,6 +27,15 @@ traces::Op& OpEmitter::add(const char* name, traces::OpKind kind, int32_t stream
   return op;
 }
 
+int64_t OpEmitter::compute(OpName name, const OpCost& cost, std::vector<int64_t> deps)
+{
+  traces::Op& op = add(op_name(name), traces::OpKind::Compute, compute_stream, std::move(deps));
+  op.flops = cost.flops;
+  op.bytes = cost.bytes;
+  op.gemm = cost.gemm;
+  return op.id;
+}
+
 int64_t OpEmitter::gemm(const char* name, traces::GemmShape shape, std::vector<int64_t> deps)
 {
   traces::Op& op = add(name, traces::OpKind::Compute, compute_stream, std::move(deps));

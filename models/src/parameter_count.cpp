@@ -49,4 +49,16 @@ int64_t stage_parameters_per_gpu(const GptConfig& model, const ParallelPlan& pla
   return params;
 }
 
+int64_t sp_partial_parameters(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
+{
+  const int64_t h = model.hidden;
+  // Per layer: two layernorms (gamma, beta) and the biases of the two row-parallel linears.
+  int64_t params = checked_product({model.layers / plan.pp, 6 * h}, "--layers");
+  if (stage == 0)
+    params = checked_sum(params, checked_product({model.seq_len, h}, "--seq-len"), "--seq-len"); // positions
+  if (stage == plan.pp - 1)
+    params += 2 * h; // final layernorm
+  return params;
+}
+
 } // namespace gputwin

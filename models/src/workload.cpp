@@ -1,8 +1,10 @@
 #include "gputwin/models/workload.hpp"
 
 #include "gputwin/models/layer_ops.hpp"
+#include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/models/parameter_count.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
+#include "gputwin/models/plan_metadata.hpp"
 #include "gputwin/models/rank_layout.hpp"
 
 namespace gputwin {
@@ -69,6 +71,16 @@ std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, 
   return std::make_shared<AnalyticLayerOps>(model, plan);
 }
 
+std::string to_string(GroupKind kind)
+{
+  switch (kind) {
+  case GroupKind::Tp: return "tp";
+  case GroupKind::Dp: return "dp";
+  case GroupKind::Embedding: return "embedding";
+  }
+  return "unknown";
+}
+
 int32_t Workload::stage_rank(int64_t stage) const
 {
   return static_cast<int32_t>(global_rank(plan, {stage, 0, 0}));
@@ -77,14 +89,24 @@ int32_t Workload::stage_rank(int64_t stage) const
 Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options,
                        std::shared_ptr<const LayerOpSource> ops)
 {
-  Workload w{model, plan, options, ops ? std::move(ops) : analytic_layer_ops(model, plan), {}, {}};
+  Workload w;
+  w.model = model;
+  w.plan = plan;
+  w.options = options;
+  w.ops = ops ? std::move(ops) : analytic_layer_ops(model, plan);
+  auto add_group = [&w](GroupKind kind, int64_t stage, std::vector<int32_t> ranks) {
+    w.groups.push_back({to_string(kind), std::move(ranks)});
+    w.roles.push_back({kind, stage});
+    return static_cast<int32_t>(w.groups.size() - 1);
+  };
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
-    w.groups.push_back({"tp", tp_group_ranks(plan, stage, 0)});
-    w.groups.push_back({"dp", dp_group_ranks(plan, stage, 0)});
-    w.groups.push_back({"unused", {}}); // keeps tp_group(stage) = 3 stage
+    w.tp_groups.push_back(add_group(GroupKind::Tp, stage, tp_group_ranks(plan, stage, 0)));
+    w.dp_groups.push_back(add_group(GroupKind::Dp, stage, dp_group_ranks(plan, stage, 0)));
   }
-  w.groups.push_back({"embedding", plan.pp > 1 ? std::vector<int32_t>{w.stage_rank(0), w.stage_rank(plan.pp - 1)}
-                                               : std::vector<int32_t>{w.stage_rank(0)}});
+  w.embedding_group_index =
+      add_group(GroupKind::Embedding, -1,
+                plan.pp > 1 ? std::vector<int32_t>{w.stage_rank(0), w.stage_rank(plan.pp - 1)}
+                            : std::vector<int32_t>{w.stage_rank(0)});
 
   // Number each stage's messages per destination in the order the stage sends them.
   const PipelineShape shape = pipeline_shape(plan);
@@ -115,8 +137,8 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
   const int64_t layers_per_chunk = w.model.layers / (plan.pp * shape.chunks);
   const int64_t last_virtual = plan.pp * shape.chunks - 1;
   const int32_t tp = w.tp_group(stage);
-  const double message_bytes = 2.0 * static_cast<double>(s.tokens_outside_tp() * s.h); // 16-bit activations
-  const double grad_bytes_per_param = 4.0; // Megatron keeps and reduces fp32 main gradients
+  const double message_bytes = pipeline_message_bytes(s);
+  const double grad_bytes_per_param = gradient_bytes_per_parameter;
 
   traces::RankProgram program;
   program.rank = w.stage_rank(stage);
@@ -133,7 +155,7 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
       if (v > 0) {
         const Neighbour from = previous_of(plan, stage, step.chunk);
         const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Activation, mb, from.chunk));
-        input.push_back(e.recv("pp.recv_activation", w.stage_rank(from.stage), seq, message_bytes));
+        input.push_back(e.recv(OpName::PpRecvActivation, w.stage_rank(from.stage), seq, message_bytes));
       }
       if (v == 0) {
         w.ops->embedding_forward(e, tp);
@@ -155,7 +177,7 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
       } else {
         const Neighbour to = next_of(plan, stage, step.chunk);
         const int64_t seq = w.message_sequence.at(message_key(stage, Direction::Activation, mb, step.chunk));
-        e.send("pp.send_activation", w.stage_rank(to.stage), seq, message_bytes, {e.last_compute_id()});
+        e.send(OpName::PpSendActivation, w.stage_rank(to.stage), seq, message_bytes, {e.last_compute_id()});
       }
       continue;
     }
@@ -168,7 +190,7 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
     } else {
       const Neighbour from = next_of(plan, stage, step.chunk);
       const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Gradient, mb, from.chunk));
-      grad_input.push_back(e.recv("pp.recv_gradient", w.stage_rank(from.stage), seq, message_bytes));
+      grad_input.push_back(e.recv(OpName::PpRecvGradient, w.stage_rank(from.stage), seq, message_bytes));
     }
     const bool last_backward_of_chunk = step.micro_batch == shape.micro_batches - 1;
     for (int64_t l = layers_per_chunk - 1; l >= 0; --l) {
@@ -185,7 +207,7 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
       if (w.options.overlap_grad_reduce && last_backward_of_chunk && plan.dp > 1) {
         const double bytes = grad_bytes_per_param * static_cast<double>(layer_parameters_per_gpu(w.model, plan.tp));
         e.set_context(traces::Phase::Backward, layer, -1, chunk);
-        dp_ops.push_back(e.collective(plan.zero_stage ? "dp.reduce_scatter" : "dp.all_reduce",
+        dp_ops.push_back(e.collective(plan.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
                                       plan.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
                                       w.dp_group(stage), bytes, dp_stream, {e.last_compute_id()}));
       }
@@ -196,33 +218,40 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
     } else {
       const Neighbour to = previous_of(plan, stage, step.chunk);
       const int64_t seq = w.message_sequence.at(message_key(stage, Direction::Gradient, mb, step.chunk));
-      e.send("pp.send_gradient", w.stage_rank(to.stage), seq, message_bytes, {e.last_compute_id()});
+      e.send(OpName::PpSendGradient, w.stage_rank(to.stage), seq, message_bytes, {e.last_compute_id()});
     }
   }
 
   // End of the iteration: tied-embedding gradient, data-parallel reduction, optimizer.
   e.set_context(traces::Phase::Optimizer, -1, -1, 0);
-  const int64_t params = stage_parameters_per_gpu(w.model, plan, stage);
+  // The flat buffer the gradients are reduced in and the optimizer steps over, padded to a multiple of dp.
+  const int64_t params = data_parallel_buffer_elements(stage_parameters_per_gpu(w.model, plan, stage), plan.dp);
   std::vector<int64_t> before_step{e.last_compute_id()};
+  if (s.sp) {
+    // The gradients of the parameters SP leaves partial on each TP rank (layernorms, row-parallel biases,
+    // position embedding), summed over the TP group in one coalesced all-reduce (Megatron-LM
+    // finalize_model_grads: _allreduce_layernorm_grads).
+    const double bytes = grad_bytes_per_param * static_cast<double>(sp_partial_parameters(w.model, plan, stage));
+    before_step.push_back(
+        e.collective(OpName::SpGradAllReduce, CollectiveOp::AllReduce, tp, bytes, compute_stream));
+  }
   if (plan.pp > 1 && (stage == 0 || stage == plan.pp - 1)) {
     const double bytes = grad_bytes_per_param * static_cast<double>(s.vocab_per_rank * s.h);
     before_step.push_back(
-        e.collective("embedding.grad_all_reduce", CollectiveOp::AllReduce, w.embedding_group(), bytes, compute_stream));
+        e.collective(OpName::EmbeddingGradAllReduce, CollectiveOp::AllReduce, w.embedding_group(), bytes, compute_stream));
   }
   if (plan.dp > 1) {
     if (!w.options.overlap_grad_reduce)
-      dp_ops.push_back(e.collective(plan.zero_stage ? "dp.reduce_scatter" : "dp.all_reduce",
+      dp_ops.push_back(e.collective(plan.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
                                     plan.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
                                     w.dp_group(stage), grad_bytes_per_param * static_cast<double>(params), dp_stream,
                                     {e.last_compute_id()}));
     before_step.insert(before_step.end(), dp_ops.begin(), dp_ops.end());
   }
-  // Mixed-precision Adam over this rank's share: read fp32 gradient, read+write fp32 master weight, momentum
-  // and variance, write the bf16 weight: 4 + 8 + 8 + 8 + 2 bytes per parameter.
   const double owned = static_cast<double>(params) / static_cast<double>(plan.zero_stage ? plan.dp : 1);
-  e.memory("optimizer.adam", owned * 30, owned * 12, before_step);
+  e.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
   if (plan.zero_stage && plan.dp > 1)
-    e.collective("dp.all_gather", CollectiveOp::AllGather, w.dp_group(stage), 2.0 * static_cast<double>(params),
+    e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage), 2.0 * static_cast<double>(params),
                  compute_stream);
   return program;
 }
@@ -233,28 +262,8 @@ traces::OpGraph workload_graph(const Workload& w)
   graph.groups = w.groups;
   for (int64_t stage = 0; stage < w.plan.pp; ++stage)
     graph.ranks.push_back(stage_program(w, stage));
-  const ParallelPlan& p = w.plan;
-  graph.metadata = {
-      {"generator", "gputwin workload"},
-      {"model", w.model.name},
-      {"hidden", std::to_string(w.model.hidden)},
-      {"heads", std::to_string(w.model.heads)},
-      {"layers", std::to_string(w.model.layers)},
-      {"seq_len", std::to_string(w.model.seq_len)},
-      {"vocab", std::to_string(w.model.vocab)},
-      {"tp", std::to_string(p.tp)},
-      {"pp", std::to_string(p.pp)},
-      {"dp", std::to_string(p.dp)},
-      {"micro_batch", std::to_string(p.micro_batch)},
-      {"global_batch", std::to_string(p.effective_global_batch())},
-      {"sequence_parallel", p.sequence_parallel() ? "true" : "false"},
-      {"recompute", to_string(p.recompute)},
-      {"attention", to_string(p.attention)},
-      {"schedule", to_string(p.schedule)},
-      {"chunks", std::to_string(p.chunks)},
-      {"zero", std::to_string(p.zero_stage)},
-      {"folded", "true"},
-  };
+  graph.metadata = {{"generator", "gputwin workload"}, {"folded", "true"}};
+  write_plan_metadata(w.model, w.plan, graph.metadata);
   return graph;
 }
 

@@ -1,6 +1,7 @@
 // `gputwin collective`: one NCCL collective simulated on a cluster, printed like nccl-tests' *_perf.
 #include "byte_size.hpp"
 #include "commands.hpp"
+#include "link_report_output.hpp"
 #include "report_json.hpp"
 #include "resource_estimate.hpp"
 
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 namespace gputwin::cli {
 
@@ -78,7 +80,8 @@ void print_table(std::ostream& out, const topo::ClusterSpec& cluster, Collective
 }
 
 void print_json(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveOp op, int64_t ranks, int64_t per_node,
-                int64_t gpus_per_thread, const sim::CollectiveOptions& options, const std::vector<Row>& rows)
+                int64_t gpus_per_thread, const sim::CollectiveOptions& options, const std::vector<Row>& rows,
+                const topo::ClusterGraph& graph, const sim::LinkReport* links)
 {
   traces::JsonWriter json(out);
   json.begin_object();
@@ -102,6 +105,8 @@ void print_json(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveO
     json.end_object();
   }
   json.end_array();
+  if (links)
+    write_link_report_json(json, graph, *links);
   json.end_object();
 }
 
@@ -134,6 +139,9 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   parser.add_section("output");
   parser.add_switch("--json", "a JSON object: the cluster, op and ranks, and \"results\", a list of {bytes, time_s, "
                               "algbw_gbps, busbw_gbps, algorithm, protocol}");
+  parser.add_optional_value("--link-report", "FILE",
+                            "bytes and busy fraction per link and link kind over the whole run, the busiest links; "
+                            "JSON into FILE if given");
   const ParsedArgs parsed = parser.parse(args);
   if (parser.help_requested()) {
     out << parser.help();
@@ -179,8 +187,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
     if (nodes > 100000)
       throw InputError("--ranks: " + std::to_string(*ranks_flag) + " ranks need more than 100000 nodes");
     check_resources(estimate_platform(nodes * cluster.gpus_per_node), limit, parsed, "the collective");
-    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster), static_cast<int>(nodes),
-                                 parsed.values("--set"));
+    cluster = topo::read_cluster(parsed, static_cast<int>(nodes)); // the fault flags kept
   }
   const int64_t ranks = ranks_flag.value_or(static_cast<int64_t>(cluster.nodes) * per_node);
   // One rank communicates with nobody: NCCL's result would be a local copy, nccl-tests' bandwidth 0 by definition.
@@ -202,7 +209,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   std::vector<sim::CollectivePlan> plans;
   try {
     for (const int64_t bytes : sizes)
-      plans.push_back(sim::plan_collective(cluster, *op, gpus, static_cast<double>(bytes), options));
+      plans.push_back(sim::plan_collective(graph.spec(), *op, gpus, static_cast<double>(bytes), options));
   } catch (const std::invalid_argument& e) {
     throw InputError(std::string(parsed.has("--algo") ? "--algo: " : "--op: ") + e.what());
   }
@@ -216,7 +223,10 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
 
   const auto wall_start = std::chrono::steady_clock::now();
   const sim::SimgridPlatform platform(graph, sim::flow_pairs(stream));
-  const std::vector<std::vector<sim::PlanTiming>> timings = sim::run_collective_streams(platform, graph, {stream});
+  sim::FlowLog flow_log;
+  const bool link_report = parsed.has("--link-report");
+  const std::vector<std::vector<sim::PlanTiming>> timings =
+      sim::run_collective_streams(platform, graph, {stream}, true, link_report ? &flow_log : nullptr);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
   std::vector<Row> rows;
@@ -231,8 +241,16 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
     r.protocol = to_string(plans[i].choice.protocol);
     rows.push_back(r);
   }
+  std::optional<sim::LinkReport> links;
+  const std::string link_file = parsed.value("--link-report").value_or("");
+  if (link_report && !timings[0].empty() && timings[0].back().end_s > 0) {
+    links = sim::link_report(graph, flow_log, timings[0].back().end_s);
+    if (!link_file.empty())
+      write_link_report_file(link_file, graph, *links);
+  }
+  const sim::LinkReport* inline_links = links && link_file.empty() ? &*links : nullptr;
   if (parsed.has("--json")) {
-    print_json(out, cluster, *op, ranks, per_node, gpus_per_thread, options, rows);
+    print_json(out, cluster, *op, ranks, per_node, gpus_per_thread, options, rows, graph, inline_links);
   } else {
     print_table(out, cluster, *op, ranks, plans.front(), rows);
     size_t flows = 0;
@@ -242,6 +260,8 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
     std::snprintf(line, sizeof line, "# simulated %zu flows over %zu links and %zu routes in %.2f s wall\n", flows,
                   platform.link_count(), platform.route_count(), wall_s);
     out << line;
+    if (inline_links)
+      print_link_report(out, graph, *inline_links);
   }
   return 0;
 }

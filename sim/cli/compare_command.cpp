@@ -1,63 +1,26 @@
 // `gputwin compare`: the engine's measured iteration times beside the simulator's, one row per trace.
+#include "child_pool.hpp"
 #include "commands.hpp"
+#include "resource_estimate.hpp"
 
 #include "gputwin/models/input_error.hpp"
+#include "gputwin/models/plan_metadata.hpp"
+#include "gputwin/sim/as_measured.hpp"
+#include "gputwin/sim/progress_check.hpp"
+#include "gputwin/sim/trace_replay.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/json_value.hpp"
 #include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <cmath>
 #include <cstdio>
-#include <unistd.h>
+#include <cstdlib>
+#include <sstream>
 
 namespace gputwin::cli {
 
 namespace {
-
-std::string shell_quote(const std::string& s)
-{
-  std::string q = "'";
-  for (const char c : s)
-    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// This very binary: each run gets its own process, because SimGrid allows one platform per process.
-std::string self_path()
-{
-  char buffer[4096];
-  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
-  if (n <= 0)
-    throw std::runtime_error("compare: cannot find its own executable (/proc/self/exe)");
-  return std::string(buffer, static_cast<size_t>(n));
-}
-
-// Runs `gputwin ARGS --json` and returns the number `key` of its output; throws with its error line.
-double run_json(const std::string& args, const char* key)
-{
-  const std::string command = shell_quote(self_path()) + " " + args + " --json 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr)
-    throw std::runtime_error("compare: cannot run " + command);
-  std::string output;
-  char chunk[4096];
-  size_t n = 0;
-  while ((n = fread(chunk, 1, sizeof chunk, pipe)) > 0)
-    output.append(chunk, n);
-  const int status = pclose(pipe);
-  if (status != 0) {
-    const size_t error = output.find("error: ");
-    std::string line = error == std::string::npos ? output : output.substr(error + 7);
-    line = line.substr(0, line.find('\n'));
-    throw InputError(line);
-  }
-  const size_t start = output.find('{'); // warnings may precede the JSON
-  const traces::JsonValue json = traces::parse_json(output.substr(start == std::string::npos ? 0 : start));
-  const traces::JsonValue* value = json.find(key);
-  if (value == nullptr || !value->as_double())
-    throw std::runtime_error(std::string("compare: no '") + key + "' in the output of " + command);
-  return *value->as_double();
-}
 
 std::string meta(const traces::OpGraph& g, const char* key, const char* fallback = "?")
 {
@@ -65,25 +28,66 @@ std::string meta(const traces::OpGraph& g, const char* key, const char* fallback
   return it == g.metadata.end() ? fallback : it->second;
 }
 
-// The trace's model and plan as flags of `gputwin simulate`.
-std::string plan_flags(const traces::OpGraph& g)
+// The trace's model and plan (models/plan_metadata.hpp) as arguments of `gputwin simulate`.
+std::vector<std::string> plan_args(const traces::OpGraph& g, const std::string& file)
 {
-  std::string flags;
-  for (const char* key : {"hidden", "heads", "layers", "vocab", "tp", "pp", "dp", "micro_batch", "global_batch",
-                          "recompute", "schedule", "chunks", "zero"}) {
-    std::string flag = std::string("--") + key;
-    for (char& c : flag)
-      c = c == '_' ? '-' : c;
-    flags += " " + flag + " " + shell_quote(meta(g, key));
-  }
-  flags += " --seq-len " + shell_quote(meta(g, "seq_len"));
-  if (g.metadata.count("attention") != 0) // traces written before the attention choice existed are unfused
-    flags += " --attention " + shell_quote(meta(g, "attention"));
-  if (meta(g, "sequence_parallel") == "true")
-    flags += " --sp";
-  if (meta(g, "schedule") != "interleaved")
-    flags += " --chunks 1";
-  return flags;
+  const PlanMetadata run = read_plan_metadata(g.metadata, file);
+  const GptConfig& m = run.model;
+  const ParallelPlan& p = run.plan;
+  std::vector<std::string> args;
+  auto flag = [&args](const char* name, const std::string& value) { args.insert(args.end(), {name, value}); };
+  flag("--hidden", std::to_string(m.hidden));
+  flag("--heads", std::to_string(m.heads));
+  flag("--layers", std::to_string(m.layers));
+  flag("--vocab", std::to_string(m.vocab));
+  flag("--seq-len", std::to_string(m.seq_len));
+  flag("--tp", std::to_string(p.tp));
+  flag("--pp", std::to_string(p.pp));
+  flag("--dp", std::to_string(p.dp));
+  flag("--micro-batch", std::to_string(p.micro_batch));
+  flag("--global-batch", std::to_string(p.global_batch));
+  flag("--recompute", to_string(p.recompute));
+  flag("--attention", to_string(p.attention));
+  flag("--schedule", to_string(p.schedule));
+  flag("--chunks", std::to_string(p.schedule == Schedule::Interleaved ? p.chunks : 1));
+  flag("--zero", std::to_string(p.zero_stage));
+  if (p.sequence_parallel())
+    args.emplace_back("--sp");
+  return args;
+}
+
+// The trace replayed as measured on `cluster_name` (sim/replay/trace_replay.hpp): its simulated iteration time.
+// Runs SimGrid: call it in a process of its own.
+double replayed_iteration_s(const traces::OpGraph& trace, const std::string& cluster_name)
+{
+  const topo::ClusterSpec cluster = sim::cluster_for_trace(topo::load_cluster(cluster_name, 0, {}), trace);
+  double ops = 0;
+  for (const traces::RankProgram& program : trace.ranks)
+    ops += static_cast<double>(program.ops.size());
+  const ParsedArgs no_flags; // the guard of `gputwin replay` without --max-memory
+  check_resources(estimate_programs(cluster.gpus(), ops), max_memory_bytes(no_flags), no_flags, "the replay");
+  return sim::replay_trace(trace, cluster).iteration_time_s;
+}
+
+// `gputwin simulate ARGS --json`, run here: its iteration time. Runs SimGrid: call it in a process of its own.
+double simulated_iteration_s(std::vector<std::string> args)
+{
+  args.emplace_back("--json");
+  std::ostringstream out;
+  run_simulate(args, out);
+  const traces::JsonValue json = traces::parse_json(out.str());
+  const traces::JsonValue* value = json.find("iteration_time_s");
+  if (value == nullptr || !value->as_double())
+    throw std::runtime_error("compare: no 'iteration_time_s' in the report of gputwin simulate");
+  return *value->as_double();
+}
+
+// A double as text that reads back to the same value.
+std::string exact_text(double value)
+{
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
 }
 
 struct Row {
@@ -116,30 +120,52 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
   if (parsed.positional().empty())
     throw InputError("compare: expected one or more trace files");
 
+  // Each trace is replayed once, and with --gpu-model its plan simulated once, each in a child process of its
+  // own (SimGrid allows one platform per process); the tasks run in trace order.
+  struct Task {
+    size_t row;
+    bool replay; // else the simulation from scratch
+  };
   std::vector<Row> rows;
+  std::vector<traces::OpGraph> graphs;
+  std::vector<std::string> clusters;
+  std::vector<Task> tasks;
   for (const std::string& path : parsed.positional()) {
     traces::OpGraph g;
     try {
       g = traces::read_op_graph_file(path);
+      sim::check_progress(g);
     } catch (const traces::TraceError& e) {
       throw InputError(e.what());
     }
     Row row;
     row.trace = path;
-    row.plan = "tp " + meta(g, "tp") + " pp " + meta(g, "pp") + " dp " + meta(g, "dp") + " mb " +
-               meta(g, "micro_batch") + (meta(g, "sequence_parallel") == "true" ? " sp" : "") + " " +
-               meta(g, "recompute");
-    const std::string cluster =
-        parsed.value("--cluster").value_or(meta(g, "device") == "cpu" ? "localhost" : "dgx-a100");
-    const std::string replay = "replay " + shell_quote(path) + " --cluster " + shell_quote(cluster);
-    row.replayed_s = run_json(replay, "iteration_time_s");
-    row.measured_s = run_json(replay, "measured_iteration_time_s");
-    if (const auto model = parsed.value("--gpu-model"))
-      row.predicted_s = run_json("simulate" + plan_flags(g) + " --cluster " + shell_quote(cluster) + " --gpu-model " +
-                                     shell_quote(*model),
-                                 "iteration_time_s");
+    const ParallelPlan plan = read_plan_metadata(g.metadata, path).plan;
+    row.plan = "tp " + std::to_string(plan.tp) + " pp " + std::to_string(plan.pp) + " dp " + std::to_string(plan.dp) +
+               " mb " + std::to_string(plan.micro_batch) + (plan.sequence_parallel() ? " sp" : "") + " " +
+               to_string(plan.recompute);
+    row.measured_s = sim::measured_iteration_s(g);
+    if (row.measured_s <= 0)
+      throw InputError(path + ": the trace records no measured iteration time (expected a trace of gputwin-engine "
+                              "train)");
+    clusters.push_back(parsed.value("--cluster").value_or(meta(g, "device") == "cpu" ? "localhost" : "dgx-a100"));
+    tasks.push_back(Task{rows.size(), true});
+    if (parsed.has("--gpu-model"))
+      tasks.push_back(Task{rows.size(), false});
     rows.push_back(row);
+    graphs.push_back(std::move(g));
   }
+  const std::vector<std::string> results = run_in_children(tasks.size(), 1, [&](size_t t) {
+    const Task& task = tasks[t];
+    if (task.replay)
+      return exact_text(replayed_iteration_s(graphs[task.row], clusters[task.row]));
+    std::vector<std::string> args = plan_args(graphs[task.row], rows[task.row].trace);
+    args.insert(args.end(), {"--cluster", clusters[task.row], "--gpu-model", *parsed.value("--gpu-model")});
+    return exact_text(simulated_iteration_s(args));
+  });
+  for (size_t t = 0; t < tasks.size(); ++t)
+    (tasks[t].replay ? rows[tasks[t].row].replayed_s : rows[tasks[t].row].predicted_s) =
+        std::strtod(results[t].c_str(), nullptr);
 
   double replay_error_sum = 0, predicted_error_sum = 0;
   for (const Row& r : rows) {

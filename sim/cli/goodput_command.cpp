@@ -155,8 +155,7 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
     topo::ClusterSpec cluster = topo::read_cluster(parsed);
     const int64_t nodes_needed = (run.plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
     if (!parsed.has("--nodes"))
-      cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
-                                   static_cast<int>(nodes_needed), parsed.values("--set"));
+      cluster = topo::read_cluster(parsed, static_cast<int>(nodes_needed)); // the fault flags kept
     else if (run.plan.gpus() > cluster.gpus())
       throw InputError("--nodes: the plan needs tp x pp x dp = " + std::to_string(run.plan.gpus()) + " GPUs but " +
                        std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +

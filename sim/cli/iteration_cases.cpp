@@ -101,8 +101,7 @@ topo::ClusterSpec iteration_cluster(const IterationTable& table, const ParsedArg
     gpus = std::max(gpus, g);
   }
   const int64_t nodes = (gpus + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
-  return topo::load_cluster(flags.value("--cluster").value_or(topo::default_cluster), static_cast<int>(nodes),
-                            flags.values("--set"));
+  return topo::read_cluster(flags, static_cast<int>(nodes)); // the fault flags kept
 }
 
 } // namespace gputwin::cli

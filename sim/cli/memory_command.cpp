@@ -149,8 +149,7 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
                      std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
                      " or more)");
   if (!parsed.has("--nodes") && nodes_needed != cluster.nodes && nodes_needed <= std::numeric_limits<int>::max())
-    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
-                                 static_cast<int>(nodes_needed), parsed.values("--set"));
+    cluster = topo::read_cluster(parsed, static_cast<int>(nodes_needed));
   const StageMemory busiest = busiest_stage_memory(model, plan);
   for (const std::string& note : plan_notes(parsed, plan))
     std::cerr << "gputwin memory: note: " << note << "\n";

@@ -57,7 +57,33 @@ void add_gpu_model_flags(ArgParser& parser)
 {
   parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
   parser.add_switch("--force", "use a --gpu-model fitted to another kind of GPU than the cluster's");
+  parser.add_option("--comm-interference", "on|off",
+                    "overlapped NCCL communication slows the kernels it overlaps (SMs, HBM; default: on for the "
+                    "built-in A100/H100/H200 models, as a --gpu-model file says)");
 }
+
+namespace {
+
+// --comm-interference on|off applied to `model`; `off` leaves the parameters, `on` needs some.
+GpuComputeModel with_interference_flag(const ParsedArgs& args, GpuComputeModel model)
+{
+  const auto value = args.value("--comm-interference");
+  if (!value)
+    return model;
+  if (*value == "off") {
+    model.comm_interference.enabled = false;
+  } else if (*value == "on") {
+    if (model.comm_interference.source.empty() && !model.comm_interference.enabled)
+      throw InputError("--comm-interference: the GPU model '" + model.gpu_kind +
+                       "' has no interference parameters (expected a comm_interference: section in --gpu-model)");
+    model.comm_interference.enabled = true;
+  } else {
+    throw InputError("--comm-interference: expected on or off, got '" + *value + "'");
+  }
+  return model;
+}
+
+} // namespace
 
 GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string& gpu_kind, double peak_flops,
                                       double hbm_bytes_per_s)
@@ -70,10 +96,10 @@ GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string&
       throw InputError("--gpu-model: " + *args.value("--gpu-model") + " models GPU kind '" + model.gpu_kind +
                        "' but the cluster's GPU is '" + gpu_kind +
                        "' (expected a model of the cluster's GPU, or --force to use it anyway)");
-    return model;
+    return with_interference_flag(args, model);
   }
   try {
-    return builtin_compute_model(gpu_kind, peak_flops, hbm_bytes_per_s);
+    return with_interference_flag(args, builtin_compute_model(gpu_kind, peak_flops, hbm_bytes_per_s));
   } catch (const std::invalid_argument&) {
     throw InputError("--gpu-model: the cluster's GPU '" + gpu_kind +
                      "' has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");

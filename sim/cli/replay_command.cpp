@@ -1,17 +1,20 @@
 // `gputwin replay`: a captured trace re-simulated on a cluster -- as measured, re-targeted to another GPU, or
 // scaled out -- with the simulated iteration time beside the measured one.
+#include "chakra_replay.hpp"
 #include "commands.hpp"
 #include "report_json.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
 #include "timeline.hpp"
 
+#include "gputwin/chakra/chakra_reader.hpp"
 #include "gputwin/models/input_error.hpp"
+#include "gputwin/sim/as_measured.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/sim/kineto_replay.hpp"
 #include "gputwin/sim/program_executor.hpp"
 #include "gputwin/sim/progress_check.hpp"
-#include "gputwin/sim/trace_comm_source.hpp"
+#include "gputwin/sim/trace_replay.hpp"
 #include "gputwin/sim/trace_workload.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
@@ -30,22 +33,6 @@
 namespace gputwin::cli {
 
 namespace {
-
-// The measured time of the iteration the trace recorded (metadata traced_iteration), else the median.
-double measured_iteration_s(const traces::OpGraph& trace)
-{
-  if (trace.measured_iteration_s.empty())
-    return 0;
-  const auto it = trace.metadata.find("traced_iteration");
-  if (it != trace.metadata.end()) {
-    const size_t index = static_cast<size_t>(std::stoll(it->second));
-    if (index < trace.measured_iteration_s.size())
-      return trace.measured_iteration_s[index];
-  }
-  std::vector<double> sorted = trace.measured_iteration_s;
-  std::sort(sorted.begin(), sorted.end());
-  return sorted[sorted.size() / 2];
-}
 
 GpuComputeModel retarget_model(const std::string& gpu)
 {
@@ -256,7 +243,9 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
                    "With --dp/--pp/--layers the trace's per-layer ops are replayed in a larger plan.\n"
                    "A PyTorch profiler (Kineto) trace, FILE.json or FILE.json.gz, replays one ProfilerStep as\n"
                    "measured: the host's launches and syncs at their measured times, every kernel its measured\n"
-                   "duration on its stream, every NCCL kernel its own measured duration (traces/KINETO.md).\n\n"
+                   "duration on its stream, every NCCL kernel its own measured duration (traces/KINETO.md).\n"
+                   "A Chakra execution trace -- PyTorch host ET JSON, or DIR/<prefix>.<rank>.et with its sibling\n"
+                   "rank files -- replays its GPU ops and collectives (traces/chakra/README.md).\n\n"
                    "example: gputwin replay run.trace.json --cluster localhost\n"
                    "example: gputwin replay rank0.json.gz --step 552 --comm-scale 2");
   parser.allow_positional("TRACE", 1);
@@ -291,6 +280,8 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
     const std::string text = traces::read_trace_text(path);
     if (traces::is_chrome_trace(text))
       return run_kineto_replay(parsed, path, text, out);
+    if (chakra::is_pytorch_et_json(text) || chakra::is_chakra_et_path(path)) // traces/chakra/README.md, "Import"
+      return run_chakra_replay(parsed, path, text, out);
     for (const char* flag : {"--step", "--comm-scale"})
       if (parsed.has(flag))
         throw InputError(std::string(flag) + ": only for PyTorch profiler (Kineto) traces; " + path +
@@ -307,7 +298,8 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   const int64_t nodes_flag = parsed.integer("--nodes").value_or(0);
   if (parsed.has("--nodes") && (nodes_flag <= 0 || nodes_flag > 1000000))
     throw InputError("--nodes: expected a positive integer, got " + *parsed.value("--nodes"));
-  topo::ClusterSpec cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes_flag), parsed.values("--set"));
+  const std::vector<std::string> sets = parsed.values("--set");
+  const topo::ClusterSpec named = topo::load_cluster(cluster_name, static_cast<int>(nodes_flag), sets);
 
   std::optional<GpuComputeModel> retarget;
   if (parsed.has("--gpu") && parsed.has("--gpu-model"))
@@ -316,6 +308,18 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
     retarget = retarget_model(*gpu);
   if (parsed.has("--gpu-model"))
     retarget = compute_model_from_flags(parsed, {});
+  // On a shared host (localhost) the ranks share as many cores as the trace says its machine had, unless --set
+  // gives the count; re-targeted to a GPU, every rank has a device of its own and shares nothing.
+  const bool cores_set =
+      std::any_of(sets.begin(), sets.end(), [](const std::string& s) { return s.rfind("node.host_cores=", 0) == 0; });
+  const bool on_gpus = retarget && gpu_family(retarget->gpu_kind) != "cpu";
+  const auto machine_of_trace = [&](topo::ClusterSpec spec) {
+    spec = sim::cluster_for_trace(std::move(spec), trace, cores_set);
+    if (on_gpus)
+      spec.host_cores = 0;
+    return spec;
+  };
+  topo::ClusterSpec cluster = machine_of_trace(named);
   const bool scaled = parsed.has("--dp") || parsed.has("--pp") || parsed.has("--layers");
   // Flags a mode would ignore are errors: an as-measured or re-targeted replay runs the captured batch.
   if (parsed.has("--global-batch") && !scaled)
@@ -349,7 +353,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
       if (nodes > std::numeric_limits<int>::max())
         throw InputError("--dp: the scaled plan needs " + std::to_string(tw.plan.gpus()) +
                          " GPUs, more than a cluster can have");
-      cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes), parsed.values("--set"));
+      cluster = machine_of_trace(topo::load_cluster(cluster_name, static_cast<int>(nodes), sets));
     }
     // The analytic workload of the same model and plan stands for the captured layer ops in the estimate.
     check_resources(estimate_simulation(cluster, tw.model, tw.plan, {}, true, parsed.has("--timeline"), limit), limit,
@@ -361,54 +365,19 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
     result = sim::simulate_iteration(graph, workload, model, options);
     ranks_per_program = tw.plan.tp * tw.plan.dp;
   } else {
-    int32_t max_rank = 0;
-    for (const auto& r : trace.ranks)
-      max_rank = std::max(max_rank, r.rank);
-    if (max_rank >= cluster.gpus())
-      throw InputError("--cluster: the trace has ranks up to " + std::to_string(max_rank) + " but '" + cluster.name +
-                       "' with " + std::to_string(cluster.nodes) + " node(s) has " + std::to_string(cluster.gpus()) +
-                       " GPUs (expected a larger --nodes)");
     double ops = 0;
     for (const traces::RankProgram& program : trace.ranks)
       ops += static_cast<double>(program.ops.size());
     check_resources(estimate_programs(cluster.gpus(), ops), max_memory_bytes(parsed), parsed, "the replay");
-    const topo::ClusterGraph graph(cluster);
-    sim::TraceCommSource comm(cluster, trace.groups);
-    // As measured, a compute op also keeps the host's issue gap before it: how long after it could start
-    // (its rank's previous op and its dependencies done) the trace shows it starting.
-    std::vector<std::map<int64_t, int64_t>> gap_ns(trace.ranks.size());
-    for (size_t p = 0; p < trace.ranks.size(); ++p) {
-      std::map<int64_t, int64_t> end_ns;
-      int64_t previous_end_ns = -1;
-      for (const traces::Op& op : trace.ranks[p].ops) {
-        if (op.start_ns < 0 || op.duration_ns < 0)
-          continue;
-        int64_t ready_ns = previous_end_ns;
-        for (const int64_t d : op.deps)
-          if (const auto it = end_ns.find(d); it != end_ns.end())
-            ready_ns = std::max(ready_ns, it->second);
-        if (ready_ns >= 0 && op.kind == traces::OpKind::Compute)
-          gap_ns[p][op.id] = std::max<int64_t>(0, op.start_ns - ready_ns);
-        end_ns[op.id] = op.start_ns + op.duration_ns;
-        previous_end_ns = std::max(previous_end_ns, op.start_ns + op.duration_ns);
-      }
-    }
-    const sim::ComputeDuration compute_s = [&retarget, &gap_ns, compute_scale](size_t p, const traces::Op& op) {
-      if (retarget || op.duration_ns < 0) {
-        if (!retarget)
-          throw InputError("replay: op '" + op.name + "' has no measured duration (expected --gpu to model it)");
-        return compute_duration_s(*retarget, op);
-      }
-      const auto gap = gap_ns[p].find(op.id);
-      return (static_cast<double>(op.duration_ns) / compute_scale +
-              static_cast<double>(gap == gap_ns[p].end() ? 0 : gap->second)) *
-             1e-9;
-    };
-    result = sim::execute_programs(graph, trace.ranks, trace.groups, comm, compute_s, options);
+    sim::TraceReplayOptions replay;
+    replay.retarget = retarget;
+    replay.compute_scale = compute_scale;
+    replay.iteration = options;
+    result = sim::replay_trace(trace, cluster, replay);
   }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
-  const double measured_s = measured_iteration_s(trace);
+  const double measured_s = sim::measured_iteration_s(trace);
   const bool comparable = !scaled && !retarget && compute_scale == 1 && measured_s > 0;
   const double relative_error = comparable ? (result.iteration_time_s - measured_s) / measured_s : 0;
   if (const auto file = parsed.value("--timeline"))
@@ -419,6 +388,8 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
     json.field("trace", path);
     write_run_json(json, run, cluster);
     json.field("mode", scaled ? "scaled" : retarget ? "retargeted" : compute_scale != 1 ? "what-if" : "as-measured");
+    if (cluster.host_cores > 0) // the ranks are threads sharing this many cores (sim/README.md, shared hosts)
+      json.field("host_cores", static_cast<int64_t>(cluster.host_cores));
     json.field("iteration_time_s", result.iteration_time_s);
     if (measured_s > 0)
       json.field("measured_iteration_time_s", measured_s);
@@ -433,7 +404,9 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   std::snprintf(line, sizeof line, "trace      %s (%zu ranks, device %s)\n", path.c_str(), trace.ranks.size(),
                 device == trace.metadata.end() ? "?" : device->second.c_str());
   out << line;
-  out << "cluster    " << cluster.name << ", mode "
+  out << "cluster    " << cluster.name
+      << (cluster.host_cores > 0 ? " (ranks share " + std::to_string(cluster.host_cores) + " CPU cores)" : "")
+      << ", mode "
       << (scaled               ? "scaled out"
           : retarget           ? "re-targeted to " + retarget->gpu_kind
           : compute_scale != 1 ? "what-if: compute x" + std::to_string(compute_scale) + " faster"

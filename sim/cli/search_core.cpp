@@ -81,9 +81,7 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
     throw InputError("--gpus: " + std::to_string(r.gpus) + " is not a multiple of " + cluster.name + "'s " +
                      std::to_string(cluster.gpus_per_node) + " GPUs per node (expected whole nodes)");
   if (!parsed.has("--nodes"))
-    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
-                                 static_cast<int>(std::max<int64_t>(1, r.gpus / cluster.gpus_per_node)),
-                                 parsed.values("--set"));
+    cluster = topo::read_cluster(parsed, static_cast<int>(std::max<int64_t>(1, r.gpus / cluster.gpus_per_node)));
   else if (r.gpus > cluster.gpus())
     throw InputError("--nodes: " + std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
                      std::to_string(cluster.gpus()) + " GPUs, fewer than --gpus " + std::to_string(r.gpus));

@@ -1,5 +1,6 @@
 // `gputwin simulate`: one training iteration of a GPT under a parallel plan on a simulated cluster.
 #include "commands.hpp"
+#include "link_report_output.hpp"
 #include "progress.hpp"
 #include "report_json.hpp"
 #include "resource_estimate.hpp"
@@ -11,8 +12,11 @@
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/plan_flags.hpp"
+#include "gputwin/models/stragglers.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/sim/straggler_unfolding.hpp"
+#include "gputwin/sim/link_report.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
@@ -22,7 +26,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace gputwin::cli {
@@ -34,17 +40,65 @@ struct Report {
   double bubble_fraction = 0, compute_s = 0, exposed_comm_s = 0;
   int64_t peak_memory_bytes = 0, peak_memory_stage = 0, gpus = 0, nodes = 0, simulated_events = 0;
   double sim_wall_time_s = 0;
+  Stragglers stragglers;          // --slow-gpu / --slow-node as given
+  RankSpeeds rank_speeds;         // what they make of each rank's speed
+  int64_t simulated_programs = 0; // programs run: one per stage, more where stragglers break a stage's symmetry
+};
+
+// The stragglers beside the cluster they slow down (only when some were given: reports without them unchanged).
+void write_stragglers_json(traces::JsonWriter& json, const Report& r)
+{
+  if (r.stragglers.empty())
+    return;
+  json.key("stragglers");
+  json.begin_object();
+  json.key("slow_gpus");
+  json.begin_array();
+  for (const SlowGpu& g : r.stragglers.gpus) {
+    json.begin_object();
+    json.field("rank", g.rank);
+    json.field("factor", g.factor);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("slow_nodes");
+  json.begin_array();
+  for (const SlowNode& n : r.stragglers.nodes) {
+    json.begin_object();
+    json.field("node", n.node);
+    json.field("factor", n.factor);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("gpu_speeds"); // every rank not at full speed: GPU factor x node factor
+  json.begin_array();
+  for (const auto& [rank, speed] : r.rank_speeds) {
+    json.begin_object();
+    json.field("rank", static_cast<int64_t>(rank));
+    json.field("speed", speed);
+    json.end_object();
+  }
+  json.end_array();
+  json.field("simulated_programs", r.simulated_programs);
+  json.end_object();
+}
+
+// The link report's members in the JSON report (--link-report without FILE).
+struct LinkReportJson {
+  const topo::ClusterGraph* graph = nullptr;
+  const sim::LinkReport* report = nullptr;
 };
 
 void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
                 const FrameworkProfile& framework, bool overlap_grad_reduce, const ResourceEstimate& estimate,
-                const Report& r)
+                const Report& r, const LinkReportJson& links = {})
 {
   traces::JsonWriter json(out);
   json.begin_object();
   write_model_json(json, model);
   write_plan_json(json, plan);
   write_cluster_json(json, cluster);
+  write_stragglers_json(json, r);
   json.field("overlap_grad_reduce", overlap_grad_reduce);
   json.field("framework", framework.name);
   json.field("nodes", r.nodes);
@@ -71,6 +125,8 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   json.field("memory_bytes", static_cast<int64_t>(std::llround(estimate.bytes)));
   json.end_object();
   json.field("sim_wall_time_s", r.sim_wall_time_s);
+  if (links.report)
+    write_link_report_json(json, *links.graph, *links.report);
   json.end_object();
 }
 
@@ -81,9 +137,28 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   out << "model    " << model.name << " (h " << model.hidden << ", a " << model.heads << ", L " << model.layers
       << ", s " << model.seq_len << ", v " << model.vocab << ")\n";
   out << "plan     " << describe_plan(plan) << "\n";
-  std::snprintf(line, sizeof line, "cluster  %s: %lld nodes, %lld GPUs used of %d\n\n", cluster.name.c_str(),
+  std::snprintf(line, sizeof line, "cluster  %s: %lld nodes, %lld GPUs used of %d\n", cluster.name.c_str(),
                 static_cast<long long>(r.nodes), static_cast<long long>(r.gpus), cluster.gpus());
   out << line;
+  if (!r.stragglers.empty()) {
+    std::string slow; // runs of consecutive ranks at one speed as a range: "32-39 at 0.9"
+    for (auto it = r.rank_speeds.begin(); it != r.rank_speeds.end();) {
+      auto last = it;
+      while (std::next(last) != r.rank_speeds.end() && std::next(last)->first == last->first + 1 &&
+             std::next(last)->second == it->second)
+        ++last;
+      if (last == it)
+        std::snprintf(line, sizeof line, "%s%d at %.3g", slow.empty() ? "" : ", ", it->first, it->second);
+      else
+        std::snprintf(line, sizeof line, "%s%d-%d at %.3g", slow.empty() ? "" : ", ", it->first, last->first,
+                      it->second);
+      slow += line;
+      it = std::next(last);
+    }
+    out << "slow     " << (slow.empty() ? "none (every factor 1)" : "ranks " + slow + " of normal speed") << "; "
+        << r.simulated_programs << " programs simulated\n";
+  }
+  out << "\n";
   auto row = [&](const char* label, const std::string& value) {
     std::snprintf(line, sizeof line, "  %-34s %s\n", label, value.c_str());
     out << line;
@@ -133,9 +208,15 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   parser.add_switch("--estimate", "fast estimate (longest paths through the op graph, no SimGrid; transfers sharing a link slow each other once)");
   add_max_memory_flag(parser);
   topo::add_cluster_flags(parser);
+  parser.add_section("stragglers");
+  add_straggler_flags(parser);
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable report (with the model, plan and cluster it ran)");
-  parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
+  parser.add_option("--timeline", "FILE",
+                    "write a Chrome trace-event timeline, with the busiest links' utilisation (open in ui.perfetto.dev)");
+  parser.add_optional_value("--link-report", "FILE",
+                            "bytes and busy fraction per link and link kind, the busiest links, stage 0's exposed "
+                            "communication by link; JSON into FILE if given (sim/README.md \"Link report\")");
   parser.add_option("--chakra", "DIR",
                     "write the workload as Chakra execution traces, DIR/workload.<rank>.et per simulated rank "
                     "(ASTRA-sim's input; sim/README.md \"Chakra export\")");
@@ -146,11 +227,12 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   }
   const GptConfig model = model_from_flags(parsed);
   const ParallelPlan plan = read_plan(parsed, model);
+  Report r;
+  r.stragglers = read_stragglers(parsed);
   topo::ClusterSpec cluster = topo::read_cluster(parsed);
   const int64_t nodes_needed = (plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
   // GPU memory first (the GPU is the file's whatever the node count): a plan whose busiest GPU does not fit is
   // an error unless --allow-oom.
-  Report r;
   for (const StageMemory& m : all_stage_memory(model, plan))
     if (m.total_bytes > r.peak_memory_bytes) {
       r.peak_memory_bytes = m.total_bytes;
@@ -179,8 +261,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
     if (nodes_needed > std::numeric_limits<int>::max())
       throw InputError("--dp: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) +
                        " GPUs, more nodes than a cluster can have");
-    cluster = topo::load_cluster(parsed.value("--cluster").value_or(topo::default_cluster),
-                                 static_cast<int>(nodes_needed), parsed.values("--set"));
+    cluster = topo::read_cluster(parsed, static_cast<int>(nodes_needed)); // the fault flags kept
   } else if (plan.gpus() > cluster.gpus()) {
     throw InputError("--nodes: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) + " GPUs but " +
                      std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
@@ -190,12 +271,28 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   const GpuComputeModel gpu =
       compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+  r.rank_speeds = rank_speeds(r.stragglers, plan.gpus(), cluster.gpus_per_node);
+  if (!r.stragglers.empty()) {
+    const std::string flag = r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu";
+    if (parsed.has("--chakra"))
+      throw InputError(flag + ": not with --chakra (the export writes the folded workload, one program per stage, "
+                              "without the slow ranks)");
+    if (cluster.host_cores > 0)
+      throw InputError(flag + ": the GPUs of " + cluster.name +
+                       " are threads sharing host cores (node.host_cores); slow GPUs need devices of their own");
+  }
 
   // Resources before anything large is allocated: the cluster graph, the workload, SimGrid's platform.
   WorkloadOptions options;
   options.overlap_grad_reduce = parsed.has("--overlap-grad-reduce");
-  const ResourceEstimate estimate =
+  ResourceEstimate estimate =
       estimate_simulation(cluster, model, plan, options, !parsed.has("--estimate"), parsed.has("--timeline"), limit);
+  if (!r.rank_speeds.empty()) { // every stage's program repeated for each class of ranks stragglers leave
+    const sim::StragglerClasses classes = sim::straggler_classes(plan, r.rank_speeds);
+    const double programs_per_stage = static_cast<double>(classes.replicas.size() * classes.tp_indices.size());
+    estimate.ops *= programs_per_stage;
+    estimate.bytes *= programs_per_stage;
+  }
   check_resources(estimate, limit, parsed, "the simulation");
 
   const auto wall_start = std::chrono::steady_clock::now();
@@ -208,14 +305,21 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   }
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");
+  // Every flow on the network, for the link report and the timeline's link counters (results unchanged).
+  if (parsed.has("--link-report") && parsed.has("--estimate"))
+    throw InputError("--link-report: needs the flow-level simulation (expected no --estimate: the estimate times "
+                     "operations, not flows)");
+  sim::FlowLog flow_log;
+  if (!parsed.has("--estimate") && (parsed.has("--link-report") || parsed.has("--timeline")))
+    run_options.flow_log = &flow_log;
   // For a person at a terminal, and only once the run has taken 2 s: the ops executed so far.
   ProgressBar bar("simulate: ops", !parsed.has("--json"), ProgressBar::Options{2.0, 0.25, 24});
   run_options.progress = [&bar](int64_t done, int64_t total) {
     bar.update(static_cast<size_t>(done), static_cast<size_t>(total));
   };
-  const sim::IterationResult result = parsed.has("--estimate")
-                                          ? sim::estimate_iteration(graph, workload, gpu, framework, run_options)
-                                          : sim::simulate_iteration(graph, workload, gpu, run_options, framework);
+  const sim::IterationResult result =
+      parsed.has("--estimate") ? sim::estimate_iteration(graph, workload, gpu, framework, run_options, r.rank_speeds)
+                               : sim::simulate_iteration(graph, workload, gpu, run_options, framework, r.rank_speeds);
   bar.finish();
   r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
@@ -238,17 +342,38 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   r.compute_s = first.compute_s;
   r.exposed_comm_s = first.exposed_comm_s;
   r.simulated_events = result.executed_ops + result.simulated_flows;
+  r.simulated_programs = static_cast<int64_t>(result.programs.size());
 
-  if (const auto file = parsed.value("--timeline"))
-    write_chrome_timeline_file(*file, result, plan.tp * plan.dp);
+  std::optional<sim::LinkReport> links;
+  if (run_options.flow_log && r.iteration_time_s > 0) {
+    links = sim::link_report(graph, flow_log, r.iteration_time_s);
+    links->exposed = sim::attribute_exposed(graph, flow_log, result.programs, 0, first.exposed_spans);
+  }
+  if (const auto file = parsed.value("--timeline")) {
+    std::vector<CounterTrack> counters;
+    if (links)
+      for (const sim::LinkUse* use : sim::busiest_links(*links, 8))
+        counters.push_back(CounterTrack{graph.links()[static_cast<size_t>(use->link)].name,
+                                        sim::link_utilisation_steps(graph, flow_log, use->link)});
+    // (with stragglers programs stand for different numbers of ranks: the label leaves it out)
+    write_chrome_timeline_file(*file, result, r.rank_speeds.empty() ? plan.tp * plan.dp : 1, counters);
+  }
+  const std::string link_file = parsed.value("--link-report").value_or("");
+  if (links && !link_file.empty())
+    write_link_report_file(link_file, graph, *links);
+  const bool links_inline = links && parsed.has("--link-report") && link_file.empty();
   // What the defaults were and what to watch, after every file is written (a failed write stays one line) and
   // before the report (a reader of stdout + stderr finds the JSON last).
   for (const std::string& note : notes)
     std::cerr << "gputwin simulate: " << (note.rfind("warning: ", 0) == 0 ? "" : "note: ") << note << "\n";
-  if (parsed.has("--json"))
-    print_json(out, model, plan, cluster, framework, options.overlap_grad_reduce, estimate, r);
-  else
+  if (parsed.has("--json")) {
+    print_json(out, model, plan, cluster, framework, options.overlap_grad_reduce, estimate, r,
+               links_inline ? LinkReportJson{&graph, &*links} : LinkReportJson{});
+  } else {
     print_table(out, model, plan, cluster, r);
+    if (links_inline)
+      print_link_report(out, graph, *links);
+  }
   return 0;
 }
 

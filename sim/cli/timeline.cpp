@@ -19,7 +19,8 @@ const char* stream_name(int32_t stream)
 }
 } // namespace
 
-void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result, int64_t ranks_per_program)
+void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result, int64_t ranks_per_program,
+                           const std::vector<CounterTrack>& counters)
 {
   traces::JsonWriter json(out, 0);
   json.begin_object();
@@ -73,15 +74,41 @@ void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result
     json.end_object();
     json.end_object();
   }
+  if (!counters.empty()) {
+    const int64_t pid = static_cast<int64_t>(result.programs.size());
+    json.begin_object();
+    json.field("ph", "M");
+    json.field("name", "process_name");
+    json.field("pid", pid);
+    json.key("args");
+    json.begin_object();
+    json.field("name", "link utilisation (busiest links; each flow at its average rate, / effective bandwidth)");
+    json.end_object();
+    json.end_object();
+    for (const CounterTrack& track : counters)
+      for (const auto& [time_s, value] : track.steps) {
+        json.begin_object();
+        json.field("ph", "C");
+        json.field("name", track.name);
+        json.field("pid", pid);
+        json.field("ts", time_s * 1e6);
+        json.key("args");
+        json.begin_object();
+        json.field("utilisation", value);
+        json.end_object();
+        json.end_object();
+      }
+  }
   json.end_array();
   json.end_object();
   out << '\n';
 }
 
-void write_chrome_timeline_file(const std::string& path, const sim::IterationResult& result, int64_t ranks_per_program)
+void write_chrome_timeline_file(const std::string& path, const sim::IterationResult& result, int64_t ranks_per_program,
+                                const std::vector<CounterTrack>& counters)
 {
   write_file_atomically(
-      path, [&](std::ostream& out) { write_chrome_timeline(out, result, ranks_per_program); }, "--timeline");
+      path, [&](std::ostream& out) { write_chrome_timeline(out, result, ranks_per_program, counters); }, "--timeline");
 }
 
 } // namespace gputwin::cli

@@ -60,7 +60,9 @@ TEST(SimulateEstimate, TheHostModelSlowsSmallKernelsOnly)
 
 TEST(CalibrateIterations, FitsWritesAModelFileThatCompareAccepts)
 {
-  // Every 40th row of vTrain's table: a small fit with 2 folds, then the same rows compared with its output.
+  // Every 40th row of vTrain's table: a small fit with 2 folds, then the same rows compared with its output. The
+  // fit minimises the mean absolute log error, so its MAPE beats the unfitted profile's only once it has made
+  // progress: 120 evaluations (40 gave 0.290 vs the profile's 0.278, 120 give 0.234; 3.4 s).
   std::ifstream in(vtrain);
   std::string line, subset;
   for (int n = 0; std::getline(in, line); ++n)
@@ -68,7 +70,7 @@ TEST(CalibrateIterations, FitsWritesAModelFileThatCompareAccepts)
       subset += line + "\n";
   const std::string csv = write_file("vtrain_subset.csv", subset), model = ::testing::TempDir() + "vtrain.yaml";
   const CliResult fit = run_gputwin("calibrate --iterations '" + csv + "'" + vtrain_flags +
-                                        " --framework megatron-deepspeed --folds 2 --max-evaluations 40 -o '" + model +
+                                        " --framework megatron-deepspeed --folds 2 --max-evaluations 120 -o '" + model +
                                         "' --json",
                                     false);
   ASSERT_EQ(fit.exit_code, 0) << fit.output;

@@ -309,9 +309,9 @@ TEST_F(CudaKernels, TrainingStepsMatchTheCpuLosses)
 {
   TrainConfig config = testing::small_tp2_pp2_sp_selective(5);
   config.record_trace = true; // exercises the per-op synchronization of the traced step
-  config.backend = "cpu";
+  config.backend = BackendKind::Cpu;
   const TrainResult cpu_run = train(config);
-  config.backend = "cuda";
+  config.backend = BackendKind::Cuda;
   const TrainResult gpu_run = train(config);
   ASSERT_EQ(gpu_run.loss_per_step.size(), cpu_run.loss_per_step.size());
   for (size_t i = 0; i < cpu_run.loss_per_step.size(); ++i) {

@@ -54,7 +54,7 @@ void expect_bit_identical(const TrainResult& a, const TrainResult& b, const std:
 
 const TrainResult& cuda_reference()
 {
-  static const TrainResult result = run_tiny(PlanSpec{.global_batch = 4}, 1, true, false, false, "cuda");
+  static const TrainResult result = run_tiny(PlanSpec{.global_batch = 4}, 1, true, false, false, BackendKind::Cuda);
   return result;
 }
 
@@ -72,11 +72,11 @@ TEST_P(CudaPlanNumerics, MatchesSingleRankAndRecomputeIsBitIdentical)
 {
   PlanSpec spec = GetParam();
   spec.recompute = Recompute::None;
-  const TrainResult none = run_tiny(spec, 1, true, false, false, "cuda");
+  const TrainResult none = run_tiny(spec, 1, true, false, false, BackendKind::Cuda);
   expect_close(none, cuda_reference(), 1e-5, 1e-2, describe(spec) + " vs one rank (cuda)");
   for (const Recompute mode : {Recompute::Selective, Recompute::Full}) {
     spec.recompute = mode;
-    expect_bit_identical(run_tiny(spec, 1, true, false, false, "cuda"), none,
+    expect_bit_identical(run_tiny(spec, 1, true, false, false, BackendKind::Cuda), none,
                          describe(spec) + " vs recompute none (cuda)");
   }
 }

@@ -88,7 +88,7 @@ inline void PrintTo(const PlanSpec& s, std::ostream* out)
 }
 
 inline TrainResult run_tiny(const PlanSpec& spec, int64_t steps, bool gradients, bool weights = false,
-                            bool trace = false, const std::string& backend = "cpu")
+                            bool trace = false, BackendKind backend = BackendKind::Cpu)
 {
   TrainConfig config;
   config.backend = backend;

@@ -202,16 +202,16 @@ TEST(EngineNumerics, FlashAttentionIsRefusedWhereThereIsNoFusedKernel)
 {
   ParallelPlan plan;
   plan.attention = AttentionKernel::Flash;
-  EXPECT_NO_THROW(check_backend_supports_plan("cpu", plan));
+  EXPECT_NO_THROW(check_backend_supports_plan(BackendKind::Cpu, plan));
   try {
-    check_backend_supports_plan("cuda", plan);
+    check_backend_supports_plan(BackendKind::Cuda, plan);
     ADD_FAILURE() << "the CUDA backend has no fused attention kernel yet";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "--attention flash: the cuda backend has no fused attention kernel yet "
                                      "(expected --attention unfused, or --backend cpu)");
   }
   plan.attention = AttentionKernel::Unfused;
-  EXPECT_NO_THROW(check_backend_supports_plan("cuda", plan));
+  EXPECT_NO_THROW(check_backend_supports_plan(BackendKind::Cuda, plan));
 }
 
 TEST(EngineNumerics, ZeroOneUpdatesExactlyAsAllReduce)

@@ -144,7 +144,7 @@ TEST(ProcessRank, FromTheLaunchersEnvironment)
   EXPECT_EQ(p.local_rank, 2);
   EXPECT_EQ(p.rendezvous_dir, "/shared/rv");
   EXPECT_EQ(p.run_id, "run-17-abc");
-  EXPECT_EQ(p.launched_by, "gputwin-engine launch");
+  EXPECT_EQ(p.launched_by, Launcher::GputwinLaunch);
   EXPECT_EQ(process_rank_from_environment(std::string("/other"), environment(launched)).rendezvous_dir, "/other");
 }
 
@@ -159,7 +159,7 @@ TEST(ProcessRank, FromMpirunsEnvironment)
   EXPECT_EQ(p.world_size, 8);
   EXPECT_EQ(p.local_rank, 1);
   EXPECT_EQ(p.run_id, "mpi-prterun-node1-4242_1");
-  EXPECT_EQ(p.launched_by, "mpirun");
+  EXPECT_EQ(p.launched_by, Launcher::Mpirun);
 }
 
 // process_rank_from_environment's InputError for `variables` (and the --rendezvous `directory`).

@@ -1,5 +1,7 @@
 #include "gputwin/topologies/cluster_graph.hpp"
 
+#include "cluster_wiring.hpp"
+
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
@@ -14,22 +16,6 @@ namespace gputwin::topo {
 struct ClusterGraph::BoostGraph {
   // One undirected edge per physical link: connectivity and hop counts.
   boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS> graph;
-};
-
-// Link ids by endpoint, each of the direction away from the GPUs (GPU -> switch, PCIe switch -> NIC,
-// NIC -> leaf, level l -> level l + 1); the opposite direction is id + 1 (id ^ 1).
-struct ClusterGraph::Wiring {
-  std::vector<int> gpu_nvlink; // per GPU of the cluster: GPU -> NVSwitch
-  std::vector<int> gpu_pcie;   // per GPU: GPU -> its PCIe switch
-  std::vector<int> nic_pcie;   // per NIC of the cluster (node * nics + n): PCIe switch -> NIC
-  std::vector<int> nic_leaf;   // per NIC: NIC -> leaf
-  std::vector<int> leaf_of_nic;
-  std::vector<int> leaf_up;           // leaf * u + k: leaf -> spine k (2 levels) or aggregation switch k of its pod (3)
-  std::vector<int> agg_up;            // agg * (radix / 2) + c: aggregation switch -> core c of its group (3 levels)
-  std::vector<int> rail_of_local_gpu; // the NIC whose rail-map list first names the local GPU
-  std::vector<int> pcie_of_local_gpu;
-  std::vector<int> pcie_of_nic; // the PCIe switch of the NIC's first served GPU
-  std::vector<int> first_gpu_of_nic;
 };
 
 namespace {
@@ -57,6 +43,7 @@ ClusterGraph::ClusterGraph(ClusterSpec spec)
   build_nodes();
   build_fabric();
   check_links();
+  apply_faults();
 }
 
 ClusterGraph::~ClusterGraph() = default;
@@ -221,13 +208,25 @@ std::vector<int> ClusterGraph::route(int src_gpu, int dst_gpu) const
   const auto at = [](const std::vector<int>& table, int index) { return table[static_cast<size_t>(index)]; };
   const int src_node = src_gpu / gpus;
   const int dst_node = dst_gpu / gpus;
+  if (!failed_.empty())
+    return route_around_faults(src_gpu, dst_gpu);
   if (src_node == dst_node)
     return {at(w.gpu_nvlink, src_gpu), reverse(at(w.gpu_nvlink, dst_gpu))};
-
   // The rail of the destination GPU: NIC r on both nodes.
-  const int rail = at(w.rail_of_local_gpu, dst_gpu % gpus);
+  inter_node_path(src_gpu, dst_gpu, at(w.rail_of_local_gpu, dst_gpu % gpus), false, path);
+  return path;
+}
+
+bool ClusterGraph::inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoid, std::vector<int>& path) const
+{
+  const Wiring& w = *wiring_;
+  const int gpus = spec_.gpus_per_node;
+  const auto at = [](const std::vector<int>& table, int index) { return table[static_cast<size_t>(index)]; };
+  const int src_node = src_gpu / gpus;
+  const int dst_node = dst_gpu / gpus;
   const int rail_switch = at(w.pcie_of_nic, rail);
   const int rail_gpu = at(w.first_gpu_of_nic, rail);
+  path.clear();
   path.reserve(14);
   int src = src_gpu;
   if (at(w.pcie_of_local_gpu, src_gpu % gpus) != rail_switch) { // PXN: NVLink to a GPU beside the NIC first
@@ -247,17 +246,36 @@ std::vector<int> ClusterGraph::route(int src_gpu, int dst_gpu) const
   if (src_leaf != dst_leaf) {
     const int u = fabric_.leaf_up_ports;
     const int e = dst_nic;
-    const int k = e % u;
-    path.push_back(at(w.leaf_up, src_leaf * u + k));
-    if (fabric_.levels == 3) {
-      const int src_pod = src_leaf / fabric_.leaves_per_pod;
-      const int dst_pod = dst_leaf / fabric_.leaves_per_pod;
-      if (src_pod != dst_pod) {
-        const int per_group = spec_.fabric.switch_radix / 2;
-        const int core = (e / u) % per_group;
-        path.push_back(at(w.agg_up, (src_pod * u + k) * per_group + core));
-        path.push_back(reverse(at(w.agg_up, (dst_pod * u + k) * per_group + core)));
+    int k = e % u;
+    const bool cross_pod = fabric_.levels == 3 && src_leaf / fabric_.leaves_per_pod != dst_leaf / fabric_.leaves_per_pod;
+    const int per_group = spec_.fabric.switch_radix / 2;
+    int core = (e / u) % per_group;
+    const int src_pod = fabric_.levels == 3 ? src_leaf / fabric_.leaves_per_pod : 0;
+    const int dst_pod = fabric_.levels == 3 ? dst_leaf / fabric_.leaves_per_pod : 0;
+    if (avoid) {
+      // The (uplink, core) choices whose four links work; the default when it does, else one of the others
+      // picked by the destination, so the flows a failed link carried spread over the remaining paths.
+      const auto works = [&](int kk, int cc) {
+        if (link_failed(at(w.leaf_up, src_leaf * u + kk)) || link_failed(at(w.leaf_up, dst_leaf * u + kk)))
+          return false;
+        return !cross_pod || (!link_failed(at(w.agg_up, (src_pod * u + kk) * per_group + cc)) &&
+                              !link_failed(at(w.agg_up, (dst_pod * u + kk) * per_group + cc)));
+      };
+      if (!works(k, core)) {
+        std::vector<std::pair<int, int>> healthy;
+        for (int kk = 0; kk < u; ++kk)
+          for (int cc = 0; cc < (cross_pod ? per_group : 1); ++cc)
+            if (works(kk, cross_pod ? cc : core))
+              healthy.emplace_back(kk, cross_pod ? cc : core);
+        if (healthy.empty())
+          return false;
+        std::tie(k, core) = healthy[static_cast<size_t>(e / (u * (cross_pod ? per_group : 1))) % healthy.size()];
       }
+    }
+    path.push_back(at(w.leaf_up, src_leaf * u + k));
+    if (cross_pod) {
+      path.push_back(at(w.agg_up, (src_pod * u + k) * per_group + core));
+      path.push_back(reverse(at(w.agg_up, (dst_pod * u + k) * per_group + core)));
     }
     path.push_back(reverse(at(w.leaf_up, dst_leaf * u + k)));
   }
@@ -272,7 +290,7 @@ std::vector<int> ClusterGraph::route(int src_gpu, int dst_gpu) const
     path.push_back(at(w.gpu_nvlink, via));
     path.push_back(reverse(at(w.gpu_nvlink, dst_gpu)));
   }
-  return path;
+  return !avoid || std::none_of(path.begin(), path.end(), [&](int link) { return link_failed(link); });
 }
 
 TopologySummary ClusterGraph::summary() const

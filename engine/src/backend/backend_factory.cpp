@@ -9,37 +9,49 @@
 
 namespace gputwin::engine {
 
-void check_backend_name(const std::string& name)
+std::string to_string(BackendKind kind)
+{
+  return kind == BackendKind::Cuda ? "cuda" : "cpu";
+}
+
+BackendKind parse_backend(const std::string& name)
 {
   if (name == "cpu")
-    return;
+    return BackendKind::Cpu;
+  if (name == "cuda")
+    return BackendKind::Cuda;
 #ifdef GPUTWIN_HAVE_CUDA
-  if (name == "cuda") {
-    const std::string why = cuda_backend_unavailable_reason();
-    if (!why.empty())
-      throw InputError("--backend cuda: no usable GPU (" + why + ")");
-    return;
-  }
   throw InputError("--backend: unknown backend '" + name + "' (expected cpu or cuda)");
 #else
-  if (name == "cuda")
-    throw InputError("--backend: the CUDA backend is not built yet (expected cpu)");
   throw InputError("--backend: unknown backend '" + name + "' (expected cpu)");
 #endif
 }
 
-void check_backend_supports_plan(const std::string& name, const ParallelPlan& plan)
+void check_backend_available(BackendKind kind)
 {
-  if (plan.attention == AttentionKernel::Flash && name != "cpu")
-    throw InputError("--attention flash: the " + name +
+  if (kind == BackendKind::Cpu)
+    return;
+#ifdef GPUTWIN_HAVE_CUDA
+  const std::string why = cuda_backend_unavailable_reason();
+  if (!why.empty())
+    throw InputError("--backend cuda: no usable GPU (" + why + ")");
+#else
+  throw InputError("--backend: the CUDA backend is not built yet (expected cpu)");
+#endif
+}
+
+void check_backend_supports_plan(BackendKind kind, const ParallelPlan& plan)
+{
+  if (plan.attention == AttentionKernel::Flash && kind != BackendKind::Cpu)
+    throw InputError("--attention flash: the " + to_string(kind) +
                      " backend has no fused attention kernel yet (expected --attention unfused, or --backend cpu)");
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name)
+std::unique_ptr<Backend> make_backend(BackendKind kind)
 {
-  check_backend_name(name);
+  check_backend_available(kind);
 #ifdef GPUTWIN_HAVE_CUDA
-  if (name == "cuda")
+  if (kind == BackendKind::Cuda)
     return make_cuda_backend();
 #endif
   return std::make_unique<CpuBackend>();

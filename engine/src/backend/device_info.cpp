@@ -9,11 +9,11 @@
 
 namespace gputwin::engine {
 
-std::optional<DeviceDescription> describe_device(const std::string& backend, int index)
+std::optional<DeviceDescription> describe_device(BackendKind backend, int index)
 {
-  check_backend_name(backend);
+  check_backend_available(backend);
 #ifdef GPUTWIN_HAVE_CUDA
-  if (backend == "cuda") {
+  if (backend == BackendKind::Cuda) {
     const std::vector<CudaDeviceInfo> devices = query_cuda_devices();
     if (index < 0 || static_cast<size_t>(index) >= devices.size())
       throw InputError("--backend cuda: no GPU " + std::to_string(index) + " (" + std::to_string(devices.size()) +

@@ -47,6 +47,11 @@ std::optional<std::string> process_environment(const std::string& name)
   return value ? std::optional<std::string>(value) : std::nullopt;
 }
 
+std::string to_string(Launcher launcher)
+{
+  return launcher == Launcher::Mpirun ? "mpirun" : "gputwin-engine launch";
+}
+
 ProcessRank process_rank_from_environment(const std::optional<std::string>& rendezvous_dir,
                                           const EnvironmentLookup& environment)
 {
@@ -54,12 +59,12 @@ ProcessRank process_rank_from_environment(const std::optional<std::string>& rend
   // The variables of the launcher, or of Open MPI's mpirun.
   std::string rank_name = "GPUTWIN_RANK", size_name = "GPUTWIN_WORLD_SIZE", local_name = "GPUTWIN_LOCAL_RANK";
   if (environment(rank_name)) {
-    p.launched_by = "gputwin-engine launch";
+    p.launched_by = Launcher::GputwinLaunch;
   } else if (environment("OMPI_COMM_WORLD_RANK")) {
     rank_name = "OMPI_COMM_WORLD_RANK";
     size_name = "OMPI_COMM_WORLD_SIZE";
     local_name = "OMPI_COMM_WORLD_LOCAL_RANK";
-    p.launched_by = "mpirun";
+    p.launched_by = Launcher::Mpirun;
   } else {
     throw InputError("--comm nccl/tcp: no rank in the environment; expected GPUTWIN_RANK and GPUTWIN_WORLD_SIZE (run it "
                      "under `gputwin-engine launch --nproc N -- ...`) or OMPI_COMM_WORLD_RANK (under mpirun)");
@@ -77,7 +82,7 @@ ProcessRank process_rank_from_environment(const std::optional<std::string>& rend
     p.rendezvous_dir = *dir;
   if (p.rendezvous_dir.empty())
     throw InputError("GPUTWIN_RENDEZVOUS_DIR: not set; expected a directory every rank sees (" +
-                     std::string(p.launched_by == "mpirun" ? "give --rendezvous DIR on a shared filesystem"
+                     std::string(p.launched_by == Launcher::Mpirun ? "give --rendezvous DIR on a shared filesystem"
                                                            : "gputwin-engine launch sets it") +
                      ")");
 
@@ -88,7 +93,7 @@ ProcessRank process_rank_from_environment(const std::optional<std::string>& rend
         throw InputError("GPUTWIN_RUN_ID: expected letters, digits, '.', '_' or '-', got '" + *id + "'");
     if (p.run_id.empty())
       throw InputError("GPUTWIN_RUN_ID: expected a non-empty run id");
-  } else if (p.launched_by == "mpirun") {
+  } else if (p.launched_by == Launcher::Mpirun) {
     for (const char* name : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid"})
       if (const std::optional<std::string> job = environment(name); job && !job->empty()) {
         p.run_id = "mpi-" + file_name_safe(*job);

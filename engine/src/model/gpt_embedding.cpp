@@ -7,8 +7,7 @@ namespace gputwin::engine {
 
 GptEmbedding::GptEmbedding(RankContext& ctx, ParameterStore& store) : ctx_(ctx)
 {
-  word_ = &store.add(ctx, ParameterSpec{"embedding.word", ctx.model.vocab, ctx.hidden(), Sharding{0, 1},
-                                        ParameterInit::Normal, false});
+  word_ = &store.add(ctx, word_embedding_spec(ctx));
   position_ = &store.add(
       ctx, ParameterSpec{"embedding.position", ctx.seq(), ctx.hidden(), Sharding{-1, 1}, ParameterInit::Normal, true});
 }
@@ -35,14 +34,14 @@ Tensor GptEmbedding::forward(Tensor tokens, int64_t micro_batch, EmbeddingSaved&
   // Each rank looks up the tokens of its vocabulary slice; the others read 0 (bf16 sums of one non-zero term
   // are exact, so the reduction in bf16 loses nothing).
   Tensor word = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq(), ctx_.batch(), h});
-  ctx_.compute("embedding.word", static_cast<double>(rows * h * 4), [&] {
+  ctx_.compute(OpName::EmbeddingFwd, [&] {
     ctx_.backend.embedding_forward(word, saved.tokens, word_->weight, ctx_.vocab_start(), ctx_.vocab_owned(), rows, h);
   });
   Tensor summed;
   if (ctx_.sequence_parallel()) {
-    summed = reduce_scatter_to_sequence_parallel_region_forward(ctx_, word, h, "embedding.reduce_scatter");
+    summed = reduce_scatter_to_sequence_parallel_region_forward(ctx_, word, h, op_name(OpName::TpReduceScatter));
   } else {
-    reduce_from_tensor_parallel_region_forward(ctx_, word, rows, h, "embedding.all_reduce");
+    reduce_from_tensor_parallel_region_forward(ctx_, word, rows, h, op_name(OpName::TpAllReduce));
     summed = std::move(word);
   }
   Tensor x = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq_local(), ctx_.batch(), h});
@@ -53,7 +52,7 @@ Tensor GptEmbedding::forward(Tensor tokens, int64_t micro_batch, EmbeddingSaved&
   dropout.local_dims = {ctx_.seq_local(), ctx_.batch(), h, 1};
   dropout.offsets = {ctx_.seq_offset(), ctx_.sample_in_iteration(micro_batch), 0, 0};
   dropout.global_dims = {ctx_.seq(), ctx_.plan.effective_global_batch(), h, 1};
-  ctx_.compute("embedding.position_dropout", static_cast<double>(rows_l * h * 9), [&] {
+  ctx_.compute(OpName::EmbeddingDropoutFwd, [&] { // the position embedding added, then dropout
     const Tensor ids = position_ids();
     Tensor pos = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {rows_l, h});
     ctx_.backend.embedding_forward(pos, ids, position_->weight, 0, ctx_.seq(), rows_l, h);
@@ -70,16 +69,16 @@ void GptEmbedding::backward(const Tensor& d_x, EmbeddingSaved& saved)
   OpContext c = ctx_.tracer.context();
   ctx_.set_context(traces::Phase::Backward, -1, c.micro_batch, c.chunk);
   Tensor d_sum = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute("embedding.position_dropout.bwd", static_cast<double>(rows_l * h * 13), [&] {
+  ctx_.compute(OpName::EmbeddingDropoutBwd, [&] {
     ctx_.backend.dropout_backward(d_sum, d_x, saved.dropout_mask, ctx_.options.dropout);
     const Tensor ids = position_ids();
     ctx_.backend.embedding_backward(position_->grad, d_sum, ids, 0, ctx_.seq(), rows_l, h);
   });
   const Tensor d_word =
       ctx_.sequence_parallel()
-          ? reduce_scatter_to_sequence_parallel_region_backward(ctx_, d_sum, h, "embedding.all_gather.bwd")
+          ? reduce_scatter_to_sequence_parallel_region_backward(ctx_, d_sum, h, op_name(OpName::TpAllGather))
           : d_sum.view(0, d_sum.shape());
-  ctx_.compute("embedding.word.bwd", static_cast<double>(rows * h * 8), [&] {
+  ctx_.compute(OpName::EmbeddingWgrad, [&] {
     ctx_.backend.embedding_backward(word_->grad, d_word, saved.tokens, ctx_.vocab_start(), ctx_.vocab_owned(), rows, h);
   });
   saved = EmbeddingSaved{};

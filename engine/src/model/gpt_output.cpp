@@ -24,32 +24,32 @@ double GptOutput::forward(Tensor y, Tensor targets, OutputSaved& saved)
   saved.targets = std::move(targets);
   saved.targets.retag(MemoryPurpose::EdgeActivations);
   saved.ln = ctx_.tensor(MemoryPurpose::EdgeActivations, DType::BF16, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute("final_ln", static_cast<double>(rows_l * h * 4), [&] {
+  ctx_.compute(OpName::FinalLnFwd, [&] {
     ctx_.backend.layernorm_forward(saved.ln, saved.y, gamma_->weight, beta_->weight, rows_l, h,
                                    ctx_.options.layernorm_epsilon);
   });
   saved.logits = ctx_.tensor(MemoryPurpose::EdgeActivations, DType::F32, {rows, v_local});
   {
     const Tensor in = ctx_.sequence_parallel()
-                          ? gather_from_sequence_parallel_region_forward(ctx_, saved.ln, h, "final_ln.all_gather")
+                          ? gather_from_sequence_parallel_region_forward(ctx_, saved.ln, h, op_name(OpName::TpAllGather))
                           : saved.ln.view(0, saved.ln.shape());
-    ctx_.compute("logits", 2.0 * static_cast<double>(rows * v_local * h),
-                 static_cast<double>(rows * h * 2 + v_local * h * 2 + rows * v_local * 4),
-                 traces::GemmShape{rows, v_local, h, 1},
+    ctx_.compute(OpName::LogitsFwd,
                  [&] { ctx_.backend.gemm(saved.logits, in, false, word_.weight, true, rows, v_local, h, 1.0f, 0.0f); });
   }
   // Fused vocabulary-parallel cross-entropy: max, then sum of exponentials and target logit, over the tp group.
   saved.row_max = ctx_.tensor(MemoryPurpose::EdgeActivations, DType::F32, {rows});
-  ctx_.compute("loss.max", static_cast<double>(rows * v_local * 4),
+  ctx_.compute(OpName::CrossEntropyMaxFwd,
                [&] { ctx_.backend.cross_entropy_local_max(saved.row_max, saved.logits, rows, v_local, v_owned); });
-  ctx_.tp.all_reduce(saved.row_max, rows, ReduceOp::Max, "loss.max.all_reduce");
+  ctx_.tp.all_reduce(saved.row_max, rows, ReduceOp::Max, op_name(OpName::CrossEntropyMaxAllReduce));
   Tensor sums = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {2, rows}); // [sum_exp | target logit]
   Tensor sum_exp = sums.view(0, {rows}), target_logit = sums.view(rows, {rows});
-  ctx_.compute("loss.sums", static_cast<double>(rows * v_local * 4), [&] {
+  ctx_.compute(OpName::CrossEntropyFwd, [&] {
     ctx_.backend.cross_entropy_local_sums(sum_exp, target_logit, saved.logits, saved.targets, saved.row_max, rows,
                                           v_local, v_owned, ctx_.vocab_start());
   });
-  ctx_.tp.all_reduce(sums, 2 * rows, ReduceOp::Sum, "loss.sums.all_reduce");
+  // Megatron-LM's order: the target logit, then the sum of exponentials.
+  ctx_.tp.all_reduce(target_logit, rows, ReduceOp::Sum, op_name(OpName::CrossEntropyTargetAllReduce));
+  ctx_.tp.all_reduce(sum_exp, rows, ReduceOp::Sum, op_name(OpName::CrossEntropySumAllReduce));
   saved.sum_exp = ctx_.tensor(MemoryPurpose::EdgeActivations, DType::F32, {rows});
   ctx_.backend.copy_bytes(saved.sum_exp, sum_exp, rows * static_cast<int64_t>(sizeof(float)));
   // The loss is read back to the host (the only per-micro-batch readback of the step).
@@ -71,34 +71,30 @@ Tensor GptOutput::backward(OutputSaved& saved, float loss_scale)
   OpContext c = ctx_.tracer.context();
   ctx_.set_context(traces::Phase::Backward, -1, c.micro_batch, c.chunk);
   Tensor d_logits = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, v_local});
-  ctx_.compute("loss.bwd", static_cast<double>(rows * v_local * 8), [&] {
+  ctx_.compute(OpName::CrossEntropyBwd, [&] {
     ctx_.backend.cross_entropy_backward(d_logits, saved.logits, saved.targets, saved.row_max, saved.sum_exp, rows,
                                         v_local, v_owned, ctx_.vocab_start(), loss_scale / static_cast<float>(rows));
   });
   saved.logits.reset();
   Tensor d_in = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq(), ctx_.batch(), h});
-  {
-    const Tensor in = ctx_.sequence_parallel()
-                          ? gather_from_sequence_parallel_region_forward(ctx_, saved.ln, h, "final_ln.all_gather.bwd")
-                          : saved.ln.view(0, saved.ln.shape());
-    ctx_.compute("logits.wgrad", 2.0 * static_cast<double>(rows * v_local * h),
-                 static_cast<double>(rows * v_local * 4 + rows * h * 2 + v_local * h * 8),
-                 traces::GemmShape{v_local, h, rows, 1},
-                 [&] { ctx_.backend.gemm(word_.grad, d_logits, true, in, false, v_local, h, rows, 1.0f, 1.0f); });
-    ctx_.compute("logits.dgrad", 2.0 * static_cast<double>(rows * v_local * h),
-                 static_cast<double>(rows * v_local * 4 + v_local * h * 2 + rows * h * 4),
-                 traces::GemmShape{rows, h, v_local, 1},
-                 [&] { ctx_.backend.gemm(d_in, d_logits, false, word_.weight, false, rows, h, v_local, 1.0f, 0.0f); });
-  }
+  // Megatron's order: the input gradient, its reduction overlapped with the weight gradient (with SP the
+  // layernorm output re-gathered first).
+  const Tensor in = ctx_.sequence_parallel()
+                        ? gather_from_sequence_parallel_region_forward(ctx_, saved.ln, h, op_name(OpName::TpAllGather))
+                        : saved.ln.view(0, saved.ln.shape());
+  ctx_.compute(OpName::LogitsDgrad,
+               [&] { ctx_.backend.gemm(d_in, d_logits, false, word_.weight, false, rows, h, v_local, 1.0f, 0.0f); });
   Tensor d_ln;
   if (ctx_.sequence_parallel()) {
-    d_ln = gather_from_sequence_parallel_region_backward(ctx_, d_in, h, "final_ln.reduce_scatter.bwd");
+    d_ln = gather_from_sequence_parallel_region_backward(ctx_, d_in, h, op_name(OpName::TpReduceScatter));
   } else {
-    copy_to_tensor_parallel_region_backward(ctx_, d_in, rows, h, "final_ln.all_reduce.bwd");
+    copy_to_tensor_parallel_region_backward(ctx_, d_in, rows, h, op_name(OpName::TpAllReduce));
     d_ln = std::move(d_in);
   }
+  ctx_.compute(OpName::LogitsWgrad,
+               [&] { ctx_.backend.gemm(word_.grad, d_logits, true, in, false, v_local, h, rows, 1.0f, 1.0f); });
   Tensor d_y = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute("final_ln.bwd", static_cast<double>(rows_l * h * 14), [&] {
+  ctx_.compute(OpName::FinalLnBwd, [&] {
     ctx_.backend.layernorm_backward(d_y, gamma_->grad, beta_->grad, d_ln, saved.y, gamma_->weight, rows_l, h,
                                     ctx_.options.layernorm_epsilon);
   });

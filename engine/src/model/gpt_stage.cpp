@@ -18,8 +18,7 @@ GptStage::GptStage(RankContext& ctx, ParameterStore& store) : stage_(ctx.coords.
   if (stage_ == pp_ - 1) {
     // With one stage the output layer reads the embedding's own table; otherwise the last stage holds a copy.
     Parameter& word = embedding_ ? embedding_->word()
-                                 : store.add(ctx, ParameterSpec{"embedding.word", ctx.model.vocab, ctx.hidden(),
-                                                                Sharding{0, 1}, ParameterInit::Normal, false});
+                                 : store.add(ctx, word_embedding_spec(ctx));
     output_ = std::make_unique<GptOutput>(ctx, store, word);
   }
 }

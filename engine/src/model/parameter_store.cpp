@@ -18,11 +18,18 @@ uint64_t name_hash(const std::string& name)
   return h;
 }
 
-// Local extent of a split dimension of `logical` elements over `tp` ranks in `blocks` blocks.
-int64_t split_extent(int64_t logical, int64_t blocks, int64_t tp, const std::string& name)
+// Local extent of a split dimension of `logical` elements (`padded` with padding, 0: none) over `tp` ranks
+// in `blocks` blocks.
+int64_t split_extent(int64_t logical, int64_t padded, int64_t blocks, int64_t tp, const std::string& name)
 {
+  if (padded > 0) {
+    if (blocks != 1 || padded < logical || padded % tp != 0)
+      throw std::logic_error("parameter " + name + ": padding " + std::to_string(padded) + " of " +
+                             std::to_string(logical) + " rows does not split over " + std::to_string(tp) + " ranks");
+    return padded / tp;
+  }
   if (blocks == 1)
-    return (logical + tp - 1) / tp; // the vocabulary may not divide: the last shard is padded
+    return (logical + tp - 1) / tp; // the last shard is padded
   if (logical % (blocks * tp) != 0)
     throw std::logic_error("parameter " + name + ": " + std::to_string(logical) + " does not split into " +
                            std::to_string(blocks) + " blocks over " + std::to_string(tp) + " ranks");
@@ -30,6 +37,13 @@ int64_t split_extent(int64_t logical, int64_t blocks, int64_t tp, const std::str
 }
 
 } // namespace
+
+ParameterSpec word_embedding_spec(const RankContext& ctx)
+{
+  ParameterSpec spec{"embedding.word", ctx.model.vocab, ctx.hidden(), Sharding{0, 1}, ParameterInit::Normal, false};
+  spec.padded_rows = ctx.vocab_local() * ctx.tp_size();
+  return spec;
+}
 
 Parameter& ParameterStore::add(const RankContext& ctx, ParameterSpec spec)
 {
@@ -39,9 +53,9 @@ Parameter& ParameterStore::add(const RankContext& ctx, ParameterSpec spec)
   p.local_rows = spec.rows;
   p.local_cols = spec.cols;
   if (spec.sharding.dim == 0)
-    p.local_rows = split_extent(spec.rows, spec.sharding.blocks, ctx.tp_size(), spec.name);
+    p.local_rows = split_extent(spec.rows, spec.padded_rows, spec.sharding.blocks, ctx.tp_size(), spec.name);
   if (spec.sharding.dim == 1)
-    p.local_cols = split_extent(spec.cols, spec.sharding.blocks, ctx.tp_size(), spec.name);
+    p.local_cols = split_extent(spec.cols, 0, spec.sharding.blocks, ctx.tp_size(), spec.name);
   p.offset = total_;
   p.spec = std::move(spec);
   total_ += p.numel();

@@ -48,46 +48,45 @@ TransformerLayer::TransformerLayer(RankContext& ctx, ParameterStore& store, int6
   fc2_bias_ = add("fc2.bias", 1, h, replicated, ParameterInit::Zeros, true);
 }
 
-void TransformerLayer::gemm(const std::string& name, Tensor& c, const Tensor& a, bool ta, const Tensor& b, bool tb,
-                            int64_t m, int64_t n, int64_t k, float beta)
+void TransformerLayer::gemm(OpName name, Tensor& c, const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t m,
+                            int64_t n, int64_t k, float beta)
 {
-  const double bytes = static_cast<double>(m * k * dtype_bytes(a.dtype()) + k * n * dtype_bytes(b.dtype()) +
-                                           m * n * dtype_bytes(c.dtype()) * (beta != 0.0f ? 2 : 1));
-  ctx_.compute(name, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k), bytes,
-               traces::GemmShape{m, n, k, 1}, [&] { ctx_.backend.gemm(c, a, ta, b, tb, m, n, k, 1.0f, beta); });
+  ctx_.compute(name, [&] { ctx_.backend.gemm(c, a, ta, b, tb, m, n, k, 1.0f, beta); });
 }
 
-Tensor TransformerLayer::column_parallel_input(const Tensor& ln_out, const std::string& name)
+Tensor TransformerLayer::column_parallel_input(const Tensor& ln_out)
 {
   if (ctx_.sequence_parallel())
-    return gather_from_sequence_parallel_region_forward(ctx_, ln_out, ctx_.hidden(), name);
+    return gather_from_sequence_parallel_region_forward(ctx_, ln_out, ctx_.hidden(), op_name(OpName::TpAllGather));
   return ln_out.view(0, ln_out.shape()); // f: identity forward
 }
 
-Tensor TransformerLayer::row_parallel_output_grad(const Tensor& d_out, const std::string& name)
+Tensor TransformerLayer::row_parallel_output_grad(const Tensor& d_out)
 {
   if (ctx_.sequence_parallel())
-    return reduce_scatter_to_sequence_parallel_region_backward(ctx_, d_out, ctx_.hidden(), name);
+    return reduce_scatter_to_sequence_parallel_region_backward(ctx_, d_out, ctx_.hidden(), op_name(OpName::TpAllGather));
   return d_out.view(0, d_out.shape()); // f-bar: identity backward
 }
 
-Tensor TransformerLayer::column_parallel_input_grad(Tensor d_in_partial, const std::string& name)
+Tensor TransformerLayer::column_parallel_input_grad(Tensor d_in_partial)
 {
   if (ctx_.sequence_parallel())
-    return gather_from_sequence_parallel_region_backward(ctx_, d_in_partial, ctx_.hidden(), name);
-  copy_to_tensor_parallel_region_backward(ctx_, d_in_partial, ctx_.rows_full(), ctx_.hidden(), name);
+    return gather_from_sequence_parallel_region_backward(ctx_, d_in_partial, ctx_.hidden(),
+                                                         op_name(OpName::TpReduceScatter));
+  copy_to_tensor_parallel_region_backward(ctx_, d_in_partial, ctx_.rows_full(), ctx_.hidden(),
+                                          op_name(OpName::TpAllReduce));
   return d_in_partial;
 }
 
 Tensor TransformerLayer::bias_dropout_residual(Tensor partial_full, const Parameter& bias, const Tensor& residual,
-                                               Tensor& mask, int64_t micro_batch, int site, const std::string& name)
+                                               Tensor& mask, int64_t micro_batch, int site)
 {
   const int64_t h = ctx_.hidden(), rows = ctx_.rows_local();
   Tensor out;
   if (ctx_.sequence_parallel()) {
-    out = reduce_scatter_to_sequence_parallel_region_forward(ctx_, partial_full, h, name + ".reduce_scatter");
+    out = reduce_scatter_to_sequence_parallel_region_forward(ctx_, partial_full, h, op_name(OpName::TpReduceScatter));
   } else {
-    reduce_from_tensor_parallel_region_forward(ctx_, partial_full, rows, h, name + ".all_reduce");
+    reduce_from_tensor_parallel_region_forward(ctx_, partial_full, rows, h, op_name(OpName::TpAllReduce));
     out = std::move(partial_full);
   }
   mask = ctx_.tensor(MemoryPurpose::Workspace, DType::U8, {ctx_.seq_local(), ctx_.batch(), h});
@@ -98,7 +97,7 @@ Tensor TransformerLayer::bias_dropout_residual(Tensor partial_full, const Parame
   dropout.local_dims = {ctx_.seq_local(), ctx_.batch(), h, 1};
   dropout.offsets = {ctx_.seq_offset(), ctx_.sample_in_iteration(micro_batch), 0, 0};
   dropout.global_dims = {ctx_.seq(), ctx_.plan.effective_global_batch(), h, 1};
-  ctx_.compute(name + ".bias_dropout_add", static_cast<double>(rows * h * (4 + 1 + 2 + 2 + 2)), [&] {
+  ctx_.compute(OpName::DropoutAddFwd, [&] {
     ctx_.backend.add_bias(out, out, bias.weight, rows, h);
     Tensor dropped = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {rows, h});
     ctx_.backend.dropout_forward(dropped, mask, out, dropout);
@@ -119,7 +118,7 @@ DropoutSite TransformerLayer::attention_dropout_site(int64_t micro_batch) const
   return dropout;
 }
 
-void TransformerLayer::attention_core_forward(LayerActivations& acts, int64_t micro_batch, bool with_context)
+void TransformerLayer::attention_core_forward(LayerActivations& acts, int64_t micro_batch)
 {
   const AttentionDims dims{ctx_.batch(), ctx_.heads_local(), ctx_.seq(), ctx_.model.head_dim()};
   const int64_t b = dims.batch, a = dims.heads, s = dims.seq, d = dims.head_dim;
@@ -128,33 +127,29 @@ void TransformerLayer::attention_core_forward(LayerActivations& acts, int64_t mi
     acts.context = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {s, b, a * d});
     acts.lse = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {b, a, s});
     acts.rng_state = ctx_.tensor(MemoryPurpose::Workspace, DType::I32, {4});
+    // The backend's own tile (op_vocabulary.hpp, "Where the engine differs").
     const FusedAttentionCost cost =
         flash_attention_forward_cost(b * a, s, d, ctx_.backend.fused_attention_tile_tokens());
     const DropoutSite dropout = attention_dropout_site(micro_batch);
-    ctx_.compute("attn.flash.fwd", cost.flops, cost.bytes, cost.shape, [&] {
+    ctx_.compute(OpName::AttnFlashFwd, OpCost{cost.flops, cost.bytes, cost.shape}, [&] {
       ctx_.backend.flash_attention_forward(acts.context, acts.lse, acts.rng_state, acts.qkv, dims, dropout);
     });
     return;
   }
-  const int64_t score_elements = b * a * s * s;
   Tensor scores = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {b, a, s, s});
   acts.probs = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {b, a, s, s});
   acts.attn_mask = ctx_.tensor(MemoryPurpose::Workspace, DType::U8, {b, a, s, s});
   acts.probs_dropped = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {b, a, s, s});
   // Q K^T over every (sample, head): a batched GEMM (s x s x d).
-  ctx_.compute("attn.scores", 2.0 * static_cast<double>(b * a * s * s * d),
-               static_cast<double>(2 * 2 * s * b * a * d + 4 * score_elements), traces::GemmShape{s, s, d, b * a},
-               [&] { ctx_.backend.attention_scores_forward(scores, acts.qkv, dims); });
-  ctx_.compute("attn.softmax", static_cast<double>(score_elements * (4 + 2)),
-               [&] { ctx_.backend.causal_softmax_forward(acts.probs, scores, b * a * s, s); });
+  ctx_.compute(OpName::AttnScoresFwd, [&] { ctx_.backend.attention_scores_forward(scores, acts.qkv, dims); });
+  ctx_.compute(OpName::AttnSoftmaxFwd, [&] { ctx_.backend.causal_softmax_forward(acts.probs, scores, b * a * s, s); });
   const DropoutSite dropout = attention_dropout_site(micro_batch);
-  ctx_.compute("attn.dropout", static_cast<double>(score_elements * (2 + 1 + 2)),
+  ctx_.compute(OpName::AttnDropoutFwd,
                [&] { ctx_.backend.dropout_forward(acts.probs_dropped, acts.attn_mask, acts.probs, dropout); });
-  if (!with_context) // selective recompute: the context (attention over V) is kept, only its inputs are rebuilt
-    return;
+  // Selective recompute reruns this too (Megatron checkpoints the whole core attention); the result equals the
+  // context kept from the forward pass, which backward's proj.wgrad has already used.
   acts.context = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {s, b, a * d});
-  ctx_.compute("attn.context", 2.0 * static_cast<double>(b * a * s * s * d),
-               static_cast<double>(2 * score_elements + 2 * 2 * s * b * a * d), traces::GemmShape{s, d, s, b * a},
+  ctx_.compute(OpName::AttnContextFwd,
                [&] { ctx_.backend.attention_context_forward(acts.context, acts.probs_dropped, acts.qkv, dims); });
 }
 
@@ -166,43 +161,47 @@ Tensor TransformerLayer::run_forward(LayerActivations& acts, int64_t micro_batch
   const std::vector<int64_t> residual_shape{ctx_.seq_local(), ctx_.batch(), h};
 
   acts.ln1 = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, residual_shape);
-  ctx_.compute("ln1", static_cast<double>(rows_l * h * 4), [&] {
+  ctx_.compute(OpName::Ln1Fwd, [&] {
     ctx_.backend.layernorm_forward(acts.ln1, acts.x, ln1_gamma_->weight, ln1_beta_->weight, rows_l, h, eps);
   });
   {
-    const Tensor a_in = column_parallel_input(acts.ln1, "ln1.all_gather");
+    const Tensor a_in = column_parallel_input(acts.ln1);
     Tensor qkv_f32 = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, qkv_cols});
-    gemm("qkv", qkv_f32, a_in, false, qkv_weight_->weight, false, rows, qkv_cols, h, 0.0f);
     acts.qkv = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq(), ctx_.batch(), qkv_cols});
-    ctx_.compute("qkv.bias", static_cast<double>(rows * qkv_cols * 6),
-                 [&] { ctx_.backend.add_bias(acts.qkv, qkv_f32, qkv_bias_->weight, rows, qkv_cols); });
+    // One op as Megatron's GEMM with its bias epilogue: the backends add the bias in a second kernel.
+    ctx_.compute(OpName::QkvFwd, [&] {
+      ctx_.backend.gemm(qkv_f32, a_in, false, qkv_weight_->weight, false, rows, qkv_cols, h, 1.0f, 0.0f);
+      ctx_.backend.add_bias(acts.qkv, qkv_f32, qkv_bias_->weight, rows, qkv_cols);
+    });
   }
-  attention_core_forward(acts, micro_batch, true);
+  attention_core_forward(acts, micro_batch);
 
   Tensor proj_partial = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq(), ctx_.batch(), h});
-  gemm("proj", proj_partial, acts.context, false, proj_weight_->weight, false, rows, h, ctx_.hidden_local(), 0.0f);
+  gemm(OpName::ProjFwd, proj_partial, acts.context, false, proj_weight_->weight, false, rows, h, ctx_.hidden_local(),
+       0.0f);
   acts.r1 = bias_dropout_residual(std::move(proj_partial), *proj_bias_, acts.x, acts.drop1_mask, micro_batch,
-                                  static_cast<int>(DropoutSiteKind::AttentionOutput), "proj");
+                                  static_cast<int>(DropoutSiteKind::AttentionOutput));
 
   acts.ln2 = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, residual_shape);
-  ctx_.compute("ln2", static_cast<double>(rows_l * h * 4), [&] {
+  ctx_.compute(OpName::Ln2Fwd, [&] {
     ctx_.backend.layernorm_forward(acts.ln2, acts.r1, ln2_gamma_->weight, ln2_beta_->weight, rows_l, h, eps);
   });
   {
-    const Tensor m_in = column_parallel_input(acts.ln2, "ln2.all_gather");
+    const Tensor m_in = column_parallel_input(acts.ln2);
     Tensor fc1_f32 = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, ffn});
-    gemm("fc1", fc1_f32, m_in, false, fc1_weight_->weight, false, rows, ffn, h, 0.0f);
+    gemm(OpName::Fc1Fwd, fc1_f32, m_in, false, fc1_weight_->weight, false, rows, ffn, h, 0.0f);
     acts.fc1_out = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq(), ctx_.batch(), ffn});
-    ctx_.compute("fc1.bias", static_cast<double>(rows * ffn * 6),
-                 [&] { ctx_.backend.add_bias(acts.fc1_out, fc1_f32, fc1_bias_->weight, rows, ffn); });
+    acts.gelu_out = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq(), ctx_.batch(), ffn});
+    // Megatron's fused bias + GeLU: one op (two kernels here).
+    ctx_.compute(OpName::GeluFwd, [&] {
+      ctx_.backend.add_bias(acts.fc1_out, fc1_f32, fc1_bias_->weight, rows, ffn);
+      ctx_.backend.gelu_forward(acts.gelu_out, acts.fc1_out, rows * ffn);
+    });
   }
-  acts.gelu_out = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq(), ctx_.batch(), ffn});
-  ctx_.compute("gelu", static_cast<double>(rows * ffn * 4),
-               [&] { ctx_.backend.gelu_forward(acts.gelu_out, acts.fc1_out, rows * ffn); });
   Tensor fc2_partial = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq(), ctx_.batch(), h});
-  gemm("fc2", fc2_partial, acts.gelu_out, false, fc2_weight_->weight, false, rows, h, ffn, 0.0f);
+  gemm(OpName::Fc2Fwd, fc2_partial, acts.gelu_out, false, fc2_weight_->weight, false, rows, h, ffn, 0.0f);
   return bias_dropout_residual(std::move(fc2_partial), *fc2_bias_, acts.r1, acts.drop2_mask, micro_batch,
-                               static_cast<int>(DropoutSiteKind::MlpOutput), "fc2");
+                               static_cast<int>(DropoutSiteKind::MlpOutput));
 }
 
 Tensor TransformerLayer::forward(Tensor x, int64_t micro_batch, LayerActivations& saved)

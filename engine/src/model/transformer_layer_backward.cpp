@@ -9,14 +9,11 @@ Tensor TransformerLayer::backward(Tensor d_y, int64_t micro_batch, LayerActivati
 {
   const OpContext c = ctx_.tracer.context();
   const auto layer = static_cast<int32_t>(layer_);
-  // Selective recompute with flash attention has nothing to rerun: the fused backward rebuilds the probabilities.
-  const bool selective = ctx_.plan.recompute == Recompute::Selective && ctx_.plan.attention == AttentionKernel::Unfused;
-  if (ctx_.plan.recompute == Recompute::Full || selective)
+  if (ctx_.plan.recompute == Recompute::Full) {
     ctx_.set_context(traces::Phase::Recompute, layer, c.micro_batch, c.chunk);
-  if (ctx_.plan.recompute == Recompute::Full)
     run_forward(saved, micro_batch); // rebuilds every activation from the stored input (y is not needed)
-  else if (selective)
-    attention_core_forward(saved, micro_batch, false); // softmax, its dropout mask and output from Q, K, V
+  }
+  // (Selective recompute reruns the attention core where its backward begins: attention_backward.)
   ctx_.set_context(traces::Phase::Backward, layer, c.micro_batch, c.chunk);
   const Tensor d_r1 = mlp_backward(d_y, saved);
   Tensor d_x = attention_backward(d_r1, saved, micro_batch);
@@ -30,34 +27,30 @@ Tensor TransformerLayer::mlp_backward(const Tensor& d_y, LayerActivations& acts)
 {
   const int64_t h = ctx_.hidden(), rows = ctx_.rows_full(), rows_l = ctx_.rows_local(), ffn = ctx_.ffn_local();
   Tensor d_o2 = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute("fc2.dropout.bwd", static_cast<double>(rows_l * h * 9), [&] {
-    ctx_.backend.dropout_backward(d_o2, d_y, acts.drop2_mask, ctx_.options.dropout);
-    ctx_.backend.bias_backward(fc2_bias_->grad, d_o2, rows_l, h);
-  });
+  ctx_.compute(OpName::DropoutAddBwd,
+               [&] { ctx_.backend.dropout_backward(d_o2, d_y, acts.drop2_mask, ctx_.options.dropout); });
   Tensor d_gelu = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, ffn});
   {
-    const Tensor d_o2_full = row_parallel_output_grad(d_o2, "fc2.all_gather.bwd");
-    gemm("fc2.dgrad", d_gelu, d_o2_full, false, fc2_weight_->weight, true, rows, ffn, h, 0.0f);
-    gemm("fc2.wgrad", fc2_weight_->grad, acts.gelu_out, true, d_o2_full, false, ffn, h, rows, 1.0f);
+    const Tensor d_o2_full = row_parallel_output_grad(d_o2);
+    gemm(OpName::Fc2Dgrad, d_gelu, d_o2_full, false, fc2_weight_->weight, true, rows, ffn, h, 0.0f);
+    gemm(OpName::Fc2Wgrad, fc2_weight_->grad, acts.gelu_out, true, d_o2_full, false, ffn, h, rows, 1.0f);
   }
-  ctx_.compute("gelu.bwd", static_cast<double>(rows * ffn * 10), [&] {
-    ctx_.backend.gelu_backward(d_gelu, d_gelu, acts.fc1_out, rows * ffn);
-    ctx_.backend.bias_backward(fc1_bias_->grad, d_gelu, rows, ffn);
-  });
+  ctx_.compute(OpName::Fc2BiasGrad, [&] { ctx_.backend.bias_backward(fc2_bias_->grad, d_o2, rows_l, h); });
+  ctx_.compute(OpName::GeluBwd, [&] { ctx_.backend.gelu_backward(d_gelu, d_gelu, acts.fc1_out, rows * ffn); });
   Tensor d_m_in = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq(), ctx_.batch(), h});
-  {
-    // With SP the fc1 input is re-gathered from the stored shard (Korthikanti et al. 2022, Section 4.2.2).
-    const Tensor m_in = column_parallel_input(acts.ln2, "ln2.all_gather.bwd");
-    gemm("fc1.wgrad", fc1_weight_->grad, m_in, true, d_gelu, false, h, ffn, rows, 1.0f);
-    gemm("fc1.dgrad", d_m_in, d_gelu, false, fc1_weight_->weight, true, rows, h, ffn, 0.0f);
-  }
-  const Tensor d_ln2 = column_parallel_input_grad(std::move(d_m_in), "ln2.reduce.bwd");
+  // Megatron's order: the input gradient first, its reduction overlapped with the weight gradient; with SP the
+  // fc1 input is re-gathered from the stored shard (Korthikanti et al. 2022, Section 4.2.2) before either.
+  const Tensor m_in = column_parallel_input(acts.ln2);
+  gemm(OpName::Fc1Dgrad, d_m_in, d_gelu, false, fc1_weight_->weight, true, rows, h, ffn, 0.0f);
+  ctx_.compute(OpName::Fc1BiasGrad, [&] { ctx_.backend.bias_backward(fc1_bias_->grad, d_gelu, rows, ffn); });
+  const Tensor d_ln2 = column_parallel_input_grad(std::move(d_m_in));
+  gemm(OpName::Fc1Wgrad, fc1_weight_->grad, m_in, true, d_gelu, false, h, ffn, rows, 1.0f);
   Tensor d_r1 = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute("ln2.bwd", static_cast<double>(rows_l * h * 14), [&] {
+  ctx_.compute(OpName::Ln2Bwd, [&] {
     ctx_.backend.layernorm_backward(d_r1, ln2_gamma_->grad, ln2_beta_->grad, d_ln2, acts.r1, ln2_gamma_->weight, rows_l,
                                     h, ctx_.options.layernorm_epsilon);
-    ctx_.backend.accumulate(d_r1, d_y, rows_l * h); // the residual branch
   });
+  ctx_.compute(OpName::ResidualBwd, [&] { ctx_.backend.accumulate(d_r1, d_y, rows_l * h); });
   return d_r1;
 }
 
@@ -65,30 +58,26 @@ void TransformerLayer::attention_core_backward(Tensor& d_qkv, const Tensor& d_co
                                                int64_t micro_batch)
 {
   const AttentionDims dims{ctx_.batch(), ctx_.heads_local(), ctx_.seq(), ctx_.model.head_dim()};
-  const int64_t b = dims.batch, a = dims.heads, s = dims.seq, d = dims.head_dim, scores = b * a * s * s;
+  const int64_t b = dims.batch, a = dims.heads, s = dims.seq, d = dims.head_dim;
   if (ctx_.plan.attention == AttentionKernel::Flash) {
     const FusedAttentionCost cost =
         flash_attention_backward_cost(b * a, s, d, ctx_.backend.fused_attention_tile_tokens());
     const DropoutSite dropout = attention_dropout_site(micro_batch);
-    ctx_.compute("attn.flash.bwd", cost.flops, cost.bytes, cost.shape, [&] {
+    ctx_.compute(OpName::AttnFlashBwd, OpCost{cost.flops, cost.bytes, cost.shape}, [&] {
       ctx_.backend.flash_attention_backward(d_qkv, d_context, acts.context, acts.lse, acts.rng_state, acts.qkv, dims,
                                             dropout);
     });
     return;
   }
   Tensor d_probs = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {b, a, s, s});
-  ctx_.compute("attn.context.bwd", 4.0 * static_cast<double>(scores * d), static_cast<double>(scores * 6),
-               traces::GemmShape{s, s, d, b * a}, [&] {
-                 ctx_.backend.attention_context_backward(d_probs, d_qkv, d_context, acts.probs_dropped, acts.qkv,
-                                                         dims);
-               });
-  ctx_.compute("attn.dropout.bwd", static_cast<double>(scores * 9),
+  ctx_.compute(OpName::AttnContextBwd, [&] {
+    ctx_.backend.attention_context_backward(d_probs, d_qkv, d_context, acts.probs_dropped, acts.qkv, dims);
+  });
+  ctx_.compute(OpName::AttnDropoutBwd,
                [&] { ctx_.backend.dropout_backward(d_probs, d_probs, acts.attn_mask, ctx_.options.dropout); });
-  ctx_.compute("attn.softmax.bwd", static_cast<double>(scores * 10),
+  ctx_.compute(OpName::AttnSoftmaxBwd,
                [&] { ctx_.backend.causal_softmax_backward(d_probs, d_probs, acts.probs, b * a * s, s); });
-  ctx_.compute("attn.scores.bwd", 4.0 * static_cast<double>(scores * d), static_cast<double>(scores * 4),
-               traces::GemmShape{s, d, s, b * a},
-               [&] { ctx_.backend.attention_scores_backward(d_qkv, d_probs, acts.qkv, dims); });
+  ctx_.compute(OpName::AttnScoresBwd, [&] { ctx_.backend.attention_scores_backward(d_qkv, d_probs, acts.qkv, dims); });
 }
 
 // r1 = x + dropout(proj(attention(QKV(LN1(x)))) + b): returns d_x.
@@ -98,33 +87,37 @@ Tensor TransformerLayer::attention_backward(const Tensor& d_r1, LayerActivations
   const int64_t width = ctx_.hidden_local(), qkv_cols = 3 * width;
 
   Tensor d_o = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute("proj.dropout.bwd", static_cast<double>(rows_l * h * 9), [&] {
-    ctx_.backend.dropout_backward(d_o, d_r1, acts.drop1_mask, ctx_.options.dropout);
-    ctx_.backend.bias_backward(proj_bias_->grad, d_o, rows_l, h);
-  });
+  ctx_.compute(OpName::DropoutAddBwd,
+               [&] { ctx_.backend.dropout_backward(d_o, d_r1, acts.drop1_mask, ctx_.options.dropout); });
   Tensor d_context = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, width});
   {
-    const Tensor d_o_full = row_parallel_output_grad(d_o, "proj.all_gather.bwd");
-    gemm("proj.dgrad", d_context, d_o_full, false, proj_weight_->weight, true, rows, width, h, 0.0f);
-    gemm("proj.wgrad", proj_weight_->grad, acts.context, true, d_o_full, false, width, h, rows, 1.0f);
+    const Tensor d_o_full = row_parallel_output_grad(d_o);
+    gemm(OpName::ProjDgrad, d_context, d_o_full, false, proj_weight_->weight, true, rows, width, h, 0.0f);
+    gemm(OpName::ProjWgrad, proj_weight_->grad, acts.context, true, d_o_full, false, width, h, rows, 1.0f);
+  }
+  ctx_.compute(OpName::ProjBiasGrad, [&] { ctx_.backend.bias_backward(proj_bias_->grad, d_o, rows_l, h); });
+  if (ctx_.plan.recompute == Recompute::Selective && ctx_.plan.attention == AttentionKernel::Unfused) {
+    // Korthikanti et al. 2022, Section 4.3: the attention core rerun from the saved Q, K, V where its backward
+    // begins (flash attention has nothing to rerun: its backward rebuilds the probabilities).
+    const OpContext c = ctx_.tracer.context();
+    ctx_.set_context(traces::Phase::Recompute, c.layer, c.micro_batch, c.chunk);
+    attention_core_forward(acts, micro_batch);
+    ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
   }
   Tensor d_qkv = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, qkv_cols});
   attention_core_backward(d_qkv, d_context, acts, micro_batch);
-  ctx_.compute("qkv.bias.bwd", static_cast<double>(rows * qkv_cols * 4),
-               [&] { ctx_.backend.bias_backward(qkv_bias_->grad, d_qkv, rows, qkv_cols); });
   Tensor d_a_in = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq(), ctx_.batch(), h});
-  {
-    const Tensor a_in = column_parallel_input(acts.ln1, "ln1.all_gather.bwd");
-    gemm("qkv.wgrad", qkv_weight_->grad, a_in, true, d_qkv, false, h, qkv_cols, rows, 1.0f);
-    gemm("qkv.dgrad", d_a_in, d_qkv, false, qkv_weight_->weight, true, rows, h, qkv_cols, 0.0f);
-  }
-  const Tensor d_ln1 = column_parallel_input_grad(std::move(d_a_in), "ln1.reduce.bwd");
+  const Tensor a_in = column_parallel_input(acts.ln1);
+  gemm(OpName::QkvDgrad, d_a_in, d_qkv, false, qkv_weight_->weight, true, rows, h, qkv_cols, 0.0f);
+  ctx_.compute(OpName::QkvBiasGrad, [&] { ctx_.backend.bias_backward(qkv_bias_->grad, d_qkv, rows, qkv_cols); });
+  const Tensor d_ln1 = column_parallel_input_grad(std::move(d_a_in));
+  gemm(OpName::QkvWgrad, qkv_weight_->grad, a_in, true, d_qkv, false, h, qkv_cols, rows, 1.0f);
   Tensor d_x = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute("ln1.bwd", static_cast<double>(rows_l * h * 14), [&] {
+  ctx_.compute(OpName::Ln1Bwd, [&] {
     ctx_.backend.layernorm_backward(d_x, ln1_gamma_->grad, ln1_beta_->grad, d_ln1, acts.x, ln1_gamma_->weight, rows_l,
                                     h, ctx_.options.layernorm_epsilon);
-    ctx_.backend.accumulate(d_x, d_r1, rows_l * h);
   });
+  ctx_.compute(OpName::ResidualBwd, [&] { ctx_.backend.accumulate(d_x, d_r1, rows_l * h); });
   return d_x;
 }
 

@@ -8,7 +8,8 @@ RankContext::RankContext(const GptConfig& model_, const ParallelPlan& plan_, con
                          const RankGrid& grid_, int world_rank_, Backend& backend_, MemoryAccountant& memory_,
                          Tracer& tracer_)
     : model(model_), plan(plan_), options(options_), grid(grid_), world_rank(world_rank_),
-      coords(grid_.coords(world_rank_)), backend(backend_), memory(memory_), tracer(tracer_)
+      coords(grid_.coords(world_rank_)), backend(backend_), memory(memory_), tracer(tracer_),
+      shape(layer_shape(model_, plan_))
 {
   tracer.use_clock(backend.op_clock()); // GPU ops are timed on the GPU
 }

@@ -21,19 +21,45 @@ void MixedPrecisionAdam::reduce_gradients()
 {
   ctx_.set_context(traces::Phase::Optimizer, -1, -1, 0);
   if (ctx_.sequence_parallel())
-    for (Parameter& p : store_.parameters())
-      if (p.spec.partial_under_sp)
-        ctx_.tp.all_reduce(p.grad, p.numel(), ReduceOp::Sum, "grad.sp.all_reduce");
+    all_reduce_sp_partial_gradients();
   if (ctx_.embedding.valid())
     if (Parameter* word = store_.find("embedding.word"))
-      ctx_.embedding.all_reduce(word->grad, word->numel(), ReduceOp::Sum, "grad.embedding.all_reduce");
+      ctx_.embedding.all_reduce(word->grad, word->numel(), ReduceOp::Sum, op_name(OpName::EmbeddingGradAllReduce));
   Tensor& grads = store_.grads();
   if (ctx_.plan.zero_stage == 1 && ctx_.dp.size() > 1)
-    ctx_.dp.reduce_scatter(grads, grad_shard_, shard_elements_, "grad.dp.reduce_scatter");
+    ctx_.dp.reduce_scatter(grads, grad_shard_, shard_elements_, op_name(OpName::DpReduceScatter));
   else if (ctx_.plan.zero_stage == 1)
     ctx_.backend.copy(grad_shard_, grads, shard_elements_);
   else
-    ctx_.dp.all_reduce(grads, grads.numel(), ReduceOp::Sum, "grad.dp.all_reduce");
+    ctx_.dp.all_reduce(grads, grads.numel(), ReduceOp::Sum, op_name(OpName::DpAllReduce));
+}
+
+void MixedPrecisionAdam::all_reduce_sp_partial_gradients()
+{
+  // One coalesced all-reduce of every partial gradient, as Megatron-LM's finalize_model_grads does: packed into
+  // one buffer, summed, unpacked (the same sums, element by element, as one all-reduce per parameter).
+  int64_t total = 0;
+  for (const Parameter& p : store_.parameters())
+    if (p.spec.partial_under_sp)
+      total += p.numel();
+  if (total == 0)
+    return;
+  Tensor packed = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {total});
+  int64_t offset = 0;
+  for (Parameter& p : store_.parameters())
+    if (p.spec.partial_under_sp) {
+      Tensor slot = packed.view(offset, {p.numel()});
+      ctx_.backend.copy(slot, p.grad, p.numel());
+      offset += p.numel();
+    }
+  ctx_.tp.all_reduce(packed, total, ReduceOp::Sum, op_name(OpName::SpGradAllReduce));
+  offset = 0;
+  for (Parameter& p : store_.parameters())
+    if (p.spec.partial_under_sp) {
+      const Tensor slot = packed.view(offset, {p.numel()});
+      ctx_.backend.copy(p.grad, slot, p.numel());
+      offset += p.numel();
+    }
 }
 
 void MixedPrecisionAdam::step()
@@ -41,20 +67,16 @@ void MixedPrecisionAdam::step()
   ++step_;
   ctx_.set_context(traces::Phase::Optimizer, -1, -1, 0);
   const Tensor& grad = ctx_.plan.zero_stage == 1 ? grad_shard_ : store_.grads();
-  ctx_.compute("adam", 10.0 * static_cast<double>(shard_elements_), static_cast<double>(shard_elements_ * 4 * 7),
-               traces::GemmShape{}, [&] {
-                 ctx_.backend.adam_step(master_, momentum_, variance_, grad, shard_elements_, ctx_.options.adam, step_);
-               });
   Tensor& weights = store_.weights();
-  if (ctx_.plan.zero_stage == 1) {
-    Tensor shard = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {shard_elements_});
-    ctx_.compute("adam.cast", static_cast<double>(shard_elements_ * 6),
-                 [&] { ctx_.backend.copy(shard, master_, shard_elements_); });
-    ctx_.dp.all_gather(shard, weights, shard_elements_, "weights.dp.all_gather");
-  } else {
-    ctx_.compute("adam.cast", static_cast<double>(shard_elements_ * 6),
-                 [&] { ctx_.backend.copy(weights, master_, shard_elements_); });
-  }
+  const bool sharded = ctx_.plan.zero_stage == 1;
+  Tensor shard = sharded ? ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {shard_elements_}) : Tensor{};
+  // One op as Megatron's fused Adam that also writes the bf16 weights (two kernels here).
+  ctx_.compute(OpName::OptimizerAdam, optimizer_cost(static_cast<double>(shard_elements_)), [&] {
+    ctx_.backend.adam_step(master_, momentum_, variance_, grad, shard_elements_, ctx_.options.adam, step_);
+    ctx_.backend.copy(sharded ? shard : weights, master_, shard_elements_);
+  });
+  if (sharded)
+    ctx_.dp.all_gather(shard, weights, shard_elements_, op_name(OpName::DpAllGather));
 }
 
 void MixedPrecisionAdam::zero_gradients()

@@ -63,7 +63,7 @@ void PipelineDriver::send(const Tensor& t, int64_t to_virtual_stage, int64_t mic
   const int peer = peer_rank(to_virtual_stage);
   traces::Op op;
   op.kind = traces::OpKind::Send;
-  op.name = gradient ? "pp.send.grad" : "pp.send.activation";
+  op.name = op_name(gradient ? OpName::PpSendGradient : OpName::PpSendActivation);
   op.stream = static_cast<int32_t>(TraceStream::Pipeline);
   op.peer = peer;
   op.bytes = static_cast<double>(t.bytes());
@@ -93,7 +93,7 @@ Tensor PipelineDriver::recv(DType dtype, int64_t from_virtual_stage, int64_t mic
   Tensor t = ctx_.tensor(MemoryPurpose::Workspace, dtype, {ctx_.seq_local(), ctx_.batch(), ctx_.hidden()});
   traces::Op op;
   op.kind = traces::OpKind::Recv;
-  op.name = gradient ? "pp.recv.grad" : "pp.recv.activation";
+  op.name = op_name(gradient ? OpName::PpRecvGradient : OpName::PpRecvActivation);
   op.stream = static_cast<int32_t>(TraceStream::Pipeline);
   op.peer = peer;
   op.bytes = static_cast<double>(t.bytes());

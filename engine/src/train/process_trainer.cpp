@@ -44,7 +44,7 @@ ProcessRank rank_for_plan(const TrainConfig& config)
       config.rendezvous_dir.empty() ? std::nullopt : std::optional<std::string>(config.rendezvous_dir));
   const int needed = static_cast<int>(config.plan.dp * config.plan.pp * config.plan.tp);
   if (p.world_size != needed)
-    throw InputError(std::string(p.launched_by == "mpirun" ? "OMPI_COMM_WORLD_SIZE" : "GPUTWIN_WORLD_SIZE") + ": " +
+    throw InputError(std::string(p.launched_by == Launcher::Mpirun ? "OMPI_COMM_WORLD_SIZE" : "GPUTWIN_WORLD_SIZE") + ": " +
                      std::to_string(p.world_size) +
                      " processes, but the plan needs dp x pp x tp = " + std::to_string(needed) + " (expected " +
                      std::to_string(needed) + " ranks, e.g. launch --nproc " + std::to_string(needed) + ")");
@@ -62,15 +62,16 @@ ProcessRank check_nccl_run(const TrainConfig& config)
   throw InputError("--comm nccl: this gputwin-engine was built without NCCL (CMake found no nccl.h and libnccl; set "
                    "NCCL_HOME or pip install nvidia-nccl-cu12, then configure again; expected --comm inprocess)");
 #else
-  if (config.backend != "cuda")
-    throw InputError("--comm nccl: expected --backend cuda (NCCL moves GPU memory), got --backend " + config.backend);
+  if (config.backend != BackendKind::Cuda)
+    throw InputError("--comm nccl: expected --backend cuda (NCCL moves GPU memory), got --backend " +
+                     to_string(config.backend));
   const std::string why = cuda_backend_unavailable_reason();
   if (!why.empty())
     throw InputError("--comm nccl: no usable GPU (" + why + ")");
   const ProcessRank p = rank_for_plan(config);
   const size_t gpus = query_cuda_devices().size();
   if (gpus > 1 && static_cast<size_t>(p.local_rank) >= gpus)
-    throw InputError(std::string(p.launched_by == "mpirun" ? "OMPI_COMM_WORLD_LOCAL_RANK" : "GPUTWIN_LOCAL_RANK") +
+    throw InputError(std::string(p.launched_by == Launcher::Mpirun ? "OMPI_COMM_WORLD_LOCAL_RANK" : "GPUTWIN_LOCAL_RANK") +
                      ": local rank " + std::to_string(p.local_rank) + ", but only " + std::to_string(gpus) +
                      " GPUs are visible (expected one GPU per rank of a node)");
   return p;
@@ -79,10 +80,10 @@ ProcessRank check_nccl_run(const TrainConfig& config)
 
 ProcessRank check_tcp_run(const TrainConfig& config)
 {
-  if (config.backend != "cpu")
+  if (config.backend != BackendKind::Cpu)
     throw InputError("--comm tcp: expected --backend cpu (TCP moves host memory; --comm nccl is the GPU path), got "
                      "--backend " +
-                     config.backend);
+                     to_string(config.backend));
   return rank_for_plan(config);
 }
 

@@ -1,11 +1,17 @@
 #include "gputwin/engine/train/trace_metadata.hpp"
 
 #include "gputwin/engine/backend/device_info.hpp"
+#include "gputwin/models/plan_metadata.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <limits>
 #include <string>
+#include <thread>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 namespace gputwin::engine {
 
@@ -17,6 +23,19 @@ std::string float_text(float value)
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
   return std::string(buffer, result.ptr);
 }
+
+// The cores this process may run on: its affinity mask's count where the system gives one, else
+// std::thread::hardware_concurrency() (at least 1).
+unsigned host_cores()
+{
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<unsigned>(CPU_COUNT(&set));
+#endif
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 } // namespace
 
 traces::OpGraph build_trace(const TrainConfig& config, const RankGrid& grid, std::vector<traces::RankProgram> programs,
@@ -27,8 +46,8 @@ traces::OpGraph build_trace(const TrainConfig& config, const RankGrid& grid, std
   const ParallelPlan& p = config.plan;
   auto& md = graph.metadata;
   md["producer"] = "gputwin-engine 0.1.0";
-  md["device"] = config.backend;
-  md["backend"] = config.backend;
+  md["device"] = to_string(config.backend);
+  md["backend"] = to_string(config.backend);
   // A GPU trace names its GPU (`gputwin calibrate` and `replay` read `device`) and its clocks and memory.
   if (const std::optional<DeviceDescription> gpu = describe_device(config.backend, 0)) {
     md["device"] = gpu->name;
@@ -42,24 +61,13 @@ traces::OpGraph build_trace(const TrainConfig& config, const RankGrid& grid, std
   } else {
     md["op_timing"] = "host steady clock";
   }
-  md["model"] = m.name;
-  md["hidden"] = std::to_string(m.hidden);
-  md["heads"] = std::to_string(m.heads);
-  md["layers"] = std::to_string(m.layers);
-  md["seq_len"] = std::to_string(m.seq_len);
-  md["vocab"] = std::to_string(m.vocab);
-  md["tp"] = std::to_string(p.tp);
-  md["pp"] = std::to_string(p.pp);
-  md["dp"] = std::to_string(p.dp);
-  md["micro_batch"] = std::to_string(p.micro_batch);
-  md["global_batch"] = std::to_string(p.effective_global_batch());
-  md["micro_batches"] = std::to_string(p.micro_batches());
-  md["sequence_parallel"] = p.sequence_parallel() ? "true" : "false";
-  md["recompute"] = to_string(p.recompute);
-  md["attention"] = to_string(p.attention);
-  md["schedule"] = to_string(p.schedule);
-  md["chunks"] = std::to_string(p.schedule == Schedule::Interleaved ? p.chunks : 1);
-  md["zero"] = std::to_string(p.zero_stage);
+  // The cores the host had for this process (its CPU affinity, e.g. under taskset or a cpuset; else all of them):
+  // every in-process rank is a thread sharing them (`gputwin replay` on localhost shares them the same way). The
+  // CPU backend runs each op on its rank's own thread: one thread per op.
+  md["host_cores"] = std::to_string(host_cores());
+  if (config.backend == BackendKind::Cpu)
+    md["cpu_threads_per_op"] = "1";
+  write_plan_metadata(m, p, md);
   md["seed"] = std::to_string(config.options.seed);
   md["dropout"] = float_text(config.options.dropout);
   md["learning_rate"] = float_text(config.options.adam.learning_rate);

@@ -93,7 +93,7 @@ void run_rank_thread(Shared& shared, int rank)
 
 TrainResult train_threads(const TrainConfig& config, const StepCallback& on_step)
 {
-  check_backend_name(config.backend);
+  check_backend_available(config.backend);
   Shared shared(config, on_step);
   check_memory_before_allocating(config, shared.grid, shared.grid.all_ranks(), 0); // every rank on one device
   std::vector<std::thread> threads;

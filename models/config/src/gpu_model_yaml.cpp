@@ -138,6 +138,16 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
           << ", relative_efficiency: " << yaml_number(params.relative_efficiency)
           << ", overhead_s: " << yaml_number(params.overhead_s) << "}\n";
   }
+  if (g.comm_interference.enabled) {
+    const CommInterferenceParams& ci = g.comm_interference;
+    out << "# Overlapped NCCL communication slows the kernels it overlaps: channels x sms_per_channel SMs taken\n"
+           "# from GEMMs, hbm_bytes_per_comm_byte x bytes sent and received taken from HBM (sim/README.md,\n"
+           "# \"Compute-communication interference\"). Absent: no interference.\ncomm_interference:\n";
+    out << "  sms_per_channel: " << yaml_number(ci.sms_per_channel) << "\n";
+    out << "  p2p_channels: " << ci.p2p_channels << "\n";
+    out << "  hbm_bytes_per_comm_byte: " << yaml_number(ci.hbm_bytes_per_comm_byte) << "\n";
+    out << "  source: " << yaml_quoted(ci.source) << "\n";
+  }
   if (!calibration.fits.empty()) {
     out << "# Fit errors per op class, then per op name (|modelled - measured| / measured; seconds summed over\n"
            "# the ops). Informational: not part of the model.\nfit:\n";
@@ -164,7 +174,7 @@ Calibration load_calibration_yaml(const std::string& path)
   reject_unknown_keys(file, root,
                       {"gpu_kind", "source", "peak_flops_per_s", "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
                        "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s", "gemm_table",
-                       "memory_classes", "fit", "collectives",
+                       "memory_classes", "comm_interference", "fit", "collectives",
                        "framework"}); // framework: read by --framework (framework_yaml.hpp)
   Calibration result;
   GpuComputeModel& g = result.gpu;
@@ -197,6 +207,18 @@ Calibration load_calibration_yaml(const std::string& path)
                                    require_number(file, item, "overhead_s", 0, false)};
     if (!g.memory_classes.emplace(*kernel_class, params).second)
       throw InputError(location(file, item["class"]) + ": class: '" + name + "' listed twice");
+  }
+  if (const YAML::Node node = root["comm_interference"]) {
+    if (!node.IsMap())
+      throw InputError(location(file, node) + ": comm_interference: expected a mapping, got a " + node_kind(node));
+    reject_unknown_keys(file, node,
+                        {"enabled", "sms_per_channel", "p2p_channels", "hbm_bytes_per_comm_byte", "source"});
+    CommInterferenceParams& ci = g.comm_interference;
+    ci.enabled = optional_boolean(file, node, "enabled", true);
+    ci.sms_per_channel = require_number(file, node, "sms_per_channel", 0, false);
+    ci.p2p_channels = require_int32(file, node, "p2p_channels");
+    ci.hbm_bytes_per_comm_byte = require_number(file, node, "hbm_bytes_per_comm_byte", 0, false);
+    ci.source = optional_string(file, node, "source").value_or("");
   }
   for (const YAML::Node& item : optional_list(
            file, root, "fit",

@@ -31,6 +31,8 @@ public:
     return -1;
   }
   int nic_switch(int nic) const { return pcie_switch(c_.nic.gpus[static_cast<size_t>(nic)].front()); }
+  int nics() const { return c_.nic.count; }
+  bool nic_failed(int node, int nic) const { return c_.faults.nic_failed(node, nic); }
 
 private:
   const topo::ClusterSpec& c_;
@@ -64,6 +66,31 @@ std::vector<int> channel_rails(const NodeLayout& layout, const std::vector<std::
     if (nic >= 0)
       rails.insert(nic);
   }
+  // A failed NIC (--fail-nic, --fail-link) takes its rail out of every communicator with a GPU on its node: NCCL's
+  // rings run over the remaining rails; if none is left, each lost rail is replaced by the nearest NIC that works
+  // on every node (on the same PCIe switch first, then by index).
+  const auto failed_somewhere = [&](int rail) {
+    return std::any_of(groups.begin(), groups.end(),
+                       [&](const std::vector<int>& group) { return layout.nic_failed(layout.node(group.front()), rail); });
+  };
+  const std::set<int> own = rails;
+  std::erase_if(rails, failed_somewhere);
+  if (rails.empty())
+    for (const int lost : own)
+      for (const bool same_switch : {true, false}) {
+        const auto substitute = [&] {
+          for (int k = 1; k < layout.nics(); ++k) {
+            const int nic = (lost + k) % layout.nics();
+            if ((layout.nic_switch(nic) == layout.nic_switch(lost)) == same_switch && !failed_somewhere(nic))
+              return nic;
+          }
+          return -1;
+        }();
+        if (substitute >= 0) {
+          rails.insert(substitute);
+          break;
+        }
+      }
   if (rails.empty())
     return {-1}; // no NIC: one channel, inside the node
   return {rails.begin(), rails.end()};
@@ -130,14 +157,39 @@ std::vector<std::vector<int>> ring_orders(const topo::ClusterSpec& cluster, cons
   return rings;
 }
 
+namespace {
+
+// NCCL's btree (src/graph/trees.cc ncclGetBtree): rank 0 is the root with one child, the highest power of two
+// below n; every other rank's parent flips its lowest set bit up: xx01[0] -> xx10[0] (or xx00[0] when that is
+// out of range), xx11[0] -> xx10[0].
+int btree_parent(int n, int rank)
+{
+  if (rank == 0)
+    return -1;
+  int bit = 1;
+  while (bit < n && !(bit & rank))
+    bit <<= 1;
+  const int up = (rank ^ bit) | (bit << 1);
+  return up >= n ? (rank ^ bit) : up;
+}
+
+} // namespace
+
 std::vector<std::vector<int>> double_binary_tree_parents(int n)
 {
+  // NCCL's double binary tree (ncclGetDtree): the btree, and for the second tree the btree mirrored (even n:
+  // rank r at n-1-r) or shifted by one rank (odd n). The root has a single child, so an interior node sends to
+  // its parent and two children and a node's NIC carries up to (3 + 1) / 2 shares at every n >= 4.
   std::vector<std::vector<int>> parents(2, std::vector<int>(static_cast<size_t>(std::max(n, 0)), -1));
-  for (int i = 1; i < n; ++i)
-    parents[0][static_cast<size_t>(i)] = (i - 1) / 2;
-  for (int i = 0; i < n - 1; ++i) {
-    const int mirrored = n - 1 - i; // position in the reversed order
-    parents[1][static_cast<size_t>(i)] = n - 1 - (mirrored - 1) / 2;
+  for (int i = 0; i < n; ++i) {
+    parents[0][static_cast<size_t>(i)] = btree_parent(n, i);
+    if (n % 2 == 0) {
+      const int p = btree_parent(n, n - 1 - i);
+      parents[1][static_cast<size_t>(i)] = p < 0 ? -1 : n - 1 - p;
+    } else {
+      const int p = btree_parent(n, (i - 1 + n) % n);
+      parents[1][static_cast<size_t>(i)] = p < 0 ? -1 : (p + 1) % n;
+    }
   }
   return parents;
 }

@@ -25,22 +25,24 @@ std::vector<std::vector<int32_t>> CommExpander::copies_of_group(int32_t group) c
 {
   const ParallelPlan& plan = workload_.plan;
   std::vector<std::vector<int32_t>> copies;
-  if (group == workload_.embedding_group()) {
+  if (group < 0 || static_cast<size_t>(group) >= workload_.roles.size())
+    throw std::invalid_argument("comm expansion: op refers to unknown group " + std::to_string(group));
+  const WorkloadGroup& role = workload_.role(group);
+  switch (role.kind) {
+  case GroupKind::Embedding:
     for (int64_t d = 0; d < plan.dp; ++d)
       for (int64_t t = 0; t < plan.tp; ++t)
         copies.push_back({static_cast<int32_t>(global_rank(plan, {0, d, t})),
                           static_cast<int32_t>(global_rank(plan, {plan.pp - 1, d, t}))});
-    return copies;
-  }
-  const int64_t stage = group / 3;
-  if (group == workload_.tp_group(stage)) {
+    break;
+  case GroupKind::Tp:
     for (int64_t d = 0; d < plan.dp; ++d)
-      copies.push_back(tp_group_ranks(plan, stage, d));
-  } else if (group == workload_.dp_group(stage)) {
+      copies.push_back(tp_group_ranks(plan, role.stage, d));
+    break;
+  case GroupKind::Dp:
     for (int64_t t = 0; t < plan.tp; ++t)
-      copies.push_back(dp_group_ranks(plan, stage, t));
-  } else {
-    throw std::invalid_argument("comm expansion: op refers to unknown group " + std::to_string(group));
+      copies.push_back(dp_group_ranks(plan, role.stage, t));
+    break;
   }
   return copies;
 }
@@ -58,8 +60,10 @@ const CommWork& CommExpander::collective(const traces::Op& op)
       continue; // link-disjoint from every other copy: represented by copy 0
     const std::vector<int> gpus(copies[c].begin(), copies[c].end());
     const CollectivePlan plan = plan_collective(cluster_, op.collective, gpus, op.bytes);
-    if (c == 0)
+    if (c == 0) {
       work.latency_s = plan.choice.latency_s;
+      work.channels = plan.nccl_channels;
+    }
     work.flows.insert(work.flows.end(), plan.flows.begin(), plan.flows.end());
     ++work.copies;
   }
@@ -98,8 +102,8 @@ const CommWork& CommExpander::message(int32_t src_rank, const traces::Op& send)
 
 bool CommExpander::may_run_alone(const traces::Op& op) const
 {
-  return op.kind == traces::OpKind::Collective && op.group != workload_.embedding_group() &&
-         op.group == workload_.tp_group(op.group / 3);
+  return op.kind == traces::OpKind::Collective && op.group >= 0 &&
+         static_cast<size_t>(op.group) < workload_.roles.size() && workload_.role(op.group).kind == GroupKind::Tp;
 }
 
 } // namespace gputwin::sim

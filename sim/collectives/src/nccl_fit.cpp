@@ -1,6 +1,7 @@
 #include "gputwin/sim/nccl_fit.hpp"
 
 #include "gputwin/sim/collective_plan.hpp"
+#include "gputwin/topologies/cluster_graph.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -34,12 +35,47 @@ topo::ClusterSpec sized(const topo::ClusterSpec& cluster, int ranks)
   return c;
 }
 
-double objective(const topo::ClusterSpec& cluster, const std::vector<NcclTestsLog>& logs)
+// The longest route latency from the log's first GPU to another of its GPUs: the flow runner waits a route's
+// latency before each transfer, so a collective that crosses the network pays it once on top of NCCL's latency.
+double route_latency_s(const topo::ClusterSpec& cluster, int ranks)
+{
+  const topo::ClusterGraph graph(sized(cluster, ranks));
+  double longest = 0;
+  for (int dst = 1; dst < ranks; ++dst) {
+    double s = 0;
+    for (const int link : graph.route(0, dst))
+      s += graph.links()[static_cast<size_t>(link)].latency_s;
+    longest = std::max(longest, s);
+  }
+  return longest;
+}
+
+std::vector<double> predict_rows(const topo::ClusterSpec& cluster, const NcclTestsLog& log, double route_s)
+{
+  const topo::ClusterSpec c = sized(cluster, log.ranks);
+  std::vector<int> gpus;
+  for (int r = 0; r < log.ranks; ++r)
+    gpus.push_back(r);
+  CollectiveOptions options;
+  options.flows = false;
+  options.gpus_per_thread = log.gpus_per_thread;
+  std::vector<double> out;
+  for (const NcclTestsRow& row : log.rows) {
+    const CollectivePlan plan = plan_collective(c, log.op, gpus, row.bytes, options);
+    const double device_s = plan.ranks > 1 && plan.bytes > 0 ? plan.transfer_s + plan.choice.latency_s + route_s : 0.0;
+    out.push_back(nccl_back_to_back_call_s(device_s, plan.host_issue_s));
+  }
+  return out;
+}
+
+double objective(const topo::ClusterSpec& cluster, const std::vector<NcclTestsLog>& logs,
+                 const std::vector<double>& route_s)
 {
   double sum = 0;
   size_t count = 0;
-  for (const NcclTestsLog& log : logs) {
-    const std::vector<double> predicted = predict_nccl_tests_log(cluster, log);
+  for (size_t l = 0; l < logs.size(); ++l) {
+    const NcclTestsLog& log = logs[l];
+    const std::vector<double> predicted = predict_rows(cluster, log, route_s[l]);
     std::vector<double> errors;
     for (size_t i = 0; i < predicted.size(); ++i)
       errors.push_back(std::abs(std::log(predicted[i] / log.rows[i].time_s)));
@@ -56,17 +92,7 @@ double objective(const topo::ClusterSpec& cluster, const std::vector<NcclTestsLo
 
 std::vector<double> predict_nccl_tests_log(const topo::ClusterSpec& cluster, const NcclTestsLog& log)
 {
-  const topo::ClusterSpec c = sized(cluster, log.ranks);
-  std::vector<int> gpus;
-  for (int r = 0; r < log.ranks; ++r)
-    gpus.push_back(r);
-  CollectiveOptions options;
-  options.flows = false;
-  options.gpus_per_thread = log.gpus_per_thread;
-  std::vector<double> out;
-  for (const NcclTestsRow& row : log.rows)
-    out.push_back(nccl_tests_call_s(plan_collective(c, log.op, gpus, row.bytes, options)));
-  return out;
+  return predict_rows(cluster, log, route_latency_s(cluster, log.ranks));
 }
 
 std::vector<NcclLogFit> nccl_log_errors(const topo::ClusterSpec& cluster, const std::vector<NcclTestsLog>& logs)
@@ -98,7 +124,10 @@ NcclFit fit_nccl(const topo::ClusterSpec& start, const std::vector<NcclTestsLog>
   if (logs.empty())
     throw std::invalid_argument("fit_nccl: no logs");
   topo::ClusterSpec best = start;
-  double best_objective = objective(best, logs);
+  std::vector<double> route_s;
+  for (const NcclTestsLog& log : logs)
+    route_s.push_back(route_latency_s(start, log.ranks));
+  double best_objective = objective(best, logs, route_s);
   // Multiplicative steps from x1.5 down to x1.01; a parameter at zero is tried at a small positive value.
   for (double step = 0.5; step >= 0.01; step /= 2) {
     for (int sweep = 0; sweep < 20; ++sweep) {
@@ -114,7 +143,7 @@ NcclFit fit_nccl(const topo::ClusterSpec& start, const std::vector<NcclTestsLog>
           *p.value = *p.value > 0 ? *p.value * factor : (factor > 1 ? (is_rate ? 1e9 : 1e-7) : 0.0);
           if (p.fraction && *p.value > 1)
             *p.value = 1;
-          const double o = objective(trial, logs);
+          const double o = objective(trial, logs, route_s);
           if (o < best_objective - 1e-12) {
             best_objective = o;
             best = trial;

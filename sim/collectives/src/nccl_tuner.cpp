@@ -44,7 +44,7 @@ std::optional<NcclProtocol> parse_nccl_protocol(const std::string& text)
 
 namespace {
 
-// NCCL 2.12 src/graph/tuning.cc, microseconds. Index [algorithm: tree, ring][protocol: LL, LL128, Simple].
+// NCCL 2.8 src/graph/tuning.cc, microseconds. Index [algorithm: tree, ring][protocol: LL, LL128, Simple].
 constexpr double base_latency_us[2][3] = {{4.4, 4.4, 0.0}, {3.6, 10.0, 8.4}};
 // Per-hop hardware latency, [hardware: NVLink, PCIe, network][algorithm][protocol].
 constexpr double hw_latency_us[3][2][3] = {
@@ -52,8 +52,11 @@ constexpr double hw_latency_us[3][2][3] = {
     {{1.0, 1.9, 28.0}, {1.0, 2.5, 5.7}},   // PCIe
     {{5.0, 8.5, 50.0}, {2.7, 4.0, 9.6}},   // network
 };
-// LL128's maximum bus bandwidth per channel, GB/s, for all-reduce (the other collectives are close).
-constexpr double ll128_max_gbps_per_channel = 16.7;
+// LL128's maximum bus bandwidth per channel, GB/s, for all-reduce (NCCL 2.8 ll128MaxBwPerCh; the other
+// collectives are close).
+constexpr double ll128_max_gbps_per_channel = 16.9;
+// Channels of NCCL's ring/tree graph on DGX-class nodes (one per NIC rail); it only scales the per-channel caps.
+constexpr int nccl_graph_channels = 8;
 // Trees fall short of the model for medium sizes; NCCL corrects by these factors, sizes 64 B << i.
 constexpr double tree_correction[3][22] = {
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
@@ -122,33 +125,41 @@ NcclChoice evaluate_nccl_algorithm(const TunerInput& in, NcclAlgorithm algorithm
     return c;
   }
 
-  // Bus bandwidth of this algorithm/protocol, GB/s, with NCCL's refinements. `protocol_share` keeps only the
-  // protocol's own share of the link (LL's flags, LL128's 120 of 128 bytes): that is what the simulated flows
-  // pay on the wire, while caps such as the tree maximum only steer the choice.
+  // Bus bandwidth of this algorithm/protocol, GB/s, with NCCL's refinements (tuning.cc of NCCL 2.8/2.9, the
+  // version of Echo's logs). `protocol_share` keeps only the protocol's own share of the link (LL's flags, LL128's
+  // 120 of 128 bytes): that is what the simulated flows pay on the wire, while caps such as the per-channel tree
+  // maximum or the CPU's LL limit only steer the choice.
   double bus_gbps = in.ring_bus_bytes_per_s / 1e9;
   if (in.ampere)
     bus_gbps = std::min(bus_gbps, 235.0);
   double protocol_share = 1.0;
-  const int channels = 8; // NCCL on DGX-class nodes: one or two channels per NIC; only scales the LL128 cap
+  const int channels = nccl_graph_channels; // NCCL's graph: one channel per NIC rail on DGX-class nodes
+  const int size_index = in.nodes <= 2 ? in.nodes - 1 : 2;
+  // LL's bus bandwidth limit: one node by GPU generation; across nodes by the host CPU, because LL over the
+  // network lands in host memory that the receiving GPU polls across PCIe (NCCL: "for multi-node, we look at
+  // CPU type").
+  const double ll_max_gbps = in.nodes == 1 ? (in.ampere ? 87.7 : 39.0)
+                                           : (in.amd_cpu ? (size_index == 1 ? 22.5 : 19.0)
+                                                         : (size_index == 1 ? 39.0 : 20.4));
+  const double tree_max_gbps_per_channel = in.ampere ? (size_index == 0 ? 24.0 : size_index == 1 ? 22.5 : 16.0)
+                                                     : (size_index == 0 ? 26.5 : size_index == 1 ? 18.5 : 10.0);
   if (algorithm == NcclAlgorithm::Ring && protocol_is(protocol_index::ll, p)) {
     protocol_share = (in.nodes > 1 || in.op == CollectiveOp::AllReduce) ? 1.0 / 4.0 : 1.0 / 3.0;
-    bus_gbps *= protocol_share;
+    bus_gbps = std::min(bus_gbps * protocol_share, ll_max_gbps);
   }
   if (algorithm == NcclAlgorithm::Ring && protocol_is(protocol_index::ll128, p)) {
     protocol_share = per_node < 2 ? 0.7 : 0.92;
     bus_gbps = std::min(bus_gbps * protocol_share, ll128_max_gbps_per_channel * channels);
   }
   if (algorithm == NcclAlgorithm::Tree) {
-    const double max_tree_gbps = in.nodes > 2 ? (in.ampere && protocol_is(protocol_index::ll128, p) ? 105.0 : 80.0)
-                                              : (in.ampere && protocol_is(protocol_index::ll128, p) ? 130.0 : 110.0);
-    bus_gbps = std::min(bus_gbps * 0.9, max_tree_gbps);
+    bus_gbps = std::min(bus_gbps * 0.92, tree_max_gbps_per_channel * channels);
     if (protocol_is(protocol_index::ll, p)) {
       protocol_share = 1.0 / 3.8;
-      bus_gbps *= protocol_share;
+      bus_gbps = std::min(bus_gbps * protocol_share, ll_max_gbps);
     }
     if (protocol_is(protocol_index::ll128, p)) {
       protocol_share = in.nodes == 1 ? 7.0 / 9.0 : 0.915;
-      bus_gbps = std::min(bus_gbps * protocol_share, ll128_max_gbps_per_channel * channels * 7.0 / 9.0);
+      bus_gbps = std::min(bus_gbps * protocol_share, ll128_max_gbps_per_channel * channels);
     }
   }
   c.bandwidth_fraction = protocol_share;

@@ -1,5 +1,6 @@
 #include "gputwin/sim/dag_executor.hpp"
 
+#include "gputwin/sim/interference.hpp"
 #include "gputwin/sim/stage_accounting.hpp"
 
 #include <algorithm>
@@ -275,6 +276,14 @@ public:
   }
 
   // Each op's end, per program (after run()).
+  std::vector<std::vector<double>> take_start_times()
+  {
+    std::vector<std::vector<double>> start_s;
+    for (ProgramState& s : state_)
+      start_s.push_back(std::move(s.start_s));
+    return start_s;
+  }
+
   std::vector<std::vector<double>> take_end_times()
   {
     std::vector<std::vector<double>> end_s;
@@ -421,12 +430,15 @@ private:
 
 double DagExecutor::run(const std::vector<std::vector<double>>& duration_s, const std::vector<HostProgram>& hosts,
                         IterationResult* report, const std::vector<traces::RankProgram>* programs,
-                        const IterationOptions& options, std::vector<std::vector<double>>* end_s) const
+                        const IterationOptions& options, std::vector<std::vector<double>>* end_s,
+                        std::vector<std::vector<double>>* start_s) const
 {
   DagRun run(compiled_->programs, compiled_->call_expected, duration_s, hosts, report, programs, options);
   const double t = run.run();
   if (end_s)
     *end_s = run.take_end_times();
+  if (start_s)
+    *start_s = run.take_start_times();
   return t;
 }
 
@@ -597,6 +609,13 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
   IterationResult result;
   std::vector<std::vector<double>> end_s;
   executor.run(duration_s, hosts, &result, &programs, options, &end_s);
+  // Compute-communication interference: compute ops slowed by the communication in flight on their GPU
+  // (interference.hpp), settled before the links are shared and again after.
+  std::unique_ptr<DagInterference> interference;
+  if (options.interference && !options.zero_communication) {
+    interference = std::make_unique<DagInterference>(graph, programs, comm, *options.interference, duration_s);
+    interference->settle(executor, duration_s, hosts, programs, options, result, end_s);
+  }
   if (!options.zero_communication) {
     // Transfers that overlap in the contention-free schedule and share a link slow each other down (once).
     std::vector<bool> meets_others(loads.size(), false); // a load that may run alone but touches a shared link
@@ -626,7 +645,9 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
       }
     if (add_contention(graph, loads, transfers, members, duration_s)) {
       result = IterationResult{};
-      executor.run(duration_s, hosts, &result, &programs, options);
+      executor.run(duration_s, hosts, &result, &programs, options, &end_s);
+      if (interference)
+        interference->settle(executor, duration_s, hosts, programs, options, result, end_s);
     }
   }
   result.programs = std::move(programs);

@@ -1,19 +1,32 @@
 #include "gputwin/sim/iteration_estimate.hpp"
 
 #include "gputwin/sim/comm_expansion.hpp"
+#include "gputwin/sim/interference.hpp"
 #include "gputwin/sim/dag_executor.hpp"
+#include "gputwin/sim/straggler_unfolding.hpp"
 
 namespace gputwin::sim {
 
 IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
                                    const GpuComputeModel& gpu, const FrameworkProfile& framework,
-                                   const IterationOptions& options)
+                                   const IterationOptions& options_in, const RankSpeeds& speeds)
 {
+  const IterationOptions options = with_interference(options_in, gpu); // the GPU's own interference parameters
   std::vector<traces::RankProgram> programs;
   std::vector<HostProgram> hosts;
   for (int64_t stage = 0; stage < workload.plan.pp; ++stage) {
     programs.push_back(stage_program(workload, stage));
     hosts.push_back(host_program(framework, programs.back()));
+  }
+  if (!speeds.empty()) {
+    StragglerUnfolding unfolding(graph, workload, speeds); // as simulate_iteration
+    const ComputeDuration slowed_s = [&gpu, &unfolding](size_t p, const traces::Op& op) {
+      const double normal_s =
+          op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
+      return normal_s / unfolding.speed_of(p);
+    };
+    return execute_dag(graph, unfolding.unfold(programs), unfolding.groups(), unfolding, slowed_s,
+                       unfolding.per_program(hosts), options);
   }
   CommExpander comm(graph.spec(), workload);
   const ComputeDuration compute_s = [&gpu](size_t, const traces::Op& op) {

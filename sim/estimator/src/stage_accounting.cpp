@@ -15,6 +15,8 @@ void StageAccounting::op(const traces::Op& op, double start, double end)
       times_.pipeline_compute_s += end - start;
   } else if (op.is_communication()) {
     times_.exposed_comm_s += end - start;
+    if (record_spans_)
+      times_.exposed_spans.push_back(ExposedSpan{start, end, op.id});
     if (in_pipeline && started_)
       times_.pipeline_comm_s += end - start;
   }
@@ -31,12 +33,14 @@ void StageAccounting::wait(const traces::RankProgram& program, const traces::Op&
 {
   if (op.stream != main_compute_stream || start <= wait_start)
     return;
-  const bool on_collective = std::any_of(op.deps.begin(), op.deps.end(), [&](int64_t d) {
+  const auto collective = std::find_if(op.deps.begin(), op.deps.end(), [&](int64_t d) {
     return program.ops[static_cast<size_t>(d)].kind == traces::OpKind::Collective;
   });
-  if (!on_collective)
+  if (collective == op.deps.end())
     return;
   times_.exposed_comm_s += start - wait_start;
+  if (record_spans_)
+    times_.exposed_spans.push_back(ExposedSpan{wait_start, start, *collective});
   if (started_ && op.phase != traces::Phase::Optimizer)
     times_.pipeline_comm_s += start - wait_start;
 }

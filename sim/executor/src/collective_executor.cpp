@@ -24,10 +24,12 @@ std::vector<std::pair<int, int>> flow_pairs(const std::vector<const CollectivePl
 
 std::vector<std::vector<PlanTiming>>
 run_collective_streams(const SimgridPlatform& platform, const topo::ClusterGraph& graph,
-                       const std::vector<std::vector<const CollectivePlan*>>& streams, bool flow_shortcut)
+                       const std::vector<std::vector<const CollectivePlan*>>& streams, bool flow_shortcut,
+                       FlowLog* flow_log)
 {
   FlowRunner runner(platform, graph);
   runner.set_shortcut(flow_shortcut);
+  runner.set_flow_log(flow_log);
   std::vector<std::vector<PlanTiming>> timings(streams.size());
   const double run_start_s = sg4::Engine::get_clock();
   for (size_t s = 0; s < streams.size(); ++s) {
@@ -38,7 +40,7 @@ run_collective_streams(const SimgridPlatform& platform, const topo::ClusterGraph
                        [&runner, &streams, &timings, s, run_start_s] {
                          for (size_t p = 0; p < streams[s].size(); ++p) {
                            timings[s][p].start_s = sg4::Engine::get_clock() - run_start_s;
-                           runner.run(streams[s][p]->flows, streams[s][p]->choice.latency_s);
+                           runner.run(streams[s][p]->flows, streams[s][p]->choice.latency_s, static_cast<int64_t>(s));
                            timings[s][p].end_s = sg4::Engine::get_clock() - run_start_s;
                          }
                          runner.settle();

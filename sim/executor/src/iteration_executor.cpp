@@ -1,10 +1,13 @@
 #include "gputwin/sim/iteration_executor.hpp"
 
 #include "gputwin/sim/comm_expansion.hpp"
+#include "gputwin/sim/interference.hpp"
+#include "gputwin/sim/straggler_unfolding.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <stdexcept>
 #include <thread>
 
 namespace gputwin::sim {
@@ -43,9 +46,10 @@ void for_each_index_in_parallel(size_t n, F f)
 } // namespace
 
 IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
-                                   const GpuComputeModel& gpu, const IterationOptions& options,
-                                   const FrameworkProfile& framework)
+                                   const GpuComputeModel& gpu, const IterationOptions& options_in,
+                                   const FrameworkProfile& framework, const RankSpeeds& speeds)
 {
+  const IterationOptions options = with_interference(options_in, gpu); // the GPU's own interference parameters
   // The stage programs are independent (each generated from the workload alone): built on every core, as a
   // thousand-stage plan has millions of ops.
   std::vector<traces::RankProgram> programs(static_cast<size_t>(workload.plan.pp));
@@ -54,11 +58,26 @@ IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Worklo
     programs[stage] = stage_program(workload, static_cast<int64_t>(stage));
     hosts[stage] = host_program(framework, programs[stage]);
   });
+  if (!speeds.empty()) {
+    // Stragglers: one program per class of ranks that still behave identically, each at its ranks' speed.
+    if (graph.spec().host_cores > 0)
+      throw std::invalid_argument("simulate_iteration: slow GPUs on a cluster whose GPUs share host cores");
+    StragglerUnfolding unfolding(graph, workload, speeds);
+    const ComputeDuration slowed_s = [&gpu, &unfolding](size_t p, const traces::Op& op) {
+      const double normal_s =
+          op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
+      return normal_s / unfolding.speed_of(p);
+    };
+    return execute_programs(graph, unfolding.unfold(programs), unfolding.groups(), unfolding, slowed_s, options,
+                            unfolding.per_program(hosts));
+  }
   CommExpander comm(graph.spec(), workload);
   const ComputeDuration compute_s = [&gpu](size_t, const traces::Op& op) {
     return op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
   };
-  return execute_programs(graph, std::move(programs), workload.groups, comm, compute_s, options, hosts);
+  IterationOptions folded = options; // each stage program stands for the tp x dp ranks of its stage
+  folded.ranks_per_program = static_cast<int>(workload.plan.tp * workload.plan.dp);
+  return execute_programs(graph, std::move(programs), workload.groups, comm, compute_s, folded, hosts);
 }
 
 } // namespace gputwin::sim

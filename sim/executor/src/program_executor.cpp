@@ -1,6 +1,7 @@
 #include "gputwin/sim/program_executor.hpp"
 
 #include "gputwin/sim/flow_runner.hpp"
+#include "gputwin/sim/interference.hpp"
 #include "gputwin/sim/stage_accounting.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -33,6 +34,14 @@ struct Rendezvous {
   int arrived = 0;
   bool done = false;
   sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
+  // Interference (sim/interference.hpp): a collective's member programs; a message's flows while they move, the
+  // program waiting for it and the load its arrival puts there.
+  std::vector<size_t> programs;
+  const CommWork* work = nullptr;
+  int64_t receiver = -1;
+  const traces::Op* recv_op = nullptr;
+  CommLoad receiver_load;
+  bool receiver_loaded = false;
 };
 
 class ProgramRun {
@@ -48,12 +57,13 @@ public:
     works_ = distinct_works();
     platform_ = std::make_unique<SimgridPlatform>(graph, flow_pairs());
     runner_ = std::make_unique<FlowRunner>(*platform_, graph);
+    runner_->set_flow_log(options_.flow_log);
     mutex_ = sg4::Mutex::create(); // SimGrid objects only once the engine exists
     result_.platform_links = platform_->link_count();
     const size_t count = result_.programs.size();
     result_.stages.resize(count);
     for (size_t p = 0; p < count; ++p)
-      accounting_.emplace_back(result_.stages[p]);
+      accounting_.emplace_back(result_.stages[p], options_.flow_log != nullptr);
     issue_s_.resize(count);
     issued_.assign(count, 0);
     for (size_t p = 0; p < count; ++p) {
@@ -67,6 +77,12 @@ public:
     find_links_shared_outside_tp();
     for (size_t p = 0; p < count; ++p)
       precompute_program(p);
+    if (interferes()) {
+      load_.assign(count, CommLoad{});
+      in_flight_.assign(count, 0);
+      for (size_t p = 0; p < count; ++p)
+        load_cv_.push_back(sg4::ConditionVariable::create());
+    }
   }
 
   void run()
@@ -167,6 +183,21 @@ private:
     if (duration_s >= 0)
       duration_s += work.latency_s;
     return exclusive_[&work] = duration_s;
+  }
+
+  // Records the flows of collective i of program p, timed alone from `start_s` (exclusive_duration_s), in the flow log.
+  void log_flows_alone(size_t p, size_t i, double start_s)
+  {
+    for (const Flow& f : work_of(p, result_.programs[p].ops[i]).flows) {
+      double latency_s = 0, bandwidth = 1e300;
+      for (const int link : graph_.route(f.src_gpu, f.dst_gpu)) {
+        const topo::Link& l = graph_.links()[static_cast<size_t>(link)];
+        latency_s += l.latency_s;
+        bandwidth = std::min(bandwidth, SimgridPlatform::effective_bytes_per_s(graph_.spec(), l));
+      }
+      options_.flow_log->flows.push_back(FlowRecord{f.src_gpu, f.dst_gpu, f.bytes, start_s + latency_s,
+                                                    start_s + latency_s + f.bytes / bandwidth, flow_tag(p, i)});
+    }
   }
 
   // Fixed durations (compute; TP collectives that run alone on their links) and which ops others wait for.
@@ -303,20 +334,33 @@ private:
       wait_for_deps(p, w, op, lock);
       const double start = sg4::Engine::get_clock();
       accounting_[p].wait(result_.programs[p], op, wait_start, start);
+      if (fixed_s_[p][i] >= 0 && interferes()) {
+        k = run_fixed_interfered(p, indices, k, start, lock);
+        continue;
+      }
 
       if (fixed_s_[p][i] >= 0) {
         // A run of fixed-duration ops that nothing else waits for in between is one sleep: the same times
         // (each op starting when its predecessor ends or the host issued it, whichever is later), far fewer
-        // simulation events. Only ops the host has already issued join the run.
+        // simulation events. Only ops the host has already issued join the run. On a host whose cores the ranks
+        // share, a compute op is an execution of its own there, slowed by the others running (simgrid_platform.hpp).
+        const bool on_cores = platform_->shares_cores() &&
+                              (op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy);
         size_t last = k;
         double end_s = start + fixed_s_[p][i];
-        while (!dep_target_[p][indices[last]] && last + 1 < indices.size() && fixed_s_[p][indices[last + 1]] >= 0 &&
-               ops[indices[last + 1]].deps.empty() && issued_[p] > indices[last + 1]) {
+        while (!on_cores && !dep_target_[p][indices[last]] && last + 1 < indices.size() &&
+               fixed_s_[p][indices[last + 1]] >= 0 && ops[indices[last + 1]].deps.empty() &&
+               issued_[p] > indices[last + 1]) {
           ++last;
           end_s = std::max(end_s, earliest_start_s(p, indices[last])) + fixed_s_[p][indices[last]];
         }
         lock.unlock();
-        sg4::this_actor::sleep_until(end_s);
+        if (on_cores) {
+          platform_->compute_on_cores(rank, fixed_s_[p][i], options_.ranks_per_program);
+          end_s = sg4::Engine::get_clock();
+        } else {
+          sg4::this_actor::sleep_until(end_s);
+        }
         lock.lock();
         double t = start;
         for (size_t j = k; j <= last; ++j) {
@@ -324,6 +368,8 @@ private:
           const double op_start = j == k ? start : std::max(t, earliest_start_s(p, op_index));
           const double end = j == last ? end_s : op_start + fixed_s_[p][op_index];
           account(p, ops[op_index], op_start, end);
+          if (options_.flow_log && ops[op_index].kind == traces::OpKind::Collective && !options_.zero_communication)
+            log_flows_alone(p, op_index, op_start);
           if (options_.record_timeline)
             result_.timeline.push_back(OpSlice{static_cast<int32_t>(p), static_cast<int64_t>(op_index), op_start, end});
           op_done(p, op_index);
@@ -336,7 +382,7 @@ private:
       switch (op.kind) {
       case traces::OpKind::Collective: run_collective(p, op, lock); break;
       case traces::OpKind::Send: run_send(p, rank, op, lock); break;
-      case traces::OpKind::Recv: wait_message(op.peer, rank, op.sequence, lock); break;
+      case traces::OpKind::Recv: post_receive(p, rank, op); wait_message(op.peer, rank, op.sequence, lock); break;
       default: break;
       }
       const double end = sg4::Engine::get_clock();
@@ -350,9 +396,167 @@ private:
     runner_->settle(); // flows this stream started for others must not end with it
   }
 
+  // --- Compute-communication interference (options_.interference, sim/interference.hpp) ---
+
+  bool interferes() const
+  {
+    return options_.interference != nullptr && !options_.zero_communication && !platform_->shares_cores();
+  }
+
+  static bool is_compute(const traces::Op& op)
+  {
+    return op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy;
+  }
+
+  // The load communication op `op` (`work`: its flows; a receive: its send's) puts on program p's GPU.
+  CommLoad load_of(size_t p, const CommWork& work, const traces::Op& op)
+  {
+    const int32_t gpu = result_.programs[p].rank;
+    const auto key = std::make_tuple(&work, gpu, op.kind);
+    auto it = comm_loads_.find(key);
+    if (it == comm_loads_.end())
+      it = comm_loads_.emplace(key, comm_op_load(graph_, *options_.interference, work, op, gpu)).first;
+    return it->second;
+  }
+
+  // Communication starts (ends) on program p's GPU: compute ops running there re-plan at once.
+  void begin_load(size_t p, const CommLoad& load)
+  {
+    if (load.empty())
+      return;
+    ++in_flight_[p];
+    load_[p] += load;
+    load_cv_[p]->notify_all();
+  }
+
+  void end_load(size_t p, const CommLoad& load)
+  {
+    if (load.empty())
+      return;
+    if (--in_flight_[p] == 0)
+      load_[p] = CommLoad{}; // exactly none, as LoadTimeline
+    else
+      load_[p] -= load;
+    load_cv_[p]->notify_all();
+  }
+
+  // The rate compute op `op` of program p progresses at now (1 for a measured duration).
+  double rate_of(size_t p, const traces::Op& op) const
+  {
+    return op.duration_ns >= 0 ? 1.0 : interference_rate(*options_.interference, op, load_[p]);
+  }
+
+  // Op i of program p, of fixed duration, ran from start to end.
+  void finish_fixed(size_t p, size_t i, double start, double end)
+  {
+    const traces::Op& op = result_.programs[p].ops[i];
+    account(p, op, start, end);
+    if (options_.flow_log && op.kind == traces::OpKind::Collective)
+      log_flows_alone(p, i, start);
+    if (options_.record_timeline)
+      result_.timeline.push_back(OpSlice{static_cast<int32_t>(p), static_cast<int64_t>(i), start, end});
+    op_done(p, i);
+  }
+
+  // Under interference, op indices[k] of fixed duration (issued, dependencies met) from `start`, and the compute
+  // ops that join it in one run on the same conditions as the plain sleep's. A collective run alone puts its load
+  // on the GPU while it runs; compute ops progress at the rate the load in flight allows (RatedProgress), woken to
+  // re-plan whenever communication starts or ends on the GPU. Returns the position after the last op run.
+  size_t run_fixed_interfered(size_t p, const std::vector<size_t>& indices, size_t k, double start,
+                              std::unique_lock<sg4::Mutex>& lock)
+  {
+    const auto& ops = result_.programs[p].ops;
+    if (!is_compute(ops[indices[k]])) {
+      const size_t i = indices[k];
+      const double end = start + fixed_s_[p][i];
+      const CommLoad load = load_of(p, comm_.collective(ops[i]), ops[i]);
+      begin_load(p, load);
+      lock.unlock();
+      sg4::this_actor::sleep_until(end);
+      lock.lock();
+      end_load(p, load);
+      finish_fixed(p, i, start, end);
+      return k + 1;
+    }
+    size_t j = k;
+    double op_start = start;
+    RatedProgress progress{start, fixed_s_[p][indices[k]]};
+    for (;;) {
+      const size_t i = indices[j];
+      const double rate = rate_of(p, ops[i]);
+      const double end = progress.end_at(rate);
+      if (end > sg4::Engine::get_clock() &&
+          load_cv_[p]->wait_until(lock, end) == std::cv_status::no_timeout) {
+        const double now = sg4::Engine::get_clock();
+        if (now < end) {
+          progress.advance(now, rate); // the load changed: the rest at the new rate
+          continue;
+        }
+      }
+      finish_fixed(p, i, op_start, end);
+      if (dep_target_[p][i] || j + 1 >= indices.size())
+        return j + 1;
+      const size_t next = indices[j + 1];
+      if (fixed_s_[p][next] < 0 || !is_compute(ops[next]) || !ops[next].deps.empty() || issued_[p] <= next)
+        return j + 1;
+      ++j;
+      op_start = std::max(end, earliest_start_s(p, next));
+      if (op_start > sg4::Engine::get_clock()) {
+        lock.unlock();
+        sg4::this_actor::sleep_until(op_start);
+        lock.lock();
+      }
+      progress = RatedProgress{op_start, fixed_s_[p][next]};
+    }
+  }
+
+  // A message starts to move: its sender's GPU, and its receiver's if the receive is already posted, carry it.
+  CommLoad begin_message_load(size_t p, int32_t rank, const traces::Op& send, const CommWork& work)
+  {
+    Rendezvous& rv = messages_[{rank, send.peer, send.sequence}];
+    rv.work = &work;
+    const CommLoad load = load_of(p, work, send);
+    begin_load(p, load);
+    if (rv.receiver >= 0) {
+      rv.receiver_load = load_of(static_cast<size_t>(rv.receiver), work, *rv.recv_op);
+      begin_load(static_cast<size_t>(rv.receiver), rv.receiver_load);
+      rv.receiver_loaded = true;
+    }
+    return load;
+  }
+
+  void end_message_load(size_t p, int32_t rank, const traces::Op& send, const CommLoad& load)
+  {
+    Rendezvous& rv = messages_[{rank, send.peer, send.sequence}];
+    end_load(p, load);
+    if (rv.receiver_loaded)
+      end_load(static_cast<size_t>(rv.receiver), rv.receiver_load);
+    rv.receiver_loaded = false;
+    rv.work = nullptr;
+  }
+
+  // A receive is posted: from now until its message has arrived, the message's flows load this GPU while they move.
+  void post_receive(size_t p, int32_t rank, const traces::Op& recv)
+  {
+    if (!interferes())
+      return;
+    Rendezvous& rv = messages_[{recv.peer, rank, recv.sequence}];
+    if (rv.done)
+      return;
+    rv.receiver = static_cast<int64_t>(p);
+    rv.recv_op = &recv;
+    if (rv.work) {
+      rv.receiver_load = load_of(p, *rv.work, recv);
+      begin_load(p, rv.receiver_load);
+      rv.receiver_loaded = true;
+    }
+  }
+
   void run_collective(size_t p, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
   {
     Rendezvous& rv = collectives_[{op.group, op.sequence}];
+    if (interferes())
+      rv.programs.push_back(p);
     if (++rv.arrived < group_members_[static_cast<size_t>(op.group)]) {
       while (!rv.done)
         rv.cv->wait(lock);
@@ -361,9 +565,17 @@ private:
     if (!options_.zero_communication) {
       const CommWork& work = work_of(p, op);
       result_.simulated_flows += static_cast<int64_t>(work.flows.size());
+      std::vector<CommLoad> loads; // interference: every member's GPU carries the collective while it moves data
+      if (interferes())
+        for (const size_t q : rv.programs) {
+          loads.push_back(load_of(q, work, op));
+          begin_load(q, loads.back());
+        }
       lock.unlock();
-      runner_->run(work.flows, work.latency_s);
+      runner_->run(work.flows, work.latency_s, flow_tag(p, static_cast<size_t>(&op - result_.programs[p].ops.data())));
       lock.lock();
+      for (size_t m = 0; m < loads.size(); ++m)
+        end_load(rv.programs[m], loads[m]);
     }
     rv.done = true;
     rv.cv->notify_all();
@@ -374,9 +586,12 @@ private:
     if (!options_.zero_communication) {
       const CommWork& work = work_of(p, op);
       result_.simulated_flows += static_cast<int64_t>(work.flows.size());
+      const CommLoad load = interferes() ? begin_message_load(p, rank, op, work) : CommLoad{};
       lock.unlock();
-      runner_->run(work.flows, work.latency_s);
+      runner_->run(work.flows, work.latency_s, flow_tag(p, static_cast<size_t>(&op - result_.programs[p].ops.data())));
       lock.lock();
+      if (interferes())
+        end_message_load(p, rank, op, load);
     }
     Rendezvous& rv = messages_[{rank, op.peer, op.sequence}];
     rv.done = true;
@@ -414,6 +629,12 @@ private:
   std::unordered_map<const CommWork*, double> exclusive_;
   std::map<std::pair<int32_t, int64_t>, Rendezvous> collectives_;
   std::map<std::tuple<int32_t, int32_t, int64_t>, Rendezvous> messages_;
+  // Interference: per program the communication in flight on its GPU, how many ops carry it, and a condition
+  // variable its running compute ops wait on; loads per (work, GPU, op kind).
+  std::vector<CommLoad> load_;
+  std::vector<int> in_flight_;
+  std::vector<sg4::ConditionVariablePtr> load_cv_;
+  std::map<std::tuple<const CommWork*, int32_t, traces::OpKind>, CommLoad> comm_loads_;
 };
 
 } // namespace

@@ -51,8 +51,23 @@ SimgridPlatform::SimgridPlatform(const topo::ClusterGraph& graph, const std::vec
   const topo::ClusterSpec& spec = graph.spec();
   sg4::NetZone* zone = sg4::create_star_zone(spec.name);
   hosts_.resize(static_cast<size_t>(graph.gpu_count()));
-  for (int g = 0; g < graph.gpu_count(); ++g)
-    hosts_[static_cast<size_t>(g)] = zone->create_host("gpu" + std::to_string(g), spec.gpu.peak_bf16_flops)->seal();
+  if (spec.host_cores > 0) {
+    // One host per node, its cores shared by the node's rank threads (header). Work is counted at the nominal
+    // peak, so that SimGrid's work-amount precision stays far below an op's work.
+    shared_cores_ = spec.host_cores;
+    core_flops_ = spec.gpu.peak_bf16_flops;
+    std::vector<sg4::Host*> nodes;
+    for (int g = 0; g < graph.gpu_count(); ++g) {
+      const size_t node = static_cast<size_t>(g / spec.gpus_per_node);
+      if (node == nodes.size())
+        nodes.push_back(
+            zone->create_host("node" + std::to_string(node), core_flops_)->set_core_count(shared_cores_)->seal());
+      hosts_[static_cast<size_t>(g)] = nodes[node];
+    }
+  } else {
+    for (int g = 0; g < graph.gpu_count(); ++g)
+      hosts_[static_cast<size_t>(g)] = zone->create_host("gpu" + std::to_string(g), spec.gpu.peak_bf16_flops)->seal();
+  }
   sink_ = zone->create_host("sink", 1)->seal();
   zone->add_route(nullptr, sink_->get_netpoint(), nullptr, nullptr, {}, /*symmetrical=*/false);
 
@@ -99,6 +114,17 @@ sg4::Engine& SimgridPlatform::engine() const
 sg4::Host* SimgridPlatform::host(int gpu) const
 {
   return hosts_.at(static_cast<size_t>(gpu));
+}
+
+void SimgridPlatform::compute_on_cores(int gpu, double seconds_alone, int threads) const
+{
+  if (!shares_cores() || threads < 1 || !(seconds_alone >= 0))
+    throw std::logic_error("SimgridPlatform::compute_on_cores: needs a shared host, threads >= 1, seconds >= 0");
+  if (seconds_alone == 0)
+    return;
+  // One execution of `threads` threads, each of this work: SimGrid's CPU model gives each thread at most one core
+  // and counts all of them against the host's cores (n threads at rate v use n v of its capacity).
+  sg4::this_actor::thread_execute(host(gpu), seconds_alone * core_flops_, threads);
 }
 
 const SimgridPlatform::RouteEntry& SimgridPlatform::route_entry(int src_gpu, int dst_gpu) const

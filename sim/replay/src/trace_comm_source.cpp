@@ -16,7 +16,7 @@ const CommWork& TraceCommSource::collective(const traces::Op& op)
   const traces::CommGroup& group = groups_.at(static_cast<size_t>(op.group));
   const std::vector<int> gpus(group.ranks.begin(), group.ranks.end());
   const CollectivePlan plan = plan_collective(cluster_, op.collective, gpus, op.bytes);
-  return collectives_.emplace(key, CommWork{plan.flows, plan.choice.latency_s, 1}).first->second;
+  return collectives_.emplace(key, CommWork{plan.flows, plan.choice.latency_s, 1, plan.nccl_channels}).first->second;
 }
 
 const CommWork& TraceCommSource::message(int32_t src_rank, const traces::Op& send)

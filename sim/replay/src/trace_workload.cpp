@@ -2,6 +2,7 @@
 
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/op_emitter.hpp"
+#include "gputwin/models/plan_metadata.hpp"
 
 #include <map>
 #include <optional>
@@ -67,25 +68,6 @@ private:
   bool keep_durations_;
 };
 
-int64_t metadata_int(const traces::OpGraph& trace, const char* key)
-{
-  const auto it = trace.metadata.find(key);
-  if (it == trace.metadata.end())
-    throw InputError(std::string("replay: the trace's metadata has no '") + key +
-                     "' (expected a trace written by gputwin-engine to scale it out)");
-  try {
-    return std::stoll(it->second);
-  } catch (const std::exception&) {
-    throw InputError(std::string("replay: the trace's metadata '") + key + "' is not an integer: '" + it->second + "'");
-  }
-}
-
-std::string metadata_text(const traces::OpGraph& trace, const char* key, const std::string& fallback)
-{
-  const auto it = trace.metadata.find(key);
-  return it == trace.metadata.end() ? fallback : it->second;
-}
-
 // Rank 0's ops cut into building blocks, per micro-batch.
 std::vector<MicroBatchOps> cut(const traces::OpGraph& trace)
 {
@@ -120,37 +102,19 @@ TraceWorkload make_trace_workload(const traces::OpGraph& trace, const ScaleOut& 
 {
   if (trace.ranks.empty())
     throw InputError("replay: the trace has no ranks");
-  const int64_t trace_pp = metadata_int(trace, "pp"), trace_dp = metadata_int(trace, "dp");
+  const PlanMetadata captured_run = read_plan_metadata(trace.metadata, "replay");
+  GptConfig model = captured_run.model;
+  ParallelPlan plan = captured_run.plan;
+  const int64_t trace_pp = plan.pp, trace_dp = plan.dp, trace_global = plan.global_batch;
   if (trace_pp != 1)
     throw InputError(
         "--pp: scaling out needs a trace captured with pp 1 (whole model on every rank), this one has pp " +
         std::to_string(trace_pp));
-  GptConfig model{
-      metadata_text(trace, "model", "traced"), metadata_int(trace, "hidden"),  metadata_int(trace, "heads"),
-      metadata_int(trace, "layers"),           metadata_int(trace, "seq_len"), metadata_int(trace, "vocab")};
-  ParallelPlan plan;
-  plan.tp = metadata_int(trace, "tp");
-  plan.micro_batch = metadata_int(trace, "micro_batch");
-  plan.tp_comm =
-      metadata_text(trace, "sequence_parallel", "false") == "true" ? TpComm::SequenceParallel : TpComm::AllReduce;
-  plan.recompute = parse_recompute(metadata_text(trace, "recompute", "none")).value_or(Recompute::None);
-  // Traces written before `--attention` existed ran the unfused core.
-  const std::string attention = metadata_text(trace, "attention", "unfused");
-  const std::optional<AttentionKernel> kernel = parse_attention(attention);
-  if (!kernel)
-    throw InputError("replay: the trace's metadata attention is '" + attention + "' (expected unfused|flash)");
-  plan.attention = *kernel;
-  plan.zero_stage = static_cast<int>(metadata_int(trace, "zero"));
-  const int64_t trace_global = metadata_int(trace, "global_batch");
   // The captured run itself must be one the models accept (the same shape rules as --model and its flags):
   // its metadata are read as a model and plan, and a division below needs dp > 0.
   {
-    ParallelPlan captured = plan;
-    captured.pp = trace_pp;
-    captured.dp = trace_dp;
-    captured.global_batch = trace_global;
     try {
-      validate_plan(model, captured);
+      validate_plan(model, captured_run.plan);
     } catch (const InputError& e) {
       std::string why = e.what();
       if (why.rfind("--", 0) == 0) // "--heads: ..." names the metadata field, not a flag of this command
@@ -159,6 +123,9 @@ TraceWorkload make_trace_workload(const traces::OpGraph& trace, const ScaleOut& 
     }
   }
   const int32_t captured_layers = static_cast<int32_t>(model.layers);
+  // The scaled-out run's pipeline is the default 1F1B over the stages asked for.
+  plan.schedule = Schedule::OneFOneB;
+  plan.chunks = 1;
 
   if (scale.layers) {
     if (*scale.layers <= 0)

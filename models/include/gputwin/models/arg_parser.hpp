@@ -16,6 +16,7 @@ struct FlagSpec {
   std::string value_name; // "N"; empty for a switch
   std::string help;
   bool repeatable = false; // may be given several times (all values kept); otherwise the last one wins
+  bool value_optional = false; // `--name` alone (value ""), `--name=value`, or `--name value` when value is no flag
 };
 
 class ParsedArgs {
@@ -43,6 +44,9 @@ public:
   void add_switch(const std::string& name, const std::string& help);
   void add_option(const std::string& name, const std::string& value_name, const std::string& help,
                   bool repeatable = false);
+  // An option whose value may be left out: `--name` alone gives the value "" (has() true), `--name VALUE` takes the
+  // next argument when it does not start with '-', `--name=VALUE` always.
+  void add_optional_value(const std::string& name, const std::string& value_name, const std::string& help);
   // A heading in --help before the flags added next.
   void add_section(const std::string& title);
   // Allow up to `max_count` positional arguments, described as `usage` in --help ("TRACE...").

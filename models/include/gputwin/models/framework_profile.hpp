@@ -36,6 +36,14 @@ struct FrameworkProfile {
   // around batch_isend_irecv), and before the optimizer (the inf/NaN check and gradient norm read on the host).
   bool sync_after_p2p = false;
   bool sync_before_optimizer = false;
+  // Ops the framework issues beyond the one fused softmax kernel where that kernel does not support the shape.
+  // Megatron's FusedScaleMaskSoftmax (megatron/model/fused_softmax.py is_kernel_available) runs its fused CUDA
+  // kernel only when 16 < sk <= 4096, sq % 4 == 0 and the attention batches b x heads/t are a multiple of the
+  // kernel's batches per thread block (4 from sk > 128 on); otherwise PyTorch's path runs: fp32 cast, scale, mask
+  // fill, softmax and cast back forward (4 more ops, torch calls from the module's Python code like the GEMMs',
+  // each costing gemm_issue_s) and their 4 more gradient kernels backward (autograd's C++ engine, kernel_issue_s
+  // each). 0: always fused.
+  int unfused_softmax_extra_ops = 0;
 
   bool operator==(const FrameworkProfile&) const = default;
 };
@@ -65,7 +73,15 @@ struct HostOpClass {
   bool starts_step = false;       // first op of a micro-batch step
   bool starts_optimizer = false;  // first op of the optimizer phase
   bool before_optimizer = false;  // the last op before the optimizer's first kernel
+  // An attention softmax whose shape the fused softmax kernel does not support, forward (or recompute) or backward.
+  enum UnfusedSoftmax : uint8_t { No, Forward, Backward } unfused_softmax = No;
 };
+
+// Whether Megatron's fused scale-mask-softmax kernel (causal, upper-triangular) supports attention scores of
+// `attention_batches` = micro-batch x heads per rank, `sq` queries and `sk` keys (fused_softmax.py
+// is_kernel_available with scaled_masked_softmax.h get_batch_per_block: 128 threads per block, a warp of
+// min(32, next power of two of sk) threads per row, two rows per warp up to 128 keys).
+bool fused_softmax_supported(int64_t attention_batches, int64_t sq, int64_t sk);
 std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program);
 HostProgram host_program(const FrameworkProfile& profile, const std::vector<HostOpClass>& ops);
 

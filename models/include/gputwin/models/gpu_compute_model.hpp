@@ -19,6 +19,7 @@
 // relative to it (a class not listed: relative 1), so scaling memory_efficiency scales every class and the
 // GEMMs' memory term; kernel_overhead_s is added to every kernel, a class's overhead_s on top of it.
 
+#include "gputwin/models/comm_interference.hpp"
 #include "gputwin/models/gemm_table.hpp"
 #include "gputwin/models/kernel_class.hpp"
 #include "gputwin/traces/op_graph.hpp"
@@ -53,6 +54,8 @@ struct GpuComputeModel {
   std::string gemm_table_ref;
   // Memory-bound kernel classes with their own bandwidth and overhead; a class not here uses the globals.
   std::map<KernelClass, MemoryClassParams> memory_classes;
+  // How overlapped NCCL communication slows this GPU's kernels (comm_interference.hpp); disabled: not at all.
+  CommInterferenceParams comm_interference;
 };
 
 // The built-in model of a GPU kind ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb"), with the cluster
@@ -67,6 +70,10 @@ GpuComputeModel nominal_roofline_model(const std::string& kind, double peak_flop
 // Fraction of the peak a GEMM of this shape reaches on the analytic curve: efficiency x wave quantization x
 // k / (k + k_half), whether or not the model has a table.
 double gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape);
+
+// Wave quantization of a GEMM of this shape on `multiprocessors` SMs: tiles / (waves x multiprocessors), the
+// gemm_tile_m x gemm_tile_n output tiles scheduled in waves of one per SM. REQUIRES: multiprocessors >= 1.
+double gemm_wave_utilization(const GpuComputeModel& gpu, const traces::GemmShape& shape, int multiprocessors);
 
 // Fraction of the peak a GEMM of this shape reaches under the model: the table rule above when the model has a
 // table, else gemm_efficiency(). REQUIRES: shape m, n, k > 0.

@@ -7,26 +7,12 @@
 //            gradient, overlapped with the input-gradient GEMM as Megatron does.
 // Also the embedding (first model chunk) and the output layer with the vocabulary-parallel loss (last chunk).
 
-#include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/layer_shape.hpp"
 #include "gputwin/models/op_emitter.hpp"
 #include "gputwin/models/parallel_plan.hpp"
 
 namespace gputwin {
 
-// Per-rank sizes of one micro-batch.
-struct LayerShape {
-  int64_t s = 0, b = 0, h = 0, a = 0, t = 1;
-  int64_t vocab_per_rank = 0; // padded vocabulary / t
-  bool sp = false;
-  AttentionKernel attention = AttentionKernel::Unfused;
-
-  int64_t tokens() const { return s * b; }                             // T = s b
-  int64_t tokens_outside_tp() const { return sp ? s * b / t : s * b; } // sharded by SP outside the TP regions
-  int64_t head_dim() const { return h / a; }
-  int64_t heads_per_rank() const { return a / t; }
-};
-
-LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan);
 
 // Forward of one layer (phase Forward, or Recompute when full recompute reruns it). `tp_group` is the index
 // of the rank's TP communicator (ignored when t = 1).

@@ -2,6 +2,7 @@
 // Appends ops to one rank's program: ids in issue order, the current phase/layer/micro-batch/chunk stamped on
 // each, FLOPs and bytes from the shapes, and per-communicator sequence numbers that match across ranks.
 
+#include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
@@ -26,6 +27,28 @@ public:
   void set_context(traces::Phase phase, int32_t layer, int32_t micro_batch, int32_t chunk);
   void set_phase(traces::Phase phase) { phase_ = phase; }
   traces::Phase phase() const { return phase_; }
+
+  // A compute op of the vocabulary (op_vocabulary.hpp) on the compute stream, at its cost.
+  int64_t compute(OpName name, const OpCost& cost, std::vector<int64_t> deps = {});
+  // A compute op sized by the layer shape alone: compute(name, op_cost(name, shape)).
+  int64_t compute(OpName name, const LayerShape& shape, std::vector<int64_t> deps = {})
+  {
+    return compute(name, op_cost(name, shape), std::move(deps));
+  }
+  // Communication ops of the vocabulary.
+  int64_t collective(OpName name, CollectiveOp op, int32_t group, double bytes, int32_t stream,
+                     std::vector<int64_t> deps = {})
+  {
+    return collective(op_name(name), op, group, bytes, stream, std::move(deps));
+  }
+  int64_t send(OpName name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps)
+  {
+    return send(op_name(name), peer, sequence, bytes, std::move(deps));
+  }
+  int64_t recv(OpName name, int32_t peer, int64_t sequence, double bytes)
+  {
+    return recv(op_name(name), peer, sequence, bytes);
+  }
 
   // A (batched) bf16 GEMM on the compute stream: 2 m n k batch FLOPs, bytes of A, B and C in 16 bits.
   int64_t gemm(const char* name, traces::GemmShape shape, std::vector<int64_t> deps = {});

@@ -30,5 +30,14 @@ int64_t layer_parameters_per_gpu(const GptConfig& model, int64_t tp);
 // embedding (V/t x h) and the position embedding on the first stage; the final layernorm on the last stage,
 // and there, when p > 1, the copy of the word embedding that the tied output layer uses.
 int64_t stage_parameters_per_gpu(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
+// Elements of the flat gradient (and weight) buffer of `parameters`: padded to a multiple of dp so that
+// ZeRO-1 splits it evenly (the engine's buffer; the generator's data-parallel and optimizer sizes).
+inline int64_t data_parallel_buffer_elements(int64_t parameters, int64_t dp)
+{
+  return (parameters + dp - 1) / dp * dp;
+}
+// Parameters of `stage` that sequence parallelism leaves partial on each TP rank, their gradients summed over
+// the TP group before the optimizer: the layernorms, the row-parallel biases, the position embedding.
+int64_t sp_partial_parameters(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
 
 } // namespace gputwin

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -38,6 +39,15 @@ public:
 // The analytic ops of `model` under `plan` (layer_ops.hpp).
 std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, const ParallelPlan& plan);
 
+// What a communicator of the workload is: its kind, and the pipeline stage whose representative rank it
+// serves (-1 for the embedding group, which spans the first and the last stage).
+enum class GroupKind { Tp, Dp, Embedding };
+std::string to_string(GroupKind kind); // "tp", "dp", "embedding": the trace's group kind
+struct WorkloadGroup {
+  GroupKind kind = GroupKind::Tp;
+  int64_t stage = -1;
+};
+
 struct WorkloadOptions {
   bool overlap_grad_reduce = false; // launch each layer's DP gradient reduction as soon as its last backward ends
 };
@@ -48,14 +58,20 @@ struct Workload {
   WorkloadOptions options;
   std::shared_ptr<const LayerOpSource> ops; // what each layer, the embedding and the output layer emit
   // Communicators of the representative ranks: tp_group(stage), dp_group(stage), and the embedding group
-  // (first and last stage, tied word embedding) when pp > 1.
+  // (first and last stage, tied word embedding); `roles[g]` says what groups[g] is.
   std::vector<traces::CommGroup> groups;
+  std::vector<WorkloadGroup> roles;
   // Sequence number of each pipeline message, keyed by (sender stage, direction, micro-batch, chunk).
   std::unordered_map<int64_t, int64_t> message_sequence;
 
-  int32_t tp_group(int64_t stage) const { return static_cast<int32_t>(3 * stage); }
-  int32_t dp_group(int64_t stage) const { return static_cast<int32_t>(3 * stage + 1); }
-  int32_t embedding_group() const { return static_cast<int32_t>(3 * plan.pp); }
+  int32_t tp_group(int64_t stage) const { return tp_groups.at(static_cast<size_t>(stage)); }
+  int32_t dp_group(int64_t stage) const { return dp_groups.at(static_cast<size_t>(stage)); }
+  int32_t embedding_group() const { return embedding_group_index; }
+  // What group `index` is. REQUIRES: 0 <= index < groups.size().
+  const WorkloadGroup& role(int32_t index) const { return roles.at(static_cast<size_t>(index)); }
+
+  std::vector<int32_t> tp_groups, dp_groups; // by stage
+  int32_t embedding_group_index = -1;
   // The rank whose program stands for `stage`: tp 0, dp 0.
   int32_t stage_rank(int64_t stage) const;
 };

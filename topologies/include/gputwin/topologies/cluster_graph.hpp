@@ -51,8 +51,10 @@ struct TopologySummary {
 
 class ClusterGraph {
 public:
-  // Builds and validates the graph: connected, every GPU reaches every other, positive bandwidths.
-  // Throws InputError naming the cluster on a disconnected or invalid topology.
+  // Builds and validates the graph: connected, every GPU reaches every other, positive bandwidths; then applies
+  // spec.faults (fabric_faults.cpp): a degraded cable's two directions get factor x their bandwidth, a failed cable
+  // or NIC carries nothing and route() avoids it. Throws InputError naming the cluster on a disconnected or
+  // invalid topology, or the flag (--degrade-link, --fail-link, --fail-nic) and the name that names no link/NIC.
   explicit ClusterGraph(ClusterSpec spec);
   ~ClusterGraph();
   ClusterGraph(ClusterGraph&&) noexcept;
@@ -72,7 +74,14 @@ public:
   // (its local index's NIC) on both sides; if the source GPU is not on that NIC's PCIe switch, the data first
   // crosses NVLink to a GPU that is (PXN); then PCIe up, NIC->leaf, up-down through the fat tree
   // (deterministic destination-based choice of uplinks), leaf->NIC, PCIe down. REQUIRES src != dst.
+  // With failed links (spec.faults) the route avoids them where the graph has another path: inside a node PCIe
+  // through a shared PCIe switch; across nodes another uplink (spine, core) of the same rail, else the nearest
+  // other rail whose NICs work on both nodes (its PCIe switch first); throws InputError when no such path exists
+  // (the failure disconnects the two GPUs).
   std::vector<int> route(int src_gpu, int dst_gpu) const;
+
+  // True when directed link `link` is failed (--fail-link, --fail-nic): nothing crosses it.
+  bool link_failed(int link) const { return !failed_.empty() && failed_[static_cast<size_t>(link)] != 0; }
 
   TopologySummary summary() const;
 
@@ -96,6 +105,11 @@ private:
   void build_nodes();
   void build_fabric();
   void check_links() const;
+  void apply_faults();
+  // The inter-node path from src to dst through NIC `rail` on both nodes (see route()). With `avoid` set, uplinks
+  // are chosen among those not failed; returns false when the path cannot avoid a failed link.
+  bool inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoid, std::vector<int>& path) const;
+  std::vector<int> route_around_faults(int src_gpu, int dst_gpu) const;
 
   ClusterSpec spec_;
   std::vector<Vertex> vertices_;
@@ -104,6 +118,7 @@ private:
   std::unique_ptr<BoostGraph> graph_;
   FatTreeShape fabric_;
   std::unique_ptr<Wiring> wiring_;
+  std::vector<char> failed_; // per directed link, when some link is failed; empty otherwise
 };
 
 } // namespace gputwin::topo

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gputwin::topo {
@@ -79,17 +80,32 @@ struct NcclSpec {
   NcclProtocolSpec simple{60e-6, 2.6e-6, 20e-6, 30e9};
 };
 
+// Faults on top of the cluster file (`--degrade-link`, `--fail-link`, `--fail-nic`; cluster_flags.hpp), applied by
+// ClusterGraph: a named link is one direction of a cable ("n0.nic0->leaf.r0.0") and stands for the whole cable.
+struct FabricFaults {
+  std::vector<std::pair<std::string, double>> degraded_links; // (link name, factor > 0 on its bandwidth)
+  std::vector<std::string> failed_links;                      // cables that carry nothing
+  std::vector<std::pair<int, int>> failed_nics;               // (node, NIC): the NIC and its cables
+  bool empty() const { return degraded_links.empty() && failed_links.empty() && failed_nics.empty(); }
+  // True when NIC `nic` of `node` is failed (ClusterGraph adds the NICs whose cables --fail-link names).
+  bool nic_failed(int node, int nic) const;
+};
+
 struct ClusterSpec {
   std::string name;   // "dgx-a100"
   std::string source; // file it came from ("<built-in dgx-a100>" or a path)
   GpuSpec gpu;
   int nodes = 0;
   int gpus_per_node = 0;
+  // > 0: the node's "GPUs" are threads of one process sharing this many CPU cores (localhost); 0: each GPU is
+  // its own device. Optional in the file (node.host_cores); replay of a CPU trace takes the trace's count.
+  int host_cores = 0;
   NvlinkSpec nvlink;
   PcieSpec pcie;
   NicSpec nic;
   FabricSpec fabric;
   NcclSpec nccl;
+  FabricFaults faults; // none in a file; set by the cluster flags
 
   int gpus() const { return nodes * gpus_per_node; }
 };

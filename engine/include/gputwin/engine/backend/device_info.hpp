@@ -2,6 +2,7 @@
 // The device a backend runs on, as the engine reports it (trace metadata) and checks it (memory before a plan
 // is allocated): name, clocks and memory of a GPU; nothing for the host.
 
+#include "gputwin/engine/backend/backend_factory.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,7 +22,7 @@ struct DeviceDescription {
 };
 
 // GPU `index` of backend `backend` ("cuda"); std::nullopt for "cpu". Throws InputError naming --backend where
-// the backend's device cannot be reached (as check_backend_name).
-std::optional<DeviceDescription> describe_device(const std::string& backend, int index = 0);
+// the backend's device cannot be reached (as check_backend_available).
+std::optional<DeviceDescription> describe_device(BackendKind backend, int index = 0);
 
 } // namespace gputwin::engine

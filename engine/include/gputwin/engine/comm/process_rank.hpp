@@ -12,13 +12,17 @@
 
 namespace gputwin::engine {
 
+// What started the process: `gputwin-engine launch` or Open MPI's mpirun (which variables name its rank).
+enum class Launcher { GputwinLaunch, Mpirun };
+std::string to_string(Launcher launcher); // "gputwin-engine launch", "mpirun"
+
 struct ProcessRank {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;          // rank among the processes of this node: the GPU index it takes
   std::string rendezvous_dir;  // shared by every rank
   std::string run_id;          // letters, digits, '.', '_', '-': the prefix of this run's rendezvous files
-  std::string launched_by;     // "gputwin-engine launch" or "mpirun"
+  Launcher launched_by = Launcher::GputwinLaunch;
 };
 
 // An environment variable's value, nullopt when unset (the process environment, or a test's map).

@@ -28,6 +28,9 @@ struct ParameterSpec {
   // With sequence parallelism, each tp rank sees only its sequence shard, so the gradient of this replicated
   // parameter is partial and is all-reduced over the tp group (layernorms, row-parallel biases, positions).
   bool partial_under_sp = false;
+  // Rows including padding when rows are split (dim 0, one block), as Megatron-LM pads the vocabulary to a
+  // multiple of 128 t; 0: rows split evenly (rounded up). Padding rows are zero and never real tokens.
+  int64_t padded_rows = 0;
 };
 
 struct Parameter {
@@ -39,6 +42,9 @@ struct Parameter {
 
   int64_t numel() const { return local_rows * local_cols; }
 };
+
+// The word embedding (v x h, rows split over tp, the vocabulary padded as Megatron-LM pads it).
+ParameterSpec word_embedding_spec(const RankContext& ctx);
 
 class ParameterStore {
 public:

@@ -56,9 +56,9 @@ public:
 private:
   // The forward from acts.x; fills every other member of `acts` (Workspace) and returns y.
   Tensor run_forward(LayerActivations& acts, int64_t micro_batch);
-  // QK^T, softmax, dropout and (if `with_context`) attention over V from acts.qkv; with flash attention one
-  // fused kernel that writes acts.context, acts.lse and acts.rng_state.
-  void attention_core_forward(LayerActivations& acts, int64_t micro_batch, bool with_context);
+  // QK^T, softmax, dropout and attention over V from acts.qkv (forward, and again for selective recompute);
+  // with flash attention one fused kernel that writes acts.context, acts.lse and acts.rng_state.
+  void attention_core_forward(LayerActivations& acts, int64_t micro_batch);
   // The attention core's backward: d_context -> d_qkv (every part), unfused or fused.
   void attention_core_backward(Tensor& d_qkv, const Tensor& d_context, LayerActivations& acts, int64_t micro_batch);
   // Where the softmax dropout of micro-batch `micro_batch` sits in the iteration's (B, a, s, s) probabilities.
@@ -67,14 +67,14 @@ private:
   Tensor attention_backward(const Tensor& d_r1, LayerActivations& acts, int64_t micro_batch); // returns d_x
   // y = residual + dropout(partial + bias) after the row-parallel linear's reduction; returns y (bf16).
   Tensor bias_dropout_residual(Tensor partial_full, const Parameter& bias, const Tensor& residual, Tensor& mask,
-                               int64_t micro_batch, int site, const std::string& name);
+                               int64_t micro_batch, int site);
   // The row-parallel output gradient (s_l, b, h) made whole for the GEMMs: all-gather with SP.
-  Tensor row_parallel_output_grad(const Tensor& d_out, const std::string& name);
+  Tensor row_parallel_output_grad(const Tensor& d_out);
   // The column-parallel input (s_l, b, h) made whole: all-gather with SP (forward, and re-gathered in backward).
-  Tensor column_parallel_input(const Tensor& ln_out, const std::string& name);
+  Tensor column_parallel_input(const Tensor& ln_out);
   // Reduces the column-parallel input gradient (s, b, h) partials: reduce-scatter with SP, all-reduce without.
-  Tensor column_parallel_input_grad(Tensor d_in_partial, const std::string& name);
-  void gemm(const std::string& name, Tensor& c, const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t m,
+  Tensor column_parallel_input_grad(Tensor d_in_partial);
+  void gemm(OpName name, Tensor& c, const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t m,
             int64_t n, int64_t k, float beta);
 
   RankContext& ctx_;

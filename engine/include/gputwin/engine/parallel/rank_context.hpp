@@ -8,6 +8,8 @@
 #include "gputwin/engine/parallel/traced_comm.hpp"
 #include "gputwin/engine/trace/tracer.hpp"
 #include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/layer_shape.hpp"
+#include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/models/parallel_plan.hpp"
 
 #include <memory>
@@ -45,21 +47,24 @@ public:
 
   int64_t iteration = 0; // counts from 0; part of every dropout key
 
-  // Sizes. s, b, h, a as in the paper; t = tp.
-  int64_t seq() const { return model.seq_len; }
-  int64_t batch() const { return plan.micro_batch; }
-  int64_t hidden() const { return model.hidden; }
-  int64_t tp_size() const { return plan.tp; }
-  bool sequence_parallel() const { return plan.sequence_parallel() && plan.tp > 1; }
-  int64_t seq_local() const { return sequence_parallel() ? seq() / tp_size() : seq(); } // rows of the residual
+  // Sizes: the per-rank shape the workload generator sizes its ops by (models/layer_shape.hpp), plus this
+  // rank's place in the sequence, head and vocabulary splits.
+  const LayerShape shape;
+  int64_t seq() const { return shape.s; }
+  int64_t batch() const { return shape.b; }
+  int64_t hidden() const { return shape.h; }
+  int64_t tp_size() const { return shape.t; }
+  bool sequence_parallel() const { return shape.sp; }
+  int64_t seq_local() const { return shape.seq_outside_tp(); } // rows of the residual stream per sample
   int64_t seq_offset() const { return sequence_parallel() ? coords.tp * seq_local() : 0; }
-  int64_t rows_full() const { return seq() * batch(); }        // tokens of a micro-batch
-  int64_t rows_local() const { return seq_local() * batch(); } // tokens of the residual stream on this rank
-  int64_t heads_local() const { return model.heads / tp_size(); }
+  int64_t rows_full() const { return shape.tokens(); }          // tokens of a micro-batch
+  int64_t rows_local() const { return shape.tokens_outside_tp(); } // tokens of the residual stream on this rank
+  int64_t heads_local() const { return shape.heads_per_rank(); }
   int64_t head_offset() const { return coords.tp * heads_local(); }
-  int64_t hidden_local() const { return hidden() / tp_size(); } // h / t: attention width of this rank
-  int64_t ffn_local() const { return 4 * hidden() / tp_size(); }
-  int64_t vocab_local() const { return (model.vocab + tp_size() - 1) / tp_size(); } // rows of the embedding shard
+  int64_t hidden_local() const { return shape.hidden_per_rank(); } // h / t: attention width of this rank
+  int64_t ffn_local() const { return shape.ffn_per_rank(); }
+  // Rows of the embedding shard: the vocabulary padded to a multiple of 128 t as Megatron-LM pads it.
+  int64_t vocab_local() const { return shape.vocab_per_rank; }
   int64_t vocab_start() const { return coords.tp * vocab_local(); }
   int64_t vocab_owned() const; // rows of the shard that are real tokens (the rest pads v to a multiple of t)
   // Index of the first sample of micro-batch `micro_batch` of this rank's replica in the iteration's global
@@ -88,6 +93,17 @@ public:
     const BackendRange range(backend, op.name);
     TraceScope scope(tracer, std::move(op));
     fn();
+  }
+  // An op of the vocabulary (models/op_vocabulary.hpp) at the cost the workload generator gives it.
+  template <typename Fn>
+  void compute(OpName name, const OpCost& cost, Fn&& fn)
+  {
+    compute(op_name(name), cost.flops, cost.bytes, cost.gemm, std::forward<Fn>(fn));
+  }
+  template <typename Fn>
+  void compute(OpName name, Fn&& fn)
+  {
+    compute(name, op_cost(name, shape), std::forward<Fn>(fn));
   }
   template <typename Fn>
   void compute(const std::string& name, double bytes, Fn&& fn)

@@ -5,6 +5,7 @@
 // owned shard, all-gather the new bf16 weights), and the gradient reductions before the step.
 
 #include "gputwin/engine/model/parameter_store.hpp"
+#include "gputwin/models/parameter_count.hpp"
 
 #include <vector>
 
@@ -16,7 +17,7 @@ public:
   MixedPrecisionAdam(RankContext& ctx, ParameterStore& store, const std::vector<float>& master);
 
   // Elements of the flat buffers, padded to a multiple of dp so ZeRO-1 shards are equal.
-  static int64_t padded_elements(int64_t total, int64_t dp) { return (total + dp - 1) / dp * dp; }
+  static int64_t padded_elements(int64_t total, int64_t dp) { return data_parallel_buffer_elements(total, dp); }
 
   // Makes every gradient complete: tp all-reduce of the gradients sequence parallelism leaves partial,
   // all-reduce of the tied word embedding over the embedding group (first and last stage), then the
@@ -28,6 +29,7 @@ public:
   int64_t steps() const { return step_; }
 
 private:
+  void all_reduce_sp_partial_gradients();
   RankContext& ctx_;
   ParameterStore& store_;
   int64_t shard_elements_, shard_offset_; // the part of the flat buffer this rank updates

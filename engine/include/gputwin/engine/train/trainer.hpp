@@ -6,6 +6,7 @@
 // or over TCP sockets (CommKind::Tcp, the CPU backend), started by `gputwin-engine launch` or mpirun
 // (engine/src/train/process_trainer.hpp says how results reach rank 0).
 
+#include "gputwin/engine/backend/backend_factory.hpp"
 #include "gputwin/engine/comm/process_rank.hpp"
 #include "gputwin/engine/core/memory_accountant.hpp"
 #include "gputwin/engine/parallel/rank_context.hpp"
@@ -29,7 +30,7 @@ struct TrainConfig {
   GptConfig model;
   ParallelPlan plan;
   EngineOptions options;
-  std::string backend = "cpu";
+  BackendKind backend = BackendKind::Cpu;
   int64_t steps = 1;
   bool record_trace = false;      // op graph of the last iteration
   bool capture_gradients = false; // logical gradients of the last iteration (ZeRO-0 only: before the step)

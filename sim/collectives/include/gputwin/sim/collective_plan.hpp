@@ -65,8 +65,8 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
 std::vector<std::vector<int>> ring_orders(const topo::ClusterSpec& cluster, const std::vector<int>& gpus);
 
 // Parent of each position 0..n-1 in the two trees of a double binary tree over n nodes (-1 for a root):
-// a binary heap over the node order and one over the reversed order, so most nodes are interior in only
-// one of them (NCCL's double binary tree, Sanders et al. 2009).
+// NCCL's btree (root with one child) and its mirror (even n) or shift by one (odd n), so most nodes are
+// interior in only one of them (NCCL src/graph/trees.cc; Sanders et al. 2009).
 std::vector<std::vector<int>> double_binary_tree_parents(int n);
 
 } // namespace gputwin::sim

@@ -14,6 +14,7 @@ struct CommWork {
   std::vector<Flow> flows;
   double latency_s = 0; // NCCL's latency model, paid once after the flows
   int copies = 0;       // physical communicators (or message pairs) whose flows are included
+  int channels = 0;     // NCCL channels (CTAs) a collective runs on at its size on each GPU; 0: not known
 };
 
 class CommSource {

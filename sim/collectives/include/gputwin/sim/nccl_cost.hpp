@@ -9,7 +9,7 @@
 
 namespace gputwin::sim {
 
-// Channels (thread blocks) NCCL 2.12 runs one operation on (src/enqueue.cc getAlgoInfo): starting from
+// Channels (thread blocks) NCCL 2.8-2.12 runs one operation on (src/enqueue.cc getAlgoInfo): starting from
 // `max_channels` it drops a channel, then halves the threads, while the bytes are fewer than channels x threads
 // x a per-thread threshold (LL 8 B, times the ranks for ring LL; LL128 8 B; Simple 64 B).
 // REQUIRES: max_channels >= 1, ranks >= 1.
@@ -35,8 +35,8 @@ struct NcclCostInput {
 
 struct NcclCost {
   int channels = 1;       // channels NCCL runs it on
-  double latency_s = 0;   // kernel + protocol base + steps x per-step latency + channels x (channel cost +
-                          // network steps x channel network-step cost)
+  double latency_s = 0;   // kernel + protocol base + steps x per-step latency + channels x channel cost +
+                          // network steps x channel network-step cost x (1 + log2 channels)
   double wire_factor = 1; // bytes on the links per payload byte, raised so the links take as long as the
                           // channels' own limit when that is the slower
   double transfer_s = 0;  // the busiest link's time with the wire factor: link_time_s x wire_factor

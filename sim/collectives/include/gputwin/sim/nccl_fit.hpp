@@ -27,7 +27,9 @@ struct NcclFit {
   std::vector<NcclLogFit> logs;
 };
 
-// The predicted time per call of each row of `log` on `cluster` (ranks filling nodes in order).
+// The predicted time per call of each row of `log` on `cluster` (ranks filling nodes in order): the closed form
+// of a lone collective (nccl_tests_call_s) plus the longest route latency among the log's GPUs, which the flow
+// runner pays before the transfers.
 std::vector<double> predict_nccl_tests_log(const topo::ClusterSpec& cluster, const NcclTestsLog& log);
 
 // Per-log errors of `cluster` against `logs`.

@@ -1,7 +1,8 @@
 #pragma once
 // How NCCL picks an algorithm and protocol for a collective, and the latency it pays: NCCL's own cost model
-// (src/graph/tuning.cc of NCCL 2.12: per-algorithm/protocol base latency, per-hop hardware latency, bus
-// bandwidth corrections), fed with the bus bandwidth our topology offers. Plain C++, no SimGrid.
+// (src/graph/tuning.cc of NCCL 2.8/2.9, the version of Echo's logs: per-algorithm/protocol base latency, per-hop
+// hardware latency, bus bandwidth caps and corrections), fed with the bus bandwidth our topology offers. Plain
+// C++, no SimGrid.
 
 #include "gputwin/traces/collective_op.hpp"
 
@@ -28,6 +29,9 @@ struct TunerInput {
   double ring_bus_bytes_per_s = 0; // bus bandwidth the ring graph offers (all channels), from the topology
   bool ampere = false;             // NCCL caps A100 (sm_80) bus bandwidth at 235 GB/s
   bool ll128_enabled = true;
+  // The host CPU is AMD (EPYC: DGX A100, Azure ND A100 v4) rather than Intel: NCCL caps LL's bus bandwidth across
+  // nodes by CPU vendor (llMaxBws: 22.5 / 19 GB/s AMD, 39 / 20.4 Intel at 2 / more nodes).
+  bool amd_cpu = true;
   std::optional<NcclAlgorithm> force_algorithm; // like NCCL_ALGO
   std::optional<NcclProtocol> force_protocol;   // like NCCL_PROTO
 };
@@ -42,7 +46,7 @@ struct NcclChoice {
 };
 
 // NCCL's choice: the (algorithm, protocol) with the smallest predicted time, ties to the first in the
-// order Tree/Ring x LL/LL128/Simple as NCCL iterates. Only all-reduce may use Tree (NCCL 2.12).
+// order Tree/Ring x LL/LL128/Simple as NCCL iterates. Only all-reduce may use Tree (NCCL 2.8-2.12).
 // REQUIRES: ranks >= 1, bytes >= 0, ring_bus_bytes_per_s > 0.
 NcclChoice choose_nccl_algorithm(const TunerInput& input);
 

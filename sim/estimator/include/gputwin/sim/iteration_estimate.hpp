@@ -5,14 +5,16 @@
 
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
+#include "gputwin/models/stragglers.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_result.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 
 namespace gputwin::sim {
 
+// Ranks in `speeds` compute at that fraction of normal speed, unfolded as simulate_iteration does.
 IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
                                    const GpuComputeModel& gpu, const FrameworkProfile& framework,
-                                   const IterationOptions& options = {});
+                                   const IterationOptions& options = {}, const RankSpeeds& speeds = {});
 
 } // namespace gputwin::sim

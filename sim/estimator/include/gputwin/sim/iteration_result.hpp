@@ -3,25 +3,46 @@
 // (program_executor.hpp) or the DAG executor (dag_executor.hpp). Plain C++.
 
 #include "gputwin/models/framework_profile.hpp"
+#include "gputwin/sim/flow_log.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+namespace gputwin {
+struct GpuComputeModel;
+}
+
 namespace gputwin::sim {
 
 struct IterationOptions {
   bool zero_communication = false; // communication takes no time (bubble checks on a communication-free cluster)
   bool record_timeline = false;
+  // Compute-communication interference (sim/interference.hpp): compute ops timed by this model (duration_ns < 0)
+  // slow down while communication is in flight on their GPU, by its comm_interference parameters. Null: none.
+  const GpuComputeModel* interference = nullptr;
+  // On a host whose cores the ranks share (ClusterSpec::host_cores): the identical ranks each program stands for,
+  // each a thread of its own (a folded workload: tp x dp; a trace replayed unfolded: 1).
+  int ranks_per_program = 1;
   // Called now and then by the SimGrid executor with the ops executed so far and the total (a progress bar).
   std::function<void(int64_t done_ops, int64_t total_ops)> progress;
+  // When set, the SimGrid executor records every flow it puts on the network here (link_report.hpp), and each
+  // stage's exposed communication as spans (StageTimes::exposed_spans).
+  FlowLog* flow_log = nullptr;
 };
 
 struct OpSlice {
   int32_t program = 0; // index into IterationResult::programs
   int64_t op = 0;      // index into that program's ops
   double start_s = 0, end_s = 0;
+};
+
+// An interval in which a stage's compute stream was held by communication: inside communication op `op` on the
+// compute stream, or waiting for collective `op` (an op id of the stage's program).
+struct ExposedSpan {
+  double start_s = 0, end_s = 0;
+  int64_t op = 0;
 };
 
 struct StageTimes {
@@ -31,6 +52,7 @@ struct StageTimes {
   double pipeline_end_s = 0;     // last backward op ended
   double pipeline_compute_s = 0; // compute inside that window
   double pipeline_comm_s = 0;    // exposed communication inside that window
+  std::vector<ExposedSpan> exposed_spans; // what exposed_comm_s adds up, when the accounting records spans
 };
 
 struct IterationResult {

@@ -11,7 +11,8 @@ inline constexpr int32_t main_compute_stream = 0;
 
 class StageAccounting {
 public:
-  explicit StageAccounting(StageTimes& times) : times_(times) {}
+  // `record_spans`: also keep each interval of exposed communication (times.exposed_spans).
+  explicit StageAccounting(StageTimes& times, bool record_spans = false) : times_(times), record_spans_(record_spans) {}
 
   // Op `op` ran over [start_s, end_s].
   void op(const traces::Op& op, double start_s, double end_s);
@@ -22,6 +23,7 @@ public:
 private:
   StageTimes& times_;
   bool started_ = false; // the pipeline window has begun
+  bool record_spans_ = false;
 };
 
 } // namespace gputwin::sim

@@ -2,6 +2,7 @@
 // Runs decomposed collectives as flows on the SimGrid platform and times them.
 
 #include "gputwin/sim/collective_plan.hpp"
+#include "gputwin/sim/flow_log.hpp"
 #include "gputwin/sim/simgrid_platform.hpp"
 
 #include <utility>
@@ -22,9 +23,11 @@ std::vector<std::pair<int, int>> flow_pairs(const std::vector<const CollectivePl
 // plan as FlowRunner::run(plan.flows, plan.choice.latency_s).
 // REQUIRES: the platform was built from `graph` with routes for flow_pairs() of every plan. Can be called
 // again on the same platform. `flow_shortcut` false: every flow through SimGrid's max-min (the reference the
-// flow runner's exact shortcut is tested against).
+// flow runner's exact shortcut is tested against). `flow_log`: when set, every flow is recorded there (times
+// in simulated seconds, tag = the stream's index).
 std::vector<std::vector<PlanTiming>>
 run_collective_streams(const SimgridPlatform& platform, const topo::ClusterGraph& graph,
-                       const std::vector<std::vector<const CollectivePlan*>>& streams, bool flow_shortcut = true);
+                       const std::vector<std::vector<const CollectivePlan*>>& streams, bool flow_shortcut = true,
+                       FlowLog* flow_log = nullptr);
 
 } // namespace gputwin::sim

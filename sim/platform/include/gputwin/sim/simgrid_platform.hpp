@@ -16,6 +16,11 @@
 // the route ClusterGraph::route() computes, so SimGrid and the graph cannot disagree. (SimGrid's zone is a
 // star: one transfer host per talking pair, whose links to a common sink are the pair's route.) SimGrid 3.32 allows one
 // platform per process: constructing a second SimgridPlatform throws std::logic_error.
+//
+// Shared hosts: when the cluster's `host_cores` C > 0 (localhost), a node's GPUs are threads of one process on C
+// CPU cores: they all live on one SimGrid host with C cores, and a compute op is an execution there. SimGrid's CPU
+// model shares the host max-min fairly with each execution bounded by one core per thread, so n threads computing at
+// once each progress at min(1, C / n) of their speed alone -- a time-sliced scheduler seen as a fluid.
 
 #include "gputwin/topologies/cluster_graph.hpp"
 
@@ -40,8 +45,14 @@ public:
   SimgridPlatform& operator=(const SimgridPlatform&) = delete;
 
   simgrid::s4u::Engine& engine() const;
-  // Where the actors of GPU `gpu` run (GPU hosts do not communicate themselves).
+  // Where the actors of GPU `gpu` run (GPU hosts do not communicate themselves); on a shared host, its node's.
   simgrid::s4u::Host* host(int gpu) const;
+  // Whether the GPUs of a node are threads sharing its CPU cores (ClusterSpec::host_cores > 0).
+  bool shares_cores() const { return shared_cores_ > 0; }
+  // Runs, from the calling actor, `threads` identical threads of `seconds_alone` each (the time one takes with a
+  // core to itself) on the host of GPU `gpu`, and returns when they are done: slower while more threads than
+  // cores compute on that host. REQUIRES: shares_cores(), seconds_alone >= 0, threads >= 1.
+  void compute_on_cores(int gpu, double seconds_alone, int threads) const;
   // The hosts a SimGrid communication from `src_gpu` to `dst_gpu` goes between: its route is exactly the
   // graph's route from src to dst. REQUIRES: the pair was given to the constructor.
   std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> transfer_endpoints(int src_gpu, int dst_gpu) const;
@@ -62,7 +73,9 @@ private:
   };
   const RouteEntry& route_entry(int src_gpu, int dst_gpu) const;
 
-  std::vector<simgrid::s4u::Host*> hosts_;
+  std::vector<simgrid::s4u::Host*> hosts_; // per GPU (on a shared host, its node's host)
+  int shared_cores_ = 0;
+  double core_flops_ = 0; // speed of one core of a shared host
   simgrid::s4u::Host* sink_ = nullptr;
   std::vector<RouteEntry> routes_; // sorted by pair
   size_t link_count_ = 0;

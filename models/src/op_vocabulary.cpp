@@ -1,0 +1,259 @@
+#include "gputwin/models/op_vocabulary.hpp"
+
+#include "gputwin/models/flash_attention_cost.hpp"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+
+namespace gputwin {
+
+namespace {
+
+using traces::GemmShape;
+using traces::OpKind;
+
+struct Entry {
+  OpName op;
+  const char* name;
+  OpKind kind;
+};
+
+// In OpName order (checked by op_name()).
+constexpr std::array<Entry, op_name_count> entries = {{
+    {OpName::EmbeddingFwd, "embedding.fwd", OpKind::Compute},
+    {OpName::EmbeddingDropoutFwd, "embedding.dropout.fwd", OpKind::Compute},
+    {OpName::EmbeddingDropoutBwd, "embedding.dropout.bwd", OpKind::Compute},
+    {OpName::EmbeddingWgrad, "embedding.wgrad", OpKind::Compute},
+    {OpName::Ln1Fwd, "ln1.fwd", OpKind::Compute},
+    {OpName::QkvFwd, "qkv.fwd", OpKind::Compute},
+    {OpName::AttnScoresFwd, "attn.scores.fwd", OpKind::Compute},
+    {OpName::AttnSoftmaxFwd, "attn.softmax.fwd", OpKind::Compute},
+    {OpName::AttnDropoutFwd, "attn.dropout.fwd", OpKind::Compute},
+    {OpName::AttnContextFwd, "attn.context.fwd", OpKind::Compute},
+    {OpName::AttnFlashFwd, "attn.flash.fwd", OpKind::Compute},
+    {OpName::ProjFwd, "proj.fwd", OpKind::Compute},
+    {OpName::DropoutAddFwd, "dropout_add.fwd", OpKind::Compute},
+    {OpName::Ln2Fwd, "ln2.fwd", OpKind::Compute},
+    {OpName::Fc1Fwd, "fc1.fwd", OpKind::Compute},
+    {OpName::GeluFwd, "gelu.fwd", OpKind::Compute},
+    {OpName::Fc2Fwd, "fc2.fwd", OpKind::Compute},
+    {OpName::DropoutAddBwd, "dropout_add.bwd", OpKind::Compute},
+    {OpName::Fc2Dgrad, "fc2.dgrad", OpKind::Compute},
+    {OpName::Fc2Wgrad, "fc2.wgrad", OpKind::Compute},
+    {OpName::Fc2BiasGrad, "fc2.bias_grad", OpKind::Compute},
+    {OpName::GeluBwd, "gelu.bwd", OpKind::Compute},
+    {OpName::Fc1Dgrad, "fc1.dgrad", OpKind::Compute},
+    {OpName::Fc1BiasGrad, "fc1.bias_grad", OpKind::Compute},
+    {OpName::Fc1Wgrad, "fc1.wgrad", OpKind::Compute},
+    {OpName::Ln2Bwd, "ln2.bwd", OpKind::Compute},
+    {OpName::ResidualBwd, "residual.bwd", OpKind::Compute},
+    {OpName::ProjDgrad, "proj.dgrad", OpKind::Compute},
+    {OpName::ProjWgrad, "proj.wgrad", OpKind::Compute},
+    {OpName::ProjBiasGrad, "proj.bias_grad", OpKind::Compute},
+    {OpName::AttnContextDgradProbs, "attn.context.dgrad_probs", OpKind::Compute},
+    {OpName::AttnContextDgradV, "attn.context.dgrad_v", OpKind::Compute},
+    {OpName::AttnContextBwd, "attn.context.bwd", OpKind::Compute},
+    {OpName::AttnDropoutBwd, "attn.dropout.bwd", OpKind::Compute},
+    {OpName::AttnSoftmaxBwd, "attn.softmax.bwd", OpKind::Compute},
+    {OpName::AttnScoresDgradQ, "attn.scores.dgrad_q", OpKind::Compute},
+    {OpName::AttnScoresDgradK, "attn.scores.dgrad_k", OpKind::Compute},
+    {OpName::AttnScoresBwd, "attn.scores.bwd", OpKind::Compute},
+    {OpName::AttnFlashBwd, "attn.flash.bwd", OpKind::Compute},
+    {OpName::QkvDgrad, "qkv.dgrad", OpKind::Compute},
+    {OpName::QkvBiasGrad, "qkv.bias_grad", OpKind::Compute},
+    {OpName::QkvWgrad, "qkv.wgrad", OpKind::Compute},
+    {OpName::Ln1Bwd, "ln1.bwd", OpKind::Compute},
+    {OpName::FinalLnFwd, "final_ln.fwd", OpKind::Compute},
+    {OpName::LogitsFwd, "logits.fwd", OpKind::Compute},
+    {OpName::CrossEntropyMaxFwd, "cross_entropy.max.fwd", OpKind::Compute},
+    {OpName::CrossEntropyFwd, "cross_entropy.fwd", OpKind::Compute},
+    {OpName::CrossEntropyBwd, "cross_entropy.bwd", OpKind::Compute},
+    {OpName::LogitsDgrad, "logits.dgrad", OpKind::Compute},
+    {OpName::LogitsWgrad, "logits.wgrad", OpKind::Compute},
+    {OpName::FinalLnBwd, "final_ln.bwd", OpKind::Compute},
+    {OpName::OptimizerAdam, "optimizer.adam", OpKind::Compute},
+    {OpName::TpAllGather, "tp.all_gather", OpKind::Collective},
+    {OpName::TpReduceScatter, "tp.reduce_scatter", OpKind::Collective},
+    {OpName::TpAllReduce, "tp.all_reduce", OpKind::Collective},
+    {OpName::CrossEntropyMaxAllReduce, "cross_entropy.max.all_reduce", OpKind::Collective},
+    {OpName::CrossEntropyTargetAllReduce, "cross_entropy.target.all_reduce", OpKind::Collective},
+    {OpName::CrossEntropySumAllReduce, "cross_entropy.sum_exp.all_reduce", OpKind::Collective},
+    {OpName::SpGradAllReduce, "tp.sp_grad.all_reduce", OpKind::Collective},
+    {OpName::EmbeddingGradAllReduce, "embedding.grad_all_reduce", OpKind::Collective},
+    {OpName::DpAllReduce, "dp.all_reduce", OpKind::Collective},
+    {OpName::DpReduceScatter, "dp.reduce_scatter", OpKind::Collective},
+    {OpName::DpAllGather, "dp.all_gather", OpKind::Collective},
+    {OpName::PpSendActivation, "pp.send_activation", OpKind::Send},
+    {OpName::PpRecvActivation, "pp.recv_activation", OpKind::Recv},
+    {OpName::PpSendGradient, "pp.send_gradient", OpKind::Send},
+    {OpName::PpRecvGradient, "pp.recv_gradient", OpKind::Recv},
+}};
+
+constexpr bool in_order()
+{
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (static_cast<size_t>(entries[i].op) != i)
+      return false;
+  return true;
+}
+static_assert(in_order(), "the vocabulary's entries must be in OpName order");
+
+const Entry& entry(OpName op)
+{
+  return entries.at(static_cast<size_t>(op));
+}
+
+double d(int64_t v)
+{
+  return static_cast<double>(v);
+}
+
+OpCost gemm(GemmShape g)
+{
+  const double m = d(g.m), n = d(g.n), k = d(g.k), batch = d(g.batch);
+  return {2.0 * m * n * k * batch, 2.0 * (m * k + k * n + m * n) * batch, g};
+}
+
+// A memory-bound kernel: `bytes` read and written, `flops` element operations.
+OpCost memory(double bytes, double flops)
+{
+  return {flops, bytes, {}};
+}
+
+OpCost sum(const OpCost& a, const OpCost& b)
+{
+  // The fused call's grid is the first GEMM's, twice the batch.
+  return {a.flops + b.flops, a.bytes + b.bytes, GemmShape{a.gemm.m, a.gemm.n, a.gemm.k, 2 * a.gemm.batch}};
+}
+
+} // namespace
+
+const char* op_name(OpName op)
+{
+  return entry(op).name;
+}
+
+traces::OpKind op_kind(OpName op)
+{
+  return entry(op).kind;
+}
+
+std::optional<OpName> parse_op_name(std::string_view name)
+{
+  for (const Entry& e : entries)
+    if (name == e.name)
+      return e.op;
+  return std::nullopt;
+}
+
+OpCost op_cost(OpName op, const LayerShape& s)
+{
+  const int64_t T = s.tokens(), h = s.h, hp = s.hidden_per_rank(), f = s.ffn_per_rank(), v = s.vocab_per_rank;
+  const int64_t batch = s.b * s.heads_per_rank(), dh = s.head_dim();
+  const double outside = d(s.tokens_outside_tp() * h); // hidden-state elements outside the TP regions
+  const double full = d(T * h);                        // ... inside them (the whole sequence)
+  const double scores = d(batch * s.s * s.s);          // attention scores of one rank: b (a/t) s^2
+  const double logits = d(T * v);
+  switch (op) {
+  case OpName::EmbeddingFwd: return memory(full * 2 + d(T) * 8, 0); // lookup of the rank's vocabulary rows
+  case OpName::EmbeddingDropoutFwd: return memory(outside * (2 + 2 + 1), outside);
+  case OpName::EmbeddingDropoutBwd: return memory(outside * (2 + 1 + 2), outside);
+  case OpName::EmbeddingWgrad: return memory(full * (2 + 4 + 4), full); // scatter-add into the fp32 gradient
+  case OpName::Ln1Fwd:
+  case OpName::Ln2Fwd:
+  case OpName::FinalLnFwd: return memory(outside * (2 + 2), outside * 8);
+  case OpName::QkvFwd: return gemm({T, 3 * hp, h});
+  case OpName::AttnScoresFwd: return gemm({s.s, s.s, dh, batch});
+  case OpName::AttnSoftmaxFwd: return memory(scores * (2 + 2), scores * 5);
+  case OpName::AttnDropoutFwd: return memory(scores * (2 + 2 + 1), scores);
+  case OpName::AttnContextFwd: return gemm({s.s, dh, s.s, batch});
+  case OpName::AttnFlashFwd: {
+    const FusedAttentionCost c = flash_attention_forward_cost(batch, s.s, dh);
+    return {c.flops, c.bytes, c.shape};
+  }
+  case OpName::ProjFwd: return gemm({T, h, hp});
+  case OpName::DropoutAddFwd: return memory(outside * (2 + 2 + 2 + 1), outside * 3);
+  case OpName::Fc1Fwd: return gemm({T, f, h});
+  case OpName::GeluFwd: return memory(d(T * f) * (2 + 2), d(T * f) * 8);
+  case OpName::Fc2Fwd: return gemm({T, h, f});
+  case OpName::DropoutAddBwd: return memory(outside * (2 + 1 + 2 + 2), outside * 2);
+  case OpName::Fc2Dgrad: return gemm({T, f, h});
+  case OpName::Fc2Wgrad: return gemm({h, f, T});
+  case OpName::Fc2BiasGrad:
+  case OpName::ProjBiasGrad: return memory(full * 2, full); // reduction of the output gradient over the tokens
+  case OpName::GeluBwd: return memory(d(T * f) * (2 + 2 + 2), d(T * f) * 10);
+  case OpName::Fc1Dgrad: return gemm({T, h, f});
+  case OpName::Fc1BiasGrad: return memory(d(T * f) * 2, d(T * f));
+  case OpName::Fc1Wgrad: return gemm({f, h, T});
+  case OpName::Ln1Bwd:
+  case OpName::Ln2Bwd:
+  case OpName::FinalLnBwd: return memory(outside * (2 + 2 + 2 + 2), outside * 12);
+  case OpName::ResidualBwd: return memory(outside * (2 + 2 + 2), outside); // the residual branch's gradient joins
+  case OpName::ProjDgrad: return gemm({T, hp, h});
+  case OpName::ProjWgrad: return gemm({h, hp, T});
+  case OpName::AttnContextDgradProbs: return gemm({s.s, s.s, dh, batch});
+  case OpName::AttnContextDgradV: return gemm({s.s, dh, s.s, batch});
+  case OpName::AttnDropoutBwd: return memory(scores * (2 + 1 + 2), scores);
+  case OpName::AttnSoftmaxBwd: return memory(scores * (2 + 2 + 2), scores * 4);
+  case OpName::AttnScoresDgradQ:
+  case OpName::AttnScoresDgradK: return gemm({s.s, dh, s.s, batch});
+  case OpName::AttnContextBwd:
+    return sum(op_cost(OpName::AttnContextDgradProbs, s), op_cost(OpName::AttnContextDgradV, s));
+  case OpName::AttnScoresBwd: return sum(op_cost(OpName::AttnScoresDgradQ, s), op_cost(OpName::AttnScoresDgradK, s));
+  case OpName::AttnFlashBwd: {
+    const FusedAttentionCost c = flash_attention_backward_cost(batch, s.s, dh);
+    return {c.flops, c.bytes, c.shape};
+  }
+  case OpName::QkvDgrad: return gemm({T, h, 3 * hp});
+  case OpName::QkvBiasGrad: return memory(d(T * 3 * hp) * 2, d(T * 3 * hp));
+  case OpName::QkvWgrad: return gemm({3 * hp, h, T});
+  case OpName::LogitsFwd: return gemm({T, v, h});
+  // Fused vocabulary-parallel cross-entropy: only s b values per reduction cross the ranks (max, target logit,
+  // sum of exponentials), never the logits (Megatron-LM cross_entropy.py).
+  // Its forward in two passes over the logits: the row maximum (before the max is all-reduced), then the
+  // target logit and the sum of exponentials (before those are).
+  case OpName::CrossEntropyMaxFwd: return memory(logits * 2, logits);
+  case OpName::CrossEntropyFwd: return memory(logits * 4, logits * 3);
+  case OpName::CrossEntropyBwd: return memory(logits * (4 + 2), logits * 2);
+  case OpName::LogitsDgrad: return gemm({T, h, v});
+  case OpName::LogitsWgrad: return gemm({v, h, T});
+  default: break;
+  }
+  throw std::logic_error(std::string("op_cost: ") + op_name(op) + " is not a compute op sized by the layer shape");
+}
+
+OpCost optimizer_cost(double owned_parameters)
+{
+  return memory(owned_parameters * 30, owned_parameters * 12);
+}
+
+double tp_collective_bytes(OpName op, const LayerShape& s)
+{
+  switch (op) {
+  case OpName::TpAllGather:
+  case OpName::TpReduceScatter:
+  case OpName::TpAllReduce: return 2.0 * d(s.tokens() * s.h); // one full hidden-state tensor in 16 bits
+  case OpName::CrossEntropyMaxAllReduce:
+  case OpName::CrossEntropyTargetAllReduce:
+  case OpName::CrossEntropySumAllReduce: return 4.0 * d(s.tokens()); // one fp32 value per token
+  default: break;
+  }
+  throw std::logic_error(std::string("tp_collective_bytes: ") + op_name(op) + " is not a TP collective of a layer");
+}
+
+double pipeline_message_bytes(const LayerShape& s)
+{
+  return 2.0 * d(s.tokens_outside_tp() * s.h);
+}
+
+std::optional<FusedPair> engine_fused_pair(OpName fused)
+{
+  if (fused == OpName::AttnContextBwd)
+    return FusedPair{fused, OpName::AttnContextDgradProbs, OpName::AttnContextDgradV};
+  if (fused == OpName::AttnScoresBwd)
+    return FusedPair{fused, OpName::AttnScoresDgradQ, OpName::AttnScoresDgradK};
+  return std::nullopt;
+}
+
+} // namespace gputwin

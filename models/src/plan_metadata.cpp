@@ -1,0 +1,111 @@
+#include "gputwin/models/plan_metadata.hpp"
+
+#include "gputwin/models/input_error.hpp"
+
+#include <charconv>
+#include <optional>
+
+namespace gputwin {
+
+void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata& md)
+{
+  md["model"] = model.name;
+  md["hidden"] = std::to_string(model.hidden);
+  md["heads"] = std::to_string(model.heads);
+  md["layers"] = std::to_string(model.layers);
+  md["seq_len"] = std::to_string(model.seq_len);
+  md["vocab"] = std::to_string(model.vocab);
+  md["tp"] = std::to_string(p.tp);
+  md["pp"] = std::to_string(p.pp);
+  md["dp"] = std::to_string(p.dp);
+  md["micro_batch"] = std::to_string(p.micro_batch);
+  md["global_batch"] = std::to_string(p.effective_global_batch());
+  if (p.micro_batch > 0 && p.dp > 0)
+    md["micro_batches"] = std::to_string(p.micro_batches());
+  md["sequence_parallel"] = p.sequence_parallel() ? "true" : "false";
+  md["recompute"] = to_string(p.recompute);
+  md["attention"] = to_string(p.attention);
+  md["schedule"] = to_string(p.schedule);
+  md["chunks"] = std::to_string(p.schedule == Schedule::Interleaved ? p.chunks : 1);
+  md["zero"] = std::to_string(p.zero_stage);
+}
+
+namespace {
+
+class Reader {
+public:
+  Reader(const Metadata& md, const std::string& what) : md_(md), what_(what) {}
+
+  std::optional<std::string> text(const char* key) const
+  {
+    const auto it = md_.find(key);
+    return it == md_.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
+
+  int64_t integer(const char* key, std::optional<int64_t> fallback = std::nullopt) const
+  {
+    const std::optional<std::string> value = text(key);
+    if (!value) {
+      if (fallback)
+        return *fallback;
+      throw InputError(what_ + ": the metadata has no '" + key + "' (expected the model and plan of the run)");
+    }
+    int64_t out = 0;
+    const char* end = value->data() + value->size();
+    const auto [ptr, ec] = std::from_chars(value->data(), end, out);
+    if (ec != std::errc() || ptr != end)
+      throw InputError(what_ + ": the metadata's '" + key + "' is not an integer: '" + *value + "'");
+    return out;
+  }
+
+  template <typename T>
+  T choice(const char* key, const std::optional<T>& parsed, T fallback, const char* expected) const
+  {
+    const std::optional<std::string> value = text(key);
+    if (!value)
+      return fallback;
+    if (!parsed)
+      throw InputError(what_ + ": the metadata's '" + key + "' is '" + *value + "' (expected " + expected + ")");
+    return *parsed;
+  }
+
+private:
+  const Metadata& md_;
+  const std::string& what_;
+};
+
+} // namespace
+
+PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
+{
+  const Reader r(md, what);
+  PlanMetadata out;
+  GptConfig& m = out.model;
+  m.name = r.text("model").value_or("traced");
+  m.hidden = r.integer("hidden");
+  m.heads = r.integer("heads");
+  m.layers = r.integer("layers");
+  m.seq_len = r.integer("seq_len");
+  m.vocab = r.integer("vocab");
+  ParallelPlan& p = out.plan;
+  p.tp = r.integer("tp");
+  p.pp = r.integer("pp");
+  p.dp = r.integer("dp");
+  p.micro_batch = r.integer("micro_batch");
+  p.global_batch = r.integer("global_batch");
+  const std::optional<std::string> sp = r.text("sequence_parallel");
+  if (sp && *sp != "true" && *sp != "false")
+    throw InputError(what + ": the metadata's 'sequence_parallel' is '" + *sp + "' (expected true|false)");
+  p.tp_comm = sp == "true" ? TpComm::SequenceParallel : TpComm::AllReduce;
+  p.recompute = r.choice("recompute", parse_recompute(r.text("recompute").value_or("")), Recompute::None,
+                         "none|selective|full");
+  p.attention = r.choice("attention", parse_attention(r.text("attention").value_or("")), AttentionKernel::Unfused,
+                         "unfused|flash");
+  p.schedule = r.choice("schedule", parse_schedule(r.text("schedule").value_or("")), Schedule::OneFOneB,
+                        "1f1b|interleaved|gpipe");
+  p.chunks = r.integer("chunks", 1);
+  p.zero_stage = static_cast<int>(r.integer("zero", 0));
+  return out;
+}
+
+} // namespace gputwin

@@ -1,0 +1,101 @@
+#pragma once
+// Compute-communication interference as both executors apply it (models/comm_interference.hpp gives the rates):
+// what each communication op puts on its GPU while in flight, the rate-based progress of a compute op, and, for
+// the DAG executor, the durations compute ops take under a given schedule's communication. Plain C++.
+//
+// A communication op is in flight on its GPU while its data moves: a collective from its last member's arrival
+// to its end (a member that arrives early waits without a load: the executors post calls as soon as their
+// stream allows, not when the framework would), a send from its start to its end, a receive from the later of its
+// own start and its send's start to its end. Its load: the channels NCCL runs it on (a collective: its
+// CommWork's; a send or receive: p2p_channels) and hbm_bytes_per_comm_byte x the bytes the GPU sends and
+// receives in it over its contention-free duration.
+//
+// A compute op of work w (its duration alone) started at s under a load that changes at t1 < t2 < ...: left = w,
+// t = s; at each change left -= (t_k - t) x rate(load before t_k), t = t_k; it ends at t + left / rate(load)
+// once that is before the next change. Both executors evaluate exactly this.
+
+#include "gputwin/models/comm_interference.hpp"
+#include "gputwin/models/gpu_compute_model.hpp"
+#include "gputwin/sim/comm_source.hpp"
+#include "gputwin/sim/iteration_result.hpp"
+#include "gputwin/topologies/cluster_graph.hpp"
+#include "gputwin/traces/op_graph.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace gputwin::sim {
+
+// The load communication op `op` (collective, send or receive; `work` its flows) puts on GPU `gpu_index` while in
+// flight. `work`: for a receive, the matching send's.
+CommLoad comm_op_load(const topo::ClusterGraph& graph, const GpuComputeModel& gpu, const CommWork& work,
+                      const traces::Op& op, int32_t gpu_index);
+
+// A compute op's progress under a piecewise-constant rate.
+struct RatedProgress {
+  double t = 0;    // progress is accounted up to here
+  double left = 0; // seconds of work (at rate 1) still to do
+  // Accounts the work done from t to `now` at `rate`; REQUIRES now >= t.
+  void advance(double now, double rate)
+  {
+    left -= (now - t) * rate;
+    if (left < 0)
+      left = 0;
+    t = now;
+  }
+  // When the op ends if `rate` holds from t on.
+  double end_at(double rate) const { return t + left / rate; }
+};
+
+// One communication op in flight on a program's GPU: [start_s, end_s) with `load`.
+struct LoadInterval {
+  double start_s = 0, end_s = 0;
+  CommLoad load;
+};
+
+// The load on one GPU over time, from its communication intervals: constant between consecutive change times.
+class LoadTimeline {
+public:
+  explicit LoadTimeline(std::vector<LoadInterval> intervals);
+  // When compute op `op` (work `work_s` at rate 1) started at `start_s` ends.
+  double end_s(const GpuComputeModel& gpu, const traces::Op& op, double start_s, double work_s) const;
+  bool empty() const { return times_.empty(); }
+
+private:
+  std::vector<double> times_;   // change times, increasing
+  std::vector<CommLoad> loads_; // loads_[k]: the load from times_[k] to times_[k + 1]
+};
+
+// `options` with interference = &gpu when the model's comm_interference is enabled and the caller set none; the
+// pointer must outlive the run.
+IterationOptions with_interference(const IterationOptions& options, const GpuComputeModel& gpu);
+
+class DagExecutor;
+
+// The DAG executor's side: compute ops re-timed under the communication of a schedule, repeated until the schedule
+// no longer changes -- then every compute op's duration is what rate-based progress under that schedule's loads
+// gives, the solution the SimGrid executor reaches event by event.
+class DagInterference {
+public:
+  // `base_s[p][i]`: each compute op's duration alone (what compute_s gave it).
+  DagInterference(const topo::ClusterGraph& graph, const std::vector<traces::RankProgram>& programs, CommSource& comm,
+                  const GpuComputeModel& gpu, std::vector<std::vector<double>> base_s);
+
+  // Re-times the compute ops of `duration_s` (the other ops as they are) until a fixed point (at most max_passes
+  // runs); when anything changed, `result` and `end_s` are those of a final run with `programs`' report. Returns the
+  // passes run.
+  int settle(const DagExecutor& executor, std::vector<std::vector<double>>& duration_s,
+             const std::vector<HostProgram>& hosts, const std::vector<traces::RankProgram>& programs,
+             const IterationOptions& options, IterationResult& result, std::vector<std::vector<double>>& end_s) const;
+
+  static constexpr int max_passes = 100;
+
+private:
+  const GpuComputeModel& gpu_;
+  const std::vector<traces::RankProgram>& programs_;
+  std::vector<std::vector<double>> base_s_;
+  std::vector<std::vector<CommLoad>> load_;                       // per communication op
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> send_of_; // receives: (program, op) of their send
+};
+
+} // namespace gputwin::sim

@@ -1,0 +1,296 @@
+// Issue 15 through the real binary: the link report of `gputwin simulate` and `gputwin collective`, and
+// degraded and failed fabric.
+//
+// The NIC bytes of the report must equal the inter-node bytes of the workload, worked out here without the
+// executor: every pipeline message of every folded copy (t x d of them per stage program) and every collective
+// of every copy of its communicator (planned alone by plan_collective), counting the flows between GPUs of
+// different nodes. The simulator folds ranks; this is what checks that the folded copies' flows are all counted.
+#include "json_report.hpp"
+#include "run_cli.hpp"
+
+#include "gputwin/models/model_catalog.hpp"
+#include "gputwin/models/rank_layout.hpp"
+#include "gputwin/models/workload.hpp"
+#include "gputwin/sim/collective_plan.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
+#include "gputwin/traces/json_value.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+namespace gputwin::testing {
+namespace {
+
+const std::string tiny = GPUTWIN_SOURCE_DIR "/tests/topologies/data/clusters/tiny.yaml";
+
+ParallelPlan plan_of(const traces::JsonValue& report)
+{
+  const traces::JsonValue& p = member(report, "plan");
+  ParallelPlan plan;
+  plan.tp = *member(p, "tp").as_int64();
+  plan.pp = *member(p, "pp").as_int64();
+  plan.dp = *member(p, "dp").as_int64();
+  plan.micro_batch = *member(p, "micro_batch").as_int64();
+  plan.global_batch = *member(p, "global_batch").as_int64();
+  plan.chunks = *member(p, "chunks").as_int64();
+  plan.schedule = *parse_schedule(member(p, "schedule").text);
+  plan.recompute = *parse_recompute(member(p, "recompute").text);
+  plan.attention = *parse_attention(member(p, "attention").text);
+  plan.tp_comm = member(p, "sp").boolean ? TpComm::SequenceParallel : TpComm::AllReduce;
+  plan.zero_stage = static_cast<int>(*member(p, "zero").as_int64());
+  return plan;
+}
+
+// The bytes the workload of `report` (a simulate --json report of a catalog model on dgx-a100) sends between
+// nodes, from the stage programs and the rank layout alone.
+double workload_inter_node_bytes(const traces::JsonValue& report)
+{
+  const CatalogEntry* entry = find_catalog_model(member(member(report, "model"), "name").text);
+  if (entry == nullptr)
+    throw std::runtime_error("not a catalog model");
+  const ParallelPlan plan = plan_of(report);
+  const Workload workload = make_workload(entry->model, plan);
+  const int64_t nodes = *member(member(report, "cluster"), "nodes").as_int64();
+  const topo::ClusterSpec cluster = topo::load_cluster("dgx-a100", static_cast<int>(nodes), {});
+  const auto node = [&](int64_t rank) { return rank / cluster.gpus_per_node; };
+  double bytes = 0;
+  std::set<std::pair<int32_t, int64_t>> collectives_seen; // a collective shared by two programs counts once
+  for (int64_t stage = 0; stage < plan.pp; ++stage) {
+    const traces::RankProgram program = stage_program(workload, stage);
+    for (const traces::Op& op : program.ops) {
+      if (op.kind == traces::OpKind::Send) {
+        const int64_t peer_stage = rank_coord(plan, op.peer).stage;
+        for (int64_t d = 0; d < plan.dp; ++d)
+          for (int64_t t = 0; t < plan.tp; ++t)
+            if (node(global_rank(plan, {stage, d, t})) != node(global_rank(plan, {peer_stage, d, t})))
+              bytes += op.bytes;
+      } else if (op.kind == traces::OpKind::Collective && collectives_seen.insert({op.group, op.sequence}).second) {
+        std::vector<std::vector<int32_t>> copies;
+        if (op.group == workload.embedding_group()) {
+          for (int64_t d = 0; d < plan.dp; ++d)
+            for (int64_t t = 0; t < plan.tp; ++t)
+              copies.push_back({static_cast<int32_t>(global_rank(plan, {0, d, t})),
+                                static_cast<int32_t>(global_rank(plan, {plan.pp - 1, d, t}))});
+        } else if (op.group == workload.dp_group(stage)) {
+          for (int64_t t = 0; t < plan.tp; ++t)
+            copies.push_back(dp_group_ranks(plan, stage, t));
+        } else {
+          for (int64_t d = 0; d < plan.dp; ++d)
+            copies.push_back(tp_group_ranks(plan, stage, d));
+        }
+        for (const std::vector<int32_t>& copy : copies)
+          for (const sim::Flow& f :
+               sim::plan_collective(cluster, op.collective, std::vector<int>(copy.begin(), copy.end()), op.bytes).flows)
+            if (node(f.src_gpu) != node(f.dst_gpu))
+              bytes += f.bytes;
+      }
+    }
+  }
+  return bytes;
+}
+
+std::map<std::string, double> bytes_by_kind(const traces::JsonValue& report)
+{
+  std::map<std::string, double> bytes;
+  for (const traces::JsonValue& link : member(report, "links").items)
+    bytes[member(link, "kind").text] += number(link, "bytes");
+  return bytes;
+}
+
+void expect_nic_bytes_equal_workload(const std::string& arguments)
+{
+  SCOPED_TRACE(arguments);
+  const CliResult r = run_gputwin(arguments, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const traces::JsonValue report = traces::parse_json(r.output);
+  const double expected = workload_inter_node_bytes(report);
+  ASSERT_GT(expected, 0);
+  const std::map<std::string, double> bytes = bytes_by_kind(report);
+  EXPECT_NEAR(bytes.at("nic_tx"), expected, 1e-9 * expected);
+  EXPECT_NEAR(bytes.at("nic_rx"), expected, 1e-9 * expected);
+  EXPECT_NEAR(number(member(report, "link_report"), "inter_node_bytes"), expected, 1e-9 * expected);
+}
+
+TEST(LinkReportCli, Gpt3PaperPlanHasLinksAndTheNicBytesOfTheWorkload)
+{
+  // The issue's check command.
+  const std::string args = "simulate --model gpt3-175b --plan paper --sp --recompute selective --link-report --json";
+  const CliResult r = run_gputwin(args, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const traces::JsonValue report = traces::parse_json(r.output);
+  const traces::JsonValue& links = member(report, "links");
+  ASSERT_GT(links.items.size(), 0u);
+  for (const traces::JsonValue& link : links.items) {
+    EXPECT_FALSE(member(link, "name").text.empty());
+    EXPECT_FALSE(member(link, "kind").text.empty());
+    EXPECT_GT(number(link, "bytes"), 0);
+    const double busy = number(link, "busy_fraction");
+    EXPECT_GT(busy, 0);
+    EXPECT_LE(busy, 1);
+  }
+  // TP traffic on NVLink dominates Table 5's plans (t = 8 inside a node; pipeline messages are small).
+  EXPECT_EQ(member(report, "busiest_link_kind").text, "nvlink");
+  expect_nic_bytes_equal_workload(args);
+}
+
+TEST(LinkReportCli, FoldedDataParallelCopiesAreAllCounted)
+{
+  // tp 4 x dp 4 per stage: each stage spans two nodes, its DP all-reduces (4 folded copies, one per TP rank)
+  // and its pipeline messages (16 copies) cross nodes.
+  expect_nic_bytes_equal_workload("simulate --model gpt-22b --tp 4 --pp 2 --dp 4 --global-batch 16 --micro-batch 1 "
+                                  "--sp --recompute selective --link-report --json");
+}
+
+TEST(LinkReportCli, TextReportAndFileAndTimelineCounters)
+{
+  const std::string file = ::testing::TempDir() + "link_report_cli_test." + std::to_string(::getpid()) + ".json";
+  const std::string timeline = file + ".timeline.json";
+  const CliResult text = run_gputwin("simulate --model gpt3-175b --plan paper --link-report", false);
+  ASSERT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.output.find("busiest link kind: nvlink"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("exposed communication of stage 0"), std::string::npos) << text.output;
+  const CliResult to_file =
+      run_gputwin("simulate --model gpt3-175b --plan paper --link-report " + file + " --timeline " + timeline, false);
+  ASSERT_EQ(to_file.exit_code, 0);
+  EXPECT_EQ(to_file.output.find("link report"), std::string::npos); // into the file instead
+  std::ifstream in(file);
+  std::stringstream content;
+  content << in.rdbuf();
+  const traces::JsonValue report = traces::parse_json(content.str());
+  EXPECT_GT(member(report, "links").items.size(), 0u);
+  const traces::JsonValue& exposed = member(member(report, "link_report"), "exposed_communication");
+  double attributed = number(exposed, "unattributed_s");
+  for (const traces::JsonValue& kind : member(exposed, "by_kind").items)
+    attributed += number(kind, "seconds");
+  EXPECT_NEAR(attributed, number(exposed, "exposed_s"), 1e-9);
+  std::ifstream timeline_in(timeline);
+  std::stringstream events;
+  events << timeline_in.rdbuf();
+  EXPECT_NE(events.str().find("\"ph\":\"C\""), std::string::npos);
+  EXPECT_NE(events.str().find("link utilisation"), std::string::npos);
+  std::remove(file.c_str());
+  std::remove(timeline.c_str());
+}
+
+TEST(LinkReportCli, ResultsAreUnchangedByTheReport)
+{
+  const CliResult plain = run_gputwin("simulate --model gpt3-175b --plan paper --json", false);
+  const CliResult with = run_gputwin("simulate --model gpt3-175b --plan paper --json --link-report", false);
+  ASSERT_EQ(plain.exit_code, 0);
+  ASSERT_EQ(with.exit_code, 0);
+  EXPECT_EQ(number(traces::parse_json(plain.output), "iteration_time_s"),
+            number(traces::parse_json(with.output), "iteration_time_s"));
+  expect_one_line_error("simulate --model gpt3-175b --plan paper --estimate --link-report", "--link-report:");
+}
+
+TEST(LinkReportCli, CollectiveLinkReport)
+{
+  const CliResult r = run_gputwin("collective --cluster dgx-a100 --nodes 2 --op all-reduce --bytes 1G --link-report "
+                                  "--json",
+                                  false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const traces::JsonValue report = traces::parse_json(r.output);
+  const std::map<std::string, double> bytes = bytes_by_kind(report);
+  // Every byte that leaves a NIC arrives at one.
+  EXPECT_GT(bytes.at("nic_tx"), 0);
+  EXPECT_DOUBLE_EQ(bytes.at("nic_tx"), bytes.at("nic_rx"));
+  EXPECT_FALSE(member(report, "busiest_link_kind").text.empty());
+}
+
+// All-reduce time of `bytes` on the tiny cluster's 4 nodes (16 ranks, 2 rails), ring and Simple forced.
+std::pair<double, double> tiny_all_reduce_s(const std::string& faults)
+{
+  const CliResult r = run_gputwin("collective --cluster " + tiny +
+                                      " --nodes 4 --op all-reduce --sweep 1G:2G --algo ring --proto simple --json " +
+                                      faults,
+                                  false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const traces::JsonValue report = traces::parse_json(r.output);
+  const auto& rows = member(report, "results").items;
+  return {number(rows.at(0), "time_s"), number(rows.at(1), "time_s")};
+}
+
+TEST(FabricFaultsCli, FailedLeafSpineLinkSlowsTheAllReduceByTheRemainingBandwidth)
+{
+  // The tiny cluster on 4 nodes: a 2-level tree, leaf l holding node l's 2 NICs, u = 2 uplinks per leaf to 2
+  // spines, uplinks as fast as a NIC. The ring's 2 channels (one per rail) leave each node on their own uplink
+  // (spine 0 for rail 0, spine 1 for rail 1). With leaf.0 <-> spine.0 failed, leaf 0 keeps 1 of its 2 uplinks:
+  // both channels into and out of node 0 share it, the bandwidth the remaining paths give is 1/2, and the
+  // transfer (the time beyond the fixed latencies: the difference between 2G and 1G) takes u / (u - 1) = 2x.
+  const auto [healthy_1g, healthy_2g] = tiny_all_reduce_s("");
+  const auto [failed_1g, failed_2g] = tiny_all_reduce_s("--fail-link 'leaf.0->spine.0'");
+  const double ratio = (failed_2g - failed_1g) / (healthy_2g - healthy_1g);
+  EXPECT_NEAR(ratio, 2.0, 1e-6) << healthy_1g << " " << healthy_2g << " " << failed_1g << " " << failed_2g;
+  // The same uplink degraded to half its bandwidth instead: the same 2x, the routes unchanged.
+  const auto [degraded_1g, degraded_2g] = tiny_all_reduce_s("--degrade-link 'leaf.0->spine.0=0.5'");
+  EXPECT_NEAR((degraded_2g - degraded_1g) / (healthy_2g - healthy_1g), 2.0, 1e-6);
+}
+
+TEST(FabricFaultsCli, FailedNicLeavesNcclTheRemainingRails)
+{
+  // 2 DGX A100 nodes, all 16 GPUs: 8 rails. With NIC 3 of node 1 failed the rings run over the 7 others, each
+  // carrying 1/7 instead of 1/8 of the data: the network transfer takes 8/7 as long.
+  auto times = [](const std::string& faults) {
+    const CliResult r = run_gputwin("collective --cluster dgx-a100 --nodes 2 --op all-reduce --sweep 4G:8G "
+                                    "--algo ring --proto simple --json " +
+                                        faults,
+                                    false);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const traces::JsonValue report = traces::parse_json(r.output);
+    const auto& rows = member(report, "results").items;
+    return number(rows.at(1), "time_s") - number(rows.at(0), "time_s");
+  };
+  EXPECT_NEAR(times("--fail-nic 1:3") / times(""), 8.0 / 7.0, 1e-6);
+  EXPECT_NEAR(times("--fail-link 'n1.nic3->leaf.r3.0'") / times(""), 8.0 / 7.0, 1e-6);
+}
+
+TEST(FabricFaultsCli, FailingTheOnlyLinkOfANodeIsAnError)
+{
+  // One NIC per node: its cable is the node's only way out.
+  const std::string one_nic = "--set node.nics.count=1 --set 'node.nics.gpus=[[0, 1, 2, 3]]'";
+  expect_one_line_error("collective --cluster " + tiny + " --nodes 2 " + one_nic +
+                            " --op all-reduce --bytes 1M --fail-link 'n1.nic0->leaf.0'",
+                        "--fail-link: the failure disconnects the job: no path from");
+  expect_one_line_error("simulate --model gpt-22b --tp 8 --pp 1 --dp 2 --global-batch 2 --fail-nic 1:0 --fail-nic 1:1 "
+                        "--fail-nic 1:2 --fail-nic 1:3 --fail-nic 1:4 --fail-nic 1:5 --fail-nic 1:6 --fail-nic 1:7",
+                        "--fail-nic: the failure disconnects the job");
+  const CliResult r = run_gputwin("collective --cluster " + tiny + " --nodes 2 " + one_nic +
+                                      " --op all-reduce --bytes 1M --fail-link 'n1.nic0->leaf.0'",
+                                  true);
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(FabricFaultsCli, BadNamesAndFactorsAreOneLineErrors)
+{
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --fail-link 'n0.gpu0->nowhere'",
+                        "--fail-link: no link 'n0.gpu0->nowhere' in cluster 'dgx-a100'");
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --degrade-link 'n9.nic0->leaf.r0.0=0.5'",
+                        "--degrade-link: no link 'n9.nic0->leaf.r0.0'");
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --degrade-link 'n0.nic0->leaf.r0.0=0'",
+                        "--degrade-link: expected a FACTOR > 0, got '0'");
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --degrade-link 'n0.nic0->leaf.r0.0=-1'",
+                        "--degrade-link: expected a FACTOR > 0, got '-1'");
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --degrade-link 'n0.nic0->leaf.r0.0=fast'",
+                        "--degrade-link: expected a number as FACTOR");
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --degrade-link 'n0.nic0->leaf.r0.0'",
+                        "--degrade-link: expected NAME=FACTOR");
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --fail-nic 2:0",
+                        "--fail-nic: node 2 is not in cluster 'dgx-a100'");
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --fail-nic 0:8",
+                        "--fail-nic: NIC 8: a node of 'dgx-a100' has 8 NIC(s)");
+  expect_one_line_error("collective --nodes 2 --op all-reduce --bytes 1M --fail-nic zero", "--fail-nic: expected NODE:NIC");
+  expect_one_line_error("simulate --model gpt3-175b --plan paper --fail-link nope", "--fail-link: no link 'nope'");
+  const CliResult r = run_gputwin("simulate --model gpt3-175b --plan paper --degrade-link x=0", true);
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+} // namespace
+} // namespace gputwin::testing

@@ -1,0 +1,165 @@
+// The link report (sim/estimator/link_report.hpp) on hand-made flow logs, computed by hand; and the flow runner's
+// flow log (every flow recorded, whichever way it ran). SimGrid allows one platform per process: each test that
+// runs flows builds one (ctest runs every test in its own process).
+#include "gputwin/sim/collective_executor.hpp"
+#include "gputwin/sim/dag_executor.hpp"
+#include "gputwin/sim/link_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace gputwin::sim {
+namespace {
+
+int link_named(const topo::ClusterGraph& graph, const std::string& name)
+{
+  for (size_t i = 0; i < graph.links().size(); ++i)
+    if (graph.links()[i].name == name)
+      return static_cast<int>(i);
+  throw std::runtime_error("no link " + name);
+}
+
+const LinkUse* use_of(const LinkReport& report, int link)
+{
+  for (const LinkUse& use : report.links)
+    if (use.link == link)
+      return &use;
+  return nullptr;
+}
+
+// Two nodes of DGX A100: GPU 0 sends to GPUs 1, 2 (overlapping in time) and 3 (later) over its NVLink, and to
+// GPU 8 (the other node, NIC 0's rail: no NVLink).
+FlowLog hand_made_log()
+{
+  FlowLog log;
+  log.flows.push_back(FlowRecord{0, 1, 100, 1, 3, flow_tag(0, 0)});
+  log.flows.push_back(FlowRecord{0, 2, 50, 2, 4, flow_tag(0, 0)});
+  log.flows.push_back(FlowRecord{0, 3, 10, 6, 7, -1});
+  log.flows.push_back(FlowRecord{0, 8, 30, 8, 9, -1});
+  return log;
+}
+
+TEST(LinkReport, BytesAndTheUnionOfBusyIntervalsPerDirectedLink)
+{
+  const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
+  const LinkReport report = link_report(graph, hand_made_log(), 10);
+  const LinkUse* up = use_of(report, link_named(graph, "n0.gpu0->n0.nvswitch"));
+  ASSERT_NE(up, nullptr);
+  EXPECT_DOUBLE_EQ(up->bytes, 160);
+  EXPECT_EQ(up->flows, 3);
+  EXPECT_DOUBLE_EQ(up->busy_s, 4); // [1, 4] and [6, 7]
+  EXPECT_DOUBLE_EQ(up->busy_fraction, 0.4);
+  EXPECT_DOUBLE_EQ(up->utilisation, 160 / (300e9 * 0.77 * 10));
+  const LinkUse* down = use_of(report, link_named(graph, "n0.nvswitch->n0.gpu1"));
+  ASSERT_NE(down, nullptr);
+  EXPECT_DOUBLE_EQ(down->busy_fraction, 0.2);
+  EXPECT_EQ(use_of(report, link_named(graph, "n0.gpu1->n0.nvswitch")), nullptr); // nothing crossed it
+
+  // The inter-node flow: GPU 0 sits beside NIC 0 (no PXN), both NICs on rail 0's leaf.
+  EXPECT_DOUBLE_EQ(report.inter_node_bytes, 30);
+  EXPECT_DOUBLE_EQ(report.flow_bytes, 190);
+  std::map<std::string, const LinkClassTotal*> kinds;
+  for (const LinkClassTotal& k : report.kinds)
+    kinds[to_string(k.kind)] = &k;
+  ASSERT_TRUE(kinds.count("nic_tx") && kinds.count("nic_rx") && kinds.count("nvswitch_port"));
+  EXPECT_DOUBLE_EQ(kinds["nic_tx"]->bytes, 30);
+  EXPECT_DOUBLE_EQ(kinds["nic_rx"]->bytes, 30);
+  EXPECT_EQ(kinds["nic_tx"]->used, 1);
+  EXPECT_EQ(kinds["nic_tx"]->links, 16); // 8 NICs per node, one direction each
+  EXPECT_EQ(kinds["nvswitch_port"]->used, 3);
+  EXPECT_DOUBLE_EQ(kinds["nvswitch_port"]->mean_busy_fraction, (0.2 + 0.2 + 0.1) / 3);
+  ASSERT_TRUE(kinds.count("leaf_spine")); // built (2 levels), unused: both nodes sit on one leaf per rail
+  EXPECT_EQ(kinds["leaf_spine"]->used, 0);
+  ASSERT_TRUE(report.busiest_kind.has_value());
+  EXPECT_EQ(to_string(*report.busiest_kind), std::string("nvlink")); // 0.4 mean over its one used link
+  EXPECT_EQ(busiest_links(report, 1).front()->link, up->link);
+}
+
+TEST(LinkReport, UtilisationStepsAreEachFlowsAverageRate)
+{
+  const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
+  const double bw = 300e9 * 0.77;
+  const auto steps = link_utilisation_steps(graph, hand_made_log(), link_named(graph, "n0.gpu0->n0.nvswitch"));
+  const std::vector<std::pair<double, double>> expected{
+      {1, 50 / bw}, {2, 50 / bw + 25 / bw}, {3, 25 / bw}, {4, 0}, {6, 10 / bw}, {7, 0}};
+  ASSERT_EQ(steps.size(), expected.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_DOUBLE_EQ(steps[i].first, expected[i].first);
+    EXPECT_NEAR(steps[i].second, expected[i].second, 1e-24);
+  }
+}
+
+TEST(LinkReport, ExposedTimeGoesToTheMostLoadedLinkOfTheOpsFlows)
+{
+  // Program 0's op 0, a collective, held the compute stream over [0.5, 4.5]; its flows (0 -> 1, 0 -> 2) moved
+  // over [1, 4]. GPU 0's NVLink carries both (150 bytes in the window), the ports to GPUs 1 and 2 one each: the
+  // 3 s inside the window go to GPU 0's NVLink, the 1 s outside is latency.
+  const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
+  traces::RankProgram program;
+  traces::Op op;
+  op.kind = traces::OpKind::Collective;
+  op.group = 0;
+  op.sequence = 0;
+  program.ops.push_back(op);
+  const ExposedAttribution a =
+      attribute_exposed(graph, hand_made_log(), {program}, 0, {ExposedSpan{0.5, 4.5, 0}});
+  EXPECT_DOUBLE_EQ(a.exposed_s, 4);
+  EXPECT_DOUBLE_EQ(a.unattributed_s, 1);
+  ASSERT_EQ(a.links.size(), 1u);
+  EXPECT_EQ(graph.links()[static_cast<size_t>(a.links.front().first)].name, "n0.gpu0->n0.nvswitch");
+  EXPECT_DOUBLE_EQ(a.links.front().second, 3);
+  ASSERT_EQ(a.kinds.size(), 1u);
+  EXPECT_EQ(a.kinds.front().first, LinkClass::Nvlink);
+}
+
+// Two all-reduces of 8 GPUs on one node at once share every NVLink: the flows of the second convert the first's
+// fast flows to SimGrid ones. Every flow must be in the log once, with its bytes and a transfer inside the run,
+// and the log must be the same with the shortcut off (every flow a SimGrid flow).
+FlowLog log_two_overlapping_all_reduces(bool shortcut)
+{
+  const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 1, {}));
+  std::vector<int> gpus(8);
+  std::iota(gpus.begin(), gpus.end(), 0);
+  const CollectivePlan a = plan_collective(graph.spec(), CollectiveOp::AllReduce, gpus, 1e8);
+  const CollectivePlan b = plan_collective(graph.spec(), CollectiveOp::AllReduce, gpus, 3e8);
+  const SimgridPlatform platform(graph, flow_pairs({&a, &b}));
+  FlowLog log;
+  const auto timings = run_collective_streams(platform, graph, {{&a}, {&b}}, shortcut, &log);
+  double plan_bytes = 0;
+  for (const CollectivePlan* p : {&a, &b})
+    for (const Flow& f : p->flows)
+      plan_bytes += f.bytes;
+  double logged = 0;
+  const double end_s = std::max(timings[0][0].end_s, timings[1][0].end_s);
+  for (const FlowRecord& f : log.flows) {
+    logged += f.bytes;
+    EXPECT_GT(f.end_s, f.start_s);
+    EXPECT_LE(f.end_s, end_s);
+  }
+  EXPECT_EQ(log.flows.size(), a.flows.size() + b.flows.size());
+  EXPECT_DOUBLE_EQ(logged, plan_bytes);
+  return log;
+}
+
+TEST(FlowLog, RecordsEveryFlowWithTheShortcut)
+{
+  const FlowLog log = log_two_overlapping_all_reduces(true);
+  // The two all-reduces start together on the same NVLinks, so the first one's flows shared their links: their
+  // transfers took longer than bytes / bandwidth (what a flow alone takes), and their end is the shared one.
+  size_t converted_or_shared = 0;
+  for (const FlowRecord& f : log.flows)
+    if (f.tag == 0 && f.end_s - f.start_s > 1.01 * f.bytes / (300e9 * 0.77))
+      ++converted_or_shared;
+  EXPECT_GT(converted_or_shared, 0u);
+}
+
+TEST(FlowLog, RecordsEveryFlowWithoutTheShortcut)
+{
+  log_two_overlapping_all_reduces(false);
+}
+
+} // namespace
+} // namespace gputwin::sim
