@@ -478,6 +478,79 @@ private:
       finish_fixed(p, i, start, end);
       return k + 1;
     }
+    if (options_.record_timeline)
+      return run_compute_interfered_per_op(p, indices, k, start, lock);
+    // The ops joinable now, each at its rate under the load now, are one wait until the last one's end: the load
+    // cannot change unnoticed, so each op starts when its predecessor ends (or the host issued it, whichever is
+    // later) and ends as rate-based progress from there gives, exactly the ends the per-op loop computes. Woken
+    // early by a load change, the ops ended by then are done, the one in progress (if not in an issue gap) has
+    // progressed to now at its rate, and the rest are planned again from it at the new rate.
+    struct Planned {
+      size_t j;            // position in indices
+      double start, end;   // as planned
+      double rate;         // under the load when planned
+    };
+    std::vector<Planned> chain;
+    size_t j = k;
+    double op_start = start;
+    RatedProgress progress{start, fixed_s_[p][indices[k]]};
+    for (;;) {
+      chain.clear();
+      const double rate = rate_of(p, ops[indices[j]]);
+      chain.push_back(Planned{j, op_start, progress.end_at(rate), rate});
+      while (joins_next(p, indices, chain.back().j)) {
+        const size_t m = chain.back().j + 1;
+        const size_t i = indices[m];
+        const double s = std::max(chain.back().end, earliest_start_s(p, i));
+        const double r = rate_of(p, ops[i]);
+        chain.push_back(Planned{m, s, RatedProgress{s, fixed_s_[p][i]}.end_at(r), r});
+      }
+      const double chain_end = chain.back().end;
+      if (chain_end > sg4::Engine::get_clock() &&
+          load_cv_[p]->wait_until(lock, chain_end) == std::cv_status::no_timeout) {
+        const double now = sg4::Engine::get_clock();
+        if (now < chain_end) {
+          size_t c = 0;
+          for (; chain[c].end <= now; ++c)
+            finish_fixed(p, indices[chain[c].j], chain[c].start, chain[c].end);
+          const Planned& q = chain[c];
+          if (q.j != j)
+            progress = RatedProgress{q.start, fixed_s_[p][indices[q.j]]};
+          if (now >= progress.t)
+            progress.advance(now, q.rate); // the load changed: the rest at the new rate
+          j = q.j;
+          op_start = q.start;
+          continue;
+        }
+      }
+      for (const Planned& c : chain)
+        finish_fixed(p, indices[c.j], c.start, c.end);
+      const size_t last = chain.back().j;
+      if (!joins_next(p, indices, last))
+        return last + 1;
+      j = last + 1;
+      op_start = std::max(chain.back().end, earliest_start_s(p, indices[j]));
+      progress = RatedProgress{op_start, fixed_s_[p][indices[j]]};
+    }
+  }
+
+  // Whether the op after indices[j] (a compute op of fixed duration) joins its run: the same conditions as the
+  // plain sleep's, checked now.
+  bool joins_next(size_t p, const std::vector<size_t>& indices, size_t j) const
+  {
+    const auto& ops = result_.programs[p].ops;
+    if (dep_target_[p][indices[j]] || j + 1 >= indices.size())
+      return false;
+    const size_t next = indices[j + 1];
+    return fixed_s_[p][next] >= 0 && is_compute(ops[next]) && ops[next].deps.empty() && issued_[p] > next;
+  }
+
+  // run_fixed_interfered's compute ops one wait each, as they were before runs were planned whole: with a
+  // timeline, whose slices are in the order ops ended, so that it stays the same.
+  size_t run_compute_interfered_per_op(size_t p, const std::vector<size_t>& indices, size_t k, double start,
+                                       std::unique_lock<sg4::Mutex>& lock)
+  {
+    const auto& ops = result_.programs[p].ops;
     size_t j = k;
     double op_start = start;
     RatedProgress progress{start, fixed_s_[p][indices[k]]};
