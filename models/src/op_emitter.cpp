@@ -36,35 +36,6 @@ int64_t OpEmitter::compute(OpName name, const OpCost& cost, std::vector<int64_t>
   return op.id;
 }
 
-int64_t OpEmitter::gemm(const char* name, traces::GemmShape shape, std::vector<int64_t> deps)
-{
-  traces::Op& op = add(name, traces::OpKind::Compute, compute_stream, std::move(deps));
-  const double m = static_cast<double>(shape.m), n = static_cast<double>(shape.n), k = static_cast<double>(shape.k),
-               batch = static_cast<double>(shape.batch);
-  op.gemm = shape;
-  op.flops = 2.0 * m * n * k * batch;
-  op.bytes = 2.0 * (m * k + k * n + m * n) * batch;
-  return op.id;
-}
-
-int64_t OpEmitter::fused(const char* name, traces::GemmShape shape, double flops, double bytes,
-                         std::vector<int64_t> deps)
-{
-  traces::Op& op = add(name, traces::OpKind::Compute, compute_stream, std::move(deps));
-  op.gemm = shape;
-  op.flops = flops;
-  op.bytes = bytes;
-  return op.id;
-}
-
-int64_t OpEmitter::memory(const char* name, double bytes, double flops, std::vector<int64_t> deps)
-{
-  traces::Op& op = add(name, traces::OpKind::Compute, compute_stream, std::move(deps));
-  op.bytes = bytes;
-  op.flops = flops;
-  return op.id;
-}
-
 int64_t OpEmitter::collective(const char* name, CollectiveOp kind, int32_t group, double bytes, int32_t stream,
                               std::vector<int64_t> deps)
 {

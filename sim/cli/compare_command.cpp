@@ -29,9 +29,8 @@ std::string meta(const traces::OpGraph& g, const char* key, const char* fallback
 }
 
 // The trace's model and plan (models/plan_metadata.hpp) as arguments of `gputwin simulate`.
-std::vector<std::string> plan_args(const traces::OpGraph& g, const std::string& file)
+std::vector<std::string> plan_args(const PlanMetadata& run)
 {
-  const PlanMetadata run = read_plan_metadata(g.metadata, file);
   const GptConfig& m = run.model;
   const ParallelPlan& p = run.plan;
   std::vector<std::string> args;
@@ -128,6 +127,7 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
   };
   std::vector<Row> rows;
   std::vector<traces::OpGraph> graphs;
+  std::vector<PlanMetadata> runs; // each trace's model and plan, read once
   std::vector<std::string> clusters;
   std::vector<Task> tasks;
   for (const std::string& path : parsed.positional()) {
@@ -140,7 +140,8 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
     }
     Row row;
     row.trace = path;
-    const ParallelPlan plan = read_plan_metadata(g.metadata, path).plan;
+    runs.push_back(read_plan_metadata(g.metadata, path));
+    const ParallelPlan& plan = runs.back().plan;
     row.plan = "tp " + std::to_string(plan.tp) + " pp " + std::to_string(plan.pp) + " dp " + std::to_string(plan.dp) +
                " mb " + std::to_string(plan.micro_batch) + (plan.sequence_parallel() ? " sp" : "") + " " +
                to_string(plan.recompute);
@@ -159,7 +160,7 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
     const Task& task = tasks[t];
     if (task.replay)
       return exact_text(replayed_iteration_s(graphs[task.row], clusters[task.row]));
-    std::vector<std::string> args = plan_args(graphs[task.row], rows[task.row].trace);
+    std::vector<std::string> args = plan_args(runs[task.row]);
     args.insert(args.end(), {"--cluster", clusters[task.row], "--gpu-model", *parsed.value("--gpu-model")});
     return exact_text(simulated_iteration_s(args));
   });

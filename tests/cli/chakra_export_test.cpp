@@ -2,6 +2,7 @@
 // the generated protobuf classes (length-delimited messages), nodes and collectives counted against the
 // workload generator's own op graph for the same model and plan.
 #include "run_cli.hpp"
+#include "traces/chakra_test_plan.hpp"
 
 #include "et_def.pb.h"
 #include "gputwin/models/model_catalog.hpp"
@@ -107,8 +108,9 @@ void check_export(const std::string& flags, const Workload& workload, const std:
         ASSERT_NE(attr(node, "num_ops"), nullptr);
         EXPECT_EQ(attr(node, "num_ops")->int64_val(), std::llround(op.flops));
         ASSERT_NE(attr(node, "tensor_size"), nullptr);
-        if (op.flops > 1e11) // a large GEMM takes well over a microsecond on the compute model
+        if (op.flops > 1e11) { // a large GEMM takes well over a microsecond on the compute model
           EXPECT_GT(node.duration_micros(), 0u) << op.name;
+        }
         break;
       case traces::OpKind::Collective: {
         ++expected_by_type[ChakraProtoMsg::COMM_COLL_NODE];
@@ -167,24 +169,13 @@ TEST(ChakraExport, PaperPlanOfGpt22bOnOneNode)
 
 TEST(ChakraExport, PipelinedPlanHasOneFilePerStageAndMatchingMessages)
 {
-  const CatalogEntry* entry = find_catalog_model("gpt-22b");
-  ASSERT_NE(entry, nullptr);
-  GptConfig model = entry->model;
-  model.layers = 4;
-  ParallelPlan plan;
-  plan.tp = 2;
-  plan.pp = 2;
-  plan.dp = 2;
-  plan.global_batch = 8;
-  plan.tp_comm = TpComm::SequenceParallel;
-  const Workload workload = make_workload(model, plan);
-  check_export("--model gpt-22b --layers 4 --tp 2 --pp 2 --dp 2 --global-batch 8 --sp --nodes 1", workload,
-               "chakra_pp");
+  const Workload workload = testing::chakra_test_plan_workload();
+  check_export(testing::chakra_test_plan_flags, workload, "chakra_pp");
 
   // Every send has its receive on the peer's file: same (src, dst, tag, size).
   const fs::path dir = fs::path(::testing::TempDir()) / "chakra_pp";
   std::multiset<std::tuple<int32_t, int32_t, int32_t, int64_t>> sends, recvs;
-  for (int64_t stage = 0; stage < plan.pp; ++stage)
+  for (int64_t stage = 0; stage < workload.plan.pp; ++stage)
     for (const auto& node : decode(dir / ("workload." + std::to_string(workload.stage_rank(stage)) + ".et")).nodes)
       if (node.type() == ChakraProtoMsg::COMM_SEND_NODE || node.type() == ChakraProtoMsg::COMM_RECV_NODE)
         (node.type() == ChakraProtoMsg::COMM_SEND_NODE ? sends : recvs)

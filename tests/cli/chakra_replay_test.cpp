@@ -3,6 +3,7 @@
 // ops, collectives and FLOPs as simulate's workload, and an iteration time close to simulate's), and bad input
 // (unknown node type, truncated files, missing fields) as one line naming the file, exit status 2.
 #include "json_report.hpp"
+#include "traces/chakra_test_plan.hpp"
 #include "run_cli.hpp"
 
 #include "gputwin/models/model_catalog.hpp"
@@ -66,22 +67,12 @@ TEST(ChakraReplayCli, ExportThenReplayRoundTrips)
 {
   const fs::path dir = fs::path(::testing::TempDir()) / ("chakra_roundtrip." + std::to_string(getpid()));
   fs::remove_all(dir);
-  const std::string flags = "--model gpt-22b --layers 4 --tp 2 --pp 2 --dp 2 --global-batch 8 --sp --nodes 1";
+  const std::string flags = testing::chakra_test_plan_flags;
   const CliResult simulated = run_gputwin("simulate " + flags + " --json --chakra '" + dir.string() + "'", false);
   ASSERT_EQ(simulated.exit_code, 0) << simulated.output;
   const double simulated_s = number(traces::parse_json(simulated.output), "iteration_time_s");
 
-  const CatalogEntry* entry = find_catalog_model("gpt-22b");
-  ASSERT_NE(entry, nullptr);
-  GptConfig model = entry->model;
-  model.layers = 4;
-  ParallelPlan plan;
-  plan.tp = 2;
-  plan.pp = 2;
-  plan.dp = 2;
-  plan.global_batch = 8;
-  plan.tp_comm = TpComm::SequenceParallel;
-  const traces::OpGraph graph = workload_graph(make_workload(model, plan));
+  const traces::OpGraph graph = workload_graph(testing::chakra_test_plan_workload());
   double ops = 0, collectives = 0, flops = 0;
   for (const traces::RankProgram& p : graph.ranks)
     for (const traces::Op& op : p.ops) {

@@ -1,7 +1,7 @@
 // `gputwin goodput` through the real binary: the check (GPT-3 175B on 1024 GPUs, the best plan of the
 // search), its checkpoint interval against Young's sqrt(2 delta M) with delta and M worked out here from the
 // inputs and the memory model, the plan-flag path against `gputwin simulate`, and bad input.
-#include "json_report.hpp"
+#include "json_plan.hpp"
 #include "run_cli.hpp"
 
 #include "gputwin/models/goodput.hpp"
@@ -16,24 +16,6 @@
 
 namespace gputwin::testing {
 namespace {
-
-ParallelPlan plan_of(const traces::JsonValue& report)
-{
-  const traces::JsonValue& p = member(report, "plan");
-  ParallelPlan plan;
-  plan.tp = *member(p, "tp").as_int64();
-  plan.pp = *member(p, "pp").as_int64();
-  plan.dp = *member(p, "dp").as_int64();
-  plan.micro_batch = *member(p, "micro_batch").as_int64();
-  plan.global_batch = *member(p, "global_batch").as_int64();
-  plan.chunks = *member(p, "chunks").as_int64();
-  plan.schedule = *parse_schedule(member(p, "schedule").text);
-  plan.recompute = *parse_recompute(member(p, "recompute").text);
-  plan.attention = *parse_attention(member(p, "attention").text);
-  plan.tp_comm = member(p, "sp").boolean ? TpComm::SequenceParallel : TpComm::AllReduce;
-  plan.zero_stage = static_cast<int>(*member(p, "zero").as_int64());
-  return plan;
-}
 
 TEST(GoodputCli, Gpt3On1024GpusIntervalIsYoungsToFirstOrder)
 {

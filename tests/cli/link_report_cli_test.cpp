@@ -5,7 +5,7 @@
 // executor: every pipeline message of every folded copy (t x d of them per stage program) and every collective
 // of every copy of its communicator (planned alone by plan_collective), counting the flows between GPUs of
 // different nodes. The simulator folds ranks; this is what checks that the folded copies' flows are all counted.
-#include "json_report.hpp"
+#include "json_plan.hpp"
 #include "run_cli.hpp"
 
 #include "gputwin/models/model_catalog.hpp"
@@ -30,24 +30,6 @@ namespace gputwin::testing {
 namespace {
 
 const std::string tiny = GPUTWIN_SOURCE_DIR "/tests/topologies/data/clusters/tiny.yaml";
-
-ParallelPlan plan_of(const traces::JsonValue& report)
-{
-  const traces::JsonValue& p = member(report, "plan");
-  ParallelPlan plan;
-  plan.tp = *member(p, "tp").as_int64();
-  plan.pp = *member(p, "pp").as_int64();
-  plan.dp = *member(p, "dp").as_int64();
-  plan.micro_batch = *member(p, "micro_batch").as_int64();
-  plan.global_batch = *member(p, "global_batch").as_int64();
-  plan.chunks = *member(p, "chunks").as_int64();
-  plan.schedule = *parse_schedule(member(p, "schedule").text);
-  plan.recompute = *parse_recompute(member(p, "recompute").text);
-  plan.attention = *parse_attention(member(p, "attention").text);
-  plan.tp_comm = member(p, "sp").boolean ? TpComm::SequenceParallel : TpComm::AllReduce;
-  plan.zero_stage = static_cast<int>(*member(p, "zero").as_int64());
-  return plan;
-}
 
 // The bytes the workload of `report` (a simulate --json report of a catalog model on dgx-a100) sends between
 // nodes, from the stage programs and the rank layout alone.

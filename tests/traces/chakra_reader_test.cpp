@@ -8,6 +8,7 @@
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/chakra_replay.hpp"
 #include "gputwin/traces/trace_io.hpp"
+#include "traces/chakra_test_plan.hpp"
 
 #include "et_def.pb.h"
 
@@ -214,17 +215,7 @@ TEST(ChakraHostEt, BadInputIsOneLineNamingTheFile)
 // The op graph of a pipelined plan, exported as `simulate --chakra` does and read back.
 TEST(ChakraEt, ExportThenImportGivesTheSameOpsCollectivesAndFlops)
 {
-  const CatalogEntry* entry = find_catalog_model("gpt-22b");
-  ASSERT_NE(entry, nullptr);
-  GptConfig model = entry->model;
-  model.layers = 4;
-  ParallelPlan plan;
-  plan.tp = 2;
-  plan.pp = 2;
-  plan.dp = 2;
-  plan.global_batch = 8;
-  plan.tp_comm = TpComm::SequenceParallel;
-  const traces::OpGraph graph = workload_graph(make_workload(model, plan));
+  const traces::OpGraph graph = workload_graph(testing::chakra_test_plan_workload());
   const fs::path dir = fs::path(::testing::TempDir()) / ("chakra_import." + std::to_string(getpid()));
   fs::remove_all(dir);
   ChakraExportOptions options;
@@ -261,9 +252,10 @@ TEST(ChakraEt, ExportThenImportGivesTheSameOpsCollectivesAndFlops)
         EXPECT_EQ(y.collective, x.collective);
         EXPECT_EQ(y.peer, x.peer);
         EXPECT_EQ(y.sequence, x.sequence);
-        if (x.kind == traces::OpKind::Collective) // the communicator, by its pg_name and the comm_groups file
+        if (x.kind == traces::OpKind::Collective) { // the communicator, by its pg_name and the comm_groups file
           EXPECT_EQ(t.graph.groups.at(static_cast<size_t>(y.group)).ranks,
                     graph.groups.at(static_cast<size_t>(x.group)).ranks);
+        }
       } else {
         EXPECT_EQ(y.duration_ns, std::llround(options.compute_duration_s(x) * 1e6) * 1000) << x.name;
       }

@@ -50,13 +50,6 @@ public:
     return recv(op_name(name), peer, sequence, bytes);
   }
 
-  // A (batched) bf16 GEMM on the compute stream: 2 m n k batch FLOPs, bytes of A, B and C in 16 bits.
-  int64_t gemm(const char* name, traces::GemmShape shape, std::vector<int64_t> deps = {});
-  // A fused kernel on the compute stream with its own FLOPs and bytes, timed as the GEMM `shape` (its m, n, k,
-  // batch give the compute model the kernel's grid and reduction length; 2 m n k batch need not equal `flops`).
-  int64_t fused(const char* name, traces::GemmShape shape, double flops, double bytes, std::vector<int64_t> deps = {});
-  // A memory-bound kernel on the compute stream.
-  int64_t memory(const char* name, double bytes, double flops, std::vector<int64_t> deps = {});
   // A collective of `bytes` (nccl-tests size) on `group`, numbered in this rank's order on that group.
   int64_t collective(const char* name, CollectiveOp op, int32_t group, double bytes, int32_t stream,
                      std::vector<int64_t> deps = {});
