@@ -15,6 +15,9 @@
 #include "cuda/ops/embedding.cuh"
 #include "cuda/ops/gelu.cuh"
 #include "cuda/ops/layernorm.cuh"
+#include "cuda/ops/rmsnorm.cuh"
+#include "cuda/ops/rope.cuh"
+#include "cuda/ops/swiglu.cuh"
 #include "cuda/ops/matmul.cuh"
 #include "cuda/ops/softmax.cuh"
 
@@ -293,12 +296,12 @@ private:
 
 cuda::AttentionShape shape_of(const AttentionDims& d)
 {
-  return cuda::AttentionShape{d.batch, d.heads, d.seq, d.head_dim};
+  return cuda::AttentionShape{d.batch, d.heads, d.seq, d.head_dim, d.groups()};
 }
 
 void check_attention(const char* kernel, const Tensor& qkv, const Tensor& scores, const AttentionDims& d)
 {
-  require(kernel, qkv, d.seq * d.batch * 3 * d.heads * d.head_dim);
+  require(kernel, qkv, d.seq * d.batch * d.qkv_width());
   require(kernel, scores, d.batch * d.heads * d.seq * d.seq);
 }
 
@@ -500,6 +503,80 @@ void CudaBackend::layernorm_backward(Tensor& d_in, Tensor& d_gamma, Tensor& d_be
   float* scratch = impl_->scratch_of(cuda::layernorm_backward_scratch_floats(rows));
   cuda::layernorm_backward(call.fout(d_in), call.f32out(d_gamma, true), call.f32out(d_beta, true), call.fin(d_out),
                            call.fin(in), call.fin(gamma), rows, cols, eps, scratch, call.stream());
+  call.finish();
+}
+
+void CudaBackend::rmsnorm_forward(Tensor& out, const Tensor& in, const Tensor& gamma, int64_t rows, int64_t cols,
+                                  float eps)
+{
+  require("rmsnorm_forward in", in, rows * cols);
+  require("rmsnorm_forward out", out, rows * cols);
+  require("rmsnorm_forward gamma", gamma, cols);
+  Call call(*impl_, "rmsnorm_forward");
+  cuda::rmsnorm_forward(call.fout(out), call.fin(in), call.fin(gamma), rows, cols, eps, call.stream());
+  call.finish();
+}
+
+void CudaBackend::rmsnorm_backward(Tensor& d_in, Tensor& d_gamma, const Tensor& d_out, const Tensor& in,
+                                   const Tensor& gamma, int64_t rows, int64_t cols, float eps)
+{
+  require("rmsnorm_backward in", in, rows * cols);
+  require("rmsnorm_backward d_out", d_out, rows * cols);
+  require("rmsnorm_backward d_in", d_in, rows * cols);
+  require("rmsnorm_backward d_gamma", d_gamma, cols);
+  Call call(*impl_, "rmsnorm_backward");
+  float* scratch = impl_->scratch_of(cuda::rmsnorm_backward_scratch_floats(rows));
+  cuda::rmsnorm_backward(call.fout(d_in), call.f32out(d_gamma, true), call.fin(d_out), call.fin(in), call.fin(gamma),
+                         rows, cols, eps, scratch, call.stream());
+  call.finish();
+}
+
+namespace {
+
+cuda::RopeShape rope_shape_of(const RopeDims& r)
+{
+  const AttentionDims& d = r.attention;
+  if (d.head_dim % 2 != 0)
+    throw std::logic_error("rope: head_dim " + std::to_string(d.head_dim) + " is odd");
+  return cuda::RopeShape{d.seq, d.batch, d.heads, d.groups(), d.head_dim, r.first_position, r.base};
+}
+
+} // namespace
+
+void CudaBackend::rope_forward(Tensor& qkv, const RopeDims& dims)
+{
+  const AttentionDims& d = dims.attention;
+  require("rope_forward qkv", qkv, d.seq * d.batch * d.qkv_width());
+  Call call(*impl_, "rope_forward");
+  cuda::rope(call.fout(qkv, true), rope_shape_of(dims), 1.0f, call.stream());
+  call.finish();
+}
+
+void CudaBackend::rope_backward(Tensor& d_qkv, const RopeDims& dims)
+{
+  const AttentionDims& d = dims.attention;
+  require("rope_backward d_qkv", d_qkv, d.seq * d.batch * d.qkv_width());
+  Call call(*impl_, "rope_backward");
+  cuda::rope(call.fout(d_qkv, true), rope_shape_of(dims), -1.0f, call.stream());
+  call.finish();
+}
+
+void CudaBackend::swiglu_forward(Tensor& out, const Tensor& in, int64_t rows, int64_t cols)
+{
+  require("swiglu_forward in", in, rows * 2 * cols);
+  require("swiglu_forward out", out, rows * cols);
+  Call call(*impl_, "swiglu_forward");
+  cuda::swiglu_forward(call.fout(out), call.fin(in), rows, cols, call.stream());
+  call.finish();
+}
+
+void CudaBackend::swiglu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t rows, int64_t cols)
+{
+  require("swiglu_backward in", in, rows * 2 * cols);
+  require("swiglu_backward d_out", d_out, rows * cols);
+  require("swiglu_backward d_in", d_in, rows * 2 * cols);
+  Call call(*impl_, "swiglu_backward");
+  cuda::swiglu_backward(call.fout(d_in), call.fin(d_out), call.fin(in), rows, cols, call.stream());
   call.finish();
 }
 

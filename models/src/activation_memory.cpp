@@ -10,16 +10,28 @@ namespace gputwin {
 
 namespace {
 
+// The tokens of one sample on this rank: the sequence, split over the context-parallel ranks.
+int64_t local_seq(const GptConfig& model, const ParallelPlan& plan)
+{
+  return model.seq_len / plan.cp;
+}
+
+// s b x: the elements of one width-x tensor of a micro-batch on this rank (s: the rank's share of the sequence).
+int64_t sb(const GptConfig& model, const ParallelPlan& plan, int64_t width)
+{
+  return checked_product({local_seq(model, plan), plan.micro_batch, width}, "--seq-len/--micro-batch/--hidden");
+}
+
 // s b h: the elements of one hidden-state tensor of a micro-batch.
 int64_t sbh(const GptConfig& model, const ParallelPlan& plan)
 {
-  return checked_product({model.seq_len, plan.micro_batch, model.hidden}, "--seq-len/--micro-batch/--hidden");
+  return sb(model, plan, model.hidden);
 }
 
 // a s^2 b: the elements of one attention-score tensor of a micro-batch, over all heads.
 int64_t as2b(const GptConfig& model, const ParallelPlan& plan)
 {
-  return checked_product({model.heads, model.seq_len, model.seq_len, plan.micro_batch},
+  return checked_product({model.heads, local_seq(model, plan), local_seq(model, plan), plan.micro_batch},
                          "--heads/--seq-len/--micro-batch");
 }
 
@@ -32,35 +44,61 @@ int64_t outside_tp_region(int64_t bytes, const ParallelPlan& plan)
 // a s b: the rows of the attention scores of a micro-batch, over all heads (one log-sum-exp each).
 int64_t asb(const GptConfig& model, const ParallelPlan& plan)
 {
-  return checked_product({model.heads, model.seq_len, plan.micro_batch}, "--heads/--seq-len/--micro-batch");
+  return checked_product({model.heads, local_seq(model, plan), plan.micro_batch}, "--heads/--seq-len/--micro-batch");
 }
 
-// What the attention core itself stores inside the TP region, before the split by t: 5 a s^2 b unfused
-// (softmax output, dropout mask, dropout output); 4 a s b with flash (fp32 log-sum-exp), whose RNG state is
-// added per rank by the callers.
+// What the attention core itself stores inside the TP region, before the split by t: unfused, the softmax
+// output (2 a s^2 b) and with dropout its mask and output (a s^2 b + 2 a s^2 b); flash, the fp32 log-sum-exp
+// (4 a s b), whose RNG state is added per rank by the callers.
 int64_t attention_core_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
   if (plan.attention == AttentionKernel::Flash)
     return checked_product({4, asb(model, plan)}, "activations");
-  return checked_product({5, as2b(model, plan)}, "activations");
+  return checked_product({model.dropout ? 5 : 2, as2b(model, plan)}, "activations");
 }
 
-int64_t flash_state_bytes(const ParallelPlan& plan)
+int64_t flash_state_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
-  return plan.attention == AttentionKernel::Flash ? flash_rng_state_bytes : 0;
+  return plan.attention == AttentionKernel::Flash && model.dropout ? flash_rng_state_bytes : 0;
+}
+
+// Bytes per element of a linear layer's stored input: 2 (bf16), 1 with FP8 (Transformer Engine keeps the FP8
+// cast it computed for the forward GEMM for the weight gradient).
+int64_t linear_input_bytes(const ParallelPlan& plan)
+{
+  return plan.fp8 ? 1 : 2;
+}
+
+// Stored outside the TP regions, before SP's split: the two norm inputs (2 x 2 sbh), the two norm outputs that
+// are the QKV and fc1 inputs (2 x 2 sbh, FP8: 2 x sbh) and the two residual-dropout masks (2 x sbh, with dropout).
+int64_t outside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
+{
+  const int64_t per_sbh = 4 + 2 * linear_input_bytes(plan) + (model.dropout ? 2 : 0);
+  return checked_product({per_sbh, sbh(model, plan)}, "activations");
+}
+
+// Stored inside the TP regions (split by t), besides the attention core: Q (2 sbh), K and V (2 x 2 s b g d),
+// the attention output that is the projection input (2 sbh, FP8 sbh), fc1's output (2 s b F', F' = F or 2F for
+// SwiGLU) and the activation output that is fc2's input (2 s b F, FP8 s b F).
+int64_t inside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
+{
+  const int64_t in = linear_input_bytes(plan);
+  int64_t bytes = checked_product({2 + in, sbh(model, plan)}, "activations");
+  bytes = checked_sum(bytes, checked_product({4, sb(model, plan, model.kv_dim())}, "activations"), "activations");
+  bytes = checked_sum(bytes, checked_product({2, sb(model, plan, model.fc1_width())}, "activations"), "activations");
+  return checked_sum(bytes, checked_product({in, sb(model, plan, model.ffn())}, "activations"), "activations");
 }
 
 int64_t no_recompute_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
-  // Section 4.1: 34 sbh + 5 a s^2 b per layer (attention 11 sbh + 5 a s^2 b, MLP 19 sbh, layernorms 4 sbh).
-  // 24 sbh and the attention core's 5 a s^2 b lie inside the tensor-parallel regions and split by t
-  // (Section 4.2.1); 10 sbh -- the two layernorm inputs and the two post-block dropouts -- lie outside,
-  // replicated under plain TP and sharded by sequence parallelism (Section 4.2.2).
+  // Section 4.1: 34 sbh + 5 a s^2 b per layer for the paper's GPT (attention 11 sbh + 5 a s^2 b, MLP 19 sbh,
+  // layernorms 4 sbh). 24 sbh and the attention core's 5 a s^2 b lie inside the tensor-parallel regions and
+  // split by t (Section 4.2.1); 10 sbh -- the two layernorm inputs, their outputs and the two post-block
+  // dropout masks -- lie outside, replicated under plain TP and sharded by sequence parallelism (Section 4.2.2).
   // With flash attention the core's 5 a s^2 b is 4 a s b + the RNG state (activation_memory.hpp).
-  const int64_t inside = checked_sum(checked_product({24, sbh(model, plan)}, "activations"),
-                                     attention_core_bytes(model, plan), "activations");
-  const int64_t outside = checked_product({10, sbh(model, plan)}, "activations");
-  return checked_sum(inside / plan.tp + outside_tp_region(outside, plan), flash_state_bytes(plan), "activations");
+  const int64_t inside = checked_sum(inside_layer_bytes(model, plan), attention_core_bytes(model, plan), "activations");
+  return checked_sum(inside / plan.tp + outside_tp_region(outside_layer_bytes(model, plan), plan),
+                     flash_state_bytes(model, plan), "activations");
 }
 
 } // namespace
@@ -74,9 +112,8 @@ int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& p
     if (plan.attention == AttentionKernel::Flash)
       return no_recompute_layer_bytes(model, plan);
     // The attention core (softmax output 2 a s^2 b, its dropout mask a s^2 b, dropout output 2 a s^2 b) is not
-    // kept: 24 sbh / t inside the TP blocks, 10 sbh outside.
-    return checked_product({24, sbh(model, plan)}, "activations") / plan.tp +
-           outside_tp_region(checked_product({10, sbh(model, plan)}, "activations"), plan);
+    // kept: 24 sbh / t inside the TP blocks, 10 sbh outside (the paper's GPT).
+    return inside_layer_bytes(model, plan) / plan.tp + outside_tp_region(outside_layer_bytes(model, plan), plan);
   case Recompute::Full: return outside_tp_region(2 * sbh(model, plan), plan);
   }
   return 0;
@@ -89,7 +126,7 @@ int64_t recompute_workspace_bytes(const GptConfig& model, const ParallelPlan& pl
   case Recompute::Selective:
     if (plan.attention == AttentionKernel::Flash)
       return 0; // nothing recomputed outside the fused backward
-    return checked_product({5, as2b(model, plan)}, "activations") / plan.tp;
+    return attention_core_bytes(model, plan) / plan.tp;
   case Recompute::Full: return no_recompute_layer_bytes(model, plan);
   }
   return 0;
@@ -100,11 +137,11 @@ StageActivations stage_activation_memory(const GptConfig& model, const ParallelP
   const PipelineShape shape = pipeline_shape(plan);
   StageActivations a;
   a.bytes_per_layer = activation_bytes_per_layer(model, plan);
-  a.layers_per_chunk = model.layers / (plan.pp * shape.chunks);
+  a.layers_per_chunk = stage_layers(model, plan, stage) / shape.chunks;
   a.chunks_in_flight = peak_in_flight(shape, stage);
   a.layer_bytes = checked_product({a.bytes_per_layer, a.layers_per_chunk, a.chunks_in_flight}, "activations");
 
-  if (stage == 0) {
+  if (stage == 0 && model.dropout) {
     // Embedding dropout mask, 1 byte per element (s b h, sharded by SP), kept for each micro-batch whose
     // first chunk is in flight: p of them with 1F1B, as in the paper's s b h p / t term.
     const std::vector<PipelineStep> steps = stage_schedule(shape, 0);
@@ -122,7 +159,8 @@ StageActivations stage_activation_memory(const GptConfig& model, const ParallelP
     // vocabulary-parallel loss (4 s b v / t), for the one micro-batch whose last chunk is in flight:
     // 4 sbh / t (1 + v / h) with SP, the paper's delta(p = 1) term.
     const int64_t logits =
-        checked_product({4, model.seq_len, plan.micro_batch, padded_vocab(model, plan.tp)}, "activations") / plan.tp;
+        checked_product({4, local_seq(model, plan), plan.micro_batch, padded_vocab(model, plan.tp)}, "activations") /
+        plan.tp;
     a.output_bytes = checked_sum(outside_tp_region(4 * sbh(model, plan), plan), logits, "activations");
   }
   a.total_bytes =

@@ -17,7 +17,7 @@ double interfered_duration_s(const GpuComputeModel& gpu, const traces::Op& op, c
         std::min(static_cast<double>(sms - 1), std::max(0, load.channels) * gpu.comm_interference.sms_per_channel);
     const int left = std::max(1, static_cast<int>(sms - taken));
     const double memory_s = op.bytes / memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
-    double math_s = op.flops / (gpu.peak_flops * modelled_gemm_efficiency(gpu, op.gemm));
+    double math_s = op.flops / (gemm_peak_flops(gpu, op.gemm) * modelled_gemm_efficiency(gpu, op.gemm));
     if (left < sms)
       math_s *= static_cast<double>(sms) / left * gemm_wave_utilization(gpu, op.gemm, sms) /
                 gemm_wave_utilization(gpu, op.gemm, left);

@@ -7,8 +7,10 @@ namespace gputwin {
 double layer_forward_flops(const GptConfig& model, int64_t samples)
 {
   const double B = static_cast<double>(samples), s = static_cast<double>(model.seq_len),
-               h = static_cast<double>(model.hidden);
-  return 24.0 * B * s * h * h + 4.0 * B * s * s * h;
+               h = static_cast<double>(model.hidden), kv = static_cast<double>(model.kv_dim()),
+               fc1 = static_cast<double>(model.fc1_width()), f = static_cast<double>(model.ffn());
+  const double linears = 2.0 * h * (h + 2.0 * kv) + 2.0 * h * h + 2.0 * h * fc1 + 2.0 * f * h; // per token
+  return B * s * linears + 4.0 * B * s * s * h;
 }
 
 double logits_forward_flops(const GptConfig& model, int64_t samples)

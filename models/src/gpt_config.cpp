@@ -13,6 +13,48 @@ void require_positive(int64_t value, const char* flag, const std::string& model)
 }
 } // namespace
 
+std::string to_string(Activation a)
+{
+  return a == Activation::SwiGlu ? "swiglu" : "gelu";
+}
+
+std::string to_string(Norm n)
+{
+  return n == Norm::RmsNorm ? "rmsnorm" : "layernorm";
+}
+
+std::string to_string(PositionEmbedding p)
+{
+  return p == PositionEmbedding::Rope ? "rope" : "learned";
+}
+
+std::optional<Activation> parse_activation(const std::string& text)
+{
+  if (text == "gelu")
+    return Activation::Gelu;
+  if (text == "swiglu")
+    return Activation::SwiGlu;
+  return std::nullopt;
+}
+
+std::optional<Norm> parse_norm(const std::string& text)
+{
+  if (text == "layernorm")
+    return Norm::LayerNorm;
+  if (text == "rmsnorm")
+    return Norm::RmsNorm;
+  return std::nullopt;
+}
+
+std::optional<PositionEmbedding> parse_position(const std::string& text)
+{
+  if (text == "learned")
+    return PositionEmbedding::Learned;
+  if (text == "rope")
+    return PositionEmbedding::Rope;
+  return std::nullopt;
+}
+
 void validate_model(const GptConfig& model)
 {
   require_positive(model.hidden, "--hidden", model.name);
@@ -20,10 +62,23 @@ void validate_model(const GptConfig& model)
   require_positive(model.layers, "--layers", model.name);
   require_positive(model.seq_len, "--seq-len", model.name);
   require_positive(model.vocab, "--vocab", model.name);
+  if (model.query_groups < 0)
+    throw InputError("--num-query-groups: expected a positive integer for model '" + model.name + "', got " +
+                     std::to_string(model.query_groups));
+  if (model.ffn_hidden < 0)
+    throw InputError("--ffn-hidden: expected a positive integer for model '" + model.name + "', got " +
+                     std::to_string(model.ffn_hidden));
   if (model.hidden % model.heads != 0)
     throw InputError("--heads: hidden size " + std::to_string(model.hidden) + " of model '" + model.name +
                      "' is not divisible by " + std::to_string(model.heads) +
                      " heads (expected heads to divide the hidden size)");
+  if (model.heads % model.kv_heads() != 0)
+    throw InputError("--num-query-groups: " + std::to_string(model.heads) + " heads of model '" + model.name +
+                     "' are not divisible by " + std::to_string(model.kv_heads()) +
+                     " query groups (expected a divisor of the head count)");
+  if (model.position == PositionEmbedding::Rope && model.head_dim() % 2 != 0)
+    throw InputError("--position: rope rotates pairs of channels, but the head size " +
+                     std::to_string(model.head_dim()) + " of model '" + model.name + "' is odd (expected even)");
 }
 
 } // namespace gputwin

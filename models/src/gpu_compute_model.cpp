@@ -1,5 +1,7 @@
 #include "gputwin/models/gpu_compute_model.hpp"
 
+#include "gputwin/models/input_error.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -43,11 +45,13 @@ CommInterferenceParams nccl_interference(const std::string& gpu)
 
 } // namespace
 
-GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s)
+GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s,
+                                      double peak_fp8_flops)
 {
   GpuComputeModel m;
   m.gpu_kind = gpu_kind;
   m.peak_flops = peak_flops;
+  m.peak_fp8_flops = peak_fp8_flops; // FP8 GEMMs: the same efficiencies against this peak (header)
   m.hbm_bytes_per_s = hbm_bytes_per_s;
   if (gpu_kind.rfind("a100", 0) == 0) {
     // gemm_efficiency and memory_efficiency are fit (grid search, 0.02 steps) to the forward and backward times
@@ -140,6 +144,26 @@ double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmSh
   return gpu.gemm_efficiency * at_edge * curve_ratio;
 }
 
+namespace {
+
+[[noreturn]] void throw_no_fp8_peak(const GpuComputeModel& gpu, const std::string& what)
+{
+  throw InputError(what + ": an FP8 GEMM, but the GPU model '" + gpu.gpu_kind +
+                   "' has no FP8 peak (expected an H100 or H200 cluster, or a --gpu-model with peak_fp8_flops_per_s)");
+}
+
+} // namespace
+
+double gemm_peak_flops(const GpuComputeModel& gpu, const traces::GemmShape& shape)
+{
+  if (!shape.fp8)
+    return gpu.peak_flops;
+  if (!(gpu.peak_fp8_flops > 0))
+    throw_no_fp8_peak(gpu, "GEMM " + std::to_string(shape.m) + " x " + std::to_string(shape.n) + " x " +
+                               std::to_string(shape.k));
+  return gpu.peak_fp8_flops;
+}
+
 MemoryClassParams memory_class_params(const GpuComputeModel& gpu, KernelClass c)
 {
   const auto it = gpu.memory_classes.find(c);
@@ -154,8 +178,10 @@ double memory_class_bytes_per_s(const GpuComputeModel& gpu, KernelClass c)
 double compute_duration_s(const GpuComputeModel& gpu, const traces::Op& op)
 {
   if (op.gemm.m > 0 && op.gemm.n > 0 && op.gemm.k > 0) {
+    if (op.gemm.fp8 && !(gpu.peak_fp8_flops > 0)) // named by the op here; gemm_peak_flops knows only the shape
+      throw_no_fp8_peak(gpu, "op '" + op.name + "'");
     const double memory_s = op.bytes / memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
-    const double math_s = op.flops / (gpu.peak_flops * modelled_gemm_efficiency(gpu, op.gemm));
+    const double math_s = op.flops / (gemm_peak_flops(gpu, op.gemm) * modelled_gemm_efficiency(gpu, op.gemm));
     return std::max(math_s, memory_s) + gpu.kernel_overhead_s;
   }
   // Classifying by name costs a string scan: only when the model distinguishes classes.

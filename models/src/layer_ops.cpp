@@ -49,7 +49,7 @@ int64_t column_parallel_backward(OpEmitter& e, const LayerShape& s, int32_t grou
     gathered = e.collective(OpName::TpAllGather, CollectiveOp::AllGather, group,
                             tp_collective_bytes(OpName::TpAllGather, s), tp_async_stream, {e.last_compute_id()});
   const int64_t dgrad_id = e.compute(dgrad, s);
-  if (bias_grad)
+  if (bias_grad && s.bias)
     e.compute(*bias_grad, s);
   const int64_t reduced = leave_tp_region(e, s, group, tp_async_stream, {dgrad_id});
   e.compute(wgrad, s, gathered >= 0 ? std::vector<int64_t>{gathered} : std::vector<int64_t>{});
@@ -61,25 +61,148 @@ std::vector<int64_t> after(int64_t id)
   return id >= 0 ? std::vector<int64_t>{id} : std::vector<int64_t>{};
 }
 
-void attention_core_forward(OpEmitter& e, const LayerShape& s)
+// --tp-comm-overlap applies only where SP puts an all-gather / reduce-scatter next to the linear layer.
+bool overlapped(const LayerShape& s, TpCommOverlap overlap)
+{
+  return overlap.enabled && s.t > 1 && s.sp;
+}
+
+// One of `chunks` row blocks of a linear layer's GEMM (m = the tokens): 1/chunks of the vocabulary op's FLOPs and
+// bytes, so the chunks sum to the unchunked op, and m / chunks (rounded up) so the compute model times the
+// smaller GEMM at its own, lower, efficiency.
+OpCost gemm_chunk(OpName gemm, const LayerShape& s, int64_t chunks)
+{
+  OpCost c = op_cost(gemm, s);
+  c.flops /= static_cast<double>(chunks);
+  c.bytes /= static_cast<double>(chunks);
+  c.gemm.m = (c.gemm.m + chunks - 1) / chunks;
+  return c;
+}
+
+// TE's ring-exchange all-gather overlap (method "ring_exchange"): the GEMM on the gathered input (or output
+// gradient) runs as t chunks, one per rank's sequence slice; chunk 0 uses the local slice, and while chunk i
+// computes the ring moves slice i + 1 (each step sends the slice received in the previous one, so the steps run
+// in order on tp_async_stream; the first sends the local slice, once the op before has produced it). Returns the
+// last chunk's id.
+int64_t ring_exchange_gemm(OpEmitter& e, const LayerShape& s, int32_t group, OpName gemm)
+{
+  const OpCost chunk = gemm_chunk(gemm, s, s.t);
+  const double step_bytes = tp_collective_bytes(OpName::TpRingExchange, s);
+  const int64_t input = e.last_compute_id();
+  int64_t arrived = -1; // the ring step that brought the current chunk's slice
+  int64_t last = -1;
+  for (int64_t i = 0; i < s.t; ++i) {
+    int64_t next = -1;
+    if (i + 1 < s.t)
+      next = e.collective(OpName::TpRingExchange, CollectiveOp::SendRecv, group, step_bytes, tp_async_stream,
+                          i == 0 ? after(input) : std::vector<int64_t>{});
+    last = e.compute(gemm, chunk, after(arrived));
+    arrived = next;
+  }
+  return last;
+}
+
+// TE's pipelined reduce-scatter overlap (method "pipeline"): the row-parallel GEMM runs as
+// userbuffers_pipeline_splits row chunks and each chunk's partial output is reduce-scattered on tp_async_stream
+// while the next chunk computes. Returns the last reduction's id (the op after the block waits for it).
+int64_t pipelined_reduce_scatter_gemm(OpEmitter& e, const LayerShape& s, int32_t group, OpName gemm)
+{
+  const int64_t splits = userbuffers_pipeline_splits;
+  const OpCost chunk = gemm_chunk(gemm, s, splits);
+  const double bytes = tp_collective_bytes(OpName::TpReduceScatter, s) / static_cast<double>(splits);
+  int64_t reduced = -1;
+  for (int64_t i = 0; i < splits; ++i) {
+    const int64_t computed = e.compute(gemm, chunk);
+    reduced = e.collective(OpName::TpReduceScatter, CollectiveOp::ReduceScatter, group, bytes, tp_async_stream,
+                           {computed});
+  }
+  return reduced;
+}
+
+// A column-parallel GEMM forward (QKV, fc1) after its TP region's entry: the SP all-gather then the GEMM, or
+// with --tp-comm-overlap the ring-exchange overlap.
+void column_parallel_forward(OpEmitter& e, const LayerShape& s, int32_t group, OpName gemm, TpCommOverlap overlap)
+{
+  if (overlapped(s, overlap)) {
+    ring_exchange_gemm(e, s, group, gemm);
+    return;
+  }
+  enter_tp_region_forward(e, s, group);
+  e.compute(gemm, s);
+}
+
+// A row-parallel GEMM forward (projection, fc2) and its TP region's exit, then `next` (the bias-dropout-add),
+// which needs the reduced output: blocking reduce-scatter / all-reduce, or with --tp-comm-overlap the pipelined
+// reduce-scatter overlap.
+void row_parallel_forward(OpEmitter& e, const LayerShape& s, int32_t group, OpName gemm, OpName next,
+                          TpCommOverlap overlap)
+{
+  if (overlapped(s, overlap)) {
+    const int64_t reduced = pipelined_reduce_scatter_gemm(e, s, group, gemm);
+    e.compute(next, s, after(reduced));
+    return;
+  }
+  e.compute(gemm, s);
+  leave_tp_region(e, s, group, compute_stream);
+  e.compute(next, s);
+}
+
+// A row-parallel layer's input-gradient GEMM (projection, fc2) after the all-gather of its output gradient (g-bar
+// backward): blocking, or with --tp-comm-overlap the ring-exchange overlap (TE's proj_dgrad / fc2_dgrad); the
+// weight gradient that follows reads the gathered gradient.
+void row_parallel_dgrad(OpEmitter& e, const LayerShape& s, int32_t group, OpName dgrad, TpCommOverlap overlap)
+{
+  if (overlapped(s, overlap)) {
+    ring_exchange_gemm(e, s, group, dgrad);
+    return;
+  }
+  enter_tp_region_backward(e, s, group);
+  e.compute(dgrad, s);
+}
+
+// Context-parallel ring attention (cp > 1): cp blockwise fused steps; the K/V block for step i + 1 travels
+// around the ring (on its own stream) while step i computes, so step i + 1 waits for that exchange.
+void ring_attention(OpEmitter& e, const LayerShape& s, int32_t cp_group, OpName step, OpName exchange)
+{
+  const double bytes = cp_exchange_bytes(exchange, s);
+  int64_t arrived = -1;
+  for (int64_t i = 0; i < s.cp; ++i) {
+    int64_t next = -1;
+    if (i + 1 < s.cp)
+      next = e.collective(exchange, CollectiveOp::SendRecv, cp_group, bytes, cp_stream,
+                          arrived >= 0 ? std::vector<int64_t>{arrived} : std::vector<int64_t>{e.last_compute_id()});
+    e.compute(step, s, arrived >= 0 ? std::vector<int64_t>{arrived} : std::vector<int64_t>{});
+    arrived = next;
+  }
+}
+
+void attention_core_forward(OpEmitter& e, const LayerShape& s, int32_t cp_group)
 {
   if (s.attention == AttentionKernel::Flash) {
-    e.compute(OpName::AttnFlashFwd, s);
+    if (s.cp > 1)
+      ring_attention(e, s, cp_group, OpName::AttnFlashFwd, OpName::CpKvExchange);
+    else
+      e.compute(OpName::AttnFlashFwd, s);
     return;
   }
   e.compute(OpName::AttnScoresFwd, s);
   e.compute(OpName::AttnSoftmaxFwd, s);
-  e.compute(OpName::AttnDropoutFwd, s);
+  if (s.dropout)
+    e.compute(OpName::AttnDropoutFwd, s);
   e.compute(OpName::AttnContextFwd, s);
 }
 
 // The attention core's backward, from the context gradient to the Q, K, V gradients.
-void attention_core_backward(OpEmitter& e, const LayerShape& s, Recompute recompute)
+void attention_core_backward(OpEmitter& e, const LayerShape& s, Recompute recompute, int32_t cp_group)
 {
   if (s.attention == AttentionKernel::Flash) {
     // One fused backward (FlashAttention-2): P rebuilt tile by tile from Q, K and the stored log-sum-exp,
-    // dropout redrawn from the RNG state; selective recompute has nothing to add.
-    e.compute(OpName::AttnFlashBwd, s);
+    // dropout redrawn from the RNG state; selective recompute has nothing to add. With cp > 1 the ring again,
+    // the K/V blocks travelling with their gradients.
+    if (s.cp > 1)
+      ring_attention(e, s, cp_group, OpName::AttnFlashBwd, OpName::CpKvGradExchange);
+    else
+      e.compute(OpName::AttnFlashBwd, s);
     return;
   }
   if (recompute == Recompute::Selective) {
@@ -87,12 +210,13 @@ void attention_core_backward(OpEmitter& e, const LayerShape& s, Recompute recomp
     // Q, K, V before the attention core's backward.
     const traces::Phase phase = e.phase();
     e.set_phase(traces::Phase::Recompute);
-    attention_core_forward(e, s);
+    attention_core_forward(e, s, cp_group);
     e.set_phase(phase);
   }
   e.compute(OpName::AttnContextDgradProbs, s);
   e.compute(OpName::AttnContextDgradV, s);
-  e.compute(OpName::AttnDropoutBwd, s);
+  if (s.dropout)
+    e.compute(OpName::AttnDropoutBwd, s);
   e.compute(OpName::AttnSoftmaxBwd, s);
   e.compute(OpName::AttnScoresDgradQ, s);
   e.compute(OpName::AttnScoresDgradK, s);
@@ -103,56 +227,67 @@ void attention_core_backward(OpEmitter& e, const LayerShape& s, Recompute recomp
 LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan)
 {
   LayerShape s;
-  s.s = model.seq_len;
+  s.s = model.seq_len / plan.cp;
+  s.cp = plan.cp;
   s.b = plan.micro_batch;
   s.h = model.hidden;
   s.a = model.heads;
+  s.g = model.kv_heads();
+  s.f = model.ffn();
   s.t = plan.tp;
   s.sp = plan.sequence_parallel() && plan.tp > 1;
   s.attention = plan.attention;
+  s.activation = model.activation;
+  s.norm = model.norm;
+  s.position = model.position;
+  s.bias = model.bias;
+  s.dropout = model.dropout;
+  s.fp8 = plan.fp8;
   s.vocab_per_rank = padded_vocab(model, plan.tp) / plan.tp;
   return s;
 }
 
-void emit_layer_forward(OpEmitter& e, const LayerShape& s, int32_t g)
+void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpCommOverlap overlap)
 {
   // Attention block.
   e.compute(OpName::Ln1Fwd, s);
-  enter_tp_region_forward(e, s, g);
-  e.compute(OpName::QkvFwd, s);
-  attention_core_forward(e, s);
-  e.compute(OpName::ProjFwd, s);
-  leave_tp_region(e, s, g, compute_stream);
-  e.compute(OpName::DropoutAddFwd, s);
+  column_parallel_forward(e, s, g.tp, OpName::QkvFwd, overlap);
+  if (s.position == PositionEmbedding::Rope)
+    e.compute(OpName::RopeFwd, s);
+  attention_core_forward(e, s, g.cp);
+  row_parallel_forward(e, s, g.tp, OpName::ProjFwd, OpName::DropoutAddFwd, overlap);
   // MLP block.
   e.compute(OpName::Ln2Fwd, s);
-  enter_tp_region_forward(e, s, g);
-  e.compute(OpName::Fc1Fwd, s);
-  e.compute(OpName::GeluFwd, s);
-  e.compute(OpName::Fc2Fwd, s);
-  leave_tp_region(e, s, g, compute_stream);
-  e.compute(OpName::DropoutAddFwd, s);
+  column_parallel_forward(e, s, g.tp, OpName::Fc1Fwd, overlap);
+  e.compute(s.activation == Activation::SwiGlu ? OpName::SwigluFwd : OpName::GeluFwd, s);
+  row_parallel_forward(e, s, g.tp, OpName::Fc2Fwd, OpName::DropoutAddFwd, overlap);
 }
 
-void emit_layer_backward(OpEmitter& e, const LayerShape& s, int32_t g, Recompute recompute)
+void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, Recompute recompute,
+                         TpCommOverlap overlap)
 {
-  // MLP block, from its output back.
-  e.compute(OpName::DropoutAddBwd, s);
-  enter_tp_region_backward(e, s, g);
-  e.compute(OpName::Fc2Dgrad, s);
+  const int32_t g = groups.tp;
+  // MLP block, from its output back (without dropout the residual add's backward is the identity: no kernel).
+  if (s.dropout)
+    e.compute(OpName::DropoutAddBwd, s);
+  row_parallel_dgrad(e, s, g, OpName::Fc2Dgrad, overlap);
   e.compute(OpName::Fc2Wgrad, s);
-  e.compute(OpName::Fc2BiasGrad, s);
-  e.compute(OpName::GeluBwd, s);
+  if (s.bias)
+    e.compute(OpName::Fc2BiasGrad, s);
+  e.compute(s.activation == Activation::SwiGlu ? OpName::SwigluBwd : OpName::GeluBwd, s);
   int64_t reduced = column_parallel_backward(e, s, g, OpName::Fc1Dgrad, OpName::Fc1BiasGrad, OpName::Fc1Wgrad);
   e.compute(OpName::Ln2Bwd, s, after(reduced));
   e.compute(OpName::ResidualBwd, s);
   // Attention block.
-  e.compute(OpName::DropoutAddBwd, s);
-  enter_tp_region_backward(e, s, g);
-  e.compute(OpName::ProjDgrad, s);
+  if (s.dropout)
+    e.compute(OpName::DropoutAddBwd, s);
+  row_parallel_dgrad(e, s, g, OpName::ProjDgrad, overlap);
   e.compute(OpName::ProjWgrad, s);
-  e.compute(OpName::ProjBiasGrad, s);
-  attention_core_backward(e, s, recompute);
+  if (s.bias)
+    e.compute(OpName::ProjBiasGrad, s);
+  attention_core_backward(e, s, recompute, groups.cp);
+  if (s.position == PositionEmbedding::Rope)
+    e.compute(OpName::RopeBwd, s);
   reduced = column_parallel_backward(e, s, g, OpName::QkvDgrad, OpName::QkvBiasGrad, OpName::QkvWgrad);
   e.compute(OpName::Ln1Bwd, s, after(reduced));
   e.compute(OpName::ResidualBwd, s);
@@ -164,12 +299,14 @@ void emit_embedding_forward(OpEmitter& e, const LayerShape& s, int32_t g)
   // embeddings are summed: all-reduce, or with SP reduce-scatter straight into the sequence shards.
   e.compute(OpName::EmbeddingFwd, s);
   leave_tp_region(e, s, g, compute_stream);
-  e.compute(OpName::EmbeddingDropoutFwd, s);
+  if (s.dropout)
+    e.compute(OpName::EmbeddingDropoutFwd, s);
 }
 
 void emit_embedding_backward(OpEmitter& e, const LayerShape& s, int32_t g)
 {
-  e.compute(OpName::EmbeddingDropoutBwd, s);
+  if (s.dropout)
+    e.compute(OpName::EmbeddingDropoutBwd, s);
   enter_tp_region_backward(e, s, g);
   e.compute(OpName::EmbeddingWgrad, s);
 }

@@ -27,13 +27,13 @@ std::vector<StageMemory> all_stage_memory(const GptConfig& model, const Parallel
 
 StageMemory busiest_stage_memory(const GptConfig& model, const ParallelPlan& plan)
 {
-  // Stage 0 holds the most micro-batches in flight and the embedding; the last stage holds the logits. The
-  // stages between hold less than stage 0 (fewer in flight, same layers), so only the two ends can win.
+  // Stage 0 holds the most micro-batches in flight and the embedding, the last stage the logits; with uneven
+  // stages a middle stage (more layers, almost as many in flight) can need the most: every stage is looked at.
   StageMemory busiest = stage_memory(model, plan, 0);
-  if (plan.pp > 1) {
-    StageMemory last = stage_memory(model, plan, plan.pp - 1);
-    if (last.total_bytes > busiest.total_bytes)
-      busiest = last;
+  for (int64_t stage = 1; stage < plan.pp; ++stage) {
+    StageMemory m = stage_memory(model, plan, stage);
+    if (m.total_bytes > busiest.total_bytes)
+      busiest = std::move(m);
   }
   return busiest;
 }

@@ -18,6 +18,34 @@ CatalogEntry entry(const char* name, int64_t heads, int64_t hidden, int64_t laye
   e.source = "Korthikanti et al. 2022 (arXiv 2205.05198), Table 3";
   return e;
 }
+// Llama 3 (Grattafiori et al. 2024, "The Llama 3 Herd of Models", Table 3): grouped-query attention with 8 K/V
+// heads, SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, no dropout, vocabulary 128256, sequence 8192.
+// Their plan: the 405B run's TP 8, PP 16 with the first and last stage one layer lighter (Section 3.3.2), on
+// H100s; the smaller ones with TP 8 (70B: PP 4), global batch 2048 sequences.
+CatalogEntry llama3(const char* name, int64_t hidden, int64_t heads, int64_t layers, int64_t ffn, int64_t tp,
+                    int64_t pp, int64_t first_last)
+{
+  CatalogEntry e;
+  e.model = GptConfig{name, hidden, heads, layers, /*seq_len=*/8192, /*vocab=*/128256};
+  e.model.query_groups = 8;
+  e.model.ffn_hidden = ffn;
+  e.model.activation = Activation::SwiGlu;
+  e.model.norm = Norm::RmsNorm;
+  e.model.position = PositionEmbedding::Rope;
+  e.model.tie_embeddings = false;
+  e.model.bias = false;
+  e.model.dropout = false;
+  e.paper_plan.tp = tp;
+  e.paper_plan.pp = pp;
+  e.paper_plan.dp = 1;
+  e.paper_plan.micro_batch = 1;
+  e.paper_plan.global_batch = 16 * pp;
+  e.paper_plan.attention = AttentionKernel::Flash;
+  e.paper_plan.pp_first_stage_layers = first_last;
+  e.paper_plan.pp_last_stage_layers = first_last;
+  e.source = "Grattafiori et al. 2024 (arXiv 2407.21783), Table 3 and Section 3.3";
+  return e;
+}
 } // namespace
 
 const std::vector<CatalogEntry>& model_catalog()
@@ -28,6 +56,9 @@ const std::vector<CatalogEntry>& model_catalog()
       entry("gpt3-175b", 96, 12288, 96, 8, 8, 64, 1, Schedule::Interleaved, 3),
       entry("mt-nlg-530b", 128, 20480, 105, 8, 35, 280, 1, Schedule::Interleaved, 3),
       entry("gpt-1t", 160, 25600, 128, 8, 64, 512, 1, Schedule::OneFOneB, 1),
+      llama3("llama3-8b", 4096, 32, 32, 14336, 8, 1, 0),
+      llama3("llama3-70b", 8192, 64, 80, 28672, 8, 4, 0),
+      llama3("llama3-405b", 16384, 128, 126, 53248, 8, 16, 7),
   };
   return catalog;
 }

@@ -64,6 +64,10 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::QkvBiasGrad, "qkv.bias_grad", OpKind::Compute},
     {OpName::QkvWgrad, "qkv.wgrad", OpKind::Compute},
     {OpName::Ln1Bwd, "ln1.bwd", OpKind::Compute},
+    {OpName::RopeFwd, "rope.fwd", OpKind::Compute},
+    {OpName::RopeBwd, "rope.bwd", OpKind::Compute},
+    {OpName::SwigluFwd, "swiglu.fwd", OpKind::Compute},
+    {OpName::SwigluBwd, "swiglu.bwd", OpKind::Compute},
     {OpName::FinalLnFwd, "final_ln.fwd", OpKind::Compute},
     {OpName::LogitsFwd, "logits.fwd", OpKind::Compute},
     {OpName::CrossEntropyMaxFwd, "cross_entropy.max.fwd", OpKind::Compute},
@@ -73,6 +77,7 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::LogitsWgrad, "logits.wgrad", OpKind::Compute},
     {OpName::FinalLnBwd, "final_ln.bwd", OpKind::Compute},
     {OpName::OptimizerAdam, "optimizer.adam", OpKind::Compute},
+    {OpName::Fp8WeightCast, "fp8.weight_cast", OpKind::Compute},
     {OpName::TpAllGather, "tp.all_gather", OpKind::Collective},
     {OpName::TpReduceScatter, "tp.reduce_scatter", OpKind::Collective},
     {OpName::TpAllReduce, "tp.all_reduce", OpKind::Collective},
@@ -84,6 +89,10 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::DpAllReduce, "dp.all_reduce", OpKind::Collective},
     {OpName::DpReduceScatter, "dp.reduce_scatter", OpKind::Collective},
     {OpName::DpAllGather, "dp.all_gather", OpKind::Collective},
+    {OpName::CpKvExchange, "cp.kv_exchange", OpKind::Collective},
+    {OpName::CpKvGradExchange, "cp.kv_grad_exchange", OpKind::Collective},
+    {OpName::Fp8AmaxAllReduce, "fp8.amax.all_reduce", OpKind::Collective},
+    {OpName::TpRingExchange, "tp.ring_exchange", OpKind::Collective},
     {OpName::PpSendActivation, "pp.send_activation", OpKind::Send},
     {OpName::PpRecvActivation, "pp.recv_activation", OpKind::Recv},
     {OpName::PpSendGradient, "pp.send_gradient", OpKind::Send},
@@ -113,6 +122,19 @@ OpCost gemm(GemmShape g)
 {
   const double m = d(g.m), n = d(g.n), k = d(g.k), batch = d(g.batch);
   return {2.0 * m * n * k * batch, 2.0 * (m * k + k * n + m * n) * batch, g};
+}
+
+// A linear layer's GEMM (C = A B, A: m x k the activation side, B the weight side, C: m x n in bf16). In FP8 the
+// operands are 1 byte and the bf16 operand that is not already FP8 is cast and transposed first (Transformer
+// Engine's cast_transpose: read 2, write 1 + 1 bytes per element): the activation for the forward GEMM, the
+// output gradient for dgrad and wgrad. `cast_elements`: the elements of that operand.
+OpCost linear(const LayerShape& s, GemmShape g, double cast_elements)
+{
+  if (!s.fp8)
+    return gemm(g);
+  g.fp8 = true;
+  const double m = d(g.m), n = d(g.n), k = d(g.k), batch = d(g.batch);
+  return {2.0 * m * n * k * batch, (m * k + k * n + 2.0 * m * n) * batch + 4.0 * cast_elements, g};
 }
 
 // A memory-bound kernel: `bytes` read and written, `flops` element operations.
@@ -150,7 +172,10 @@ std::optional<OpName> parse_op_name(std::string_view name)
 OpCost op_cost(OpName op, const LayerShape& s)
 {
   const int64_t T = s.tokens(), h = s.h, hp = s.hidden_per_rank(), f = s.ffn_per_rank(), v = s.vocab_per_rank;
+  const int64_t f1 = s.fc1_per_rank(), qkv = s.qkv_per_rank(), kv = s.kv_per_rank();
   const int64_t batch = s.b * s.heads_per_rank(), dh = s.head_dim();
+  const double kv_share = d(s.g) / d(s.a); // K and V heads per query head (grouped-query attention)
+  const bool rms = s.norm == Norm::RmsNorm;
   const double outside = d(s.tokens_outside_tp() * h); // hidden-state elements outside the TP regions
   const double full = d(T * h);                        // ... inside them (the whole sequence)
   const double scores = d(batch * s.s * s.s);          // attention scores of one rank: b (a/t) s^2
@@ -162,36 +187,44 @@ OpCost op_cost(OpName op, const LayerShape& s)
   case OpName::EmbeddingWgrad: return memory(full * (2 + 4 + 4), full); // scatter-add into the fp32 gradient
   case OpName::Ln1Fwd:
   case OpName::Ln2Fwd:
-  case OpName::FinalLnFwd: return memory(outside * (2 + 2), outside * 8);
-  case OpName::QkvFwd: return gemm({T, 3 * hp, h});
+  case OpName::FinalLnFwd: return memory(outside * (2 + 2), outside * (rms ? 4 : 8));
+  case OpName::QkvFwd: return linear(s, {T, qkv, h}, d(T * h));
   case OpName::AttnScoresFwd: return gemm({s.s, s.s, dh, batch});
   case OpName::AttnSoftmaxFwd: return memory(scores * (2 + 2), scores * 5);
   case OpName::AttnDropoutFwd: return memory(scores * (2 + 2 + 1), scores);
   case OpName::AttnContextFwd: return gemm({s.s, dh, s.s, batch});
   case OpName::AttnFlashFwd: {
-    const FusedAttentionCost c = flash_attention_forward_cost(batch, s.s, dh);
+    const FusedAttentionCost c = s.cp > 1 ? flash_attention_cp_step_cost(batch, s.s, dh, s.cp, true, kv_share)
+                                          : flash_attention_forward_cost(batch, s.s, dh, flash_tile_tokens, kv_share);
     return {c.flops, c.bytes, c.shape};
   }
-  case OpName::ProjFwd: return gemm({T, h, hp});
-  case OpName::DropoutAddFwd: return memory(outside * (2 + 2 + 2 + 1), outside * 3);
-  case OpName::Fc1Fwd: return gemm({T, f, h});
+  case OpName::ProjFwd: return linear(s, {T, h, hp}, d(T * hp));
+  case OpName::DropoutAddFwd: // (bias +) dropout + residual add; without dropout the add alone
+    return s.dropout ? memory(outside * (2 + 2 + 2 + 1), outside * 3) : memory(outside * (2 + 2 + 2), outside);
+  case OpName::Fc1Fwd: return linear(s, {T, f1, h}, d(T * h));
   case OpName::GeluFwd: return memory(d(T * f) * (2 + 2), d(T * f) * 8);
-  case OpName::Fc2Fwd: return gemm({T, h, f});
+  case OpName::SwigluFwd: return memory(d(T * f) * (2 + 2 + 2), d(T * f) * 6); // silu(gate) * up
+  case OpName::Fc2Fwd: return linear(s, {T, h, f}, d(T * f));
   case OpName::DropoutAddBwd: return memory(outside * (2 + 1 + 2 + 2), outside * 2);
-  case OpName::Fc2Dgrad: return gemm({T, f, h});
-  case OpName::Fc2Wgrad: return gemm({h, f, T});
+  case OpName::Fc2Dgrad: return linear(s, {T, f, h}, d(T * h));
+  case OpName::Fc2Wgrad: return linear(s, {h, f, T}, 0);
   case OpName::Fc2BiasGrad:
   case OpName::ProjBiasGrad: return memory(full * 2, full); // reduction of the output gradient over the tokens
   case OpName::GeluBwd: return memory(d(T * f) * (2 + 2 + 2), d(T * f) * 10);
-  case OpName::Fc1Dgrad: return gemm({T, h, f});
-  case OpName::Fc1BiasGrad: return memory(d(T * f) * 2, d(T * f));
-  case OpName::Fc1Wgrad: return gemm({f, h, T});
+  case OpName::SwigluBwd: return memory(d(T * f) * (2 + 2 + 2 + 2 + 2), d(T * f) * 12); // gate, up, dY in; dgate, dup
+  case OpName::Fc1Dgrad: return linear(s, {T, h, f1}, d(T * f1));
+  case OpName::Fc1BiasGrad: return memory(d(T * f1) * 2, d(T * f1));
+  case OpName::Fc1Wgrad: return linear(s, {f1, h, T}, 0);
   case OpName::Ln1Bwd:
   case OpName::Ln2Bwd:
-  case OpName::FinalLnBwd: return memory(outside * (2 + 2 + 2 + 2), outside * 12);
+  case OpName::FinalLnBwd:
+    return rms ? memory(outside * (2 + 2 + 2), outside * 8) : memory(outside * (2 + 2 + 2 + 2), outside * 12);
+  case OpName::RopeFwd:
+  case OpName::RopeBwd: // rotate the Q and K heads (or their gradients) by the cached cos/sin of each position
+    return memory(d(T * (hp + kv)) * (2 + 2) + d(s.s * dh) * 4, d(T * (hp + kv)) * 3);
   case OpName::ResidualBwd: return memory(outside * (2 + 2 + 2), outside); // the residual branch's gradient joins
-  case OpName::ProjDgrad: return gemm({T, hp, h});
-  case OpName::ProjWgrad: return gemm({h, hp, T});
+  case OpName::ProjDgrad: return linear(s, {T, hp, h}, d(T * h));
+  case OpName::ProjWgrad: return linear(s, {h, hp, T}, 0);
   case OpName::AttnContextDgradProbs: return gemm({s.s, s.s, dh, batch});
   case OpName::AttnContextDgradV: return gemm({s.s, dh, s.s, batch});
   case OpName::AttnDropoutBwd: return memory(scores * (2 + 1 + 2), scores);
@@ -202,12 +235,13 @@ OpCost op_cost(OpName op, const LayerShape& s)
     return sum(op_cost(OpName::AttnContextDgradProbs, s), op_cost(OpName::AttnContextDgradV, s));
   case OpName::AttnScoresBwd: return sum(op_cost(OpName::AttnScoresDgradQ, s), op_cost(OpName::AttnScoresDgradK, s));
   case OpName::AttnFlashBwd: {
-    const FusedAttentionCost c = flash_attention_backward_cost(batch, s.s, dh);
+    const FusedAttentionCost c = s.cp > 1 ? flash_attention_cp_step_cost(batch, s.s, dh, s.cp, false, kv_share)
+                                          : flash_attention_backward_cost(batch, s.s, dh, flash_tile_tokens, kv_share);
     return {c.flops, c.bytes, c.shape};
   }
-  case OpName::QkvDgrad: return gemm({T, h, 3 * hp});
-  case OpName::QkvBiasGrad: return memory(d(T * 3 * hp) * 2, d(T * 3 * hp));
-  case OpName::QkvWgrad: return gemm({3 * hp, h, T});
+  case OpName::QkvDgrad: return linear(s, {T, h, qkv}, d(T * qkv));
+  case OpName::QkvBiasGrad: return memory(d(T * qkv) * 2, d(T * qkv));
+  case OpName::QkvWgrad: return linear(s, {qkv, h, T}, 0);
   case OpName::LogitsFwd: return gemm({T, v, h});
   // Fused vocabulary-parallel cross-entropy: only s b values per reduction cross the ranks (max, target logit,
   // sum of exponentials), never the logits (Megatron-LM cross_entropy.py).
@@ -228,12 +262,29 @@ OpCost optimizer_cost(double owned_parameters)
   return memory(owned_parameters * 30, owned_parameters * 12);
 }
 
+OpCost fp8_weight_cast_cost(double parameters)
+{
+  return memory(parameters * (2 + 1 + 1), parameters * 2);
+}
+
+double cp_exchange_bytes(OpName op, const LayerShape& s)
+{
+  const double kv_block = 2.0 * 2.0 * d(s.tokens() * s.kv_per_rank()); // K and V of the rank's tokens, bf16
+  switch (op) {
+  case OpName::CpKvExchange: return kv_block;
+  case OpName::CpKvGradExchange: return 2.0 * kv_block;
+  default: break;
+  }
+  throw std::logic_error(std::string("cp_exchange_bytes: ") + op_name(op) + " is not a context-parallel exchange");
+}
+
 double tp_collective_bytes(OpName op, const LayerShape& s)
 {
   switch (op) {
   case OpName::TpAllGather:
   case OpName::TpReduceScatter:
   case OpName::TpAllReduce: return 2.0 * d(s.tokens() * s.h); // one full hidden-state tensor in 16 bits
+  case OpName::TpRingExchange: return 2.0 * d(s.tokens() * s.h) / d(s.t); // one rank's slice in 16 bits
   case OpName::CrossEntropyMaxAllReduce:
   case OpName::CrossEntropyTargetAllReduce:
   case OpName::CrossEntropySumAllReduce: return 4.0 * d(s.tokens()); // one fp32 value per token

@@ -2,6 +2,8 @@
 
 #include "gputwin/models/input_error.hpp"
 
+#include <algorithm>
+
 namespace gputwin {
 
 std::string to_string(Recompute r)
@@ -91,16 +93,55 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
   if (plan.zero_stage != 0 && plan.zero_stage != 1)
     throw InputError("--zero: expected 0 or 1, got " + str(plan.zero_stage));
 
+  require_positive(plan.cp, "--cp");
+  if (plan.pp_first_stage_layers < 0)
+    throw InputError("--pp-first-stage-layers: expected a positive integer, got " + str(plan.pp_first_stage_layers));
+  if (plan.pp_last_stage_layers < 0)
+    throw InputError("--pp-last-stage-layers: expected a positive integer, got " + str(plan.pp_last_stage_layers));
+  if (plan.cp > 1) {
+    if (model.seq_len % (2 * plan.cp) != 0)
+      throw InputError("--cp: sequence length " + str(model.seq_len) + " is not divisible by 2 x cp = " +
+                       str(2 * plan.cp) +
+                       " (context parallelism gives each rank two balanced chunks of the causal sequence)");
+    if (plan.attention != AttentionKernel::Flash)
+      throw InputError("--cp: context parallelism needs --attention flash (its ring exchanges K/V blocks between "
+                       "blockwise fused attention kernels; got --attention " +
+                       to_string(plan.attention) + ")");
+  }
   if (model.heads % plan.tp != 0)
     throw InputError("--tp: " + str(model.heads) + " attention heads of model '" + model.name +
                      "' are not divisible by tensor-parallel size " + str(plan.tp) +
                      " (expected a divisor of the head count)");
-  if (plan.sequence_parallel() && model.seq_len % plan.tp != 0)
-    throw InputError("--sp: sequence length " + str(model.seq_len) + " is not divisible by tensor-parallel size " +
+  if (model.kv_heads() % plan.tp != 0)
+    throw InputError("--tp: " + str(model.kv_heads()) + " query groups of model '" + model.name +
+                     "' are not divisible by tensor-parallel size " + str(plan.tp) +
+                     " (expected tp to divide --num-query-groups: each rank holds whole K/V heads)");
+  if (plan.sequence_parallel() && (model.seq_len / plan.cp) % plan.tp != 0)
+    throw InputError("--sp: sequence length " + str(model.seq_len / plan.cp) +
+                     (plan.cp > 1 ? " per context-parallel rank" : "") + " is not divisible by tensor-parallel size " +
                      str(plan.tp) + " (sequence parallelism splits the sequence over the tp ranks)");
-  if (model.layers % plan.pp != 0)
+  const bool uneven = plan.pp_first_stage_layers > 0 || plan.pp_last_stage_layers > 0;
+  if (!uneven && model.layers % plan.pp != 0)
     throw InputError("--pp: " + str(model.layers) + " layers of model '" + model.name + "' are not divisible by " +
-                     str(plan.pp) + " pipeline stages (expected a divisor of the layers)");
+                     str(plan.pp) + " pipeline stages (expected a divisor of the layers, or uneven stages with "
+                     "--pp-first-stage-layers/--pp-last-stage-layers)");
+  if (uneven) {
+    const char* flag = plan.pp_first_stage_layers > 0 ? "--pp-first-stage-layers" : "--pp-last-stage-layers";
+    if (plan.pp < 2)
+      throw InputError(std::string(flag) + ": uneven stages need at least 2 pipeline stages (got --pp " + str(plan.pp) +
+                       ")");
+    if (plan.schedule == Schedule::Interleaved)
+      throw InputError(std::string(flag) + ": uneven stages are supported with --schedule 1f1b or gpipe, not "
+                       "interleaved");
+    const int64_t fixed = plan.pp_first_stage_layers + plan.pp_last_stage_layers;
+    const int64_t middle_stages = plan.pp - (plan.pp_first_stage_layers > 0) - (plan.pp_last_stage_layers > 0);
+    const int64_t rest = model.layers - fixed;
+    if (middle_stages == 0 ? rest != 0 : rest <= 0 || rest % middle_stages != 0)
+      throw InputError(std::string(flag) + ": " + str(model.layers) + " layers minus " + str(fixed) +
+                       " on the first/last stage leave " + str(rest) + " for " + str(middle_stages) +
+                       " other stage(s) (expected a positive multiple of " + str(std::max<int64_t>(middle_stages, 1)) +
+                       ")");
+  }
 
   if (plan.schedule == Schedule::Interleaved) {
     if (plan.pp < 2)
@@ -128,9 +169,30 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
   }
 }
 
+int64_t stage_layers(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
+{
+  if (plan.pp_first_stage_layers == 0 && plan.pp_last_stage_layers == 0)
+    return model.layers / plan.pp;
+  if (stage == 0 && plan.pp_first_stage_layers > 0)
+    return plan.pp_first_stage_layers;
+  if (stage == plan.pp - 1 && plan.pp_last_stage_layers > 0)
+    return plan.pp_last_stage_layers;
+  const int64_t middle_stages = plan.pp - (plan.pp_first_stage_layers > 0) - (plan.pp_last_stage_layers > 0);
+  return (model.layers - plan.pp_first_stage_layers - plan.pp_last_stage_layers) / middle_stages;
+}
+
+int64_t stage_first_layer(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
+{
+  int64_t first = 0;
+  for (int64_t s = 0; s < stage; ++s)
+    first += stage_layers(model, plan, s);
+  return first;
+}
+
 std::string describe_plan(const ParallelPlan& plan)
 {
-  std::string s = "tp " + str(plan.tp) + " · pp " + str(plan.pp) + " · dp " + str(plan.dp) + " · micro-batch " +
+  std::string s = "tp " + str(plan.tp) + (plan.cp > 1 ? " · cp " + str(plan.cp) : "") + " · pp " + str(plan.pp) +
+                  " · dp " + str(plan.dp) + " · micro-batch " +
                   str(plan.micro_batch) + " · global batch " + str(plan.effective_global_batch()) + " (" +
                   str(plan.micro_batches()) + " micro-batches per pipeline)";
   s += plan.sequence_parallel() ? " · SP" : "";
@@ -139,7 +201,11 @@ std::string describe_plan(const ParallelPlan& plan)
   s += " · " + to_string(plan.schedule);
   if (plan.schedule == Schedule::Interleaved)
     s += " x" + str(plan.chunks) + " chunks";
+  if (plan.pp_first_stage_layers > 0 || plan.pp_last_stage_layers > 0)
+    s += " · uneven stages (first " + str(plan.pp_first_stage_layers) + ", last " + str(plan.pp_last_stage_layers) +
+         " layers)";
   s += " · ZeRO-" + str(plan.zero_stage);
+  s += plan.fp8 ? " · FP8" : "";
   return s;
 }
 

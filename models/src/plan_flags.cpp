@@ -17,6 +17,15 @@ void add_model_flags(ArgParser& parser)
   parser.add_option("--layers", "L", "transformer layers L");
   parser.add_option("--seq-len", "S", "sequence length s, tokens");
   parser.add_option("--vocab", "V", "vocabulary size v");
+  parser.add_option("--num-query-groups", "G",
+                    "K/V heads of grouped-query attention (default: one per head, multi-head attention)");
+  parser.add_option("--ffn-hidden", "F", "MLP width (default 4 x hidden)");
+  parser.add_option("--activation", "NAME", "MLP activation: gelu|swiglu (swiglu: fc1 makes gate and up, 2F wide)");
+  parser.add_option("--norm", "NAME", "layernorm|rmsnorm");
+  parser.add_option("--position", "NAME", "position embedding: learned|rope");
+  parser.add_switch("--untie-embeddings", "the output layer has its own matrix (not the word embedding's)");
+  parser.add_switch("--no-bias", "linear layers without biases");
+  parser.add_switch("--no-dropout", "no hidden or attention dropout (Llama trains without)");
 }
 
 void add_plan_flags(ArgParser& parser)
@@ -41,7 +50,13 @@ void add_plan_flags(ArgParser& parser)
                     "fused tiled kernel forward and backward, FlashAttention-2)");
   parser.add_option("--schedule", "NAME", "pipeline schedule: 1f1b|interleaved|gpipe (default 1f1b)");
   parser.add_option("--chunks", "V", "model chunks per stage, interleaved schedule only");
-  parser.add_option("--zero", "0|1", "1 shards the optimizer states over the dp replicas (ZeRO-1)");
+  parser.add_option("--zero", "0|1", "1 shards the optimizer states over the dp (x cp) replicas (ZeRO-1)");
+  parser.add_option("--cp", "C",
+                    "context-parallel size: each micro-batch's sequence split over C ranks, attention as a ring "
+                    "exchange of K/V blocks (needs --attention flash; default 1)");
+  parser.add_option("--pp-first-stage-layers", "N", "layers of the first pipeline stage (uneven stages)");
+  parser.add_option("--pp-last-stage-layers", "N", "layers of the last pipeline stage (uneven stages)");
+  parser.add_switch("--fp8", "FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
 }
 
 namespace {
@@ -89,6 +104,36 @@ GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file)
   override_size(args, "--layers", model.layers);
   override_size(args, "--seq-len", model.seq_len);
   override_size(args, "--vocab", model.vocab);
+  override_size(args, "--num-query-groups", model.query_groups);
+  if (args.has("--num-query-groups") && model.query_groups <= 0)
+    throw InputError("--num-query-groups: expected a positive integer, got " + std::to_string(model.query_groups));
+  override_size(args, "--ffn-hidden", model.ffn_hidden);
+  if (args.has("--ffn-hidden") && model.ffn_hidden <= 0)
+    throw InputError("--ffn-hidden: expected a positive integer, got " + std::to_string(model.ffn_hidden));
+  if (const std::optional<std::string> a = args.value("--activation")) {
+    const std::optional<Activation> parsed = parse_activation(*a);
+    if (!parsed)
+      throw InputError("--activation: expected gelu|swiglu, got '" + *a + "'");
+    model.activation = *parsed;
+  }
+  if (const std::optional<std::string> n = args.value("--norm")) {
+    const std::optional<Norm> parsed = parse_norm(*n);
+    if (!parsed)
+      throw InputError("--norm: expected layernorm|rmsnorm, got '" + *n + "'");
+    model.norm = *parsed;
+  }
+  if (const std::optional<std::string> p = args.value("--position")) {
+    const std::optional<PositionEmbedding> parsed = parse_position(*p);
+    if (!parsed)
+      throw InputError("--position: expected learned|rope, got '" + *p + "'");
+    model.position = *parsed;
+  }
+  if (args.has("--untie-embeddings"))
+    model.tie_embeddings = false;
+  if (args.has("--no-bias"))
+    model.bias = false;
+  if (args.has("--no-dropout"))
+    model.dropout = false;
   validate_model(model);
   return model;
 }
@@ -119,6 +164,17 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
     plan.global_batch = 0; // micro-batch x dp
   }
   override_size(args, "--chunks", plan.chunks);
+  override_size(args, "--cp", plan.cp);
+  override_size(args, "--pp-first-stage-layers", plan.pp_first_stage_layers);
+  if (args.has("--pp-first-stage-layers") && plan.pp_first_stage_layers <= 0)
+    throw InputError("--pp-first-stage-layers: expected a positive integer, got " +
+                     std::to_string(plan.pp_first_stage_layers));
+  override_size(args, "--pp-last-stage-layers", plan.pp_last_stage_layers);
+  if (args.has("--pp-last-stage-layers") && plan.pp_last_stage_layers <= 0)
+    throw InputError("--pp-last-stage-layers: expected a positive integer, got " +
+                     std::to_string(plan.pp_last_stage_layers));
+  if (args.has("--fp8"))
+    plan.fp8 = true;
   if (args.has("--sp") && args.has("--no-sp"))
     throw InputError("--no-sp: contradicts --sp (expected one of them)");
   if (args.has("--sp"))

@@ -3,6 +3,7 @@
 #include "gputwin/models/input_error.hpp"
 
 #include <charconv>
+#include <cstdlib>
 #include <optional>
 
 namespace gputwin {
@@ -15,6 +16,16 @@ void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata
   md["layers"] = std::to_string(model.layers);
   md["seq_len"] = std::to_string(model.seq_len);
   md["vocab"] = std::to_string(model.vocab);
+  if (!model.gpt_architecture()) { // (a GPT's metadata stays as it was)
+    md["num_query_groups"] = std::to_string(model.kv_heads());
+    md["ffn_hidden"] = std::to_string(model.ffn());
+    md["activation"] = to_string(model.activation);
+    md["norm"] = to_string(model.norm);
+    md["position"] = to_string(model.position);
+    md["tie_embeddings"] = model.tie_embeddings ? "true" : "false";
+    md["bias"] = model.bias ? "true" : "false";
+    md["dropout"] = model.dropout ? "true" : "false";
+  }
   md["tp"] = std::to_string(p.tp);
   md["pp"] = std::to_string(p.pp);
   md["dp"] = std::to_string(p.dp);
@@ -28,6 +39,14 @@ void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata
   md["schedule"] = to_string(p.schedule);
   md["chunks"] = std::to_string(p.schedule == Schedule::Interleaved ? p.chunks : 1);
   md["zero"] = std::to_string(p.zero_stage);
+  if (p.cp > 1)
+    md["cp"] = std::to_string(p.cp);
+  if (p.pp_first_stage_layers > 0)
+    md["pp_first_stage_layers"] = std::to_string(p.pp_first_stage_layers);
+  if (p.pp_last_stage_layers > 0)
+    md["pp_last_stage_layers"] = std::to_string(p.pp_last_stage_layers);
+  if (p.fp8)
+    md["fp8"] = "true";
 }
 
 namespace {
@@ -69,6 +88,16 @@ public:
     return *parsed;
   }
 
+  bool boolean(const char* key, bool fallback) const
+  {
+    const std::optional<std::string> value = text(key);
+    if (!value)
+      return fallback;
+    if (*value != "true" && *value != "false")
+      throw InputError(what_ + ": the metadata's '" + key + "' is '" + *value + "' (expected true|false)");
+    return *value == "true";
+  }
+
 private:
   const Metadata& md_;
   const std::string& what_;
@@ -87,6 +116,26 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
   m.layers = r.integer("layers");
   m.seq_len = r.integer("seq_len");
   m.vocab = r.integer("vocab");
+  m.query_groups = r.integer("num_query_groups", 0);
+  m.ffn_hidden = r.integer("ffn_hidden", 0);
+  m.activation = r.choice("activation", parse_activation(r.text("activation").value_or("")), Activation::Gelu,
+                          "gelu|swiglu");
+  m.norm = r.choice("norm", parse_norm(r.text("norm").value_or("")), Norm::LayerNorm, "layernorm|rmsnorm");
+  m.position = r.choice("position", parse_position(r.text("position").value_or("")), PositionEmbedding::Learned,
+                        "learned|rope");
+  m.tie_embeddings = r.boolean("tie_embeddings", true);
+  m.bias = r.boolean("bias", true);
+  // The engine writes its dropout probability under the same key ("0.1", "0"): a number > 0 is dropout on.
+  if (const std::optional<std::string> text = r.text("dropout"); text && *text != "true" && *text != "false") {
+    char* end = nullptr;
+    const double p_drop = std::strtod(text->c_str(), &end);
+    if (end == text->c_str() || *end != '\0' || !(p_drop >= 0 && p_drop < 1))
+      throw InputError(what + ": the metadata's 'dropout' is '" + *text +
+                       "' (expected true|false or a probability in [0, 1))");
+    m.dropout = p_drop > 0;
+  } else {
+    m.dropout = r.boolean("dropout", true);
+  }
   ParallelPlan& p = out.plan;
   p.tp = r.integer("tp");
   p.pp = r.integer("pp");
@@ -105,6 +154,10 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
                         "1f1b|interleaved|gpipe");
   p.chunks = r.integer("chunks", 1);
   p.zero_stage = static_cast<int>(r.integer("zero", 0));
+  p.cp = r.integer("cp", 1);
+  p.pp_first_stage_layers = r.integer("pp_first_stage_layers", 0);
+  p.pp_last_stage_layers = r.integer("pp_last_stage_layers", 0);
+  p.fp8 = r.boolean("fp8", false);
   return out;
 }
 

@@ -7,6 +7,9 @@
 #include "gputwin/models/plan_metadata.hpp"
 #include "gputwin/models/rank_layout.hpp"
 
+#include <map>
+#include <set>
+
 namespace gputwin {
 
 namespace {
@@ -38,23 +41,25 @@ Neighbour previous_of(const ParallelPlan& p, int64_t stage, int64_t chunk)
 
 class AnalyticLayerOps : public LayerOpSource {
 public:
-  AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan)
-      : shape_(layer_shape(model, plan)), recompute_(plan.recompute)
+  // `tp_comm_overlap`: WorkloadOptions::tp_comm_overlap (layer_ops.hpp, TpCommOverlap: the layers' linear GEMMs
+  // chunked and overlapped with their TP communication; with t = 1 or without SP nothing changes).
+  AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan, bool tp_comm_overlap = false)
+      : shape_(layer_shape(model, plan)), recompute_(plan.recompute), overlap_{tp_comm_overlap}
   {
   }
   void embedding_forward(OpEmitter& e, int32_t g) const override { emit_embedding_forward(e, shape_, g); }
   void embedding_backward(OpEmitter& e, int32_t g) const override { emit_embedding_backward(e, shape_, g); }
-  void layer_forward(OpEmitter& e, int32_t g) const override { emit_layer_forward(e, shape_, g); }
-  void layer_backward(OpEmitter& e, int32_t g) const override
+  void layer_forward(OpEmitter& e, const LayerGroups& g) const override { emit_layer_forward(e, shape_, g, overlap_); }
+  void layer_backward(OpEmitter& e, const LayerGroups& g) const override
   {
     if (recompute_ == Recompute::Full) {
-      // Full recompute: the layer's forward again, collectives included, before its backward.
+      // Full recompute: the layer's forward again, collectives (and their overlap) included, before its backward.
       const traces::Phase phase = e.phase();
       e.set_phase(traces::Phase::Recompute);
-      emit_layer_forward(e, shape_, g);
+      emit_layer_forward(e, shape_, g, overlap_);
       e.set_phase(phase);
     }
-    emit_layer_backward(e, shape_, g, recompute_);
+    emit_layer_backward(e, shape_, g, recompute_, overlap_);
   }
   void output_forward(OpEmitter& e, int32_t g) const override { emit_output_forward(e, shape_, g); }
   void output_backward(OpEmitter& e, int32_t g) const override { emit_output_backward(e, shape_, g); }
@@ -62,6 +67,7 @@ public:
 private:
   LayerShape shape_;
   Recompute recompute_;
+  TpCommOverlap overlap_;
 };
 
 } // namespace
@@ -77,6 +83,7 @@ std::string to_string(GroupKind kind)
   case GroupKind::Tp: return "tp";
   case GroupKind::Dp: return "dp";
   case GroupKind::Embedding: return "embedding";
+  case GroupKind::Cp: return "cp";
   }
   return "unknown";
 }
@@ -93,7 +100,7 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
   w.model = model;
   w.plan = plan;
   w.options = options;
-  w.ops = ops ? std::move(ops) : analytic_layer_ops(model, plan);
+  w.ops = ops ? std::move(ops) : std::make_shared<AnalyticLayerOps>(model, plan, options.tp_comm_overlap);
   auto add_group = [&w](GroupKind kind, int64_t stage, std::vector<int32_t> ranks) {
     w.groups.push_back({to_string(kind), std::move(ranks)});
     w.roles.push_back({kind, stage});
@@ -102,6 +109,8 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     w.tp_groups.push_back(add_group(GroupKind::Tp, stage, tp_group_ranks(plan, stage, 0)));
     w.dp_groups.push_back(add_group(GroupKind::Dp, stage, dp_group_ranks(plan, stage, 0)));
+    if (plan.cp > 1)
+      w.cp_groups.push_back(add_group(GroupKind::Cp, stage, cp_group_ranks(plan, stage, 0, 0)));
   }
   w.embedding_group_index =
       add_group(GroupKind::Embedding, -1,
@@ -134,9 +143,16 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
   const ParallelPlan& plan = w.plan;
   const PipelineShape shape = pipeline_shape(plan);
   const LayerShape s = layer_shape(w.model, plan);
-  const int64_t layers_per_chunk = w.model.layers / (plan.pp * shape.chunks);
+  const int64_t layers_per_chunk = stage_layers(w.model, plan, stage) / shape.chunks;
   const int64_t last_virtual = plan.pp * shape.chunks - 1;
   const int32_t tp = w.tp_group(stage);
+  const LayerGroups layer_groups{tp, w.cp_group(stage)};
+  // Global index of the first layer of (stage, chunk): chunk c of every stage in stage order, then chunk c + 1
+  // (interleaved, even stages); uneven stages are 1F1B/GPipe only (validate_plan).
+  const int64_t stage_first = stage_first_layer(w.model, plan, stage);
+  auto first_layer_of = [&](int64_t v, int64_t chunk) {
+    return shape.chunks > 1 ? v * layers_per_chunk : stage_first + chunk * layers_per_chunk;
+  };
   const double message_bytes = pipeline_message_bytes(s);
   const double grad_bytes_per_param = gradient_bytes_per_parameter;
 
@@ -144,11 +160,33 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
   program.rank = w.stage_rank(stage);
   OpEmitter e(program.ops);
   std::vector<int64_t> dp_ops;
+  const bool zero_gather = plan.zero_stage && plan.dp * plan.cp > 1;
+  // Elements of the flat buffer the gradients are reduced in and the optimizer steps over, padded to a multiple
+  // of the replicas that reduce (and, with ZeRO-1, shard) it: dp x cp.
+  const int64_t params =
+      data_parallel_buffer_elements(stage_parameters_per_gpu(w.model, plan, stage), plan.dp * plan.cp);
+
+  // --overlap-param-gather: the all-gathers of the parameters the last step updated, one bucket per layer
+  // (the stage's non-layer parameters with its first layer's), on their own stream; each layer's first forward
+  // waits for its bucket only.
+  std::map<int64_t, int64_t> param_gather; // chunk-local layer index -> gather op
+  if (zero_gather && w.options.overlap_param_gather) {
+    e.set_context(traces::Phase::Forward, -1, -1, 0);
+    const int64_t layers = stage_layers(w.model, plan, stage);
+    const int64_t per_layer = layer_parameters_per_gpu(w.model, plan.tp);
+    for (int64_t l = 0; l < layers; ++l) {
+      const int64_t bucket = l == 0 ? params - per_layer * (layers - 1) : per_layer;
+      e.set_context(traces::Phase::Forward, static_cast<int32_t>(stage_first + l), -1, 0);
+      param_gather[l] = e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage),
+                                     2.0 * static_cast<double>(bucket), param_gather_stream);
+    }
+  }
+  std::set<int64_t> gathered_layers; // layers whose first forward already waited for its bucket
 
   for (const PipelineStep& step : stage_schedule(shape, stage)) {
     const int64_t v = virtual_stage(plan, stage, step.chunk);
     const int32_t mb = static_cast<int32_t>(step.micro_batch), chunk = static_cast<int32_t>(step.chunk);
-    const int64_t first_layer = v * layers_per_chunk;
+    const int64_t first_layer = first_layer_of(v, step.chunk);
     if (step.phase == PipelinePhase::Forward) {
       e.set_context(traces::Phase::Forward, -1, mb, chunk);
       std::vector<int64_t> input;
@@ -163,7 +201,10 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
       for (int64_t l = 0; l < layers_per_chunk; ++l) {
         e.set_context(traces::Phase::Forward, static_cast<int32_t>(first_layer + l), mb, chunk);
         const size_t before = program.ops.size();
-        w.ops->layer_forward(e, tp);
+        w.ops->layer_forward(e, layer_groups);
+        const int64_t layer_index = first_layer + l - stage_first;
+        if (!param_gather.empty() && before < program.ops.size() && gathered_layers.insert(layer_index).second)
+          program.ops[before].deps.push_back(param_gather.at(layer_index));
         if (!input.empty() && before < program.ops.size()) {
           // The first kernel of the chunk needs the received activation.
           for (const int64_t id : input) // (a loop: GCC 13 warns falsely on insert of a 1-element range)
@@ -197,14 +238,14 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
       const int32_t layer = static_cast<int32_t>(first_layer + l);
       const size_t before = program.ops.size();
       e.set_context(traces::Phase::Backward, layer, mb, chunk);
-      w.ops->layer_backward(e, tp);
+      w.ops->layer_backward(e, layer_groups);
       if (!grad_input.empty() && before < program.ops.size()) {
         // The first kernel of the chunk's backward needs the received gradient.
         for (const int64_t id : grad_input)
           program.ops[before].deps.push_back(id);
         grad_input.clear();
       }
-      if (w.options.overlap_grad_reduce && last_backward_of_chunk && plan.dp > 1) {
+      if (w.options.overlap_grad_reduce && last_backward_of_chunk && plan.dp * plan.cp > 1) {
         const double bytes = grad_bytes_per_param * static_cast<double>(layer_parameters_per_gpu(w.model, plan.tp));
         e.set_context(traces::Phase::Backward, layer, -1, chunk);
         dp_ops.push_back(e.collective(plan.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
@@ -224,8 +265,6 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
 
   // End of the iteration: tied-embedding gradient, data-parallel reduction, optimizer.
   e.set_context(traces::Phase::Optimizer, -1, -1, 0);
-  // The flat buffer the gradients are reduced in and the optimizer steps over, padded to a multiple of dp.
-  const int64_t params = data_parallel_buffer_elements(stage_parameters_per_gpu(w.model, plan, stage), plan.dp);
   std::vector<int64_t> before_step{e.last_compute_id()};
   if (s.sp) {
     // The gradients of the parameters SP leaves partial on each TP rank (layernorms, row-parallel biases,
@@ -235,12 +274,20 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
     before_step.push_back(
         e.collective(OpName::SpGradAllReduce, CollectiveOp::AllReduce, tp, bytes, compute_stream));
   }
-  if (plan.pp > 1 && (stage == 0 || stage == plan.pp - 1)) {
+  if (plan.pp > 1 && w.model.tie_embeddings && (stage == 0 || stage == plan.pp - 1)) {
     const double bytes = grad_bytes_per_param * static_cast<double>(s.vocab_per_rank * s.h);
     before_step.push_back(
         e.collective(OpName::EmbeddingGradAllReduce, CollectiveOp::AllReduce, w.embedding_group(), bytes, compute_stream));
   }
-  if (plan.dp > 1) {
+  if (plan.fp8 && plan.tp * plan.dp * plan.cp > 1) {
+    // Delayed scaling: the amax histories of every FP8 tensor (3 per linear: input, weight, output gradient;
+    // 1024-entry fp32 histories, Transformer Engine's default) reduced over the data- and tensor-parallel ranks
+    // once per iteration; the data-parallel group stands for that reduction here.
+    const double bytes = 4.0 * 1024 * 3 * 4 * static_cast<double>(stage_layers(w.model, plan, stage));
+    before_step.push_back(e.collective(OpName::Fp8AmaxAllReduce, CollectiveOp::AllReduce,
+                                       plan.dp * plan.cp > 1 ? w.dp_group(stage) : tp, bytes, compute_stream));
+  }
+  if (plan.dp * plan.cp > 1) {
     if (!w.options.overlap_grad_reduce)
       dp_ops.push_back(e.collective(plan.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
                                     plan.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
@@ -248,11 +295,16 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
                                     {e.last_compute_id()}));
     before_step.insert(before_step.end(), dp_ops.begin(), dp_ops.end());
   }
-  const double owned = static_cast<double>(params) / static_cast<double>(plan.zero_stage ? plan.dp : 1);
+  const double owned = static_cast<double>(params) / static_cast<double>(plan.zero_stage ? plan.dp * plan.cp : 1);
   e.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
-  if (plan.zero_stage && plan.dp > 1)
+  if (zero_gather && !w.options.overlap_param_gather)
     e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage), 2.0 * static_cast<double>(params),
                  compute_stream);
+  if (plan.fp8) {
+    const double layer_weights = static_cast<double>(stage_layers(w.model, plan, stage)) *
+                                 static_cast<double>(layer_parameters_per_gpu(w.model, plan.tp));
+    e.compute(OpName::Fp8WeightCast, fp8_weight_cast_cost(layer_weights));
+  }
   return program;
 }
 

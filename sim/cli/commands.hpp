@@ -6,6 +6,8 @@
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
+#include "gputwin/models/parallel_plan.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
 
 #include <ostream>
 #include <string>
@@ -55,9 +57,14 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
 GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback);
 // The compute model of --gpu-model FILE if given, else the built-in model of `gpu_kind` (the cluster's GPU, with
 // its peak and bandwidth). Throws InputError naming --gpu-model when the kind has no built-in model, or when the
-// file models another GPU family than `gpu_kind` (gpu_family) and --force is not given.
+// file models another GPU family than `gpu_kind` (gpu_family) and --force is not given. `peak_fp8_flops`: the
+// cluster GPU's FP8 peak (0: none), also given to a --gpu-model file without one of its own.
 GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string& gpu_kind, double peak_flops,
-                                      double hbm_bytes_per_s);
+                                      double hbm_bytes_per_s, double peak_fp8_flops = 0);
+
+// Throws InputError naming --fp8 when `plan.fp8` and the cluster's GPU has no FP8 peak (gpu.peak_fp8_tflops
+// absent: an A100). Called by every command that takes plan flags and a cluster, after reading the cluster.
+void check_fp8_supported(const ParallelPlan& plan, const topo::ClusterSpec& cluster);
 
 // `--gpu-model FILE` and `--force` (use a model of another GPU kind than the cluster's), declared on `parser`.
 void add_gpu_model_flags(ArgParser& parser);

@@ -153,6 +153,7 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
                          " GPUs, or --search to find the best plan)");
     }
     topo::ClusterSpec cluster = topo::read_cluster(parsed);
+    check_fp8_supported(run.plan, cluster);
     const int64_t nodes_needed = (run.plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
     if (!parsed.has("--nodes"))
       cluster = topo::read_cluster(parsed, static_cast<int>(nodes_needed)); // the fault flags kept
@@ -163,7 +164,8 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
                        " or more)");
     run.cluster = cluster;
     const GpuComputeModel gpu =
-        compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+        compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
+                              cluster.gpu.peak_fp8_flops);
     const StageMemory busiest = busiest_stage_memory(run.model, run.plan);
     run.peak_memory_bytes = busiest.total_bytes;
     if (busiest.total_bytes > cluster.gpu.hbm_bytes)

@@ -72,6 +72,7 @@ std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, con
       const ParsedArgs args = row_arguments(row, flags, where);
       c.model = model_from_flags(args);
       c.plan = read_plan(args, c.model);
+      check_fp8_supported(c.plan, cluster);
     } catch (const InputError& e) {
       throw InputError(where + e.what());
     }

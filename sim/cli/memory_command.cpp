@@ -68,7 +68,7 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   out << "; " << params << " B parameters\n";
   out << "plan   " << describe_plan(plan) << "\n";
   const StageActivations& a = m.activations;
-  out << "busiest pipeline stage: " << m.stage << " of " << plan.pp << " (" << model.layers / plan.pp
+  out << "busiest pipeline stage: " << m.stage << " of " << plan.pp << " (" << stage_layers(model, plan, m.stage)
       << " layers; at peak " << a.chunks_in_flight << " micro-batch" << (plan.chunks > 1 ? " x chunk pairs" : "es")
       << " in flight = " << a.chunks_in_flight * a.layers_per_chunk << " layers' worth of activations)\n\n";
   out << "  per GPU                                           bytes            GiB\n";
@@ -141,6 +141,7 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
   const GptConfig model = model_from_flags(parsed);
   const ParallelPlan plan = read_plan(parsed, model);
   topo::ClusterSpec cluster = topo::read_cluster(parsed);
+  check_fp8_supported(plan, cluster);
   // As simulate: without --nodes the cluster is sized to the plan; --nodes is checked, not ignored.
   const int64_t nodes_needed = (plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
   if (parsed.has("--nodes") && plan.gpus() > cluster.gpus())

@@ -40,7 +40,8 @@ GpuComputeModel retarget_model(const std::string& gpu)
   if (cluster.empty())
     throw InputError("--gpu: expected a100|h100|h200, got '" + gpu + "'");
   const topo::ClusterSpec spec = topo::load_cluster(cluster, 1, {});
-  return builtin_compute_model(spec.gpu.kind, spec.gpu.peak_bf16_flops, spec.gpu.hbm_bytes_per_s);
+  return builtin_compute_model(spec.gpu.kind, spec.gpu.peak_bf16_flops, spec.gpu.hbm_bytes_per_s,
+                               spec.gpu.peak_fp8_flops);
 }
 
 // A positive finite factor flag (--compute-scale, --comm-scale); 1 when absent.
@@ -363,7 +364,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
     const GpuComputeModel model = retarget ? *retarget : sim::template_compute_model(cluster);
     const Workload workload = retarget ? tw.with_modelled_durations() : tw.with_measured_durations();
     result = sim::simulate_iteration(graph, workload, model, options);
-    ranks_per_program = tw.plan.tp * tw.plan.dp;
+    ranks_per_program = tw.plan.tp * tw.plan.cp * tw.plan.dp;
   } else {
     double ops = 0;
     for (const traces::RankProgram& program : trace.ranks)

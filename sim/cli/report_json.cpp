@@ -1,5 +1,7 @@
 #include "report_json.hpp"
 
+#include "gputwin/models/parameter_count.hpp"
+
 namespace gputwin::cli {
 
 void write_model_json(traces::JsonWriter& json, const GptConfig& model)
@@ -12,6 +14,15 @@ void write_model_json(traces::JsonWriter& json, const GptConfig& model)
   json.field("layers", model.layers);
   json.field("seq_len", model.seq_len);
   json.field("vocab", model.vocab);
+  json.field("num_query_groups", model.kv_heads());
+  json.field("ffn_hidden", model.ffn());
+  json.field("activation", to_string(model.activation));
+  json.field("norm", to_string(model.norm));
+  json.field("position", to_string(model.position));
+  json.field("tie_embeddings", model.tie_embeddings);
+  json.field("bias", model.bias);
+  json.field("dropout", model.dropout);
+  json.field("parameters", model_parameters(model, 1)); // the vocabulary unpadded (padding depends on tp)
   json.end_object();
 }
 

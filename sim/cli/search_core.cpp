@@ -214,6 +214,7 @@ void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
   json.key("plan");
   json.begin_object();
   json.field("tp", p.tp);
+  json.field("cp", p.cp);
   json.field("pp", p.pp);
   json.field("dp", p.dp);
   json.field("micro_batch", p.micro_batch);
@@ -224,6 +225,9 @@ void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
   json.field("sp", p.sequence_parallel());
   json.field("zero", static_cast<int64_t>(p.zero_stage));
   json.field("attention", to_string(p.attention));
+  json.field("pp_first_stage_layers", p.pp_first_stage_layers);
+  json.field("pp_last_stage_layers", p.pp_last_stage_layers);
+  json.field("fp8", p.fp8);
   json.end_object();
 }
 

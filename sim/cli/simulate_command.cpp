@@ -90,7 +90,7 @@ struct LinkReportJson {
 };
 
 void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
-                const FrameworkProfile& framework, bool overlap_grad_reduce, const ResourceEstimate& estimate,
+                const FrameworkProfile& framework, const WorkloadOptions& options, const ResourceEstimate& estimate,
                 const Report& r, const LinkReportJson& links = {})
 {
   traces::JsonWriter json(out);
@@ -99,7 +99,9 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   write_plan_json(json, plan);
   write_cluster_json(json, cluster);
   write_stragglers_json(json, r);
-  json.field("overlap_grad_reduce", overlap_grad_reduce);
+  json.field("overlap_grad_reduce", options.overlap_grad_reduce);
+  json.field("overlap_param_gather", options.overlap_param_gather);
+  json.field("tp_comm_overlap", options.tp_comm_overlap);
   json.field("framework", framework.name);
   json.field("nodes", r.nodes);
   json.field("gpus", r.gpus);
@@ -201,6 +203,12 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   add_model_flags(parser);
   add_plan_flags(parser);
   parser.add_switch("--overlap-grad-reduce", "reduce each layer's gradients over dp while backward goes on");
+  parser.add_switch("--overlap-param-gather",
+                    "ZeRO-1: all-gather the updated parameters layer by layer overlapped with the first forward "
+                    "(Megatron-Core's distributed optimizer), instead of one all-gather after the step");
+  parser.add_switch("--tp-comm-overlap",
+                    "split each TP all-gather / reduce-scatter next to a linear layer into chunks overlapped with "
+                    "the neighbouring GEMM chunks (Megatron-Core with Transformer Engine; needs --sp)");
   parser.add_switch("--allow-oom",
                     "simulate a plan whose busiest GPU needs more memory than the GPU has (default: an error)");
   add_gpu_model_flags(parser);
@@ -230,6 +238,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   Report r;
   r.stragglers = read_stragglers(parsed);
   topo::ClusterSpec cluster = topo::read_cluster(parsed);
+  check_fp8_supported(plan, cluster);
   const int64_t nodes_needed = (plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
   // GPU memory first (the GPU is the file's whatever the node count): a plan whose busiest GPU does not fit is
   // an error unless --allow-oom.
@@ -269,7 +278,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                      " or more)");
   }
   const GpuComputeModel gpu =
-      compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+      compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
+                            cluster.gpu.peak_fp8_flops);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
   r.rank_speeds = rank_speeds(r.stragglers, plan.gpus(), cluster.gpus_per_node);
   if (!r.stragglers.empty()) {
@@ -285,6 +295,16 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   // Resources before anything large is allocated: the cluster graph, the workload, SimGrid's platform.
   WorkloadOptions options;
   options.overlap_grad_reduce = parsed.has("--overlap-grad-reduce");
+  options.overlap_param_gather = parsed.has("--overlap-param-gather");
+  options.tp_comm_overlap = parsed.has("--tp-comm-overlap");
+  if (options.tp_comm_overlap && !plan.sequence_parallel())
+    throw InputError("--tp-comm-overlap: needs --sp (it overlaps the sequence-parallel all-gather and "
+                     "reduce-scatter)");
+  if (options.overlap_param_gather && plan.zero_stage == 0)
+    throw InputError("--overlap-param-gather: needs --zero 1 (only the distributed optimizer gathers parameters)");
+  if (plan.cp > 1 && !r.stragglers.empty())
+    throw InputError(std::string(r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu") +
+                     ": not with --cp (slow ranks are unfolded over tp, dp and pp only)");
   ResourceEstimate estimate =
       estimate_simulation(cluster, model, plan, options, !parsed.has("--estimate"), parsed.has("--timeline"), limit);
   if (!r.rank_speeds.empty()) { // every stage's program repeated for each class of ranks stragglers leave
@@ -356,7 +376,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
         counters.push_back(CounterTrack{graph.links()[static_cast<size_t>(use->link)].name,
                                         sim::link_utilisation_steps(graph, flow_log, use->link)});
     // (with stragglers programs stand for different numbers of ranks: the label leaves it out)
-    write_chrome_timeline_file(*file, result, r.rank_speeds.empty() ? plan.tp * plan.dp : 1, counters);
+    write_chrome_timeline_file(*file, result, r.rank_speeds.empty() ? plan.tp * plan.cp * plan.dp : 1, counters);
   }
   const std::string link_file = parsed.value("--link-report").value_or("");
   if (links && !link_file.empty())
@@ -367,7 +387,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   for (const std::string& note : notes)
     std::cerr << "gputwin simulate: " << (note.rfind("warning: ", 0) == 0 ? "" : "note: ") << note << "\n";
   if (parsed.has("--json")) {
-    print_json(out, model, plan, cluster, framework, options.overlap_grad_reduce, estimate, r,
+    print_json(out, model, plan, cluster, framework, options, estimate, r,
                links_inline ? LinkReportJson{&graph, &*links} : LinkReportJson{});
   } else {
     print_table(out, model, plan, cluster, r);

@@ -53,7 +53,7 @@ void print_table(std::ostream& out, const topo::ClusterGraph& graph)
   print_row(out, "cluster", spec.name + " (" + spec.source + ")");
   print_row(out, "GPU",
             spec.gpu.kind + ": " + json_number(spec.gpu.peak_bf16_flops / 1e12) + " TFLOP/s bf16, " +
-                json_number(gbytes(static_cast<double>(spec.gpu.hbm_bytes))) + " GB HBM at " +
+                json_number(static_cast<double>(spec.gpu.hbm_bytes) / (1024.0 * 1024 * 1024)) + " GiB HBM at " +
                 json_number(gbytes(spec.gpu.hbm_bytes_per_s)) + " GB/s");
   print_row(out, "nodes", std::to_string(s.nodes));
   print_row(out, "GPUs", std::to_string(s.gpus) + " (" + std::to_string(spec.gpus_per_node) + per_node + ")");

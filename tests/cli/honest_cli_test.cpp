@@ -264,8 +264,8 @@ TEST(HonestDefaults, MemoryGivesAVerdictAgainstTheClusterGpu)
 {
   const CliResult fits = run_gputwin("memory --model gpt3-175b --plan paper", false);
   ASSERT_EQ(fits.exit_code, 0);
-  EXPECT_NE(fits.output.find("verdict: fits: 59.953 GiB of the 74.506 GiB of one a100-sxm4-80gb (dgx-a100), headroom "
-                             "14.553 GiB (19.5 %)"),
+  EXPECT_NE(fits.output.find("verdict: fits: 59.953 GiB of the 80.000 GiB of one a100-sxm4-80gb (dgx-a100), headroom "
+                             "20.047 GiB (25.1 %)"),
             std::string::npos)
       << fits.output;
   EXPECT_EQ(fits.output.find(" GB"), std::string::npos) << "one unit system: GiB";
@@ -274,7 +274,7 @@ TEST(HonestDefaults, MemoryGivesAVerdictAgainstTheClusterGpu)
   EXPECT_NE(short_of.output.find("of one h200-sxm-141gb (dgx-h200) short by"), std::string::npos) << short_of.output;
   const CliResult json = run_gputwin("memory --model gpt3-175b --tp 8 --pp 2 --cluster dgx-h200 --json", false);
   EXPECT_NE(json.output.find("\"fits\": false"), std::string::npos) << json.output;
-  EXPECT_NE(json.output.find("\"gpu_memory_bytes\": 141000000000"), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("\"gpu_memory_bytes\": 150754820096"), std::string::npos) << json.output;
   EXPECT_NE(json.output.find("\"headroom_bytes\": -"), std::string::npos) << json.output;
   EXPECT_EQ(json.output.find("gib"), std::string::npos) << "bytes only in JSON";
 }
@@ -318,14 +318,14 @@ std::pair<CliResult, double> timed(const std::string& arguments)
 
 TEST(ResourceGuards, OversizedRunsAreRefusedAtOnceWithTheEstimateAndTheOverride)
 {
-  // The check of issue 17: 102400 GPUs. Its busiest GPU needs 99.3 GiB of an H100's 74.5 GiB, which is known from the
+  // The check of issue 17: 102400 GPUs. Its busiest GPU needs 99.3 GiB of an H100's 79.6 GiB, which is known from the
   // plan alone, before any cluster is built.
   const auto [oom, oom_s] =
       timed("simulate --model gpt3-175b --tp 8 --pp 8 --dp 1600 --cluster dgx-h100 --global-batch 12800");
   EXPECT_EQ(oom.exit_code, 2) << oom.output;
   EXPECT_LT(oom_s, 5.0);
   EXPECT_NE(oom.output.find("--allow-oom: not given, and the plan does not fit: pipeline stage 0 needs 99.3 GiB per "
-                            "GPU but the h100-sxm5-80gb of dgx-h100 has 74.5 GiB"),
+                            "GPU but the h100-sxm5-80gb of dgx-h100 has 79.6 GiB"),
             std::string::npos)
       << oom.output;
   EXPECT_EQ(oom.output.find("bad_alloc"), std::string::npos);

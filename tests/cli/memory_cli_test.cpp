@@ -23,7 +23,8 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
   // embedding shard 51200/8 x h and the position embedding 2048 x h: 2822731776 parameters, x 2/4/12 bytes.
   // Activations: 31 (micro-batch, chunk) pairs of 4 layers in flight (interleaved, p = 8, v = 3) = 124 layers
   // x 106954752 (Table 2, TP + SP + selective), plus the embedding-dropout masks s b h / t = 3145728 bytes for
-  // each of the 16 micro-batches whose chunk 0 is in flight at the peak. Workspace: 5 a s^2 b / t.
+  // each of the 16 micro-batches whose chunk 0 is in flight at the peak. Workspace: 5 a s^2 b / t. The whole
+  // model: 96 (12 h^2 + 13 h) + (51200 + 2048) h + 2 h = 174615846912 parameters. GPU memory: 81920 MiB.
   const CliResult r = run_gputwin("memory --model gpt3-175b --plan paper --sp --recompute selective --json", false);
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.output, R"({
@@ -33,10 +34,20 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
     "heads": 96,
     "layers": 96,
     "seq_len": 2048,
-    "vocab": 51200
+    "vocab": 51200,
+    "num_query_groups": 96,
+    "ffn_hidden": 49152,
+    "activation": "gelu",
+    "norm": "layernorm",
+    "position": "learned",
+    "tie_embeddings": true,
+    "bias": true,
+    "dropout": true,
+    "parameters": 174615846912
   },
   "plan": {
     "tp": 8,
+    "cp": 1,
     "pp": 8,
     "dp": 1,
     "micro_batch": 1,
@@ -46,7 +57,10 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
     "recompute": "selective",
     "sp": true,
     "zero": 0,
-    "attention": "unfused"
+    "attention": "unfused",
+    "pp_first_stage_layers": 0,
+    "pp_last_stage_layers": 0,
+    "fp8": false
   },
   "cluster": {
     "name": "dgx-a100",
@@ -54,7 +68,7 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
     "gpus_per_node": 8,
     "gpus": 64,
     "gpu": "a100-sxm4-80gb",
-    "gpu_memory_bytes": 80000000000
+    "gpu_memory_bytes": 85899345920
   },
   "gpus": 64,
   "stage": 0,
@@ -67,8 +81,8 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
   "gradient_bytes": 11290927104,
   "optimizer_bytes": 33872781312,
   "total_bytes": 64373551104,
-  "gpu_memory_bytes": 80000000000,
-  "headroom_bytes": 15626448896,
+  "gpu_memory_bytes": 85899345920,
+  "headroom_bytes": 21525794816,
   "fits": true
 }
 )");

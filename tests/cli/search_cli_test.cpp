@@ -20,7 +20,7 @@ TEST(SearchCli, RanksPlansThatFitAndTheBestBeatsThePaperPlan)
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const traces::JsonValue list = traces::parse_json(r.output);
   ASSERT_EQ(list.items.size(), 5u);
-  const double a100_80gb_bytes = 80e9;
+  const double a100_80gb_bytes = 81920.0 * 1024 * 1024; // 81920 MiB
   double previous = 0;
   for (const traces::JsonValue& row : list.items) {
     const traces::JsonValue& plan = member(row, "plan");
@@ -82,7 +82,7 @@ TEST(SearchCli, BadInputIsOneLineAndNamesTheReason)
   expect_one_line_error("search --model gpt3-175b --gpus 64 --global-batch 0", "--global-batch");
   // Why nothing fits: the smallest plan's memory against the GPU's.
   expect_one_line_error("search --model gpt3-175b --gpus 8 --cluster dgx-a100 --global-batch 8",
-                        "GiB per GPU but the a100-sxm4-80gb has 74.5 GiB");
+                        "GiB per GPU but the a100-sxm4-80gb has 80.0 GiB");
   expect_one_line_error("search --model gpt3-175b --gpus 0", "--gpus: expected");
   expect_one_line_error("search --model gpt3-175b --gpus 64x", "--gpus: expected");
   expect_one_line_error("search --model gpt3-175b --gpus 64 --top 0", "--top");

@@ -98,7 +98,7 @@ TEST(SweepCli, PointsWhereNothingFitsAreSkippedWithAWarning)
   EXPECT_NE(err.output.find("skipping gpt-22b on 1 GPUs of dgx-a100, global batch 16: no plan fits: the smallest"),
             std::string::npos)
       << err.output;
-  EXPECT_NE(err.output.find("GiB per GPU but the a100-sxm4-80gb has 74.5 GiB"), std::string::npos) << err.output;
+  EXPECT_NE(err.output.find("GiB per GPU but the a100-sxm4-80gb has 80.0 GiB"), std::string::npos) << err.output;
   const CliResult out =
       run_gputwin("sweep --model gpt-22b --layers 12 --cluster dgx-a100 --gpus 1,8 --global-batch 16", false);
   EXPECT_EQ(split(out.output, '\n').size(), 3u) << "a header and the 8-GPU row: " << out.output;
@@ -110,7 +110,7 @@ TEST(SweepCli, NoPlanFitsAnywhereIsOneLineSayingWhy)
   expect_one_line_error("sweep --model gpt3-175b --cluster dgx-a100 --gpus 8 --global-batch 8",
                         "gpt3-175b on 8 GPUs of dgx-a100, global batch 8: no plan fits: the smallest");
   expect_one_line_error("sweep --model gpt3-175b --cluster dgx-a100 --gpus 8 --global-batch 8",
-                        "GiB per GPU but the a100-sxm4-80gb has 74.5 GiB");
+                        "GiB per GPU but the a100-sxm4-80gb has 80.0 GiB");
   expect_one_line_error("sweep --model gpt3-175b --cluster dgx-a100 --gpus 8,16 --global-batch 8",
                         "no plan fits at any of the 2 points of the sweep; at the last, gpt3-175b on 16 GPUs");
   const CliResult r = run_gputwin("sweep --model gpt3-175b --cluster dgx-a100 --gpus 8,16 --global-batch 8", true);

@@ -139,7 +139,7 @@ TEST(GpuModelYaml, EveryBadFieldIsAOneLineErrorWithItsPosition)
   const std::vector<std::pair<std::string, std::string>> cases = {
       {valid + "gemm_effciency: 1\n",
        "bad.yaml:11:1: gemm_effciency: unknown field (expected one of gpu_kind, source, peak_flops_per_s, "
-       "hbm_bytes_per_s, multiprocessors, gemm_tile_m, gemm_tile_n, gemm_efficiency, gemm_k_half, "
+       "peak_fp8_flops_per_s, hbm_bytes_per_s, multiprocessors, gemm_tile_m, gemm_tile_n, gemm_efficiency, gemm_k_half, "
        "memory_efficiency, kernel_overhead_s, gemm_table, memory_classes, comm_interference, fit, collectives, "
        "framework)"},
       {valid.substr(valid.find('\n') + 1), "bad.yaml:1:1: missing field 'gpu_kind' (expected a string)"},

@@ -120,39 +120,90 @@ TEST_F(CudaKernels, GeluForwardBackward)
   expect_close(d_gpu, d_cpu, f32_tol, "gelu backward");
 }
 
+// Multi-head attention and grouped-query attention (4 query heads over 2 K/V groups: batched GEMMs per group
+// reading K and V with batch stride 0, dK and dV summed over the group's heads).
 TEST_F(CudaKernels, AttentionCoreForwardBackward)
 {
-  const AttentionDims d{2, 3, 40, 32};
-  const int64_t rows = d.batch * d.heads * d.seq;
-  const Tensor qkv = make(DType::BF16, {d.seq, d.batch, 3 * d.heads * d.head_dim});
-  Tensor s_gpu = make(DType::F32, {rows, d.seq}), s_cpu = make(DType::F32, {rows, d.seq});
-  cpu.zero(s_cpu);
-  gpu->attention_scores_forward(s_gpu, qkv, d);
-  cpu.attention_scores_forward(s_cpu, qkv, d);
-  expect_close(s_gpu, s_cpu, f32_tol, "scores");
-  Tensor p_gpu = make(DType::BF16, {rows, d.seq}), p_cpu = like(p_gpu);
-  gpu->causal_softmax_forward(p_gpu, s_cpu, rows, d.seq);
-  cpu.causal_softmax_forward(p_cpu, s_cpu, rows, d.seq);
-  expect_close(p_gpu, p_cpu, bf16_tol, "softmax");
-  Tensor c_gpu = make(DType::BF16, {d.seq, d.batch, d.heads * d.head_dim}), c_cpu = like(c_gpu);
-  gpu->attention_context_forward(c_gpu, p_cpu, qkv, d);
-  cpu.attention_context_forward(c_cpu, p_cpu, qkv, d);
-  expect_close(c_gpu, c_cpu, bf16_tol, "context");
+  for (const AttentionDims& d : {AttentionDims{2, 3, 40, 32}, AttentionDims{2, 4, 40, 32, 2}}) {
+    SCOPED_TRACE("heads " + std::to_string(d.heads) + ", K/V groups " + std::to_string(d.groups()));
+    const int64_t rows = d.batch * d.heads * d.seq;
+    const Tensor qkv = make(DType::BF16, {d.seq, d.batch, d.qkv_width()});
+    Tensor s_gpu = make(DType::F32, {rows, d.seq}), s_cpu = make(DType::F32, {rows, d.seq});
+    cpu.zero(s_cpu);
+    gpu->attention_scores_forward(s_gpu, qkv, d);
+    cpu.attention_scores_forward(s_cpu, qkv, d);
+    expect_close(s_gpu, s_cpu, f32_tol, "scores");
+    Tensor p_gpu = make(DType::BF16, {rows, d.seq}), p_cpu = like(p_gpu);
+    gpu->causal_softmax_forward(p_gpu, s_cpu, rows, d.seq);
+    cpu.causal_softmax_forward(p_cpu, s_cpu, rows, d.seq);
+    expect_close(p_gpu, p_cpu, bf16_tol, "softmax");
+    Tensor c_gpu = make(DType::BF16, {d.seq, d.batch, d.heads * d.head_dim}), c_cpu = like(c_gpu);
+    gpu->attention_context_forward(c_gpu, p_cpu, qkv, d);
+    cpu.attention_context_forward(c_cpu, p_cpu, qkv, d);
+    expect_close(c_gpu, c_cpu, bf16_tol, "context");
 
-  const Tensor d_ctx = make(DType::BF16, c_cpu.shape());
-  Tensor dp_gpu = make(DType::F32, {rows, d.seq}), dp_cpu = like(dp_gpu);
-  Tensor dqkv_gpu = make(DType::F32, qkv.shape()), dqkv_cpu = like(dqkv_gpu);
-  gpu->attention_context_backward(dp_gpu, dqkv_gpu, d_ctx, p_cpu, qkv, d);
-  cpu.attention_context_backward(dp_cpu, dqkv_cpu, d_ctx, p_cpu, qkv, d);
-  expect_close(dp_gpu, dp_cpu, f32_tol, "d_probs");
-  expect_close(dqkv_gpu, dqkv_cpu, f32_tol, "d_qkv after context backward (V part; Q, K unchanged)");
-  Tensor ds_gpu = make(DType::F32, {rows, d.seq}), ds_cpu = like(ds_gpu);
-  gpu->causal_softmax_backward(ds_gpu, dp_cpu, p_cpu, rows, d.seq);
-  cpu.causal_softmax_backward(ds_cpu, dp_cpu, p_cpu, rows, d.seq);
-  expect_close(ds_gpu, ds_cpu, f32_tol, "softmax backward");
-  gpu->attention_scores_backward(dqkv_gpu, ds_cpu, qkv, d);
-  cpu.attention_scores_backward(dqkv_cpu, ds_cpu, qkv, d);
-  expect_close(dqkv_gpu, dqkv_cpu, f32_tol, "d_qkv after scores backward");
+    const Tensor d_ctx = make(DType::BF16, c_cpu.shape());
+    Tensor dp_gpu = make(DType::F32, {rows, d.seq}), dp_cpu = like(dp_gpu);
+    Tensor dqkv_gpu = make(DType::F32, qkv.shape()), dqkv_cpu = like(dqkv_gpu);
+    gpu->attention_context_backward(dp_gpu, dqkv_gpu, d_ctx, p_cpu, qkv, d);
+    cpu.attention_context_backward(dp_cpu, dqkv_cpu, d_ctx, p_cpu, qkv, d);
+    expect_close(dp_gpu, dp_cpu, f32_tol, "d_probs");
+    expect_close(dqkv_gpu, dqkv_cpu, f32_tol, "d_qkv after context backward (V part; Q, K unchanged)");
+    Tensor ds_gpu = make(DType::F32, {rows, d.seq}), ds_cpu = like(ds_gpu);
+    gpu->causal_softmax_backward(ds_gpu, dp_cpu, p_cpu, rows, d.seq);
+    cpu.causal_softmax_backward(ds_cpu, dp_cpu, p_cpu, rows, d.seq);
+    expect_close(ds_gpu, ds_cpu, f32_tol, "softmax backward");
+    gpu->attention_scores_backward(dqkv_gpu, ds_cpu, qkv, d);
+    cpu.attention_scores_backward(dqkv_cpu, ds_cpu, qkv, d);
+    expect_close(dqkv_gpu, dqkv_cpu, f32_tol, "d_qkv after scores backward");
+  }
+}
+
+TEST_F(CudaKernels, RmsnormForwardBackward)
+{
+  const int64_t rows = 37, cols = 200;
+  const Tensor in = make(DType::BF16, {rows, cols}), gamma = make(DType::BF16, {cols}),
+               d_out = make(DType::BF16, {rows, cols});
+  Tensor out_gpu = make(DType::BF16, {rows, cols}), out_cpu = like(out_gpu);
+  gpu->rmsnorm_forward(out_gpu, in, gamma, rows, cols, 1e-5f);
+  cpu.rmsnorm_forward(out_cpu, in, gamma, rows, cols, 1e-5f);
+  expect_close(out_gpu, out_cpu, bf16_tol, "rmsnorm out");
+  Tensor dx_gpu = make(DType::F32, {rows, cols}), dx_cpu = like(dx_gpu);
+  Tensor dg_gpu = make(DType::F32, {cols}), dg_cpu = like(dg_gpu);
+  gpu->rmsnorm_backward(dx_gpu, dg_gpu, d_out, in, gamma, rows, cols, 1e-5f);
+  cpu.rmsnorm_backward(dx_cpu, dg_cpu, d_out, in, gamma, rows, cols, 1e-5f);
+  expect_close(dx_gpu, dx_cpu, f32_tol, "rmsnorm d_in");
+  expect_close(dg_gpu, dg_cpu, f32_tol, "rmsnorm d_gamma (+=)");
+}
+
+TEST_F(CudaKernels, RopeForwardBackward)
+{
+  RopeDims r;
+  r.attention = AttentionDims{2, 4, 40, 32, 2};
+  r.first_position = 5;
+  const AttentionDims& d = r.attention;
+  Tensor qkv_gpu = make(DType::BF16, {d.seq, d.batch, d.qkv_width()}), qkv_cpu = like(qkv_gpu);
+  gpu->rope_forward(qkv_gpu, r);
+  cpu.rope_forward(qkv_cpu, r);
+  expect_close(qkv_gpu, qkv_cpu, bf16_tol, "rope forward (V untouched)");
+  Tensor d_gpu = make(DType::F32, {d.seq, d.batch, d.qkv_width()}), d_cpu = like(d_gpu);
+  gpu->rope_backward(d_gpu, r);
+  cpu.rope_backward(d_cpu, r);
+  expect_close(d_gpu, d_cpu, f32_tol, "rope backward");
+}
+
+TEST_F(CudaKernels, SwigluForwardBackward)
+{
+  const int64_t rows = 33, cols = 150;
+  const Tensor in = make(DType::BF16, {rows, 2 * cols}, 2.0f), d_out = make(DType::F32, {rows, cols});
+  Tensor out_gpu = make(DType::BF16, {rows, cols}), out_cpu = like(out_gpu);
+  gpu->swiglu_forward(out_gpu, in, rows, cols);
+  cpu.swiglu_forward(out_cpu, in, rows, cols);
+  expect_close(out_gpu, out_cpu, bf16_tol, "swiglu");
+  Tensor d_gpu = make(DType::F32, {rows, 2 * cols}), d_cpu = like(d_gpu);
+  gpu->swiglu_backward(d_gpu, d_out, in, rows, cols);
+  cpu.swiglu_backward(d_cpu, d_out, in, rows, cols);
+  expect_close(d_gpu, d_cpu, f32_tol, "swiglu backward");
 }
 
 TEST_F(CudaKernels, DropoutMaskIsTheCpuMaskBitForBit)

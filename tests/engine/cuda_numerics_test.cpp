@@ -88,5 +88,22 @@ INSTANTIATE_TEST_SUITE_P(Grid, CudaPlanNumerics,
                                            PlanSpec{.pp = 2, .schedule = Schedule::Interleaved, .chunks = 2},
                                            PlanSpec{.dp = 2}, PlanSpec{.tp = 2, .pp = 2, .dp = 2, .sp = true}));
 
+// The Llama-style tiny model (GQA, SwiGLU, RMSNorm, RoPE, no biases, no dropout, untied): the CUDA single-rank
+// run against the CPU backend's, and the plan (tp 2, pp 2, SP, selective) against the CUDA single rank,
+// with the bounds and reasons above.
+TEST_F(CudaNumerics, LlamaStyleMatchesTheCpuBackendAndItsPlansMatchOneRank)
+{
+  const GptConfig model = tiny_llama_model();
+  const PlanSpec one{.global_batch = 4};
+  const TrainResult cuda_one = run_model(model, one, 1, true, false, false, BackendKind::Cuda);
+  expect_close(cuda_one, run_model(model, one, 1, true), 1e-2, 5e-2, "llama cuda vs cpu, one rank");
+  PlanSpec plan{.tp = 2, .pp = 2, .sp = true};
+  const TrainResult none = run_model(model, plan, 1, true, false, false, BackendKind::Cuda);
+  expect_close(none, cuda_one, 1e-5, 1e-2, "llama " + describe(plan) + " vs one rank (cuda)");
+  plan.recompute = Recompute::Selective;
+  expect_bit_identical(run_model(model, plan, 1, true, false, false, BackendKind::Cuda), none,
+                       "llama " + describe(plan) + " vs recompute none (cuda)");
+}
+
 } // namespace
 } // namespace gputwin::engine::testing

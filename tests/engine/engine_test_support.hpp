@@ -31,6 +31,21 @@ inline TrainConfig small_tp2_pp2_sp_selective(int64_t steps)
   return config;
 }
 
+// The acceptance run of issue 14 item 6: the same small model Llama-style (grouped-query attention with 2 K/V
+// groups, SwiGLU, RMSNorm, rotary positions; the flags of `gputwin-engine train --num-query-groups 2 --activation
+// swiglu --norm rmsnorm --position rope`), the same plan and optimizer.
+inline TrainConfig small_llama_tp2_pp2_sp_selective(int64_t steps)
+{
+  TrainConfig config = small_tp2_pp2_sp_selective(steps);
+  config.model.name = "small-llama";
+  config.model.query_groups = 2;
+  config.model.activation = Activation::SwiGlu;
+  config.model.norm = Norm::RmsNorm;
+  config.model.position = PositionEmbedding::Rope;
+  validate_plan(config.model, config.plan);
+  return config;
+}
+
 inline GptConfig tiny_model()
 {
   GptConfig m;
@@ -53,6 +68,7 @@ struct PlanSpec {
   int64_t global_batch = 4;
   int zero = 0;
   AttentionKernel attention = AttentionKernel::Unfused;
+  int64_t first_stage_layers = 0; // uneven pipeline stages; 0: even
 };
 
 inline ParallelPlan make_plan(const PlanSpec& s)
@@ -69,6 +85,7 @@ inline ParallelPlan make_plan(const PlanSpec& s)
   p.global_batch = s.global_batch;
   p.zero_stage = s.zero;
   p.attention = s.attention;
+  p.pp_first_stage_layers = s.first_stage_layers;
   return p;
 }
 
@@ -77,7 +94,8 @@ inline std::string describe(const PlanSpec& s)
   return "tp" + std::to_string(s.tp) + (s.sp ? "+sp" : "") + " pp" + std::to_string(s.pp) + " dp" +
          std::to_string(s.dp) + " " + to_string(s.recompute) + " " + to_string(s.schedule) +
          (s.chunks > 1 ? "x" + std::to_string(s.chunks) : "") + " zero" + std::to_string(s.zero) +
-         (s.attention == AttentionKernel::Flash ? " flash" : "");
+         (s.attention == AttentionKernel::Flash ? " flash" : "") +
+         (s.first_stage_layers > 0 ? " first-stage" + std::to_string(s.first_stage_layers) : "");
 }
 
 // How gtest prints a PlanSpec in parameterised test names: the plan, not the struct's bytes (which include
@@ -85,6 +103,39 @@ inline std::string describe(const PlanSpec& s)
 inline void PrintTo(const PlanSpec& s, std::ostream* out)
 {
   *out << describe(s) << " b" << s.micro_batch << " B" << s.global_batch;
+}
+
+// The tiny GPT as a Llama-style model: 2 K/V groups for 4 heads, SwiGLU of width 160 (a multiple of 4 tp ranks),
+// RMSNorm, rotary positions, no biases, no dropout, untied output layer.
+inline GptConfig tiny_llama_model()
+{
+  GptConfig m = tiny_model();
+  m.name = "tiny-llama";
+  m.query_groups = 2;
+  m.ffn_hidden = 160;
+  m.activation = Activation::SwiGlu;
+  m.norm = Norm::RmsNorm;
+  m.position = PositionEmbedding::Rope;
+  m.tie_embeddings = false;
+  m.bias = false;
+  m.dropout = false;
+  return m;
+}
+
+inline TrainResult run_model(const GptConfig& model, const PlanSpec& spec, int64_t steps, bool gradients,
+                             bool weights = false, bool trace = false, BackendKind backend = BackendKind::Cpu)
+{
+  TrainConfig config;
+  config.backend = backend;
+  config.model = model;
+  config.plan = make_plan(spec);
+  validate_plan(config.model, config.plan);
+  config.options.dropout = 0.1f; // used only where the model has dropout
+  config.steps = steps;
+  config.capture_gradients = gradients;
+  config.capture_weights = weights;
+  config.record_trace = trace;
+  return train(config);
 }
 
 inline TrainResult run_tiny(const PlanSpec& spec, int64_t steps, bool gradients, bool weights = false,

@@ -3,6 +3,7 @@
 // differences of their forwards, and counter-based dropout (shard invariance, bit-exact regeneration).
 #include "gputwin/engine/backend/counter_rng.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
+#include "kernel_test_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,29 +16,8 @@
 namespace gputwin::engine {
 namespace {
 
-class Kernels : public ::testing::Test {
-protected:
-  Tensor random(DType dtype, std::vector<int64_t> shape, float scale = 1.0f)
-  {
-    Tensor t(memory, MemoryPurpose::Workspace, dtype, std::move(shape));
-    std::normal_distribution<float> normal(0.0f, scale);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (dtype == DType::F32)
-        t.f32()[i] = normal(rng);
-      else
-        t.bf16()[i] = float_to_bf16(normal(rng));
-    }
-    return t;
-  }
-  Tensor zeros(DType dtype, std::vector<int64_t> shape)
-  {
-    return Tensor(memory, MemoryPurpose::Workspace, dtype, std::move(shape));
-  }
-
-  MemoryAccountant memory;
-  CpuBackend cpu;
-  std::mt19937 rng{42};
-};
+using Kernels = testing::KernelTest;
+using testing::finite_difference_check;
 
 TEST_F(Kernels, GemmMatchesDoublePrecisionReference)
 {
@@ -77,33 +57,6 @@ TEST_F(Kernels, GemmIntoBf16RoundsTheFp32Result)
   cpu.gemm(c16, a, false, b, false, 33, 17, 40, 1.0f, 0.0f);
   for (int64_t i = 0; i < 33 * 17; ++i)
     ASSERT_EQ(c16.bf16()[i], float_to_bf16(c32.f32()[i]));
-}
-
-// Checks d_in from `backward` against central differences of sum(forward(in) * d_out) with `step`, to within
-// `tolerance` of the largest derivative.
-void finite_difference_check(Tensor& in, const Tensor& d_out, Tensor& d_in, const std::function<void(Tensor&)>& forward,
-                             Tensor& out, const char* what, float step = 1e-2f, double tolerance = 2e-3)
-{
-  auto objective = [&] {
-    forward(out);
-    double s = 0;
-    for (int64_t i = 0; i < out.numel(); ++i)
-      s += static_cast<double>(out.f32()[i]) * load_float(d_out, i);
-    return s;
-  };
-  double worst = 0, scale = 0;
-  for (int64_t i = 0; i < in.numel(); i += 7) {
-    const float saved = in.f32()[i];
-    in.f32()[i] = saved + step;
-    const double up = objective();
-    in.f32()[i] = saved - step;
-    const double down = objective();
-    in.f32()[i] = saved;
-    const double numeric = (up - down) / (2 * step);
-    worst = std::max(worst, std::abs(numeric - d_in.f32()[i]));
-    scale = std::max(scale, std::abs(numeric));
-  }
-  EXPECT_LT(worst, tolerance * std::max(scale, 1.0)) << what;
 }
 
 TEST_F(Kernels, LayernormGeluSoftmaxBackwardMatchFiniteDifferences)

@@ -33,9 +33,12 @@
 namespace gputwin {
 namespace {
 
+GptConfig tiny_model();
+
 struct ContractCase {
   std::string label;
   ParallelPlan plan;
+  GptConfig model = tiny_model();
 };
 
 std::ostream& operator<<(std::ostream& os, const ContractCase& c)
@@ -52,6 +55,23 @@ GptConfig tiny_model()
   m.layers = 4;
   m.seq_len = 64;
   m.vocab = 128;
+  return m;
+}
+
+// The same size as a Llama-style model: grouped-query attention (2 K/V groups for 4 heads), SwiGLU with its own
+// width, RMSNorm, rotary positions, no biases, no dropout, untied output layer.
+GptConfig tiny_llama()
+{
+  GptConfig m = tiny_model();
+  m.name = "twin-contract-llama";
+  m.query_groups = 2;
+  m.ffn_hidden = 192;
+  m.activation = Activation::SwiGlu;
+  m.norm = Norm::RmsNorm;
+  m.position = PositionEmbedding::Rope;
+  m.tie_embeddings = false;
+  m.bias = false;
+  m.dropout = false;
   return m;
 }
 
@@ -109,6 +129,31 @@ std::vector<ContractCase> contract_cases()
     p.attention = AttentionKernel::Flash;
     p.recompute = Recompute::Selective;
     cases.push_back({"tp2_pp2_sp_flash", p});
+  }
+  {
+    ParallelPlan p = make_plan(2, 2, 1, 4);
+    p.tp_comm = TpComm::SequenceParallel;
+    p.recompute = Recompute::Selective;
+    cases.push_back({"llama_tp2_pp2_sp_selective", p, tiny_llama()});
+  }
+  {
+    // Each architecture switch on its own against the GPT: learned positions without dropout (the positions
+    // added inside embedding.fwd), GQA with flash attention, biases with SwiGLU, untied at pp 1, full recompute.
+    GptConfig m = tiny_model();
+    m.query_groups = 2;
+    m.activation = Activation::SwiGlu;
+    m.tie_embeddings = false;
+    m.dropout = false;
+    ParallelPlan p = make_plan(2, 1, 2, 2);
+    p.attention = AttentionKernel::Flash;
+    p.recompute = Recompute::Full;
+    cases.push_back({"gqa2_flash_swiglu_bias_untied_tp2_dp2_full", p, m});
+  }
+  {
+    // Uneven pipeline stages: one layer on the first stage, three on the last.
+    ParallelPlan p = make_plan(1, 2, 1, 4);
+    p.pp_first_stage_layers = 1;
+    cases.push_back({"pp2_uneven_stages", p, tiny_llama()});
   }
   return cases;
 }
@@ -186,10 +231,11 @@ std::vector<traces::Op> merge_fused_pairs(const std::vector<traces::Op>& ops)
 void flash_cost_with_tile(traces::Op& op, const LayerShape& s, int64_t tile_tokens)
 {
   const int64_t batch = s.b * s.heads_per_rank();
+  const double kv_share = static_cast<double>(s.g) / static_cast<double>(s.a);
   if (op.name == op_name(OpName::AttnFlashFwd) || op.name == op_name(OpName::AttnFlashBwd)) {
     const FusedAttentionCost c = op.name == op_name(OpName::AttnFlashFwd)
-                                     ? flash_attention_forward_cost(batch, s.s, s.head_dim(), tile_tokens)
-                                     : flash_attention_backward_cost(batch, s.s, s.head_dim(), tile_tokens);
+                                     ? flash_attention_forward_cost(batch, s.s, s.head_dim(), tile_tokens, kv_share)
+                                     : flash_attention_backward_cost(batch, s.s, s.head_dim(), tile_tokens, kv_share);
     op.flops = c.flops;
     op.bytes = c.bytes;
     op.gemm = c.shape;
@@ -274,9 +320,8 @@ struct Programs {
   int64_t tile_tokens = 0;
 };
 
-Programs run_both(const ParallelPlan& plan)
+Programs run_both(const ParallelPlan& plan, const GptConfig& model = tiny_model())
 {
-  const GptConfig model = tiny_model();
   validate_plan(model, plan);
   engine::TrainConfig config;
   config.model = model;
@@ -295,7 +340,7 @@ class TwinContract : public ::testing::TestWithParam<ContractCase> {};
 
 TEST_P(TwinContract, EngineAndGeneratorRunTheSameOpsOnEveryRank)
 {
-  const Programs p = run_both(GetParam().plan);
+  const Programs p = run_both(GetParam().plan, GetParam().model);
   for (const std::string& v : contract_violations(p.traced, p.generated, GetParam().plan, p.shape, p.tile_tokens))
     ADD_FAILURE() << v;
 }

@@ -35,6 +35,8 @@ TEST(OpVocabulary, ComputeCostsAndKernelClasses)
   s.b = 2;
   s.h = 128;
   s.a = 4;
+  s.g = 4; // multi-head attention
+  s.f = 4 * 128;
   s.t = 2;
   s.sp = true;
   s.vocab_per_rank = 128;

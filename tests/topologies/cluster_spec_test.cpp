@@ -34,7 +34,7 @@ TEST(ClusterSpec, DgxA100InSiUnits)
   EXPECT_EQ(s.nodes, 1);
   EXPECT_EQ(s.gpu.kind, "a100-sxm4-80gb");
   EXPECT_DOUBLE_EQ(s.gpu.peak_bf16_flops, 312e12);
-  EXPECT_EQ(s.gpu.hbm_bytes, 80'000'000'000);
+  EXPECT_EQ(s.gpu.hbm_bytes, 81920LL << 20); // 81920 MiB, as nvidia-smi reports it
   EXPECT_DOUBLE_EQ(s.gpu.hbm_bytes_per_s, 2039e9);
   EXPECT_EQ(s.gpus_per_node, 8);
   EXPECT_DOUBLE_EQ(s.nvlink.bytes_per_s, 300e9);
@@ -64,7 +64,7 @@ TEST(ClusterSpec, DgxH100AndH200)
 {
   const ClusterSpec h100 = load_cluster("dgx-h100", 0, {});
   EXPECT_DOUBLE_EQ(h100.gpu.peak_bf16_flops, 989e12);
-  EXPECT_EQ(h100.gpu.hbm_bytes, 80'000'000'000);
+  EXPECT_EQ(h100.gpu.hbm_bytes, 81559LL << 20);
   EXPECT_DOUBLE_EQ(h100.gpu.hbm_bytes_per_s, 3350e9);
   EXPECT_DOUBLE_EQ(h100.nvlink.bytes_per_s, 450e9);
   EXPECT_EQ(h100.nvlink.switch_chips, 4);
@@ -77,7 +77,7 @@ TEST(ClusterSpec, DgxH100AndH200)
 
   const ClusterSpec h200 = load_cluster("dgx-h200", 0, {});
   EXPECT_EQ(h200.gpu.kind, "h200-sxm-141gb");
-  EXPECT_EQ(h200.gpu.hbm_bytes, 141'000'000'000);
+  EXPECT_EQ(h200.gpu.hbm_bytes, 143771LL << 20);
   EXPECT_DOUBLE_EQ(h200.gpu.hbm_bytes_per_s, 4800e9);
   EXPECT_DOUBLE_EQ(h200.nvlink.bytes_per_s, h100.nvlink.bytes_per_s);
   EXPECT_DOUBLE_EQ(h200.nic.bytes_per_s, h100.nic.bytes_per_s);

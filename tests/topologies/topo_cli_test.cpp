@@ -36,7 +36,7 @@ TEST(TopoCli, TableOfThreeLevels)
   const CliResult r = run_gputwin("topo --nodes 128", false);
   ASSERT_EQ(r.exit_code, 0);
   for (const char* line : {"cluster          dgx-a100 (<built-in dgx-a100>)\n",
-                           "GPU              a100-sxm4-80gb: 312 TFLOP/s bf16, 80 GB HBM at 2039 GB/s\n",
+                           "GPU              a100-sxm4-80gb: 312 TFLOP/s bf16, 80 GiB HBM at 2039 GB/s\n",
                            "GPUs             1024 (8 per node)\n",
                            "fabric           3 levels: 56 leaves + 60 aggregation + 400 cores = 516 switches "
                            "(rail-optimized, radix 40, oversubscription 1)\n",

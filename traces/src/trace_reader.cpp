@@ -76,6 +76,11 @@ public:
     return *d;
   }
 
+  bool boolean(const std::string& field) const
+  {
+    return require(field, JsonValue::Type::Bool, "true or false").boolean;
+  }
+
   std::string string(const std::string& field) const
   {
     return require(field, JsonValue::Type::String, "a string").text;
@@ -133,11 +138,14 @@ Op read_op(const JsonValue& v, const std::string& source, int32_t rank, size_t i
     if (gemm->type != JsonValue::Type::Object)
       f.fail(*gemm, "gemm", "expected an object {m, n, k, batch}, got " + describe(*gemm));
     const Fields g(*gemm, source, "rank " + std::to_string(rank) + " op " + std::to_string(op.id) + ": gemm");
-    g.only({"m", "n", "k", "batch"}, " (expected m, n, k, batch)");
+    g.only({"m", "n", "k", "batch", "fp8"}, " (expected m, n, k, batch, fp8)");
     op.gemm.m = g.integer("m", 1, int64_max);
     op.gemm.n = g.integer("n", 1, int64_max);
     op.gemm.k = g.integer("k", 1, int64_max);
     op.gemm.batch = g.integer("batch", 1, int64_max);
+    // Optional; absent = bf16 operands (every trace written before FP8 GEMMs existed).
+    if (gemm->find("fp8") != nullptr)
+      op.gemm.fp8 = g.boolean("fp8");
   }
   const bool p2p = op.kind == OpKind::Send || op.kind == OpKind::Recv;
   if (op.kind == OpKind::Collective) {

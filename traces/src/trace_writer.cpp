@@ -32,6 +32,8 @@ std::string op_line(const Op& op)
     json.field("n", op.gemm.n);
     json.field("k", op.gemm.k);
     json.field("batch", op.gemm.batch);
+    if (op.gemm.fp8) // written only when set: a bf16 GEMM's line is what it was before the field existed
+      json.field("fp8", true);
     json.end_object();
   }
   if (op.kind == OpKind::Collective) {

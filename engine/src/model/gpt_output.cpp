@@ -8,9 +8,7 @@ namespace gputwin::engine {
 
 GptOutput::GptOutput(RankContext& ctx, ParameterStore& store, Parameter& word) : ctx_(ctx), word_(word)
 {
-  gamma_ =
-      &store.add(ctx, ParameterSpec{"final_ln.gamma", 1, ctx.hidden(), Sharding{-1, 1}, ParameterInit::Ones, true});
-  beta_ = &store.add(ctx, ParameterSpec{"final_ln.beta", 1, ctx.hidden(), Sharding{-1, 1}, ParameterInit::Zeros, true});
+  norm_ = NormParameters::declare(ctx, store, "final_ln");
 }
 
 double GptOutput::forward(Tensor y, Tensor targets, OutputSaved& saved)
@@ -24,10 +22,7 @@ double GptOutput::forward(Tensor y, Tensor targets, OutputSaved& saved)
   saved.targets = std::move(targets);
   saved.targets.retag(MemoryPurpose::EdgeActivations);
   saved.ln = ctx_.tensor(MemoryPurpose::EdgeActivations, DType::BF16, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute(OpName::FinalLnFwd, [&] {
-    ctx_.backend.layernorm_forward(saved.ln, saved.y, gamma_->weight, beta_->weight, rows_l, h,
-                                   ctx_.options.layernorm_epsilon);
-  });
+  ctx_.compute(OpName::FinalLnFwd, [&] { norm_.forward(ctx_, saved.ln, saved.y, rows_l); });
   saved.logits = ctx_.tensor(MemoryPurpose::EdgeActivations, DType::F32, {rows, v_local});
   {
     const Tensor in = ctx_.sequence_parallel()
@@ -94,10 +89,7 @@ Tensor GptOutput::backward(OutputSaved& saved, float loss_scale)
   ctx_.compute(OpName::LogitsWgrad,
                [&] { ctx_.backend.gemm(word_.grad, d_logits, true, in, false, v_local, h, rows, 1.0f, 1.0f); });
   Tensor d_y = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
-  ctx_.compute(OpName::FinalLnBwd, [&] {
-    ctx_.backend.layernorm_backward(d_y, gamma_->grad, beta_->grad, d_ln, saved.y, gamma_->weight, rows_l, h,
-                                    ctx_.options.layernorm_epsilon);
-  });
+  ctx_.compute(OpName::FinalLnBwd, [&] { norm_.backward(ctx_, d_y, d_ln, saved.y, rows_l); });
   saved = OutputSaved{};
   ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
   return d_y;

@@ -8,18 +8,25 @@ GptStage::GptStage(RankContext& ctx, ParameterStore& store) : stage_(ctx.coords.
 {
   const int64_t chunks = pipeline_shape(ctx.plan).chunks;
   virtual_stages_ = pp_ * chunks;
-  const int64_t layers_per_chunk = ctx.model.layers / virtual_stages_;
+  // The generator's layer assignment (models/workload.cpp): uneven first/last stages with one chunk, the
+  // interleaved assignment of even chunks otherwise.
+  const int64_t layers_per_chunk = stage_layers(ctx.model, ctx.plan, stage_) / chunks;
+  const int64_t stage_first = stage_first_layer(ctx.model, ctx.plan, stage_);
   if (stage_ == 0)
     embedding_ = std::make_unique<GptEmbedding>(ctx, store);
   chunks_.resize(static_cast<size_t>(chunks));
-  for (int64_t c = 0; c < chunks; ++c)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t first = chunks > 1 ? virtual_stage(c) * layers_per_chunk : stage_first;
     for (int64_t l = 0; l < layers_per_chunk; ++l)
-      chunks_[static_cast<size_t>(c)].emplace_back(ctx, store, virtual_stage(c) * layers_per_chunk + l);
+      chunks_[static_cast<size_t>(c)].emplace_back(ctx, store, first + l);
+  }
   if (stage_ == pp_ - 1) {
-    // With one stage the output layer reads the embedding's own table; otherwise the last stage holds a copy.
-    Parameter& word = embedding_ ? embedding_->word()
-                                 : store.add(ctx, word_embedding_spec(ctx));
-    output_ = std::make_unique<GptOutput>(ctx, store, word);
+    // Tied: with one stage the output layer reads the embedding's own table; otherwise the last stage holds a
+    // copy. Untied: the output layer's own matrix, on every plan.
+    Parameter& weight = !ctx.model.tie_embeddings ? store.add(ctx, output_weight_spec(ctx))
+                        : embedding_             ? embedding_->word()
+                                                 : store.add(ctx, word_embedding_spec(ctx));
+    output_ = std::make_unique<GptOutput>(ctx, store, weight);
   }
 }
 

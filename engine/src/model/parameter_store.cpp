@@ -45,6 +45,13 @@ ParameterSpec word_embedding_spec(const RankContext& ctx)
   return spec;
 }
 
+ParameterSpec output_weight_spec(const RankContext& ctx)
+{
+  ParameterSpec spec = word_embedding_spec(ctx);
+  spec.name = "output.weight";
+  return spec;
+}
+
 Parameter& ParameterStore::add(const RankContext& ctx, ParameterSpec spec)
 {
   if (weights_.defined())
@@ -54,8 +61,21 @@ Parameter& ParameterStore::add(const RankContext& ctx, ParameterSpec spec)
   p.local_cols = spec.cols;
   if (spec.sharding.dim == 0)
     p.local_rows = split_extent(spec.rows, spec.padded_rows, spec.sharding.blocks, ctx.tp_size(), spec.name);
-  if (spec.sharding.dim == 1)
+  if (spec.sharding.dim == 1 && !spec.sharding.block_extents.empty()) {
+    int64_t total = 0;
+    for (const int64_t extent : spec.sharding.block_extents) {
+      if (extent % ctx.tp_size() != 0)
+        throw std::logic_error("parameter " + spec.name + ": a block of " + std::to_string(extent) +
+                               " columns does not split over " + std::to_string(ctx.tp_size()) + " ranks");
+      total += extent;
+    }
+    if (total != spec.cols)
+      throw std::logic_error("parameter " + spec.name + ": blocks of " + std::to_string(total) + " columns, not " +
+                             std::to_string(spec.cols));
+    p.local_cols = spec.cols / ctx.tp_size();
+  } else if (spec.sharding.dim == 1) {
     p.local_cols = split_extent(spec.cols, 0, spec.sharding.blocks, ctx.tp_size(), spec.name);
+  }
   p.offset = total_;
   p.spec = std::move(spec);
   total_ += p.numel();
@@ -100,13 +120,23 @@ int64_t logical_index(const Parameter& p, int64_t local, int64_t tp_rank, int64_
     row = block * (p.spec.rows / s.blocks) + tp_rank * per_part + row % per_part;
     if (row >= p.spec.rows)
       return -1;
+  } else if (s.dim == 1 && !s.block_extents.empty()) {
+    int64_t local_start = 0, logical_start = 0; // of the block holding `col`
+    for (const int64_t extent : s.block_extents) {
+      const int64_t share = extent / tp;
+      if (col < local_start + share) {
+        col = logical_start + tp_rank * share + (col - local_start);
+        break;
+      }
+      local_start += share;
+      logical_start += extent;
+    }
   } else if (s.dim == 1) {
     const int64_t per_part = p.local_cols / s.blocks, block = col / per_part;
     col = block * (p.spec.cols / s.blocks) + tp_rank * per_part + col % per_part;
     if (col >= p.spec.cols)
       return -1;
   }
-  (void)tp;
   return row * p.spec.cols + col;
 }
 

@@ -22,7 +22,9 @@ void MixedPrecisionAdam::reduce_gradients()
   ctx_.set_context(traces::Phase::Optimizer, -1, -1, 0);
   if (ctx_.sequence_parallel())
     all_reduce_sp_partial_gradients();
-  if (ctx_.embedding.valid())
+  // The tied output layer's copy of the word embedding on the last stage; untied, the output layer has its own
+  // matrix and nothing is exchanged (nor does the generator emit it).
+  if (ctx_.embedding.valid() && ctx_.model.tie_embeddings)
     if (Parameter* word = store_.find("embedding.word"))
       ctx_.embedding.all_reduce(word->grad, word->numel(), ReduceOp::Sum, op_name(OpName::EmbeddingGradAllReduce));
   Tensor& grads = store_.grads();

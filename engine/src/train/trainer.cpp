@@ -4,6 +4,7 @@
 #include "gputwin/engine/backend/host_access.hpp"
 #include "gputwin/engine/comm/in_process_world.hpp"
 #include "gputwin/engine/train/device_memory_check.hpp"
+#include "gputwin/engine/train/engine_plan_support.hpp"
 #include "gputwin/engine/train/trace_metadata.hpp"
 #include "process_trainer.hpp"
 #include "rank_loop.hpp"
@@ -141,6 +142,7 @@ TrainResult train_threads(const TrainConfig& config, const StepCallback& on_step
 
 TrainResult train(const TrainConfig& config, const StepCallback& on_step)
 {
+  check_engine_supports_plan(config.model, config.plan);
   check_backend_supports_plan(config.backend, config.plan);
   if (config.comm == CommKind::Nccl || config.comm == CommKind::Tcp)
     return train_process(config, on_step);

@@ -13,6 +13,30 @@ CommExpander::CommExpander(const topo::ClusterSpec& cluster, const Workload& wor
 {
 }
 
+CommExpander::CommExpander(const topo::ClusterGraph& graph, const Workload& workload)
+    : cluster_(graph.spec()), graph_(&graph), workload_(workload)
+{
+}
+
+std::vector<bool> CommExpander::link_disjoint_copies(const std::vector<std::vector<Flow>>& copy_flows) const
+{
+  if (graph_ == nullptr)
+    return {};
+  std::map<int, size_t> users; // link -> copies using it (counted once per copy)
+  std::vector<std::set<int>> links(copy_flows.size());
+  for (size_t c = 0; c < copy_flows.size(); ++c) {
+    for (const Flow& f : copy_flows[c])
+      for (const int link : graph_->route(f.src_gpu, f.dst_gpu))
+        links[c].insert(link);
+    for (const int link : links[c])
+      ++users[link];
+  }
+  std::vector<bool> disjoint(copy_flows.size(), false);
+  for (size_t c = 0; c < copy_flows.size(); ++c)
+    disjoint[c] = std::all_of(links[c].begin(), links[c].end(), [&](int link) { return users[link] == 1; });
+  return disjoint;
+}
+
 bool CommExpander::within_one_node(const std::vector<int32_t>& ranks) const
 {
   for (const int32_t r : ranks)
@@ -31,17 +55,24 @@ std::vector<std::vector<int32_t>> CommExpander::copies_of_group(int32_t group) c
   switch (role.kind) {
   case GroupKind::Embedding:
     for (int64_t d = 0; d < plan.dp; ++d)
-      for (int64_t t = 0; t < plan.tp; ++t)
-        copies.push_back({static_cast<int32_t>(global_rank(plan, {0, d, t})),
-                          static_cast<int32_t>(global_rank(plan, {plan.pp - 1, d, t}))});
+      for (int64_t c = 0; c < plan.cp; ++c)
+        for (int64_t t = 0; t < plan.tp; ++t)
+          copies.push_back({static_cast<int32_t>(global_rank(plan, {0, d, t, c})),
+                            static_cast<int32_t>(global_rank(plan, {plan.pp - 1, d, t, c}))});
     break;
   case GroupKind::Tp:
     for (int64_t d = 0; d < plan.dp; ++d)
-      copies.push_back(tp_group_ranks(plan, role.stage, d));
+      for (int64_t c = 0; c < plan.cp; ++c)
+        copies.push_back(tp_group_ranks(plan, role.stage, d, c));
     break;
   case GroupKind::Dp:
     for (int64_t t = 0; t < plan.tp; ++t)
       copies.push_back(dp_group_ranks(plan, role.stage, t));
+    break;
+  case GroupKind::Cp:
+    for (int64_t d = 0; d < plan.dp; ++d)
+      for (int64_t t = 0; t < plan.tp; ++t)
+        copies.push_back(cp_group_ranks(plan, role.stage, d, t));
     break;
   }
   return copies;
@@ -55,11 +86,24 @@ const CommWork& CommExpander::collective(const traces::Op& op)
     return found->second;
   CommWork work;
   const std::vector<std::vector<int32_t>> copies = copies_of_group(op.group);
+  std::vector<CollectivePlan> plans(copies.size());
   for (size_t c = 0; c < copies.size(); ++c) {
     if (c > 0 && within_one_node(copies[c]))
       continue; // link-disjoint from every other copy: represented by copy 0
     const std::vector<int> gpus(copies[c].begin(), copies[c].end());
-    const CollectivePlan plan = plan_collective(cluster_, op.collective, gpus, op.bytes);
+    plans[c] = plan_collective(cluster_, op.collective, gpus, op.bytes);
+  }
+  std::vector<bool> disjoint;
+  if (workload_.role(op.group).kind == GroupKind::Cp) {
+    std::vector<std::vector<Flow>> flows;
+    for (const CollectivePlan& p : plans)
+      flows.push_back(p.flows);
+    disjoint = link_disjoint_copies(flows);
+  }
+  for (size_t c = 0; c < copies.size(); ++c) {
+    if (c > 0 && (within_one_node(copies[c]) || (!disjoint.empty() && disjoint[c])))
+      continue; // link-disjoint from every other copy: represented by copy 0
+    const CollectivePlan& plan = plans[c];
     if (c == 0) {
       work.latency_s = plan.choice.latency_s;
       work.channels = plan.nccl_channels;
@@ -79,10 +123,11 @@ const CommWork& CommExpander::message(int64_t src_stage, int64_t dst_stage, doub
   const ParallelPlan& plan = workload_.plan;
   CommWork work;
   for (int64_t d = 0; d < plan.dp; ++d)
+    for (int64_t c = 0; c < plan.cp; ++c)
     for (int64_t t = 0; t < plan.tp; ++t) {
-      const int src = static_cast<int>(global_rank(plan, {src_stage, d, t}));
-      const int dst = static_cast<int>(global_rank(plan, {dst_stage, d, t}));
-      const bool first = d == 0 && t == 0;
+      const int src = static_cast<int>(global_rank(plan, {src_stage, d, t, c}));
+      const int dst = static_cast<int>(global_rank(plan, {dst_stage, d, t, c}));
+      const bool first = d == 0 && c == 0 && t == 0;
       if (!first && src / cluster_.gpus_per_node == dst / cluster_.gpus_per_node)
         continue;
       if (first) {

@@ -28,7 +28,7 @@ IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Worklo
     return execute_dag(graph, unfolding.unfold(programs), unfolding.groups(), unfolding, slowed_s,
                        unfolding.per_program(hosts), options);
   }
-  CommExpander comm(graph.spec(), workload);
+  CommExpander comm(graph, workload);
   const ComputeDuration compute_s = [&gpu](size_t, const traces::Op& op) {
     return op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
   };

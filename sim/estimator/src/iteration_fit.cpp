@@ -37,7 +37,7 @@ CompiledCase compile_case(const topo::ClusterGraph& graph, const IterationCase& 
   for (int64_t stage = 0; stage < c.plan.pp; ++stage)
     programs.push_back(stage_program(workload, stage));
   CompiledCase compiled{DagExecutor(programs, workload.groups), {}, {}, {}, {}};
-  CommExpander comm(graph.spec(), workload);
+  CommExpander comm(graph, workload);
   std::map<std::tuple<std::string, double, double, int64_t, int64_t, int64_t, int64_t>, uint32_t> index;
   std::map<const CommWork*, double> comm_cache;
   for (const traces::RankProgram& program : programs) {

@@ -71,12 +71,12 @@ IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Worklo
     return execute_programs(graph, unfolding.unfold(programs), unfolding.groups(), unfolding, slowed_s, options,
                             unfolding.per_program(hosts));
   }
-  CommExpander comm(graph.spec(), workload);
+  CommExpander comm(graph, workload);
   const ComputeDuration compute_s = [&gpu](size_t, const traces::Op& op) {
     return op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
   };
   IterationOptions folded = options; // each stage program stands for the tp x dp ranks of its stage
-  folded.ranks_per_program = static_cast<int>(workload.plan.tp * workload.plan.dp);
+  folded.ranks_per_program = static_cast<int>(workload.plan.tp * workload.plan.cp * workload.plan.dp);
   return execute_programs(graph, std::move(programs), workload.groups, comm, compute_s, folded, hosts);
 }
 

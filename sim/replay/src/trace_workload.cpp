@@ -28,13 +28,13 @@ public:
   }
   void embedding_forward(OpEmitter& e, int32_t g) const override { emit(e, g, at(e).embedding_forward); }
   void embedding_backward(OpEmitter& e, int32_t g) const override { emit(e, g, at(e).embedding_backward); }
-  void layer_forward(OpEmitter& e, int32_t g) const override
+  void layer_forward(OpEmitter& e, const LayerGroups& g) const override
   {
-    emit(e, g, at(e).layer_forward.at(e.layer() % layers_));
+    emit(e, g.tp, at(e).layer_forward.at(e.layer() % layers_));
   }
-  void layer_backward(OpEmitter& e, int32_t g) const override
+  void layer_backward(OpEmitter& e, const LayerGroups& g) const override
   {
-    emit(e, g, at(e).layer_backward.at(e.layer() % layers_));
+    emit(e, g.tp, at(e).layer_backward.at(e.layer() % layers_));
   }
   void output_forward(OpEmitter& e, int32_t g) const override { emit(e, g, at(e).output_forward); }
   void output_backward(OpEmitter& e, int32_t g) const override { emit(e, g, at(e).output_backward); }
@@ -152,7 +152,8 @@ TraceWorkload make_trace_workload(const traces::OpGraph& trace, const ScaleOut& 
 GpuComputeModel template_compute_model(const topo::ClusterSpec& cluster)
 {
   try {
-    return builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+    return builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
+                                 cluster.gpu.peak_fp8_flops);
   } catch (const std::invalid_argument&) {
     return nominal_roofline_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
                                   "nominal roofline at the cluster file's peak and bandwidth (not calibrated)");

@@ -23,7 +23,7 @@ int64_t score_row(const AttentionDims& d, int64_t sample, int64_t head, int64_t 
 
 void check(const char* kernel, const Tensor& qkv, const Tensor& scores, const AttentionDims& d)
 {
-  cpu::require_elements(kernel, qkv, d.seq * d.batch * 3 * d.heads * d.head_dim);
+  cpu::require_elements(kernel, qkv, d.seq * d.batch * d.qkv_width());
   cpu::require_elements(kernel, scores, d.batch * d.heads * d.seq * d.seq);
 }
 
@@ -37,7 +37,7 @@ void CpuBackend::attention_scores_forward(Tensor& scores, const Tensor& qkv, con
   for (int64_t b = 0; b < d.batch; ++b)
     for (int64_t h = 0; h < d.heads; ++h) {
       gather_head(qkv, d, b, h, 0, q.data());
-      gather_head(qkv, d, b, h, 1, k.data());
+      gather_head(qkv, d, b, d.group_of(h), 1, k.data());
       for (int64_t i = 0; i < d.seq; ++i) {
         const float* qi = q.data() + i * d.head_dim;
         const int64_t row = score_row(d, b, h, i);
@@ -60,28 +60,32 @@ void CpuBackend::attention_scores_backward(Tensor& d_qkv, const Tensor& d_scores
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
   const size_t block = static_cast<size_t>(d.seq * d.head_dim);
   std::vector<float> q(block), k(block), dq(block), dk(block);
+  // K of a group collects the gradients of its query heads in head order (one group lives on one rank, so every
+  // tensor-parallel plan sums them in this order).
   for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      gather_head(qkv, d, b, h, 0, q.data());
-      gather_head(qkv, d, b, h, 1, k.data());
-      std::fill(dq.begin(), dq.end(), 0.0f);
+    for (int64_t g = 0; g < d.groups(); ++g) {
+      gather_head(qkv, d, b, g, 1, k.data());
       std::fill(dk.begin(), dk.end(), 0.0f);
-      for (int64_t i = 0; i < d.seq; ++i) {
-        const int64_t row = score_row(d, b, h, i);
-        float* dqi = dq.data() + i * d.head_dim;
-        const float* qi = q.data() + i * d.head_dim;
-        for (int64_t j = 0; j <= i; ++j) {
-          const float ds = cpu::load_operand(d_scores, row + j) * scale;
-          const float* kj = k.data() + j * d.head_dim;
-          float* dkj = dk.data() + j * d.head_dim;
-          for (int64_t c = 0; c < d.head_dim; ++c) {
-            dqi[c] += ds * kj[c];
-            dkj[c] += ds * qi[c];
+      for (int64_t h = g * d.heads_per_group(); h < (g + 1) * d.heads_per_group(); ++h) {
+        gather_head(qkv, d, b, h, 0, q.data());
+        std::fill(dq.begin(), dq.end(), 0.0f);
+        for (int64_t i = 0; i < d.seq; ++i) {
+          const int64_t row = score_row(d, b, h, i);
+          float* dqi = dq.data() + i * d.head_dim;
+          const float* qi = q.data() + i * d.head_dim;
+          for (int64_t j = 0; j <= i; ++j) {
+            const float ds = cpu::load_operand(d_scores, row + j) * scale;
+            const float* kj = k.data() + j * d.head_dim;
+            float* dkj = dk.data() + j * d.head_dim;
+            for (int64_t c = 0; c < d.head_dim; ++c) {
+              dqi[c] += ds * kj[c];
+              dkj[c] += ds * qi[c];
+            }
           }
         }
+        scatter_head(d_qkv, d, b, h, 0, dq.data());
       }
-      scatter_head(d_qkv, d, b, h, 0, dq.data());
-      scatter_head(d_qkv, d, b, h, 1, dk.data());
+      scatter_head(d_qkv, d, b, g, 1, dk.data());
     }
 }
 
@@ -131,7 +135,7 @@ void CpuBackend::attention_context_forward(Tensor& context, const Tensor& probs,
   std::vector<float> v(static_cast<size_t>(d.seq * d.head_dim)), out(static_cast<size_t>(d.head_dim));
   for (int64_t b = 0; b < d.batch; ++b)
     for (int64_t h = 0; h < d.heads; ++h) {
-      gather_head(qkv, d, b, h, 2, v.data());
+      gather_head(qkv, d, b, d.group_of(h), 2, v.data());
       for (int64_t i = 0; i < d.seq; ++i) {
         std::fill(out.begin(), out.end(), 0.0f);
         const int64_t row = score_row(d, b, h, i);
@@ -155,32 +159,34 @@ void CpuBackend::attention_context_backward(Tensor& d_probs, Tensor& d_qkv, cons
   const size_t block = static_cast<size_t>(d.seq * d.head_dim);
   std::vector<float> v(block), dctx(block), dv(block);
   for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      gather_head(qkv, d, b, h, 2, v.data());
-      for (int64_t i = 0; i < d.seq; ++i)
-        cpu::load_operand_row(d_context, (i * d.batch + b) * width + h * d.head_dim, d.head_dim,
-                              dctx.data() + i * d.head_dim);
-      std::fill(dv.begin(), dv.end(), 0.0f);
-      for (int64_t i = 0; i < d.seq; ++i) {
-        const int64_t row = score_row(d, b, h, i);
-        const float* gi = dctx.data() + i * d.head_dim;
-        for (int64_t j = 0; j < d.seq; ++j) {
-          if (j > i) {
-            cpu::store(d_probs, row + j, 0.0f);
-            continue;
+    for (int64_t g = 0; g < d.groups(); ++g) {
+      gather_head(qkv, d, b, g, 2, v.data());
+      std::fill(dv.begin(), dv.end(), 0.0f); // V of a group: the sum over its query heads, in head order
+      for (int64_t h = g * d.heads_per_group(); h < (g + 1) * d.heads_per_group(); ++h) {
+        for (int64_t i = 0; i < d.seq; ++i)
+          cpu::load_operand_row(d_context, (i * d.batch + b) * width + h * d.head_dim, d.head_dim,
+                                dctx.data() + i * d.head_dim);
+        for (int64_t i = 0; i < d.seq; ++i) {
+          const int64_t row = score_row(d, b, h, i);
+          const float* gi = dctx.data() + i * d.head_dim;
+          for (int64_t j = 0; j < d.seq; ++j) {
+            if (j > i) {
+              cpu::store(d_probs, row + j, 0.0f);
+              continue;
+            }
+            const float* vj = v.data() + j * d.head_dim;
+            float* dvj = dv.data() + j * d.head_dim;
+            const float p = cpu::load_operand(probs, row + j);
+            float dot = 0;
+            for (int64_t c = 0; c < d.head_dim; ++c) {
+              dot += gi[c] * vj[c];
+              dvj[c] += p * gi[c];
+            }
+            cpu::store(d_probs, row + j, dot);
           }
-          const float* vj = v.data() + j * d.head_dim;
-          float* dvj = dv.data() + j * d.head_dim;
-          const float p = cpu::load_operand(probs, row + j);
-          float dot = 0;
-          for (int64_t c = 0; c < d.head_dim; ++c) {
-            dot += gi[c] * vj[c];
-            dvj[c] += p * gi[c];
-          }
-          cpu::store(d_probs, row + j, dot);
         }
       }
-      scatter_head(d_qkv, d, b, h, 2, dv.data());
+      scatter_head(d_qkv, d, b, g, 2, dv.data());
     }
 }
 

@@ -34,7 +34,7 @@ static_assert(sizeof(RngState) == 16, "FlashAttention's rng_state is two 64-bit 
 void check(const char* kernel, const Tensor& qkv, const Tensor& context, const Tensor& lse, const Tensor& rng_state,
            const AttentionDims& d)
 {
-  cpu::require_elements(kernel, qkv, d.seq * d.batch * 3 * d.heads * d.head_dim);
+  cpu::require_elements(kernel, qkv, d.seq * d.batch * d.qkv_width());
   cpu::require_elements(kernel, context, d.seq * d.batch * d.heads * d.head_dim);
   cpu::require_elements(kernel, lse, d.batch * d.heads * d.seq);
   if (lse.dtype() != DType::F32)
@@ -113,8 +113,8 @@ void CpuBackend::flash_attention_forward(Tensor& context, Tensor& lse, Tensor& r
   for (int64_t b = 0; b < d.batch; ++b)
     for (int64_t h = 0; h < d.heads; ++h) {
       cpu::gather_head(qkv, d, b, h, 0, q.data());
-      cpu::gather_head(qkv, d, b, h, 1, k.data());
-      cpu::gather_head(qkv, d, b, h, 2, v.data());
+      cpu::gather_head(qkv, d, b, d.group_of(h), 1, k.data());
+      cpu::gather_head(qkv, d, b, d.group_of(h), 2, v.data());
       const BlockDropout drop = block_dropout(state, dropout, d, b, h);
       for (int64_t i0 = 0; i0 < d.seq; i0 += tile) { // one query tile: a thread block of the GPU kernel
         const int64_t i1 = std::min(i0 + tile, d.seq);
@@ -168,7 +168,7 @@ void CpuBackend::flash_attention_backward(Tensor& d_qkv, const Tensor& d_context
 {
   check("flash_attention_backward", qkv, context, lse, rng_state, d);
   cpu::require_elements("flash_attention_backward d_context", d_context, d.seq * d.batch * d.heads * d.head_dim);
-  cpu::require_elements("flash_attention_backward d_qkv", d_qkv, d.seq * d.batch * 3 * d.heads * d.head_dim);
+  cpu::require_elements("flash_attention_backward d_qkv", d_qkv, d.seq * d.batch * d.qkv_width());
   RngState state;
   std::memcpy(&state, rng_state.raw(), sizeof state);
 
@@ -177,45 +177,49 @@ void CpuBackend::flash_attention_backward(Tensor& d_qkv, const Tensor& d_context
   const size_t block = static_cast<size_t>(d.seq * dh);
   std::vector<float> q(block), k(block), v(block), out(block), d_out(block), dq(block), dk(block), dv(block);
   std::vector<float> row_dot(static_cast<size_t>(d.seq));
+  // dK and dV of a group collect the gradients of its query heads in head order (FlashAttention-2 with GQA sums
+  // them over the group the same way).
   for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      cpu::gather_head(qkv, d, b, h, 0, q.data());
-      cpu::gather_head(qkv, d, b, h, 1, k.data());
-      cpu::gather_head(qkv, d, b, h, 2, v.data());
-      for (int64_t i = 0; i < d.seq; ++i) {
-        cpu::load_row(context, cpu::context_index(d, i, b, h), dh, out.data() + i * dh);
-        cpu::load_operand_row(d_context, cpu::context_index(d, i, b, h), dh, d_out.data() + i * dh);
-        // D_i = rowsum(dO o O) = sum_j P_ij dP_ij (FlashAttention-2's preprocessing kernel).
-        row_dot[static_cast<size_t>(i)] = dot(d_out.data() + i * dh, out.data() + i * dh, dh);
-      }
-      const BlockDropout drop = block_dropout(state, dropout, d, b, h);
-      std::fill(dq.begin(), dq.end(), 0.0f);
+    for (int64_t g = 0; g < d.groups(); ++g) {
+      cpu::gather_head(qkv, d, b, g, 1, k.data());
+      cpu::gather_head(qkv, d, b, g, 2, v.data());
       std::fill(dk.begin(), dk.end(), 0.0f);
       std::fill(dv.begin(), dv.end(), 0.0f);
-      for (int64_t j0 = 0; j0 < d.seq; j0 += tile) {   // one key tile: a thread block of the GPU kernel
-        const int64_t j1 = std::min(j0 + tile, d.seq);
-        for (int64_t i0 = j0; i0 < d.seq; i0 += tile) { // query tiles on or below the diagonal
-          const int64_t i1 = std::min(i0 + tile, d.seq);
-          for (int64_t i = i0; i < i1; ++i) {
-            const float row_lse = lse.f32()[lse_index(d, b, h, i)];
-            const float* qi = q.data() + i * dh;
-            const float* gi = d_out.data() + i * dh;
-            for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
-              const float p = std::exp(dot(qi, k.data() + j * dh, dh) * scale - row_lse);
-              const bool keep = drop.keep(i, j);
-              if (keep)
-                axpy(dv.data() + j * dh, round_to_bf16(p * drop.keep_scale), gi, dh);
-              const float d_dropped = keep ? dot(gi, v.data() + j * dh, dh) * drop.keep_scale : 0.0f;
-              const float d_score = round_to_bf16(p * (d_dropped - row_dot[static_cast<size_t>(i)])) * scale;
-              axpy(dq.data() + i * dh, d_score, k.data() + j * dh, dh);
-              axpy(dk.data() + j * dh, d_score, qi, dh);
+      for (int64_t h = g * d.heads_per_group(); h < (g + 1) * d.heads_per_group(); ++h) {
+        cpu::gather_head(qkv, d, b, h, 0, q.data());
+        for (int64_t i = 0; i < d.seq; ++i) {
+          cpu::load_row(context, cpu::context_index(d, i, b, h), dh, out.data() + i * dh);
+          cpu::load_operand_row(d_context, cpu::context_index(d, i, b, h), dh, d_out.data() + i * dh);
+          // D_i = rowsum(dO o O) = sum_j P_ij dP_ij (FlashAttention-2's preprocessing kernel).
+          row_dot[static_cast<size_t>(i)] = dot(d_out.data() + i * dh, out.data() + i * dh, dh);
+        }
+        const BlockDropout drop = block_dropout(state, dropout, d, b, h);
+        std::fill(dq.begin(), dq.end(), 0.0f);
+        for (int64_t j0 = 0; j0 < d.seq; j0 += tile) {   // one key tile: a thread block of the GPU kernel
+          const int64_t j1 = std::min(j0 + tile, d.seq);
+          for (int64_t i0 = j0; i0 < d.seq; i0 += tile) { // query tiles on or below the diagonal
+            const int64_t i1 = std::min(i0 + tile, d.seq);
+            for (int64_t i = i0; i < i1; ++i) {
+              const float row_lse = lse.f32()[lse_index(d, b, h, i)];
+              const float* qi = q.data() + i * dh;
+              const float* gi = d_out.data() + i * dh;
+              for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
+                const float p = std::exp(dot(qi, k.data() + j * dh, dh) * scale - row_lse);
+                const bool keep = drop.keep(i, j);
+                if (keep)
+                  axpy(dv.data() + j * dh, round_to_bf16(p * drop.keep_scale), gi, dh);
+                const float d_dropped = keep ? dot(gi, v.data() + j * dh, dh) * drop.keep_scale : 0.0f;
+                const float d_score = round_to_bf16(p * (d_dropped - row_dot[static_cast<size_t>(i)])) * scale;
+                axpy(dq.data() + i * dh, d_score, k.data() + j * dh, dh);
+                axpy(dk.data() + j * dh, d_score, qi, dh);
+              }
             }
           }
         }
+        cpu::scatter_head(d_qkv, d, b, h, 0, dq.data());
       }
-      cpu::scatter_head(d_qkv, d, b, h, 0, dq.data());
-      cpu::scatter_head(d_qkv, d, b, h, 1, dk.data());
-      cpu::scatter_head(d_qkv, d, b, h, 2, dv.data());
+      cpu::scatter_head(d_qkv, d, b, g, 1, dk.data());
+      cpu::scatter_head(d_qkv, d, b, g, 2, dv.data());
     }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Activation memory of a GPT under tensor, sequence and pipeline parallelism and activation recompute:
-// Korthikanti et al. 2022, Section 4 and Table 2. 16-bit activations (2 bytes), 1-byte dropout masks.
+// Activation memory of a GPT under tensor, sequence, context and pipeline parallelism and activation recompute:
+// Korthikanti et al. 2022, Section 4 and Table 2, generalised to Llama-style layers. 16-bit activations (2 bytes),
+// 1-byte dropout masks.
 
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"
@@ -36,6 +37,24 @@ namespace gputwin {
 // RNG state is per rank. gpt3-175b, paper plan (t = 8, b = 1), SP + selective, flash: 34 s b h / 8 +
 // 4 a s b / 8 + 16 = 106954752 + 98304 + 16 = 107053072 bytes (unfused: 106954752).
 // Computed in exact integers: h and a are multiples of t, so every split is exact.
+//
+// Architectures (issue 14) generalise the table term by term; s is each rank's share of the sequence, s / cp with
+// context parallelism (every stored tensor is per token, and the attention core's rows are the rank's queries):
+//   outside the TP regions (split by t with SP):  4 sbh (two norm inputs; LayerNorm or RMSNorm alike)
+//                                                 + 2 x 2 sbh (the two norm outputs, QKV's and fc1's inputs)
+//                                                 + 2 sbh (the two residual dropout masks, with dropout only)
+//   inside (split by t):                          2 sbh (Q) + 4 s b g d (K and V of the g query groups)
+//                                                 + 2 sbh (the attention output, the projection's input)
+//                                                 + 2 s b F' (fc1's output, F' = F, or 2F for SwiGLU's gate and up)
+//                                                 + 2 s b F (the activation's output, fc2's input)
+//                                                 + the attention core: unfused 2 a s^2 b (softmax output) + 3 a s^2 b
+//                                                   (dropout mask and output, with dropout only); flash 4 a s b
+//                                                   (fp32 log-sum-exp) + 16 bytes of RNG state with dropout
+// The paper's GPT (g = a, F = 4h, GeLU, dropout): 10 sbh outside, 24 sbh + 5 a s^2 b inside -- Table 2. RoPE stores
+// nothing (Q and K are stored rotated, as the attention consumes them). With FP8 the four linear inputs (the norm
+// outputs, the attention output, the activation output) are kept as their 1-byte FP8 casts. Llama 3 70B, tp 8,
+// cp 2, SP, flash: (8 sbh + 4 sbh + 4 s b 1024 + 2 s b 57344 + 2 s b 28672 + 4 a s b) / 8 at s = 4096, b = 1:
+// 140640256 bytes (tests/models/llama_architecture_test.cpp derives it by hand).
 int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& plan);
 
 // FlashAttention's dropout RNG state per layer and micro-batch, bytes: a (seed, offset) pair of int64.

@@ -45,11 +45,23 @@ struct FusedAttentionCost {
   traces::GemmShape shape; // the GEMM the compute model times it as (see above)
 };
 
-// One causal fused forward over `batch_heads` (sample, head) pairs of `seq` tokens and `head_dim`.
+// One causal fused forward over `batch_heads` (sample, head) pairs of `seq` tokens and `head_dim`. With
+// grouped-query attention K and V (and dK, dV) are read and written once per group: `kv_share` = g / a scales
+// their bytes.
 FusedAttentionCost flash_attention_forward_cost(int64_t batch_heads, int64_t seq, int64_t head_dim,
-                                                int64_t tile_tokens = flash_tile_tokens);
+                                                int64_t tile_tokens = flash_tile_tokens, double kv_share = 1.0);
 // Its backward, with the internal recompute of Q K^T: 2.5 x the forward FLOPs.
 FusedAttentionCost flash_attention_backward_cost(int64_t batch_heads, int64_t seq, int64_t head_dim,
-                                                 int64_t tile_tokens = flash_tile_tokens);
+                                                 int64_t tile_tokens = flash_tile_tokens, double kv_share = 1.0);
+
+// One step of context-parallel ring attention (Megatron-Core / Transformer Engine, load-balanced: each rank holds
+// chunks i and 2cp-1-i of the sequence split in 2cp, so every rank does 1/cp of the causal work, s_full^2 / (2 cp)
+// score entries per (sample, head), in cp steps of equal work). A step attends the rank's `seq_local` queries to
+// one K/V block of `seq_local` keys: FLOPs = the rank's causal FLOPs / cp (forward 2 products, backward 5);
+// bytes = the fused kernel's on that block (flash_attention_*_cost at seq_local, not causal) plus the fp32
+// correction of the running output and log-sum-exp (read and write 4 s d + 4 s per step forward; backward the
+// dQ accumulator likewise). Timing shape: m = seq_local, n = head_dim, k = seq_local.
+FusedAttentionCost flash_attention_cp_step_cost(int64_t batch_heads, int64_t seq_local, int64_t head_dim, int64_t cp,
+                                                bool forward, double kv_share = 1.0);
 
 } // namespace gputwin

@@ -9,8 +9,9 @@
 
 namespace gputwin {
 
-// Forward FLOPs of one transformer layer for B samples: 24 B s h^2 (the four linears) + 4 B s^2 h
-// (Q K^T and attention over V).
+// Forward FLOPs of one transformer layer for B samples: the four linears, 2 B s (h (h + 2 g d) + h^2 + h F' + F h)
+// (F' = F, or 2F with SwiGLU), + 4 B s^2 h (Q K^T and attention over V, dense). The paper's GPT: 24 B s h^2 +
+// 4 B s^2 h.
 double layer_forward_flops(const GptConfig& model, int64_t samples);
 
 // Forward FLOPs of the output layer (logits) for B samples: 2 B s h v.

@@ -1,12 +1,29 @@
 #pragma once
-// The shape of a GPT model: what every memory, FLOPs and workload formula is a function of.
+// The shape of a decoder-only transformer: what every memory, FLOPs and workload formula is a function of.
+// The defaults are the 2022 paper's GPT (multi-head attention, 4h GeLU MLP, LayerNorm, learned positions,
+// tied embeddings, biases, dropout); the architecture fields express Llama-style models on top.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gputwin {
 
-// Notation of Korthikanti et al. 2022: h = hidden, a = heads, L = layers, s = seq_len, v = vocab.
+enum class Activation {
+  Gelu,   // fc1 h -> F, GeLU, fc2 F -> h
+  SwiGlu, // fc1 h -> 2F (gate and up projections), silu(gate) * up, fc2 F -> h (Shazeer 2020)
+};
+enum class Norm {
+  LayerNorm, // (x - mean) / std * gamma + beta
+  RmsNorm,   // x / rms(x) * gamma (Zhang & Sennrich 2019): no mean, no beta
+};
+enum class PositionEmbedding {
+  Learned, // an s x h table added to the word embedding
+  Rope,    // rotary embedding applied to Q and K in every layer (Su et al. 2021): no parameters
+};
+
+// Notation of Korthikanti et al. 2022: h = hidden, a = heads, L = layers, s = seq_len, v = vocab; g = query
+// groups (K/V heads), F = MLP width.
 struct GptConfig {
   std::string name;
   int64_t hidden = 0;  // h
@@ -14,12 +31,38 @@ struct GptConfig {
   int64_t layers = 0;  // L
   int64_t seq_len = 0; // s, tokens per sample
   int64_t vocab = 0;   // v, before padding for the vocabulary-parallel split
+  // Architecture (defaults: the paper's GPT).
+  int64_t query_groups = 0; // g, K/V heads (grouped-query attention); 0: g = a (multi-head attention)
+  int64_t ffn_hidden = 0;   // F, MLP width; 0: 4h
+  Activation activation = Activation::Gelu;
+  Norm norm = Norm::LayerNorm;
+  PositionEmbedding position = PositionEmbedding::Learned;
+  bool tie_embeddings = true; // the output layer reuses the word embedding
+  bool bias = true;           // linear layers have biases
+  bool dropout = true;        // hidden and attention dropout (GPT-3: p = 0.1); Llama trains without
 
   int64_t head_dim() const { return hidden / heads; }
+  int64_t kv_heads() const { return query_groups > 0 ? query_groups : heads; }
+  int64_t kv_dim() const { return kv_heads() * head_dim(); } // width of K (and of V)
+  int64_t ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+  // Output width of the first MLP linear: F, or 2F for the gated SwiGLU.
+  int64_t fc1_width() const { return activation == Activation::SwiGlu ? 2 * ffn() : ffn(); }
+  bool gpt_architecture() const
+  {
+    return query_groups == 0 && ffn_hidden == 0 && activation == Activation::Gelu && norm == Norm::LayerNorm &&
+           position == PositionEmbedding::Learned && tie_embeddings && bias && dropout;
+  }
 };
 
-// Throws InputError naming the offending flag (`--hidden`, ...) if a size is not positive or the hidden
-// size does not split evenly into heads.
+std::string to_string(Activation a);        // "gelu", "swiglu"
+std::string to_string(Norm n);              // "layernorm", "rmsnorm"
+std::string to_string(PositionEmbedding p); // "learned", "rope"
+std::optional<Activation> parse_activation(const std::string& text);
+std::optional<Norm> parse_norm(const std::string& text);
+std::optional<PositionEmbedding> parse_position(const std::string& text);
+
+// Throws InputError naming the offending flag (`--hidden`, `--num-query-groups`, ...) if a size is not positive,
+// the hidden size does not split evenly into heads, or the heads do not split evenly into query groups.
 void validate_model(const GptConfig& model);
 
 } // namespace gputwin

@@ -18,6 +18,15 @@
 // gives how much less other shapes reach. memory_efficiency is a global multiplier: a class's bandwidth is
 // relative to it (a class not listed: relative 1), so scaling memory_efficiency scales every class and the
 // GEMMs' memory term; kernel_overhead_s is added to every kernel, a class's overhead_s on top of it.
+//
+// FP8 GEMMs (GemmShape::fp8, Transformer Engine's linear layers) use `peak_fp8_flops` in place of `peak` and the
+// same e_gemm: the bf16 efficiency curve and table, at the same level. Assumption: FP8 GEMMs reach a similar
+// fraction of their (2x) peak for large shapes as bf16 ones do of theirs. Support: cuBLASLt FP8 (e4m3 in, bf16
+// out) 8192^3 GEMMs measured ~1600 TFLOP/s on H100 SXM, 81% of 1979 (a third-party report: "cuBLASLt FP8 GEMM
+// Cross-Check Report", d-robotics test_gpu_scripts, 2026-05-24), against 82% of 989 for the bf16 table's best
+// (808.7 TFLOP/s); NVIDIA's "New cuBLAS 12.0 Features and Matrix Multiplication Performance on NVIDIA Hopper
+// GPUs" shows FP8 large-matmul throughput close to twice bf16's. Not measured here; small and short-k FP8
+// shapes are likely further below their peak than the curve says (the operand casts are separate ops).
 
 #include "gputwin/models/comm_interference.hpp"
 #include "gputwin/models/gemm_table.hpp"
@@ -39,6 +48,7 @@ struct MemoryClassParams {
 struct GpuComputeModel {
   std::string gpu_kind;
   double peak_flops = 0;      // dense bf16 tensor-core peak, FLOP/s
+  double peak_fp8_flops = 0;  // dense FP8 tensor-core peak, FLOP/s; 0 = none (A100, CPU): FP8 GEMMs are an error
   double hbm_bytes_per_s = 0; // HBM bandwidth
   int multiprocessors = 0;    // SMs: GEMM tiles are scheduled in waves of this many
   double gemm_tile_m = 128;   // output tile of the GEMM kernels (cuBLAS/CUTLASS bf16 on sm_80/sm_90)
@@ -59,8 +69,10 @@ struct GpuComputeModel {
 };
 
 // The built-in model of a GPU kind ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb"), with the cluster
-// file's peak and HBM bandwidth. Throws std::invalid_argument for an unknown kind.
-GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s);
+// file's peaks and HBM bandwidth (peak_fp8_flops 0: the cluster's GPU has no FP8 tensor cores). Throws
+// std::invalid_argument for an unknown kind.
+GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s,
+                                      double peak_fp8_flops = 0);
 
 // A plain roofline at `peak_flops` and `hbm_bytes_per_s`: efficiencies 1, no overhead, one "multiprocessor"
 // with 1 x 1 tiles (no wave quantization) -- the reference for devices without a built-in model (a CPU).
@@ -78,6 +90,11 @@ double gemm_wave_utilization(const GpuComputeModel& gpu, const traces::GemmShape
 // Fraction of the peak a GEMM of this shape reaches under the model: the table rule above when the model has a
 // table, else gemm_efficiency(). REQUIRES: shape m, n, k > 0.
 double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape);
+
+// The tensor-core peak, FLOP/s, a GEMM of this shape runs against: peak_fp8_flops for an FP8 GEMM, else
+// peak_flops. Throws InputError for an FP8 GEMM on a model without an FP8 peak (plans are checked before they
+// get here; a trace's FP8 GEMMs replayed on an A100 are not).
+double gemm_peak_flops(const GpuComputeModel& gpu, const traces::GemmShape& shape);
 
 // The parameters memory-bound kernels of class `c` use (relative 1, overhead 0 for a class not listed).
 MemoryClassParams memory_class_params(const GpuComputeModel& gpu, KernelClass c);

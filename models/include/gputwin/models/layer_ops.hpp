@@ -14,9 +14,28 @@
 namespace gputwin {
 
 
-// Forward of one layer (phase Forward, or Recompute when full recompute reruns it). `tp_group` is the index
-// of the rank's TP communicator (ignored when t = 1).
-void emit_layer_forward(OpEmitter& e, const LayerShape& s, int32_t tp_group);
+// Megatron-Core --tp-comm-overlap (WorkloadOptions::tp_comm_overlap) with TP + SP: Transformer Engine's
+// userbuffers overlap, with Megatron's default flags (tp_comm_overlap_ag, tp_comm_overlap_rs, tp_comm_bulk_dgrad,
+// tp_comm_bulk_wgrad on; tp_comm_overlap_rs_dgrad off) and TE's default methods (module/base.py initialize_ub):
+//   - ring exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad): the all-gather before the GEMM is replaced by
+//     t - 1 ring steps (`tp.ring_exchange`, a SendRecv of one rank's sequence slice on the TP group, on
+//     tp_async_stream); the GEMM runs as t chunks of T/t rows, chunk 0 on the local slice, chunk i waiting for the
+//     step that brought slice i, so step i + 1 moves while chunk i computes;
+//   - pipeline (proj_fprop, fc2_fprop): the GEMM runs as userbuffers_pipeline_splits chunks, each chunk's partial
+//     output reduce-scattered (`tp.reduce_scatter` of 1/splits of the bytes, tp_async_stream) while the next chunk
+//     computes; the op after the block waits for the last chunk's reduction;
+//   - bulk (qkv/fc1 dgrad and wgrad): the input re-gather overlapped with the dgrad GEMM and the input gradient's
+//     reduce-scatter overlapped with the wgrad GEMM -- what column-parallel backward already does without the option.
+// Each chunk is the vocabulary op (`qkv.fwd`, `proj.dgrad`, ...) at 1/chunks of its FLOPs and bytes, GEMM m / chunks.
+// The output layer is Megatron's own ColumnParallelLinear, which does not use userbuffers: unchanged.
+struct TpCommOverlap {
+  bool enabled = false;
+};
+// TE's default num_splits for the pipelined reduce-scatter overlap (initialize_ub: 4 for method "pipeline").
+inline constexpr int64_t userbuffers_pipeline_splits = 4;
+
+// Forward of one layer (phase Forward, or Recompute when full recompute reruns it).
+void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, TpCommOverlap overlap = {});
 
 // The attention core is four unfused ops forward (attn.scores/softmax/dropout/context.fwd) or, with
 // AttentionKernel::Flash, one fused op each way, `attn.flash.fwd` and `attn.flash.bwd`, costed by
@@ -24,7 +43,8 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, int32_t tp_group);
 
 // Backward of one layer; with selective recompute the unfused attention core's forward is rerun first (flash
 // attention has nothing to rerun: its backward recomputes the probabilities inside the fused kernel).
-void emit_layer_backward(OpEmitter& e, const LayerShape& s, int32_t tp_group, Recompute recompute);
+void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, Recompute recompute,
+                         TpCommOverlap overlap = {});
 
 // Vocabulary-parallel embedding lookup + dropout (first model chunk), and its backward.
 void emit_embedding_forward(OpEmitter& e, const LayerShape& s, int32_t tp_group);

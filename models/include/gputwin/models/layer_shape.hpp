@@ -11,18 +11,33 @@
 namespace gputwin {
 
 struct LayerShape {
-  int64_t s = 0, b = 0, h = 0, a = 0, t = 1;
+  int64_t s = 0;        // tokens of a sample on this rank: the sequence / cp
+  int64_t b = 0, h = 0, a = 0, t = 1;
+  int64_t g = 0;        // K/V heads (query groups); g = a without grouped-query attention
+  int64_t f = 0;        // MLP width F
+  int64_t cp = 1;       // context-parallel ranks the sequence is split over
   int64_t vocab_per_rank = 0; // padded vocabulary / t (Megatron pads v to a multiple of 128 t)
   bool sp = false;
   AttentionKernel attention = AttentionKernel::Unfused;
+  Activation activation = Activation::Gelu;
+  Norm norm = Norm::LayerNorm;
+  PositionEmbedding position = PositionEmbedding::Learned;
+  bool bias = true;
+  bool dropout = true;
+  bool fp8 = false;
 
-  int64_t tokens() const { return s * b; }                             // T = s b
+  int64_t tokens() const { return s * b; }                             // T = s b (this rank's sequence share)
   int64_t tokens_outside_tp() const { return sp ? s * b / t : s * b; } // sharded by SP outside the TP regions
   int64_t seq_outside_tp() const { return sp ? s / t : s; }             // rows of the residual stream per sample
+  int64_t seq_full() const { return s * cp; }                           // the whole sequence (K/V length)
   int64_t head_dim() const { return h / a; }
   int64_t heads_per_rank() const { return a / t; }
-  int64_t hidden_per_rank() const { return h / t; }  // attention width of one rank
-  int64_t ffn_per_rank() const { return 4 * h / t; } // MLP width of one rank
+  int64_t kv_heads_per_rank() const { return g / t; }
+  int64_t hidden_per_rank() const { return h / t; }                    // attention (query) width of one rank
+  int64_t kv_per_rank() const { return kv_heads_per_rank() * head_dim(); } // width of K (and V) of one rank
+  int64_t qkv_per_rank() const { return hidden_per_rank() + 2 * kv_per_rank(); } // QKV GEMM output width
+  int64_t ffn_per_rank() const { return f / t; }                        // MLP width of one rank
+  int64_t fc1_per_rank() const { return activation == Activation::SwiGlu ? 2 * f / t : f / t; }
 };
 
 LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan);

@@ -19,9 +19,9 @@ struct StateBytesPerParameter {
 
 struct ModelStateMemory {
   int64_t parameters = 0;      // held by this GPU
-  int64_t weight_bytes = 0;    // parameters x 2
+  int64_t weight_bytes = 0;    // parameters x 2 (+ 2 per layer parameter with FP8: the cached FP8 weight and transpose)
   int64_t gradient_bytes = 0;  // parameters x 4
-  int64_t optimizer_bytes = 0; // parameters x 12, divided over the dp replicas (rounded up) with ZeRO-1
+  int64_t optimizer_bytes = 0; // parameters x 12, divided over the dp x cp replicas (rounded up) with ZeRO-1
   int64_t total_bytes = 0;
 };
 

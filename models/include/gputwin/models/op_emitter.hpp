@@ -18,6 +18,15 @@ enum WorkloadStream : int32_t {
   send_stream = 2,     // pipeline sends
   dp_stream = 3,       // data-parallel gradient reduction (overlaps backward when asked)
   tp_async_stream = 4, // TP collectives Megatron overlaps with a GEMM (backward all-gather / reduce-scatter)
+  cp_stream = 5,       // context-parallel K/V ring exchanges, overlapped with the blockwise attention
+  param_gather_stream = 6, // ZeRO-1 parameter all-gathers overlapped with the next forward (--overlap-param-gather)
+};
+
+// The communicators a layer's ops use: the rank's TP group (ignored when t = 1) and its context-parallel
+// group (ignored when cp = 1).
+struct LayerGroups {
+  int32_t tp = -1;
+  int32_t cp = -1;
 };
 
 class OpEmitter {

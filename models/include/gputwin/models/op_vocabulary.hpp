@@ -14,6 +14,16 @@
 //     compare them bit for bit), Megatron sends them in bf16: the engine's pp.*_gradient ops carry twice
 //     the generator's bytes (pipeline_message_bytes()).
 //   - Flash attention's cost depends on the kernel's tile (the backend's), the generator uses the default tile.
+//
+// Architectures: grouped-query attention narrows the QKV GEMM to (a + 2g) d / t columns; SwiGLU widens fc1 to
+// 2F / t and replaces gelu.* by swiglu.*; RMSNorm keeps the ln*.fwd/bwd names at its own cost; RoPE adds
+// rope.fwd after the QKV GEMM and rope.bwd before its input gradient; without biases the *.bias_grad ops and
+// without dropout the dropout ops (and dropout_add.bwd, then an identity) are not emitted.
+// Context parallelism (cp > 1, flash only): the rank's attention runs as cp blockwise steps, each
+// `attn.flash.fwd`/`bwd` costing one step (1/cp of the rank's balanced causal work), with the K/V ring
+// exchange (`cp.kv_exchange`, SendRecv of one K/V block) of the next step overlapped.
+// FP8 (s.fp8): the linear layers' GEMMs (QKV, projection, fc1, fc2; forward, dgrad, wgrad) carry
+// GemmShape::fp8, 1-byte operands and the cast (and transpose) of their bf16 input added to their bytes.
 
 #include "gputwin/models/layer_shape.hpp"
 #include "gputwin/traces/op_graph.hpp"
@@ -71,6 +81,11 @@ enum class OpName : uint8_t {
   QkvBiasGrad,
   QkvWgrad,
   Ln1Bwd,
+  // Llama-style layers: rotary embedding of Q and K, the gated SwiGLU activation.
+  RopeFwd,
+  RopeBwd,
+  SwigluFwd,
+  SwigluBwd,
   // Output layer and loss (last model chunk).
   FinalLnFwd,
   LogitsFwd,
@@ -82,6 +97,7 @@ enum class OpName : uint8_t {
   FinalLnBwd,
   // End of the iteration.
   OptimizerAdam,
+  Fp8WeightCast, // FP8: the linear weights cast (and transposed) once per iteration after the step
   // Communication.
   TpAllGather,
   TpReduceScatter,
@@ -94,6 +110,10 @@ enum class OpName : uint8_t {
   DpAllReduce,
   DpReduceScatter,
   DpAllGather,
+  CpKvExchange,    // context parallelism: one ring step of the K/V block (forward)
+  CpKvGradExchange, // one ring step backward: the K/V block and its gradient
+  Fp8AmaxAllReduce, // FP8 delayed scaling: the amax histories reduced once per iteration
+  TpRingExchange,   // --tp-comm-overlap: one step of Transformer Engine's ring-exchange all-gather (one slice)
   PpSendActivation,
   PpRecvActivation,
   PpSendGradient,
@@ -120,7 +140,15 @@ OpCost op_cost(OpName op, const LayerShape& s);
 // momentum and variance, write the bf16 weight (4 + 8 + 8 + 8 + 2 bytes and 12 FLOPs per parameter).
 OpCost optimizer_cost(double owned_parameters);
 
-// nccl-tests size of a layer's, the embedding's or the loss's TP collective under `s`.
+// FP8: casting `parameters` bf16 weights to FP8 with their transposes (read 2, write 1 + 1 bytes each).
+OpCost fp8_weight_cast_cost(double parameters);
+// Bytes of one context-parallel ring step: forward the rank's K and V block in 16 bits; backward that and its
+// gradient.
+double cp_exchange_bytes(OpName op, const LayerShape& s);
+
+// nccl-tests size of a layer's, the embedding's or the loss's TP collective under `s`; TpRingExchange: the bytes
+// each rank sends (and receives) in one ring step, one rank's sequence slice of the all-gather's output (1/t of
+// it: the t - 1 steps move what the all-gather moves per rank, (t - 1)/t of its size).
 double tp_collective_bytes(OpName op, const LayerShape& s);
 // Bytes of one pipeline message: the stage boundary's activation (or its gradient) in 16 bits, sharded by SP.
 double pipeline_message_bytes(const LayerShape& s);

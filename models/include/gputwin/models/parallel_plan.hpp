@@ -50,9 +50,19 @@ struct ParallelPlan {
   Recompute recompute = Recompute::None;
   Schedule schedule = Schedule::OneFOneB;
   AttentionKernel attention = AttentionKernel::Unfused;
-  int zero_stage = 0; // 0: optimizer states replicated; 1: sharded across the dp replicas (ZeRO-1)
+  int zero_stage = 0; // 0: optimizer states replicated; 1: sharded across the dp x cp replicas (ZeRO-1)
+  // Context parallelism (Megatron-Core): the sequence of every micro-batch split over cp ranks; attention
+  // exchanges K/V blocks around the cp ring. Ranks: tp innermost, then cp, then dp, then pp.
+  int64_t cp = 1;
+  // Uneven pipeline stages (Megatron-Core --decoder-first/last-pipeline-num-layers): layers of the first and
+  // the last stage; 0: an even share. The middle stages split the rest evenly.
+  int64_t pp_first_stage_layers = 0;
+  int64_t pp_last_stage_layers = 0;
+  // FP8 linear layers (Transformer Engine, delayed scaling): the GEMMs of QKV, projection and MLP at the GPU's
+  // FP8 peak, their inputs cast to FP8 (with amax bookkeeping); logits, attention and norms stay bf16.
+  bool fp8 = false;
 
-  int64_t gpus() const { return tp * pp * dp; }
+  int64_t gpus() const { return tp * cp * pp * dp; }
   int64_t effective_global_batch() const { return global_batch > 0 ? global_batch : micro_batch * dp; }
   // Micro-batches each pipeline runs per iteration.
   int64_t micro_batches() const { return effective_global_batch() / (micro_batch * dp); }
@@ -68,10 +78,17 @@ std::optional<Recompute> parse_recompute(const std::string& text);
 std::optional<Schedule> parse_schedule(const std::string& text);
 std::optional<AttentionKernel> parse_attention(const std::string& text);
 
-// Throws InputError naming the flag to change if `plan` cannot run `model`: sizes not positive, heads not
-// divisible by --tp, layers not divisible by --pp or --pp x --chunks, global batch not divisible by
+// Throws InputError naming the flag to change if `plan` cannot run `model`: sizes not positive, heads or query
+// groups not divisible by --tp, the sequence not divisible by 2 x --cp, layers not splitting over --pp (with
+// uneven first/last stages: the middle stages' share) or --pp x --chunks, global batch not divisible by
 // micro-batch x dp, an interleaved schedule with fewer micro-batches than stages, ...
 void validate_plan(const GptConfig& model, const ParallelPlan& plan);
+
+// Transformer layers of pipeline stage `stage` (each of its chunks holds layers / chunks of them), and the
+// global index of its first layer (of chunk 0; chunk c starts c x pp x layers-per-chunk later when even).
+// REQUIRES: validate_plan passed.
+int64_t stage_layers(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
+int64_t stage_first_layer(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
 
 // One line such as "tp 8 · pp 8 · dp 1 · micro-batch 1 · global batch 64 (64 micro-batches) · SP · ...
 // · unfused attention · ...".

@@ -3,9 +3,11 @@
 // `gputwin-engine train`): one definition, so the CLIs cannot drift apart.
 //
 //   model: --model NAME|FILE.yaml  --hidden --heads --layers --seq-len --vocab
-//   plan:  --plan paper  --tp --pp --dp --micro-batch --global-batch --sp --no-sp
+//          --num-query-groups --ffn-hidden --activation gelu|swiglu --norm layernorm|rmsnorm
+//          --position learned|rope --untie-embeddings --no-bias --no-dropout
+//   plan:  --plan paper  --tp --cp --pp --dp --micro-batch --global-batch --sp --no-sp
 //          --recompute none|selective|full  --attention unfused|flash  --schedule 1f1b|interleaved|gpipe
-//          --chunks N  --zero 0|1
+//          --chunks N  --zero 0|1  --pp-first-stage-layers N --pp-last-stage-layers N  --fp8
 
 #include "gputwin/models/arg_parser.hpp"
 #include "gputwin/models/gpt_config.hpp"

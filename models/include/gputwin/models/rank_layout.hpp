@@ -1,7 +1,8 @@
 #pragma once
-// Where each rank of a parallel plan sits: Megatron-LM's order, tensor-parallel innermost, then data, then
-// pipeline (rank = tp + t (dp + d stage)), so a TP group is contiguous (inside one node when t <= GPUs per
-// node) and the stages of a pipeline are t*d ranks apart.
+// Where each rank of a parallel plan sits: Megatron-LM's order, tensor-parallel innermost, then context, then
+// data, then pipeline (rank = tp + t (cp + c (dp + d stage))), so a TP group is contiguous (inside one node
+// when t <= GPUs per node), a context-parallel ring is t ranks apart, and the stages of a pipeline are t c d
+// ranks apart.
 
 #include "gputwin/models/parallel_plan.hpp"
 
@@ -14,6 +15,7 @@ struct RankCoord {
   int64_t stage = 0;
   int64_t dp = 0;
   int64_t tp = 0;
+  int64_t cp = 0;
   bool operator==(const RankCoord&) const = default;
 };
 
@@ -21,7 +23,11 @@ int64_t global_rank(const ParallelPlan& plan, const RankCoord& c);
 RankCoord rank_coord(const ParallelPlan& plan, int64_t rank);
 
 // The ranks of each communicator a rank belongs to, in communicator order.
-std::vector<int32_t> tp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t dp);
+std::vector<int32_t> tp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t dp, int64_t cp = 0);
+// The data-parallel gradient group of a stage's TP rank: every (dp, cp) slot, as Megatron-Core's
+// data-parallel-with-context-parallel group (gradients are reduced over the cp ranks too).
 std::vector<int32_t> dp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t tp);
+// The context-parallel ring of a (stage, dp, tp) slot.
+std::vector<int32_t> cp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t dp, int64_t tp);
 
 } // namespace gputwin

@@ -8,6 +8,7 @@
 // the folded ranks on the links too (see sim/executor).
 
 #include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/op_emitter.hpp"
 #include "gputwin/models/parallel_plan.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
@@ -19,8 +20,6 @@
 
 namespace gputwin {
 
-class OpEmitter;
-
 // The ops of the model's building blocks, for one micro-batch on one rank, in the emitter's current
 // layer/micro-batch/chunk. The analytic source (layer_ops.hpp) derives them from the model's shapes; a
 // trace's source replays captured ops (sim/replay).
@@ -29,9 +28,9 @@ public:
   virtual ~LayerOpSource() = default;
   virtual void embedding_forward(OpEmitter& e, int32_t tp_group) const = 0;
   virtual void embedding_backward(OpEmitter& e, int32_t tp_group) const = 0;
-  virtual void layer_forward(OpEmitter& e, int32_t tp_group) const = 0;
+  virtual void layer_forward(OpEmitter& e, const LayerGroups& groups) const = 0;
   // The layer's backward, with whatever recompute the plan does (its ops in phase Recompute).
-  virtual void layer_backward(OpEmitter& e, int32_t tp_group) const = 0;
+  virtual void layer_backward(OpEmitter& e, const LayerGroups& groups) const = 0;
   virtual void output_forward(OpEmitter& e, int32_t tp_group) const = 0;
   virtual void output_backward(OpEmitter& e, int32_t tp_group) const = 0;
 };
@@ -41,8 +40,10 @@ std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, 
 
 // What a communicator of the workload is: its kind, and the pipeline stage whose representative rank it
 // serves (-1 for the embedding group, which spans the first and the last stage).
-enum class GroupKind { Tp, Dp, Embedding };
-std::string to_string(GroupKind kind); // "tp", "dp", "embedding": the trace's group kind
+// Dp is Megatron's data-parallel group with context parallelism folded in (dp x cp ranks: gradients are
+// reduced, and ZeRO-1 shards, over both); Cp is the context-parallel ring of a stage's TP rank.
+enum class GroupKind { Tp, Dp, Embedding, Cp };
+std::string to_string(GroupKind kind); // "tp", "dp", "embedding", "cp": the trace's group kind
 struct WorkloadGroup {
   GroupKind kind = GroupKind::Tp;
   int64_t stage = -1;
@@ -50,6 +51,14 @@ struct WorkloadGroup {
 
 struct WorkloadOptions {
   bool overlap_grad_reduce = false; // launch each layer's DP gradient reduction as soon as its last backward ends
+  // ZeRO-1 (Megatron-Core distributed optimizer): gather the updated parameters bucket by bucket (one bucket
+  // per layer) on their own stream, each layer's first forward waiting only for its own bucket, instead of one
+  // blocking all-gather after the step. The gathers belong to the iteration being timed: they are emitted
+  // before the first forward, for the parameters the previous iteration's step updated.
+  bool overlap_param_gather = false;
+  // Megatron-Core --tp-comm-overlap (Transformer Engine userbuffers): the TP all-gather / reduce-scatter next to
+  // a linear layer split into chunks, each overlapped with the GEMM of the neighbouring chunk.
+  bool tp_comm_overlap = false;
 };
 
 struct Workload {
@@ -65,14 +74,15 @@ struct Workload {
   std::unordered_map<int64_t, int64_t> message_sequence;
 
   int32_t tp_group(int64_t stage) const { return tp_groups.at(static_cast<size_t>(stage)); }
+  int32_t cp_group(int64_t stage) const { return cp_groups.empty() ? -1 : cp_groups.at(static_cast<size_t>(stage)); }
   int32_t dp_group(int64_t stage) const { return dp_groups.at(static_cast<size_t>(stage)); }
   int32_t embedding_group() const { return embedding_group_index; }
   // What group `index` is. REQUIRES: 0 <= index < groups.size().
   const WorkloadGroup& role(int32_t index) const { return roles.at(static_cast<size_t>(index)); }
 
-  std::vector<int32_t> tp_groups, dp_groups; // by stage
+  std::vector<int32_t> tp_groups, dp_groups, cp_groups; // by stage (cp_groups empty when cp = 1)
   int32_t embedding_group_index = -1;
-  // The rank whose program stands for `stage`: tp 0, dp 0.
+  // The rank whose program stands for `stage`: tp 0, cp 0, dp 0.
   int32_t stage_rank(int64_t stage) const;
 };
 

@@ -15,6 +15,8 @@ struct GpuSpec {
   double peak_bf16_flops = 0; // dense tensor-core peak, FLOP/s
   int64_t hbm_bytes = 0;
   double hbm_bytes_per_s = 0;
+  double peak_fp8_flops = 0; // dense FP8 tensor-core peak, FLOP/s; 0 = no FP8 tensor cores (A100). Last: brace
+                             // initializers of the fields above stay valid
 };
 
 // GPU <-> GPU inside a node through NVSwitch: each GPU has one logical full-duplex link to the switch.

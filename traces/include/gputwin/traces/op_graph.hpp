@@ -24,6 +24,7 @@ enum class Phase { Forward, Backward, Recompute, Optimizer };
 // C(m, n) = A(m, k) B(k, n), `batch` independent products (attention scores are batched over heads).
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool fp8 = false; // FP8 operands (Transformer Engine linear layers): timed at the GPU's FP8 peak
   bool operator==(const GemmShape&) const = default;
 };
 

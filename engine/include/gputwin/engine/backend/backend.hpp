@@ -14,11 +14,28 @@
 
 namespace gputwin::engine {
 
-// The attention core of one rank: `heads` local heads of `head_dim`, over a micro-batch of `batch`
-// sequences of `seq` tokens. qkv is (seq, batch, 3 * heads * head_dim) laid out [Q heads | K heads | V heads];
-// scores and probabilities are (batch, heads, seq, seq); the context is (seq, batch, heads * head_dim).
+// The attention core of one rank: `heads` local query heads of `head_dim`, over a micro-batch of `batch`
+// sequences of `seq` tokens, with `kv_heads` K/V heads (grouped-query attention: query head j reads K/V group
+// j / (heads / kv_heads); 0: kv_heads = heads, multi-head attention). qkv is (seq, batch, (heads + 2 kv_heads)
+// head_dim) laid out [Q heads | K groups | V groups] (Megatron's per-rank layout); scores and probabilities are
+// (batch, heads, seq, seq); the context is (seq, batch, heads * head_dim).
 struct AttentionDims {
   int64_t batch = 1, heads = 1, seq = 1, head_dim = 1;
+  int64_t kv_heads = 0;
+
+  int64_t groups() const { return kv_heads > 0 ? kv_heads : heads; }
+  int64_t heads_per_group() const { return heads / groups(); }
+  int64_t group_of(int64_t head) const { return head / heads_per_group(); }
+  int64_t qkv_width() const { return (heads + 2 * groups()) * head_dim; }
+};
+
+// Rotary position embedding (Su et al. 2021) of the Q and K parts of a qkv tensor laid out as AttentionDims
+// says: rotate-half convention (Megatron-LM, Llama): in each head the pairs (c, c + head_dim / 2) are rotated by
+// position x base^(-2c / head_dim). The token of row i has position `first_position` + i.
+struct RopeDims {
+  AttentionDims attention;
+  int64_t first_position = 0;
+  float base = 10000.0f;
 };
 
 // Where the elements of a dropout input sit in the whole logical tensor of the iteration, so that every
@@ -88,13 +105,31 @@ public:
   virtual void layernorm_backward(Tensor& d_in, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out, const Tensor& in,
                                   const Tensor& gamma, int64_t rows, int64_t cols, float eps) = 0;
 
+  // RMSNorm (Zhang & Sennrich 2019): out (rows, cols) = x / sqrt(mean(x^2) + eps) * gamma, per row.
+  virtual void rmsnorm_forward(Tensor& out, const Tensor& in, const Tensor& gamma, int64_t rows, int64_t cols,
+                               float eps) = 0;
+  // d_in = its input gradient; d_gamma (f32) += gamma's gradient. The rms is recomputed from `in`.
+  virtual void rmsnorm_backward(Tensor& d_in, Tensor& d_gamma, const Tensor& d_out, const Tensor& in,
+                                const Tensor& gamma, int64_t rows, int64_t cols, float eps) = 0;
+
+  // Rotates the Q and K parts of qkv in place (V is left as it is).
+  virtual void rope_forward(Tensor& qkv, const RopeDims& dims) = 0;
+  // The gradient through the rotation, in place on the Q and K parts of d_qkv: the inverse rotation.
+  virtual void rope_backward(Tensor& d_qkv, const RopeDims& dims) = 0;
+
+  // SwiGLU (Shazeer 2020): in (rows, 2 cols) is [gate | up] per row, out (rows, cols) = silu(gate) * up.
+  virtual void swiglu_forward(Tensor& out, const Tensor& in, int64_t rows, int64_t cols) = 0;
+  // d_in (rows, 2 cols) = [d gate | d up] from d_out (rows, cols); d_in must not alias d_out.
+  virtual void swiglu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t rows, int64_t cols) = 0;
+
   // GeLU, tanh approximation (GPT-2/Megatron), elementwise over n elements.
   virtual void gelu_forward(Tensor& out, const Tensor& in, int64_t n) = 0;
   virtual void gelu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n) = 0;
 
   // scores (f32) = Q K^T / sqrt(head_dim) for key j <= query i (the causal part; the rest is left 0).
   virtual void attention_scores_forward(Tensor& scores, const Tensor& qkv, const AttentionDims& dims) = 0;
-  // d_qkv's Q and K parts = the gradients of the scores; its V part is left unchanged.
+  // d_qkv's Q and K parts = the gradients of the scores (dK summed over the heads of its group); its V part is
+  // left unchanged.
   virtual void attention_scores_backward(Tensor& d_qkv, const Tensor& d_scores, const Tensor& qkv,
                                          const AttentionDims& dims) = 0;
   // Softmax of each row of `rows` rows of seq scores over keys j <= i, i = row % seq; 0 above the diagonal.
@@ -104,7 +139,7 @@ public:
   // context (seq, batch, heads * head_dim) = probs V.
   virtual void attention_context_forward(Tensor& context, const Tensor& probs, const Tensor& qkv,
                                          const AttentionDims& dims) = 0;
-  // d_probs (f32) and the V part of d_qkv from the context gradient.
+  // d_probs (f32) and the V part of d_qkv (summed over the heads of each group) from the context gradient.
   virtual void attention_context_backward(Tensor& d_probs, Tensor& d_qkv, const Tensor& d_context, const Tensor& probs,
                                           const Tensor& qkv, const AttentionDims& dims) = 0;
 

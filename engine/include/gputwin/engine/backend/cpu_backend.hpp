@@ -17,6 +17,14 @@ public:
                          int64_t cols, float eps) override;
   void layernorm_backward(Tensor& d_in, Tensor& d_gamma, Tensor& d_beta, const Tensor& d_out, const Tensor& in,
                           const Tensor& gamma, int64_t rows, int64_t cols, float eps) override;
+  void rmsnorm_forward(Tensor& out, const Tensor& in, const Tensor& gamma, int64_t rows, int64_t cols,
+                       float eps) override;
+  void rmsnorm_backward(Tensor& d_in, Tensor& d_gamma, const Tensor& d_out, const Tensor& in, const Tensor& gamma,
+                        int64_t rows, int64_t cols, float eps) override;
+  void rope_forward(Tensor& qkv, const RopeDims& dims) override;
+  void rope_backward(Tensor& d_qkv, const RopeDims& dims) override;
+  void swiglu_forward(Tensor& out, const Tensor& in, int64_t rows, int64_t cols) override;
+  void swiglu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t rows, int64_t cols) override;
   void gelu_forward(Tensor& out, const Tensor& in, int64_t n) override;
   void gelu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n) override;
   void attention_scores_forward(Tensor& scores, const Tensor& qkv, const AttentionDims& dims) override;

@@ -1,9 +1,10 @@
 #pragma once
-// The two ends of the GPT: the vocabulary-parallel word embedding plus learned position embedding on the
-// first stage, and the final layernorm, tied output layer and fused vocabulary-parallel cross-entropy on the
+// The two ends of the GPT: the vocabulary-parallel word embedding plus learned position embedding (none with
+// RoPE) on the first stage, and the final norm, tied (or untied) output layer and fused vocabulary-parallel cross-entropy on the
 // last (Shoeybi et al. 2019, Section 3: the embedding is split along the vocabulary and the loss is fused with
 // the parallel logits so only b s values per reduction cross ranks, not b s v).
 
+#include "gputwin/engine/model/norm.hpp"
 #include "gputwin/engine/model/parameter_store.hpp"
 
 namespace gputwin::engine {
@@ -11,7 +12,7 @@ namespace gputwin::engine {
 // What the embedding keeps for backward (EdgeActivations): token ids and the embedding-dropout mask.
 struct EmbeddingSaved {
   Tensor tokens;       // (s, b) i32
-  Tensor dropout_mask; // (s_l, b, h) u8: s b h (/t with SP) bytes, paper Section 4.2.3
+  Tensor dropout_mask; // (s_l, b, h) u8: s b h (/t with SP) bytes, paper Section 4.2.3 (with dropout only)
 };
 
 class GptEmbedding {
@@ -19,7 +20,7 @@ public:
   GptEmbedding(RankContext& ctx, ParameterStore& store);
 
   // tokens (s, b) i32 -> x (s_l, b, h) bf16 = dropout(word[tokens] + position[i]); the word lookup's partial
-  // sums are all-reduced (reduce-scattered with SP) over the tp group.
+  // sums (tp rank 0's with the positions added) are all-reduced (reduce-scattered with SP) over the tp group.
   Tensor forward(Tensor tokens, int64_t micro_batch, EmbeddingSaved& saved);
   // Accumulates the word and position embedding gradients from d_x (s_l, b, h) f32; frees `saved`.
   void backward(const Tensor& d_x, EmbeddingSaved& saved);
@@ -27,11 +28,12 @@ public:
   Parameter& word() { return *word_; }
 
 private:
-  Tensor position_ids() const; // (s_l, b) i32: the sequence positions of this rank's rows
+  // (rows, b) i32: the positions first, first + 1, ... of `rows` rows of the sequence.
+  Tensor position_ids(int64_t first, int64_t rows) const;
 
   RankContext& ctx_;
   Parameter* word_;
-  Parameter* position_;
+  Parameter* position_; // learned positions only
 };
 
 // What the output layer keeps for backward (EdgeActivations).
@@ -46,8 +48,9 @@ struct OutputSaved {
 
 class GptOutput {
 public:
-  // `word` is the tied word embedding: the embedding's own parameter with pp = 1, the last stage's copy
-  // otherwise (kept equal by an all-reduce of its gradient over the embedding group).
+  // `word` is the output layer's weight: the tied word embedding (the embedding's own parameter with pp = 1, the
+  // last stage's copy otherwise, kept equal by an all-reduce of its gradient over the embedding group), or the
+  // untied output matrix.
   GptOutput(RankContext& ctx, ParameterStore& store, Parameter& word);
 
   // y (s_l, b, h) -> the mean cross-entropy of the micro-batch's s b tokens (the same on every tp rank).
@@ -59,8 +62,7 @@ public:
 private:
   RankContext& ctx_;
   Parameter& word_;
-  Parameter* gamma_;
-  Parameter* beta_;
+  NormParameters norm_; // the final norm
 };
 
 } // namespace gputwin::engine

@@ -17,7 +17,10 @@ enum class ParameterInit { Normal, ScaledNormal, Ones, Zeros };
 // How a logical (rows, cols) parameter is split over the tp ranks.
 struct Sharding {
   int dim = -1;       // -1: replicated; 0: rows split; 1: columns split
-  int64_t blocks = 1; // the split dimension is `blocks` equal blocks, each split over the ranks ([Q|K|V]: 3)
+  int64_t blocks = 1; // the split dimension is `blocks` equal blocks, each split over the ranks (SwiGLU [gate|up]: 2)
+  // Blocks of unequal logical extents instead, each split over the ranks: rank r holds block 0's share r, then
+  // block 1's, ... (grouped-query QKV [Q h | K g d | V g d]: each rank holds whole query heads and K/V groups).
+  std::vector<int64_t> block_extents = {};
 };
 
 struct ParameterSpec {
@@ -45,6 +48,8 @@ struct Parameter {
 
 // The word embedding (v x h, rows split over tp, the vocabulary padded as Megatron-LM pads it).
 ParameterSpec word_embedding_spec(const RankContext& ctx);
+// The untied output layer's own matrix (GptConfig::tie_embeddings false): the word embedding's shape and split.
+ParameterSpec output_weight_spec(const RankContext& ctx);
 
 class ParameterStore {
 public:

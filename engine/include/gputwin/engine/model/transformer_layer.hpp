@@ -1,27 +1,30 @@
 #pragma once
-// One pre-LN GPT transformer layer on one rank, with tensor parallelism (column-parallel QKV and first MLP
+// One pre-norm transformer layer on one rank, with tensor parallelism (column-parallel QKV and first MLP
 // linear, row-parallel attention output and second MLP linear; Shoeybi et al. 2019), optional sequence
 // parallelism and activation recompute (Korthikanti et al. 2022, Sections 4.2.2 and 5):
 //
-//   x -> LN1 -> [g|f] -> QKV -> attention core -> proj -> [g-bar|f-bar] -> +bias, dropout -> +x = r1
-//   r1 -> LN2 -> [g|f] -> fc1 -> GeLU -> fc2 -> [g-bar|f-bar] -> +bias, dropout -> +r1 = y
+//   x -> N1 -> [g|f] -> QKV (-> RoPE) -> attention core -> proj -> [g-bar|f-bar] -> +bias, dropout -> +x = r1
+//   r1 -> N2 -> [g|f] -> fc1 -> GeLU | SwiGLU -> fc2 -> [g-bar|f-bar] -> +bias, dropout -> +r1 = y
 //
-// The residual stream x, r1, y is (s/t, b, h) with SP and (s, b, h) without; tensors inside the TP
-// blocks are (s, b, cols/t). Every activation is bf16 (masks u8); gradients are fp32.
+// The paper's GPT (LayerNorm, GeLU, biases, dropout) or a Llama-style layer (GptConfig: RMSNorm, SwiGLU,
+// rotary positions, grouped-query attention, no biases, no dropout), in the workload generator's op order
+// (models/layer_ops.cpp). The residual stream x, r1, y is (s/t, b, h) with SP and (s, b, h) without; tensors
+// inside the TP blocks are (s, b, cols/t). Every activation is bf16 (masks u8); gradients are fp32.
 
+#include "gputwin/engine/model/norm.hpp"
 #include "gputwin/engine/model/parameter_store.hpp"
 
 namespace gputwin::engine {
 
 // Every tensor one layer's forward produces for one micro-batch that backward may need, with its Table 2
-// bytes (sbh = s b h; "/t" on the residual-stream tensors only with SP). No recompute keeps all of them,
+// bytes for the paper's GPT (without dropout the masks and probs_dropped are not made) (sbh = s b h; "/t" on the residual-stream tensors only with SP). No recompute keeps all of them,
 // 34 sbh + 5 a s^2 b in total; selective drops the attention core (the 5 a s^2 b); full keeps only x.
 // With flash attention the core keeps lse and rng_state instead of probs, attn_mask and probs_dropped:
 // 34 sbh + 4 a s b + 16 (models/activation_memory.hpp), with or without selective recompute.
 struct LayerActivations {
   Tensor x;             // (s_l, b, h) layer input = LN1 input                     2 sbh
   Tensor ln1;           // (s_l, b, h) LN1 output, the QKV input (shard with SP)    2 sbh
-  Tensor qkv;           // (s, b, 3h/t) Q, K, V                                     6 sbh / t
+  Tensor qkv;           // (s, b, (a + 2g) d/t) Q, K, V (Q, K rotated with RoPE)    6 sbh / t (g = a)
   Tensor probs;         // (b, a/t, s, s) softmax output                            2 a s^2 b / t
   Tensor attn_mask;     // (b, a/t, s, s) softmax-dropout mask, u8                  a s^2 b / t
   Tensor probs_dropped; // (b, a/t, s, s) softmax-dropout output                    2 a s^2 b / t
@@ -31,8 +34,8 @@ struct LayerActivations {
   Tensor drop1_mask;    // (s_l, b, h) attention-output dropout mask, u8            sbh
   Tensor r1;            // (s_l, b, h) residual after attention = LN2 input         2 sbh
   Tensor ln2;           // (s_l, b, h) LN2 output, the fc1 input (shard with SP)    2 sbh
-  Tensor fc1_out;       // (s, b, 4h/t) GeLU input                                  8 sbh / t
-  Tensor gelu_out;      // (s, b, 4h/t) GeLU output, the fc2 input                  8 sbh / t
+  Tensor fc1_out;       // (s, b, 4h/t) GeLU input (SwiGLU: (s, b, 2F/t) [gate|up])  8 sbh / t
+  Tensor act_out;       // (s, b, 4h/t) GeLU (SwiGLU: (s, b, F/t)) output, fc2 input  8 sbh / t
   Tensor drop2_mask;    // (s_l, b, h) MLP-output dropout mask, u8                  sbh
 
   // Bytes of the tensors currently held.
@@ -65,9 +68,17 @@ private:
   DropoutSite attention_dropout_site(int64_t micro_batch) const;
   Tensor mlp_backward(const Tensor& d_y, LayerActivations& acts); // returns d_r1
   Tensor attention_backward(const Tensor& d_r1, LayerActivations& acts, int64_t micro_batch); // returns d_x
-  // y = residual + dropout(partial + bias) after the row-parallel linear's reduction; returns y (bf16).
-  Tensor bias_dropout_residual(Tensor partial_full, const Parameter& bias, const Tensor& residual, Tensor& mask,
+  // y = residual + dropout(partial + bias) after the row-parallel linear's reduction (no bias: null; without
+  // dropout the plain residual add); returns y (bf16).
+  Tensor bias_dropout_residual(Tensor partial_full, const Parameter* bias, const Tensor& residual, Tensor& mask,
                                int64_t micro_batch, int site);
+  // The attention core's sizes on this rank, and RoPE's over them (positions: the whole sequence of a sample).
+  AttentionDims attention_dims() const;
+  RopeDims rope_dims() const;
+  // Dropout is part of the model (GptConfig::dropout); without it no dropout op runs, as the generator emits none.
+  bool dropout_enabled() const { return ctx_.model.dropout; }
+  // K/V heads per query head: flash attention reads (and writes the gradients of) K and V once per group.
+  double kv_share() const { return static_cast<double>(ctx_.shape.g) / static_cast<double>(ctx_.shape.a); }
   // The row-parallel output gradient (s_l, b, h) made whole for the GEMMs: all-gather with SP.
   Tensor row_parallel_output_grad(const Tensor& d_out);
   // The column-parallel input (s_l, b, h) made whole: all-gather with SP (forward, and re-gathered in backward).
@@ -79,8 +90,10 @@ private:
 
   RankContext& ctx_;
   int64_t layer_;
-  Parameter *ln1_gamma_, *ln1_beta_, *qkv_weight_, *qkv_bias_, *proj_weight_, *proj_bias_;
-  Parameter *ln2_gamma_, *ln2_beta_, *fc1_weight_, *fc1_bias_, *fc2_weight_, *fc2_bias_;
+  NormParameters ln1_, ln2_;
+  // The biases are null without biases (GptConfig::bias).
+  Parameter *qkv_weight_, *qkv_bias_, *proj_weight_, *proj_bias_;
+  Parameter *fc1_weight_, *fc1_bias_, *fc2_weight_, *fc2_bias_;
 };
 
 } // namespace gputwin::engine

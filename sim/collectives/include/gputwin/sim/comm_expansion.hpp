@@ -7,6 +7,7 @@
 
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/comm_source.hpp"
+#include "gputwin/topologies/cluster_graph.hpp"
 
 #include <map>
 #include <tuple>
@@ -18,6 +19,10 @@ class CommExpander : public CommSource {
 public:
   // Ranks are GPUs: rank r runs on GPU r of `cluster`. REQUIRES: cluster.gpus() >= plan.gpus().
   CommExpander(const topo::ClusterSpec& cluster, const Workload& workload);
+  // With the cluster's routes: a context-parallel exchange's copies whose links no other copy touches (rings
+  // under one leaf switch, on their own rails) are represented by the program's own copy as the copies inside
+  // one node are -- one copy instead of dp x tp, so long-context plans stay fast.
+  CommExpander(const topo::ClusterGraph& graph, const Workload& workload);
 
   // The flows of collective `op` (kind Collective) of a stage program, all copies. Cached.
   const CommWork& collective(const traces::Op& op) override;
@@ -32,8 +37,11 @@ public:
 private:
   std::vector<std::vector<int32_t>> copies_of_group(int32_t group) const;
   bool within_one_node(const std::vector<int32_t>& ranks) const;
+  // Copies (by index) whose flows' links no other copy uses; empty without routes.
+  std::vector<bool> link_disjoint_copies(const std::vector<std::vector<Flow>>& copy_flows) const;
 
   const topo::ClusterSpec& cluster_;
+  const topo::ClusterGraph* graph_ = nullptr;
   const Workload& workload_;
   std::map<std::tuple<int32_t, int, double>, CommWork> collectives_;
   std::map<std::tuple<int64_t, int64_t, double>, CommWork> messages_;
