@@ -82,8 +82,12 @@ KernelClass classify_kernel(std::string_view name, bool gemm_shaped)
   for (const std::string& t : tokens)
     if (is_ln_token(t))
       return KernelClass::LayerNorm;
-  if (contains(text, {"gelu"}))
+  // The activation class: GeLU was measured; SwiGLU's silu(gate) * up is the same kind of fused elementwise
+  // activation kernel (not measured on its own).
+  if (contains(text, {"gelu", "swiglu", "silu"}))
     return KernelClass::Gelu;
+  if (contains(text, {"rope", "rotary"})) // rotating Q and K: a streaming elementwise kernel
+    return KernelClass::Elementwise;
   if (contains(text, {"embedding", "index_select", "indexselect"}))
     return KernelClass::Embedding;
   if (contains(text, {"copy", "memcpy", "elementwise", "bias", "residual", "cast", "add", "mul", "fill"}))

@@ -169,19 +169,21 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
   // --overlap-param-gather: the all-gathers of the parameters the last step updated, one bucket per layer
   // (the stage's non-layer parameters with its first layer's), on their own stream; each layer's first forward
   // waits for its bucket only.
-  std::map<int64_t, int64_t> param_gather; // chunk-local layer index -> gather op
+  // Buckets are numbered in the stage's layer order: chunk c's layer l is bucket c x layers-per-chunk + l.
+  std::map<int64_t, int64_t> param_gather; // bucket -> gather op
   if (zero_gather && w.options.overlap_param_gather) {
-    e.set_context(traces::Phase::Forward, -1, -1, 0);
     const int64_t layers = stage_layers(w.model, plan, stage);
     const int64_t per_layer = layer_parameters_per_gpu(w.model, plan.tp);
-    for (int64_t l = 0; l < layers; ++l) {
-      const int64_t bucket = l == 0 ? params - per_layer * (layers - 1) : per_layer;
-      e.set_context(traces::Phase::Forward, static_cast<int32_t>(stage_first + l), -1, 0);
-      param_gather[l] = e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage),
-                                     2.0 * static_cast<double>(bucket), param_gather_stream);
+    for (int64_t k = 0; k < layers; ++k) {
+      const int64_t bucket_params = k == 0 ? params - per_layer * (layers - 1) : per_layer;
+      const int64_t chunk = k / layers_per_chunk;
+      const int64_t layer = first_layer_of(virtual_stage(plan, stage, chunk), chunk) + k % layers_per_chunk;
+      e.set_context(traces::Phase::Forward, static_cast<int32_t>(layer), -1, static_cast<int32_t>(chunk));
+      param_gather[k] = e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage),
+                                     2.0 * static_cast<double>(bucket_params), param_gather_stream);
     }
   }
-  std::set<int64_t> gathered_layers; // layers whose first forward already waited for its bucket
+  std::set<int64_t> gathered_layers; // buckets whose layer's first forward already waited for them
 
   for (const PipelineStep& step : stage_schedule(shape, stage)) {
     const int64_t v = virtual_stage(plan, stage, step.chunk);
@@ -202,9 +204,9 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
         e.set_context(traces::Phase::Forward, static_cast<int32_t>(first_layer + l), mb, chunk);
         const size_t before = program.ops.size();
         w.ops->layer_forward(e, layer_groups);
-        const int64_t layer_index = first_layer + l - stage_first;
-        if (!param_gather.empty() && before < program.ops.size() && gathered_layers.insert(layer_index).second)
-          program.ops[before].deps.push_back(param_gather.at(layer_index));
+        const int64_t bucket = step.chunk * layers_per_chunk + l;
+        if (!param_gather.empty() && before < program.ops.size() && gathered_layers.insert(bucket).second)
+          program.ops[before].deps.push_back(param_gather.at(bucket));
         if (!input.empty() && before < program.ops.size()) {
           // The first kernel of the chunk needs the received activation.
           for (const int64_t id : input) // (a loop: GCC 13 warns falsely on insert of a 1-element range)

@@ -302,6 +302,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                      "reduce-scatter)");
   if (options.overlap_param_gather && plan.zero_stage == 0)
     throw InputError("--overlap-param-gather: needs --zero 1 (only the distributed optimizer gathers parameters)");
+  if (plan.cp > 1 && parsed.has("--chakra"))
+    throw InputError("--chakra: not with --cp (Chakra ET has no collective type for the context-parallel ring's "
+                     "send/recv exchange)");
   if (plan.cp > 1 && !r.stragglers.empty())
     throw InputError(std::string(r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu") +
                      ": not with --cp (slow ranks are unfolded over tp, dp and pp only)");

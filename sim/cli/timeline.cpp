@@ -14,6 +14,8 @@ const char* stream_name(int32_t stream)
   case 2: return "pipeline send";
   case 3: return "data-parallel";
   case 4: return "tensor-parallel (async)";
+  case 5: return "context-parallel ring";
+  case 6: return "parameter all-gather";
   default: return "stream";
   }
 }

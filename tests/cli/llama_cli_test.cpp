@@ -87,6 +87,9 @@ TEST(LlamaCli, EveryNewFlagRejectsBadValuesInOneLine)
       "--overlap-param-gather: needs --zero 1");
   expect_one_line_error("simulate --model llama3-8b --attention flash --cluster dgx-h100 --tp 8 --tp-comm-overlap",
                         "--tp-comm-overlap: needs --sp");
+  expect_one_line_error("simulate --model llama3-8b --layers 2 --attention flash --cluster dgx-h100 --cp 2 --chakra "
+                        "/tmp/gputwin-llama-cli-et",
+                        "--chakra: not with --cp");
 }
 
 } // namespace

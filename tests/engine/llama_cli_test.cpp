@@ -18,7 +18,7 @@ using gputwin::testing::CliResult;
 const std::string llama = "--hidden 128 --heads 4 --layers 4 --seq-len 64 --vocab 128 --num-query-groups 2 "
                           "--activation swiglu --norm rmsnorm --position rope --micro-batch 2 --global-batch 8 ";
 
-TEST(LlamaCli, SingleRankTraceReplaysAsMeasuredWithinOnePercent)
+TEST(EngineLlamaCli, SingleRankTraceReplaysAsMeasuredWithinOnePercent)
 {
   const std::string trace = ::testing::TempDir() + "llama_single.trace.json";
   const CliResult r =
@@ -36,7 +36,7 @@ TEST(LlamaCli, SingleRankTraceReplaysAsMeasuredWithinOnePercent)
 #endif
 }
 
-TEST(LlamaCli, BadValuesAndPlansTheEngineCannotRunAreOneLine)
+TEST(EngineLlamaCli, BadValuesAndPlansTheEngineCannotRunAreOneLine)
 {
   const std::string tiny = "train --hidden 64 --heads 4 --layers 4 --seq-len 16 --vocab 128 --steps 1 ";
   for (const auto& [flags, expected] : std::vector<std::pair<std::string, std::string>>{

@@ -89,7 +89,9 @@ TEST_P(LlamaPlanNumerics, MatchesSingleRankAndRecomputeIsBitIdentical)
   std::string worst_name;
   const double worst =
       expect_close(none, llama_reference(spec.global_batch, spec.attention), describe(spec), worst_name);
-  std::printf("  %-40s worst gradient error %.2e (%s)\n", describe(spec).c_str(), worst, worst_name.c_str());
+  const TrainResult& ref = llama_reference(spec.global_batch, spec.attention);
+  std::printf("  %-40s loss error %.2e, worst gradient error %.2e (%s)\n", describe(spec).c_str(),
+              std::abs(none.loss_per_step[0] - ref.loss_per_step[0]) / ref.loss_per_step[0], worst, worst_name.c_str());
   for (const Recompute mode : {asked, Recompute::Full}) {
     if (mode == Recompute::None)
       continue;

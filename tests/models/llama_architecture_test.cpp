@@ -273,6 +273,38 @@ TEST(LlamaArchitecture, ContextParallelRingInTheWorkload)
 // --overlap-param-gather: one all-gather bucket per layer on its own stream before the first forward, each
 // layer's first op waiting for its bucket; the buckets cover the whole (padded) buffer; no all-gather after
 // the optimizer step.
+void expect_one_gather_bucket_per_layer(const GptConfig& m, const ParallelPlan& p, int64_t stage)
+{
+  SCOPED_TRACE(describe_plan(p));
+  validate_plan(m, p);
+  WorkloadOptions options;
+  options.overlap_param_gather = true;
+  const Workload w = make_workload(m, p, options);
+  const traces::RankProgram prog = stage_program(w, stage);
+  std::map<int64_t, const traces::Op*> gathers;
+  double gathered_bytes = 0;
+  for (const traces::Op& op : prog.ops)
+    if (op.name == "dp.all_gather") {
+      EXPECT_NE(op.phase, traces::Phase::Optimizer);
+      gathers[op.id] = &op;
+      gathered_bytes += op.bytes;
+    }
+  const int64_t layers = stage_layers(m, p, stage);
+  EXPECT_EQ(static_cast<int64_t>(gathers.size()), layers);
+  const int64_t params = data_parallel_buffer_elements(stage_parameters_per_gpu(m, p, stage), p.dp * p.cp);
+  EXPECT_DOUBLE_EQ(gathered_bytes, 2.0 * static_cast<double>(params));
+  std::map<int32_t, int> waits; // layer -> ops waiting for a gather
+  for (const traces::Op& op : prog.ops)
+    for (const int64_t dep : op.deps)
+      if (gathers.count(dep)) {
+        ++waits[op.layer];
+        EXPECT_EQ(gathers.at(dep)->layer, op.layer); // each layer waits for its own bucket
+      }
+  EXPECT_EQ(static_cast<int64_t>(waits.size()), layers);
+  for (const auto& [layer, n] : waits)
+    EXPECT_EQ(n, 1) << layer;
+}
+
 TEST(LlamaArchitecture, OverlappedParameterGatherIsBucketedByLayer)
 {
   GptConfig m = catalog_model("llama3-8b");
@@ -282,30 +314,17 @@ TEST(LlamaArchitecture, OverlappedParameterGatherIsBucketedByLayer)
   p.zero_stage = 1;
   p.global_batch = 8;
   p.attention = AttentionKernel::Flash;
-  validate_plan(m, p);
-  WorkloadOptions options;
-  options.overlap_param_gather = true;
-  const Workload w = make_workload(m, p, options);
-  const traces::RankProgram prog = stage_program(w, 0);
-  std::map<int64_t, const traces::Op*> gathers;
-  double gathered_bytes = 0;
-  for (const traces::Op& op : prog.ops)
-    if (op.name == "dp.all_gather") {
-      EXPECT_NE(op.phase, traces::Phase::Optimizer);
-      gathers[op.id] = &op;
-      gathered_bytes += op.bytes;
-    }
-  EXPECT_EQ(gathers.size(), 4u);
-  const int64_t params = data_parallel_buffer_elements(stage_parameters_per_gpu(m, p, 0), 4);
-  EXPECT_DOUBLE_EQ(gathered_bytes, 2.0 * static_cast<double>(params));
-  std::map<int32_t, int> waits; // layer -> ops waiting for a gather
-  for (const traces::Op& op : prog.ops)
-    for (const int64_t dep : op.deps)
-      if (gathers.count(dep))
-        ++waits[op.layer];
-  EXPECT_EQ(waits.size(), 4u);
-  for (const auto& [layer, n] : waits)
-    EXPECT_EQ(n, 1) << layer;
+  expect_one_gather_bucket_per_layer(m, p, 0);
+  // Interleaved with context parallelism: the buckets of both chunks of stage 1, over the dp x cp ranks.
+  m.layers = 8;
+  p.dp = 2;
+  p.cp = 2;
+  p.tp = 2;
+  p.tp_comm = TpComm::SequenceParallel;
+  p.pp = 2;
+  p.schedule = Schedule::Interleaved;
+  p.chunks = 2;
+  expect_one_gather_bucket_per_layer(m, p, 1);
 }
 
 // Untied embeddings: no embedding-gradient all-reduce between the first and the last stage, and the last stage
