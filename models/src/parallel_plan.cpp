@@ -112,6 +112,10 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
     throw InputError("--tp: " + str(model.heads) + " attention heads of model '" + model.name +
                      "' are not divisible by tensor-parallel size " + str(plan.tp) +
                      " (expected a divisor of the head count)");
+  if (model.ffn() % plan.tp != 0)
+    throw InputError("--tp: MLP width " + str(model.ffn()) + " of model '" + model.name +
+                     "' is not divisible by tensor-parallel size " + str(plan.tp) +
+                     " (expected tp to divide --ffn-hidden: each rank holds F/t columns)");
   if (model.kv_heads() % plan.tp != 0)
     throw InputError("--tp: " + str(model.kv_heads()) + " query groups of model '" + model.name +
                      "' are not divisible by tensor-parallel size " + str(plan.tp) +

@@ -76,6 +76,7 @@ TEST(LlamaCli, EveryNewFlagRejectsBadValuesInOneLine)
   expect_one_line_error("memory --model llama3-8b --cp 2", "--cp: context parallelism needs --attention flash");
   expect_one_line_error(llama + "--cp 0", "--cp: expected a positive integer");
   expect_one_line_error(llama + "--ffn-hidden -4", "--ffn-hidden: expected a positive integer");
+  expect_one_line_error(llama + "--ffn-hidden 66 --tp 4", "--tp: MLP width 66 of model 'llama3-8b' is not divisible");
   expect_one_line_error(llama + "--activation relu", "--activation: expected gelu|swiglu, got 'relu'");
   expect_one_line_error(llama + "--norm batchnorm", "--norm: expected layernorm|rmsnorm, got 'batchnorm'");
   expect_one_line_error(llama + "--position alibi", "--position: expected learned|rope, got 'alibi'");
