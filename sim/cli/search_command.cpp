@@ -24,18 +24,18 @@ using Ranked = SimulatedCandidate;
 void write_csv(std::ostream& out, const std::vector<Ranked>& ranked)
 {
   out << "rank,tp,pp,dp,micro_batch,global_batch,schedule,chunks,recompute,sp,zero,attention,iteration_time_s,"
-         "estimated_iteration_time_s,tokens_per_s,mfu,bubble_fraction,exposed_communication_s,peak_memory_bytes\n";
+         "estimated_iteration_time_s,tokens_per_s,mfu,bubble_fraction,exposed_communication_s,peak_memory_bytes,cp\n";
   char line[512];
   for (size_t i = 0; i < ranked.size(); ++i) {
     const Ranked& r = ranked[i];
     const ParallelPlan& p = r.estimate.candidate.plan;
-    std::snprintf(line, sizeof line, "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld\n",
+    std::snprintf(line, sizeof line, "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld,%lld\n",
                   i + 1, static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                   static_cast<long long>(p.micro_batch), static_cast<long long>(p.effective_global_batch()),
                   to_string(p.schedule).c_str(), static_cast<long long>(p.chunks), to_string(p.recompute).c_str(),
                   p.sequence_parallel() ? 1 : 0, p.zero_stage, to_string(p.attention).c_str(), r.iteration_time_s,
                   r.estimate.iteration_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction, r.exposed_comm_s,
-                  static_cast<long long>(r.estimate.candidate.peak_memory_bytes));
+                  static_cast<long long>(r.estimate.candidate.peak_memory_bytes), static_cast<long long>(p.cp));
     out << line;
   }
 }
@@ -56,6 +56,8 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--global-batch", "B", "samples per iteration (default: N)");
   parser.add_option("--attention", "KERNEL", "attention kernel of every plan: unfused|flash (default unfused)");
   parser.add_option("--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)");
+  parser.add_option("--cp", "LIST",
+                    "context-parallel sizes to try, e.g. 1,2,4,8 (default 1; needs --attention flash)");
   parser.add_option("--top", "K", "plans confirmed by the full simulation and printed (default 5)");
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
@@ -116,8 +118,9 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
     const Ranked& r = ranked[i];
     const ParallelPlan& p = r.estimate.candidate.plan;
     char plan_text[128];
-    std::snprintf(plan_text, sizeof plan_text, "tp %lld pp %lld dp %lld mb %lld %s%s %s%s%s",
-                  static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
+    const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
+    std::snprintf(plan_text, sizeof plan_text, "%s pp %lld dp %lld mb %lld %s%s %s%s%s", tp_cp.c_str(),
+                  static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                   static_cast<long long>(p.micro_batch), to_string(p.schedule).c_str(),
                   p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
                   to_string(p.recompute).c_str(), p.sequence_parallel() ? " sp" : "", p.zero_stage ? " zero1" : "");

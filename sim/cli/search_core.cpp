@@ -60,19 +60,29 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
       throw InputError("--attention: expected unfused|flash, got '" + *kernel + "'");
     space.attention = *parsed_kernel;
   }
-  if (const auto list = parsed.value("--micro-batches")) {
-    space.micro_batches.clear();
+  // A comma-separated list of positive integers.
+  auto integer_list = [](const std::string& flag, const std::string& list) {
+    std::vector<int64_t> values;
     size_t begin = 0;
-    while (begin <= list->size()) {
-      const size_t end = std::min(list->find(',', begin), list->size());
-      const std::string item = list->substr(begin, end - begin);
+    while (begin <= list.size()) {
+      const size_t end = std::min(list.find(',', begin), list.size());
+      const std::string item = list.substr(begin, end - begin);
       char* rest = nullptr;
       const long long value = std::strtoll(item.c_str(), &rest, 10);
       if (item.empty() || *rest != '\0' || value < 1 || value > 1 << 20)
-        throw InputError("--micro-batches: expected a comma-separated list of positive integers, got '" + *list + "'");
-      space.micro_batches.push_back(value);
+        throw InputError(flag + ": expected a comma-separated list of positive integers, got '" + list + "'");
+      values.push_back(value);
       begin = end + 1;
     }
+    return values;
+  };
+  if (const auto list = parsed.value("--cp")) {
+    space.context_parallel = integer_list("--cp", *list);
+    if (space.attention != AttentionKernel::Flash && space.context_parallel != std::vector<int64_t>{1})
+      throw InputError("--cp: context parallelism needs --attention flash");
+  }
+  if (const auto list = parsed.value("--micro-batches")) {
+    space.micro_batches = integer_list("--micro-batches", *list);
   }
 
   r.cluster = topo::read_cluster(parsed);

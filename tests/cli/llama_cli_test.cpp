@@ -64,6 +64,31 @@ INSTANTIATE_TEST_SUITE_P(
                       LlamaRun{"long_context", "--cp 16 --dp 8 --seq-len 131072 --global-batch 128", 16384}),
     [](const ::testing::TestParamInfo<LlamaRun>& info) { return std::string(info.param.name); });
 
+// `search --cp LIST` adds context-parallel sizes to the space: every plan it ranks uses the GPUs exactly, and on a
+// long sequence of a small model the best ones split the sequence.
+TEST(LlamaCli, SearchConsidersContextParallelism)
+{
+  const CliResult r = run_gputwin("search --model llama3-8b --layers 4 --seq-len 32768 --gpus 16 --cluster dgx-h100 "
+                                  "--global-batch 8 --attention flash --cp 1,2,4 --top 3 --json",
+                                  false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const traces::JsonValue list = traces::parse_json(r.output);
+  ASSERT_EQ(list.items.size(), 3u);
+  bool split = false;
+  for (const traces::JsonValue& row : list.items) {
+    const traces::JsonValue& plan = member(row, "plan");
+    const double cp = number(plan, "cp");
+    EXPECT_TRUE(cp == 1 || cp == 2 || cp == 4) << cp;
+    EXPECT_EQ(number(plan, "tp") * cp * number(plan, "pp") * number(plan, "dp"), 16);
+    split = split || cp > 1;
+  }
+  EXPECT_TRUE(split);
+  expect_one_line_error("search --model llama3-8b --gpus 8 --cluster dgx-h100 --cp 1,2",
+                        "--cp: context parallelism needs --attention flash");
+  expect_one_line_error("search --model llama3-8b --gpus 8 --cluster dgx-h100 --attention flash --cp 2,x",
+                        "--cp: expected a comma-separated list of positive integers");
+}
+
 TEST(LlamaCli, EveryNewFlagRejectsBadValuesInOneLine)
 {
   const std::string llama = "memory --model llama3-8b --attention flash ";

@@ -48,10 +48,13 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
   for (const int64_t tp : divisors(gpus)) {
     if (tp > max_tp || model.heads % tp != 0)
       continue;
-    for (const int64_t pp : divisors(gpus / tp)) {
+    for (const int64_t cp : space.context_parallel) {
+    if (cp < 1 || (gpus / tp) % cp != 0)
+      continue;
+    for (const int64_t pp : divisors(gpus / (tp * cp))) {
       if (model.layers % pp != 0)
         continue;
-      const int64_t dp = gpus / (tp * pp);
+      const int64_t dp = gpus / (tp * cp * pp);
       if (global_batch % dp != 0)
         continue;
       for (const int64_t micro_batch : space.micro_batches) {
@@ -64,6 +67,7 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
         for (const auto& [schedule, chunks] : schedules) {
           ParallelPlan plan;
           plan.tp = tp;
+          plan.cp = cp;
           plan.pp = pp;
           plan.dp = dp;
           plan.micro_batch = micro_batch;
@@ -94,6 +98,7 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
             ++out.too_big;
         }
       }
+    }
     }
   }
   return out;

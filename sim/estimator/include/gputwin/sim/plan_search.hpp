@@ -4,8 +4,9 @@
 // network as contention-free times plus one fluid pass of link sharing). The command (`gputwin search`) then confirms the best K with the full flow-level
 // simulation. Plain C++, no SimGrid.
 //
-// The space: tp over the divisors of N up to the GPUs of one node that divide the heads; pp over the divisors
-// of N / tp that divide the layers; dp = N / (tp pp), dividing the global batch; micro-batches from
+// The space: tp over the divisors of N up to the GPUs of one node that divide the heads; cp over the given
+// context-parallel sizes that divide N / tp (default 1); pp over the divisors of N / (tp cp) that divide the
+// layers; dp = N / (tp cp pp), dividing the global batch; micro-batches from
 // `micro_batches` dividing B / dp; 1F1B, and interleaved 1F1B with `chunks` chunks where the layers and the
 // micro-batches allow. Choices that cost no time but save memory are fixed rather than enumerated:
 // sequence parallelism whenever tp > 1 (the same bytes as the all-reduce, as reduce-scatter + all-gather, and
@@ -30,6 +31,9 @@ struct SearchSpace {
   std::vector<int64_t> interleaved_chunks = {2, 4};
   int64_t max_tp = 0; // 0: the GPUs of one node
   AttentionKernel attention = AttentionKernel::Unfused;
+  // Context-parallel sizes to try (each dividing N / tp; plans need flash attention and the sequence divisible by
+  // 2 cp, checked by validate_plan). Default: no context parallelism.
+  std::vector<int64_t> context_parallel = {1};
 };
 
 struct PlanCandidate {
