@@ -113,7 +113,8 @@ int64_t pipelined_reduce_scatter_gemm(OpEmitter& e, const LayerShape& s, int32_t
   int64_t reduced = -1;
   for (int64_t i = 0; i < splits; ++i) {
     const int64_t computed = e.compute(gemm, chunk);
-    reduced = e.collective(OpName::TpReduceScatter, CollectiveOp::ReduceScatter, group, bytes, tp_async_stream,
+    // Its own vocabulary name: sim/collectives costs it as a userbuffers reduce-scatter, not a NCCL call.
+    reduced = e.collective(OpName::TpReduceScatterChunk, CollectiveOp::ReduceScatter, group, bytes, tp_async_stream,
                            {computed});
   }
   return reduced;

@@ -93,6 +93,7 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::CpKvGradExchange, "cp.kv_grad_exchange", OpKind::Collective},
     {OpName::Fp8AmaxAllReduce, "fp8.amax.all_reduce", OpKind::Collective},
     {OpName::TpRingExchange, "tp.ring_exchange", OpKind::Collective},
+    {OpName::TpReduceScatterChunk, "tp.reduce_scatter_chunk", OpKind::Collective},
     {OpName::PpSendActivation, "pp.send_activation", OpKind::Send},
     {OpName::PpRecvActivation, "pp.recv_activation", OpKind::Recv},
     {OpName::PpSendGradient, "pp.send_gradient", OpKind::Send},

@@ -1,6 +1,7 @@
 #include "gputwin/sim/comm_expansion.hpp"
 
 #include "gputwin/models/rank_layout.hpp"
+#include "gputwin/sim/userbuffers_cost.hpp"
 
 #include <algorithm>
 #include <set>
@@ -80,7 +81,10 @@ std::vector<std::vector<int32_t>> CommExpander::copies_of_group(int32_t group) c
 
 const CommWork& CommExpander::collective(const traces::Op& op)
 {
-  const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes);
+  // --tp-comm-overlap's chunk ops are TE userbuffers transfers, costed as such (userbuffers_cost.hpp); every other
+  // collective is a NCCL call.
+  const UserbuffersOp ub = userbuffers_op(op);
+  const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes, static_cast<int>(ub));
   const auto found = collectives_.find(key);
   if (found != collectives_.end())
     return found->second;
@@ -91,7 +95,8 @@ const CommWork& CommExpander::collective(const traces::Op& op)
     if (c > 0 && within_one_node(copies[c]))
       continue; // link-disjoint from every other copy: represented by copy 0
     const std::vector<int> gpus(copies[c].begin(), copies[c].end());
-    plans[c] = plan_collective(cluster_, op.collective, gpus, op.bytes);
+    plans[c] = ub == UserbuffersOp::None ? plan_collective(cluster_, op.collective, gpus, op.bytes)
+                                         : plan_userbuffers(cluster_, ub, gpus, op.bytes);
   }
   std::vector<bool> disjoint;
   if (workload_.role(op.group).kind == GroupKind::Cp) {
@@ -106,7 +111,7 @@ const CommWork& CommExpander::collective(const traces::Op& op)
     const CollectivePlan& plan = plans[c];
     if (c == 0) {
       work.latency_s = plan.choice.latency_s;
-      work.channels = plan.nccl_channels;
+      work.channels = plan.nccl_channels; // userbuffers: TE's CTAs (userbuffers_ctas)
     }
     work.flows.insert(work.flows.end(), plan.flows.begin(), plan.flows.end());
     ++work.copies;

@@ -22,7 +22,7 @@ namespace gputwin {
 //     tp_async_stream); the GEMM runs as t chunks of T/t rows, chunk 0 on the local slice, chunk i waiting for the
 //     step that brought slice i, so step i + 1 moves while chunk i computes;
 //   - pipeline (proj_fprop, fc2_fprop): the GEMM runs as userbuffers_pipeline_splits chunks, each chunk's partial
-//     output reduce-scattered (`tp.reduce_scatter` of 1/splits of the bytes, tp_async_stream) while the next chunk
+//     output reduce-scattered (`tp.reduce_scatter_chunk` of 1/splits of the bytes, tp_async_stream) while the next chunk
 //     computes; the op after the block waits for the last chunk's reduction;
 //   - bulk (qkv/fc1 dgrad and wgrad): the input re-gather overlapped with the dgrad GEMM and the input gradient's
 //     reduce-scatter overlapped with the wgrad GEMM -- what column-parallel backward already does without the option.

@@ -114,6 +114,7 @@ enum class OpName : uint8_t {
   CpKvGradExchange, // one ring step backward: the K/V block and its gradient
   Fp8AmaxAllReduce, // FP8 delayed scaling: the amax histories reduced once per iteration
   TpRingExchange,   // --tp-comm-overlap: one step of Transformer Engine's ring-exchange all-gather (one slice)
+  TpReduceScatterChunk, // --tp-comm-overlap: one chunk of TE's pipelined userbuffers reduce-scatter (not NCCL)
   PpSendActivation,
   PpRecvActivation,
   PpSendGradient,

@@ -77,6 +77,12 @@ struct NcclSpec {
   double channel_s = 0;
   double channel_net_step_s = 0; // ... and per channel per algorithm step that crosses the network (proxy work)
   bool tree_correction = false;  // trees reach only NCCL's corrected bandwidth at medium sizes (tuning.cc)
+  // Fixed cost of one Transformer Engine userbuffers transfer (`--tp-comm-overlap`: a ring-exchange step, a chunk
+  // of the pipelined reduce-scatter): a copy-engine put over NVLink into a pre-registered peer buffer plus its flag
+  // write, no NCCL kernel or protocol. 4 us: cudaMemcpyAsync puts over NVLink4 between two H100s measure 3.55 us
+  // (1 B) to 3.98 us (64 KiB) per call (meta-pytorch/torchcomms pull request 2195, NVLink transport benchmark).
+  // Cluster file: nccl.userbuffers_latency_us (optional). sim/collectives/userbuffers_cost.hpp.
+  double userbuffers_latency_s = 4e-6;
   NcclProtocolSpec ll{1.4e-6, 0.58e-6, 10e-6, 1.33e9};
   NcclProtocolSpec ll128{30e-6, 2.25e-6, 12e-6, 8e9};
   NcclProtocolSpec simple{60e-6, 2.6e-6, 20e-6, 30e9};

@@ -24,7 +24,8 @@ public:
   // one node are -- one copy instead of dp x tp, so long-context plans stay fast.
   CommExpander(const topo::ClusterGraph& graph, const Workload& workload);
 
-  // The flows of collective `op` (kind Collective) of a stage program, all copies. Cached.
+  // The flows of collective `op` (kind Collective) of a stage program, all copies: NCCL's (plan_collective), or for
+  // --tp-comm-overlap's `tp.ring_exchange` / `tp.reduce_scatter_chunk` TE userbuffers' (plan_userbuffers). Cached.
   const CommWork& collective(const traces::Op& op) override;
   // The flows of a pipeline message `send` from `src_rank`'s program, all copies. Cached.
   const CommWork& message(int32_t src_rank, const traces::Op& send) override;
@@ -43,7 +44,7 @@ private:
   const topo::ClusterSpec& cluster_;
   const topo::ClusterGraph* graph_ = nullptr;
   const Workload& workload_;
-  std::map<std::tuple<int32_t, int, double>, CommWork> collectives_;
+  std::map<std::tuple<int32_t, int, double, int>, CommWork> collectives_; // (group, op, bytes, UserbuffersOp)
   std::map<std::tuple<int64_t, int64_t, double>, CommWork> messages_;
 };
 

@@ -12,9 +12,10 @@ namespace gputwin::sim {
 
 struct CommWork {
   std::vector<Flow> flows;
-  double latency_s = 0; // NCCL's latency model, paid once after the flows
+  double latency_s = 0; // NCCL's latency model (userbuffers transfers: their fixed cost), paid once after the flows
   int copies = 0;       // physical communicators (or message pairs) whose flows are included
-  int channels = 0;     // NCCL channels (CTAs) a collective runs on at its size on each GPU; 0: not known
+  int channels = 0;     // NCCL channels (CTAs) a collective runs on at its size on each GPU (userbuffers: TE's CTAs,
+                        // 1 for a copy-engine ring step: its flag kernel); 0: not known
 };
 
 class CommSource {

@@ -8,7 +8,10 @@
 // stream allows, not when the framework would), a send from its start to its end, a receive from the later of its
 // own start and its send's start to its end. Its load: the channels NCCL runs it on (a collective: its
 // CommWork's; a send or receive: p2p_channels) and hbm_bytes_per_comm_byte x the bytes the GPU sends and
-// receives in it over its contention-free duration.
+// receives in it over its contention-free duration. --tp-comm-overlap's userbuffers transfers are collectives whose
+// CommWork carries TE's CTAs instead (sim/collectives userbuffers_cost.hpp): 1 for a copy-engine ring-exchange step
+// (the receiver's flag kernel; the data moves on the copy engine, its HBM traffic counted), 16 (TE's num_sm) for a
+// pipelined reduce-scatter chunk.
 //
 // A compute op of work w (its duration alone) started at s under a load that changes at t1 < t2 < ...: left = w,
 // t = s; at each change left -= (t_k - t) x rate(load before t_k), t = t_k; it ends at t + left / rate(load)
