@@ -196,9 +196,11 @@ TEST(Validation, TablesStayWellFormedForExtremeValues)
                                     false);
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
   std::istringstream lines(sim.output);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("  ", 0) == 0) // the rows: label and value
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  ", 0) == 0) { // the rows: label and value
       EXPECT_LT(line.size(), 80u) << line;
+    }
+  }
   EXPECT_NE(sim.output.find("e+"), std::string::npos) << sim.output;
 }
 

@@ -367,7 +367,7 @@ TEST(TwinContractCheck, CatchesARenamedOrMovedOp)
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, TwinContract, ::testing::ValuesIn(contract_cases()),
-                         [](const ::testing::TestParamInfo<ContractCase>& info) { return info.param.label; });
+                         [](const ::testing::TestParamInfo<ContractCase>& param_info) { return param_info.param.label; });
 
 } // namespace
 } // namespace gputwin

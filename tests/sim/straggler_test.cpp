@@ -265,10 +265,12 @@ TEST(StragglerUnfolding, ProgramsGroupsAndPeers)
         EXPECT_NE(std::find(g.ranks.begin(), g.ranks.end(), program.rank), g.ranks.end());
         for (const int32_t r : g.ranks) {
           const RankCoord c = rank_coord(plan, r);
-          if (g.kind == "tp")
+          if (g.kind == "tp") {
             EXPECT_TRUE(c.stage == me.stage && c.dp == me.dp);
-          if (g.kind == "dp")
+          }
+          if (g.kind == "dp") {
             EXPECT_TRUE(c.stage == me.stage && c.tp == me.tp);
+          }
         }
       } else if (op.is_communication()) {
         const RankCoord peer = rank_coord(plan, op.peer);

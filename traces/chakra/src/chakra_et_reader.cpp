@@ -298,8 +298,8 @@ RankParse parse_rank(std::string_view bytes, const std::string& source, int32_t 
     default: fail_at(source, node_text(n) + ": unknown node type"); // NodeType_IsValid let it through: a newer schema
     }
     // gputwin's own annotations (a .et written by simulate --chakra) restore where the op sat.
-    if (const auto stream = int_attr(n.attr(), "gputwin.stream"); stream && *stream >= 0 && *stream < 1024)
-      op.stream = static_cast<int32_t>(*stream);
+    if (const auto op_stream = int_attr(n.attr(), "gputwin.stream"); op_stream && *op_stream >= 0 && *op_stream < 1024)
+      op.stream = static_cast<int32_t>(*op_stream);
     if (const auto phase = string_attr(n.attr(), "gputwin.phase"))
       op.phase = traces::parse_phase(*phase).value_or(traces::Phase::Forward);
     if (const auto layer = int_attr(n.attr(), "gputwin.layer"); layer && *layer >= -1 && *layer < (1 << 24))

@@ -73,9 +73,9 @@ public:
   // The same index within the iteration's global batch, 0 .. B-1.
   int64_t sample_in_iteration(int64_t micro_batch) const;
 
-  Tensor tensor(MemoryPurpose purpose, DType dtype, std::vector<int64_t> shape)
+  Tensor tensor(MemoryPurpose purpose, DType dtype, std::vector<int64_t> dims)
   {
-    return Tensor(memory, purpose, dtype, std::move(shape), backend.allocator()); // on the backend's device
+    return Tensor(memory, purpose, dtype, std::move(dims), backend.allocator()); // on the backend's device
   }
 
   // Runs `fn` as one traced compute op, timed by the tracer's clock on the compute stream (the backend's
