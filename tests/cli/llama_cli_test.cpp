@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 namespace gputwin::testing {
@@ -36,6 +37,12 @@ struct LlamaRun {
   const char* flags;
   int64_t gpus;
 };
+
+// gtest prints the parameter in the test's listing: its name, not its bytes.
+void PrintTo(const LlamaRun& run, std::ostream* os)
+{
+  *os << run.name;
+}
 
 class Llama405B : public ::testing::TestWithParam<LlamaRun> {};
 
