@@ -65,6 +65,18 @@ TEST(ReplayCli, MultiRankAsMeasuredReportsItsError)
   std::cout << "tp 2 pp 2 replay as measured: relative error " << error << "\n";
 }
 
+TEST(ReplayCli, CommittedMultiRankCaptureReplaysWithinTenPercent)
+{
+  // tests/data/traces/cpu-tp2-pp2.json: tp 2, pp 2, four engine threads on this machine kind's 2 cores (issue 13's
+  // 10% target for multi-rank CPU captures). A committed capture, so the bound does not depend on what else the
+  // machine runs while the tests do. It was -27.6% before the wait for a core after each collective was counted
+  // (sim/README.md, "CPU traces and shared hosts"); +3.8% since.
+  const std::string trace = std::string(GPUTWIN_SOURCE_DIR) + "/tests/data/traces/cpu-tp2-pp2.json";
+  const CliResult r = run_gputwin("replay '" + trace + "' --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_LE(std::abs(json_number(r.output, "relative_error")), 0.10) << r.output;
+}
+
 TEST(ReplayCli, ScaledOutFollowsTheScheduleAndKeepsTheCapturedComputePerMicroBatch)
 {
   const std::string path = capture("scale", "--micro-batch 1 --global-batch 8");

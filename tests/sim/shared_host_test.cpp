@@ -85,6 +85,55 @@ TEST(AsMeasured, SharedCoresWeighTheGapAndTheOpApart)
   EXPECT_NEAR(measured.seconds(1, g.ranks[1].ops[0]), 15e-9, 1e-18);
 }
 
+// Two ranks meet in an all-reduce; rank 0 arrived first (at 100) and returned only at 500, 200 ns after rank 1,
+// the last, arrived (at 300): that wait for a core after the wake-up is runnable time, so on a shared host it
+// becomes gap before rank 0's next op, weighted like any gap. Rank 1 returned at 350.
+traces::OpGraph all_reduce_trace(int64_t bytes)
+{
+  traces::OpGraph g = trace_of({{{0, 100}}, {{0, 300}}});
+  g.groups.push_back(traces::CommGroup{});
+  g.groups.back().ranks = {0, 1};
+  const std::pair<int64_t, int64_t> collective_span[2] = {{100, 400}, {300, 50}}; // (start, duration) per rank
+  const int64_t next_start[2] = {500, 350};
+  for (size_t r = 0; r < 2; ++r) {
+    traces::Op c;
+    c.id = 1;
+    c.kind = traces::OpKind::Collective;
+    c.name = "tp.all_reduce";
+    c.stream = 1;
+    c.group = 0;
+    c.sequence = 0;
+    c.bytes = bytes;
+    c.start_ns = collective_span[r].first;
+    c.duration_ns = collective_span[r].second;
+    c.deps = {0};
+    g.ranks[r].ops.push_back(c);
+    g.ranks[r].ops.push_back(compute(2, next_start[r], 100, {1}));
+  }
+  return g;
+}
+
+TEST(AsMeasured, SharedCoresCountTheWaitAfterACollectiveAsGap)
+{
+  const traces::OpGraph g = all_reduce_trace(0);
+  // A device per rank: the collective's measured end is when the rank could go on; no gap.
+  EXPECT_EQ(AsMeasuredDurations(g, 0).issue_gap_ns(0, 2), 0);
+  // One shared core: rank 0 could go on from 300. Runnable: rank 0 over [0, 100) and [300, 600) (gap then op 2),
+  // rank 1 over [0, 300) and [300, 450) (gap 50, op 2). Rank 0's gap [300, 500): [300, 450) at 1/2 and
+  // [450, 500) alone = 125 ns of work, op 2 alone 100 ns; rank 1's gap [300, 350) and op [350, 450) at 1/2.
+  const AsMeasuredDurations one_core(g, 1);
+  EXPECT_EQ(one_core.issue_gap_ns(0, 2), 200);
+  EXPECT_EQ(one_core.issue_gap_ns(1, 2), 50);
+  EXPECT_NEAR(one_core.seconds(0, g.ranks[0].ops[2]), 225e-9, 1e-18);
+  EXPECT_NEAR(one_core.seconds(1, g.ranks[1].ops[2]), 75e-9, 1e-18);
+  // The copy the replay models itself is not gap: 1000 bytes at 1e10 B/s end the collective at 400 for rank 0,
+  // and at its own measured end (350, earlier) for rank 1.
+  const traces::OpGraph with_bytes = all_reduce_trace(1000);
+  const AsMeasuredDurations copying(with_bytes, 1, 1e10);
+  EXPECT_EQ(copying.issue_gap_ns(0, 2), 100);
+  EXPECT_EQ(copying.issue_gap_ns(1, 2), 0);
+}
+
 TEST(AsMeasured, TraceMetadata)
 {
   traces::OpGraph g = trace_of({{{0, 10}}});

@@ -1,8 +1,10 @@
 #include "gputwin/sim/as_measured.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 
 namespace gputwin::sim {
 
@@ -64,6 +66,37 @@ private:
   std::vector<double> progress_; // G at times_
 };
 
+// A communication op's match across ranks: (group, sequence, -1) for a collective, (sender, receiver, sequence)
+// for a message. Keys are unique per instance; every member of it maps to the same key.
+std::tuple<int, int64_t, int64_t> comm_key(int32_t rank, const traces::Op& op)
+{
+  switch (op.kind) {
+  case traces::OpKind::Collective: return {op.group, op.sequence, -1};
+  case traces::OpKind::Send: return {-2 - rank, op.peer, op.sequence};
+  case traces::OpKind::Recv: return {-2 - op.peer, rank, op.sequence};
+  default: return {std::numeric_limits<int>::min(), -1, -1};
+  }
+}
+
+// When the last member of every communication op instance arrived (its latest start), by comm_key.
+std::map<std::tuple<int, int64_t, int64_t>, int64_t> last_arrivals(const traces::OpGraph& trace)
+{
+  std::map<std::tuple<int, int64_t, int64_t>, int64_t> last;
+  for (const traces::RankProgram& rank : trace.ranks)
+    for (const traces::Op& op : rank.ops) {
+      if (op.kind != traces::OpKind::Collective && op.kind != traces::OpKind::Send &&
+          op.kind != traces::OpKind::Recv)
+        continue;
+      if (op.start_ns < 0 || op.duration_ns < 0)
+        continue;
+      const auto key = comm_key(rank.rank, op);
+      const auto [it, inserted] = last.emplace(key, op.start_ns);
+      if (!inserted)
+        it->second = std::max(it->second, op.start_ns);
+    }
+  return last;
+}
+
 } // namespace
 
 std::optional<int> trace_host_cores(const traces::OpGraph& trace)
@@ -98,8 +131,20 @@ double measured_iteration_s(const traces::OpGraph& trace)
   return sorted[sorted.size() / 2];
 }
 
-AsMeasuredDurations::AsMeasuredDurations(const traces::OpGraph& trace, int host_cores)
+AsMeasuredDurations::AsMeasuredDurations(const traces::OpGraph& trace, int host_cores, double copy_bytes_per_s)
 {
+  // On a shared host a communication op ends, for the ops after it, when its last member arrived and its bytes
+  // were copied; the rest of its measured time the woken ranks waited for a core (below).
+  const std::map<std::tuple<int, int64_t, int64_t>, int64_t> arrivals =
+      host_cores > 0 ? last_arrivals(trace) : std::map<std::tuple<int, int64_t, int64_t>, int64_t>{};
+  const auto comm_done_ns = [&](const traces::RankProgram& rank, const traces::Op& op) {
+    const int64_t end = op.start_ns + op.duration_ns;
+    const auto it = arrivals.find(comm_key(rank.rank, op));
+    if (it == arrivals.end())
+      return end;
+    const double copy_ns = copy_bytes_per_s > 0 ? static_cast<double>(op.bytes) / copy_bytes_per_s * 1e9 : 0.0;
+    return std::clamp(it->second + static_cast<int64_t>(copy_ns), op.start_ns, end);
+  };
   // Issue gaps: the time between when an op could start and when it started.
   struct Span {
     size_t program;
@@ -116,7 +161,7 @@ AsMeasuredDurations::AsMeasuredDurations(const traces::OpGraph& trace, int host_
       for (const int64_t d : op.deps)
         if (const auto it = end_ns.find(d); it != end_ns.end())
           ready_ns = std::max(ready_ns, it->second);
-      const int64_t end = op.start_ns + op.duration_ns;
+      const int64_t end = takes_a_core(op) ? op.start_ns + op.duration_ns : comm_done_ns(trace.ranks[p], op);
       if (takes_a_core(op)) {
         const bool has_gap = ready_ns >= 0 && op.kind == traces::OpKind::Compute;
         const int64_t gap = has_gap ? std::max<int64_t>(0, op.start_ns - ready_ns) : 0;

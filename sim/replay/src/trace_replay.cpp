@@ -35,7 +35,7 @@ IterationResult replay_trace(const traces::OpGraph& trace, const topo::ClusterSp
                      " GPUs (expected a larger --nodes)");
   const topo::ClusterGraph graph(cluster);
   TraceCommSource comm(cluster, trace.groups);
-  const AsMeasuredDurations measured(trace, cluster.host_cores);
+  const AsMeasuredDurations measured(trace, cluster.host_cores, cluster.nvlink.bytes_per_s);
   const ComputeDuration compute_s = [&options, &measured](size_t p, const traces::Op& op) {
     if (options.retarget)
       return compute_duration_s(*options.retarget, op);

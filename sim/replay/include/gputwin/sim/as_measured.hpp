@@ -31,8 +31,12 @@ double measured_iteration_s(const traces::OpGraph& trace);
 class AsMeasuredDurations {
 public:
   // `host_cores` > 0: the trace's ranks were threads sharing that many cores (above); 0: each its own device.
+  // On a shared host a communication op is done, for the gaps of the ops after it, once its last member arrived
+  // and its bytes were copied at `copy_bytes_per_s` (0: no copy time): the rest of its measured time the woken
+  // rank was runnable but waiting for a core, so it counts as gap before the rank's next compute op, weighted by
+  // the share of a core like any gap. The replay models the copy itself.
   // REQUIRES: traces::validate_op_graph(trace) passed.
-  AsMeasuredDurations(const traces::OpGraph& trace, int host_cores);
+  AsMeasuredDurations(const traces::OpGraph& trace, int host_cores, double copy_bytes_per_s = 0);
 
   // The host's issue gap before compute op `op_id` of program `program` (index into trace.ranks), in ns; 0 for
   // an op without one (the rank's first op, communication ops, ops without measured times).
