@@ -3,6 +3,7 @@
 // fields, and the per-tensor comparison of gradients against the single-rank reference.
 
 #include "gputwin/engine/train/trainer.hpp"
+#include "llama_test_model.hpp"
 
 #include <cmath>
 #include <ostream>
@@ -105,20 +106,11 @@ inline void PrintTo(const PlanSpec& s, std::ostream* out)
   *out << describe(s) << " b" << s.micro_batch << " B" << s.global_batch;
 }
 
-// The tiny GPT as a Llama-style model: 2 K/V groups for 4 heads, SwiGLU of width 160 (a multiple of 4 tp ranks),
-// RMSNorm, rotary positions, no biases, no dropout, untied output layer.
+// The tiny GPT as a Llama-style model (llama_test_model.hpp), SwiGLU of width 160 (a multiple of 4 tp ranks).
 inline GptConfig tiny_llama_model()
 {
-  GptConfig m = tiny_model();
+  GptConfig m = gputwin::with_llama_layers(tiny_model(), 160);
   m.name = "tiny-llama";
-  m.query_groups = 2;
-  m.ffn_hidden = 160;
-  m.activation = Activation::SwiGlu;
-  m.norm = Norm::RmsNorm;
-  m.position = PositionEmbedding::Rope;
-  m.tie_embeddings = false;
-  m.bias = false;
-  m.dropout = false;
   return m;
 }
 

@@ -3,39 +3,21 @@
 // same gradients, to bf16 rounding; and the stored log-sum-exp against a double-precision one.
 #include "gputwin/engine/backend/counter_rng.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
+#include "kernel_test_support.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <random>
 
 namespace gputwin::engine {
 namespace {
 
-class FlashKernels : public ::testing::Test {
+// The shared kernel fixture, seeded as these tests always were.
+class FlashKernels : public testing::KernelTest {
 protected:
-  Tensor random(DType dtype, std::vector<int64_t> shape)
-  {
-    Tensor t(memory, MemoryPurpose::Workspace, dtype, std::move(shape));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (dtype == DType::F32)
-        t.f32()[i] = normal(rng);
-      else
-        t.bf16()[i] = float_to_bf16(normal(rng));
-    }
-    return t;
-  }
-  Tensor zeros(DType dtype, std::vector<int64_t> shape)
-  {
-    return Tensor(memory, MemoryPurpose::Workspace, dtype, std::move(shape));
-  }
-
-  MemoryAccountant memory;
-  CpuBackend cpu;
-  std::mt19937 rng{7};
+  FlashKernels() : KernelTest(7) {}
 };
 
 double relative_l2(const Tensor& a, const Tensor& b, int64_t n)

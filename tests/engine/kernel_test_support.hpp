@@ -14,6 +14,8 @@ namespace gputwin::engine::testing {
 
 class KernelTest : public ::testing::Test {
 protected:
+  explicit KernelTest(unsigned seed = 42) : rng(seed) {}
+
   Tensor random(DType dtype, std::vector<int64_t> shape, float scale = 1.0f)
   {
     Tensor t(memory, MemoryPurpose::Workspace, dtype, std::move(shape));
@@ -33,7 +35,7 @@ protected:
 
   MemoryAccountant memory;
   CpuBackend cpu;
-  std::mt19937 rng{42};
+  std::mt19937 rng;
 };
 
 // Checks d_in from a backward kernel against central differences of sum(forward(in) * d_out) with `step`, at

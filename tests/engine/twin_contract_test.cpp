@@ -23,6 +23,7 @@
 #include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/models/rank_layout.hpp"
 #include "gputwin/models/workload.hpp"
+#include "llama_test_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -58,20 +59,11 @@ GptConfig tiny_model()
   return m;
 }
 
-// The same size as a Llama-style model: grouped-query attention (2 K/V groups for 4 heads), SwiGLU with its own
-// width, RMSNorm, rotary positions, no biases, no dropout, untied output layer.
+// The same size as a Llama-style model (llama_test_model.hpp), SwiGLU with its own width.
 GptConfig tiny_llama()
 {
-  GptConfig m = tiny_model();
+  GptConfig m = with_llama_layers(tiny_model(), 192);
   m.name = "twin-contract-llama";
-  m.query_groups = 2;
-  m.ffn_hidden = 192;
-  m.activation = Activation::SwiGlu;
-  m.norm = Norm::RmsNorm;
-  m.position = PositionEmbedding::Rope;
-  m.tie_embeddings = false;
-  m.bias = false;
-  m.dropout = false;
   return m;
 }
 
