@@ -8,6 +8,7 @@
 #include "timeline.hpp"
 
 #include "gputwin/chakra/chakra_writer.hpp"
+#include "gputwin/models/workload_unfolding.hpp"
 #include "gputwin/models/flops.hpp"
 #include "gputwin/models/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
@@ -34,6 +35,10 @@
 namespace gputwin::cli {
 
 namespace {
+
+// The most Chakra nodes `--chakra` writes for every rank (about 60 bytes each on disk: 1.2 GB); beyond, the
+// folded export (one file per stage) is the way.
+constexpr int64_t max_chakra_nodes = 20'000'000;
 
 struct Report {
   double iteration_time_s = 0, tokens_per_s = 0, model_flops = 0, hardware_flops = 0, mfu = 0, hfu = 0;
@@ -226,8 +231,11 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                             "bytes and busy fraction per link and link kind, the busiest links, stage 0's exposed "
                             "communication by link; JSON into FILE if given (sim/README.md \"Link report\")");
   parser.add_option("--chakra", "DIR",
-                    "write the workload as Chakra execution traces, DIR/workload.<rank>.et per simulated rank "
-                    "(ASTRA-sim's input; sim/README.md \"Chakra export\")");
+                    "write the workload as Chakra execution traces, DIR/workload.<rank>.et per rank (ASTRA-sim's "
+                    "input; sim/README.md \"Chakra export\")");
+  parser.add_option("--chakra-ranks", "all|folded",
+                    "with --chakra: a file for every rank (all, the default: what ASTRA-sim runs) or one per "
+                    "pipeline stage, the representative rank the simulator runs (folded)");
   const ParsedArgs parsed = parser.parse(args);
   if (parser.help_requested()) {
     out << parser.help();
@@ -285,8 +293,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   if (!r.stragglers.empty()) {
     const std::string flag = r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu";
     if (parsed.has("--chakra"))
-      throw InputError(flag + ": not with --chakra (the export writes the folded workload, one program per stage, "
-                              "without the slow ranks)");
+      throw InputError(flag + ": not with --chakra (the export writes every rank at the normal speed)");
     if (cluster.host_cores > 0)
       throw InputError(flag + ": the GPUs of " + cluster.name +
                        " are threads sharing host cores (node.host_cores); slow GPUs need devices of their own");
@@ -302,6 +309,12 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                      "reduce-scatter)");
   if (options.overlap_param_gather && plan.zero_stage == 0)
     throw InputError("--overlap-param-gather: needs --zero 1 (only the distributed optimizer gathers parameters)");
+  const std::string chakra_ranks = parsed.value("--chakra-ranks").value_or("all");
+  if (chakra_ranks != "all" && chakra_ranks != "folded")
+    throw InputError("--chakra-ranks: expected all or folded, got '" + chakra_ranks + "'");
+  if (parsed.has("--chakra-ranks") && !parsed.has("--chakra"))
+    throw InputError("--chakra-ranks: needs --chakra DIR");
+  const bool chakra_all_ranks = chakra_ranks == "all";
   if (plan.cp > 1 && parsed.has("--chakra"))
     throw InputError("--chakra: not with --cp (Chakra ET has no collective type for the context-parallel ring's "
                      "send/recv exchange)");
@@ -324,7 +337,16 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   if (const auto dir = parsed.value("--chakra")) { // before the run: a bad DIR fails at once
     chakra::ChakraExportOptions chakra_options;
     chakra_options.compute_duration_s = [&gpu](const traces::Op& op) { return compute_duration_s(gpu, op); };
-    chakra::write_chakra_traces(workload_graph(workload), *dir, chakra_options);
+    if (chakra_all_ranks) {
+      const int64_t nodes = unfolded_node_count(workload);
+      if (nodes > max_chakra_nodes)
+        throw InputError("--chakra: every rank's trace would hold " + std::to_string(nodes) + " nodes over " +
+                         std::to_string(plan.gpus()) + " files (at most " + std::to_string(max_chakra_nodes) +
+                         " are written; expected --chakra-ranks folded, one file per pipeline stage)");
+      chakra::write_chakra_traces(unfolded_workload_graph(workload), *dir, chakra_options);
+    } else {
+      chakra::write_chakra_traces(workload_graph(workload), *dir, chakra_options);
+    }
   }
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");

@@ -7,11 +7,13 @@
 #include "et_def.pb.h"
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/workload.hpp"
+#include "gputwin/models/workload_unfolding.hpp"
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/util/delimited_message_util.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -65,7 +67,9 @@ fs::path fresh_dir(const std::string& name)
   return dir;
 }
 
-// Runs the export and checks every file against `workload_graph(workload)`.
+// Runs the export and checks every file against the workload's graph: every rank's own program
+// (unfolded_workload_graph) by default, the simulated representatives' (workload_graph) with
+// `--chakra-ranks folded` in `flags`.
 void check_export(const std::string& flags, const Workload& workload, const std::string& dir_name)
 {
   SCOPED_TRACE(flags);
@@ -73,8 +77,12 @@ void check_export(const std::string& flags, const Workload& workload, const std:
   const CliResult r = run_gputwin("simulate " + flags + " --chakra '" + dir.string() + "'", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
-  const traces::OpGraph graph = workload_graph(workload);
-  // One .et file per simulated rank, nothing else but the communicator file.
+  const bool folded = flags.find("--chakra-ranks folded") != std::string::npos;
+  const traces::OpGraph graph = folded ? workload_graph(workload) : unfolded_workload_graph(workload);
+  if (!folded) {
+    EXPECT_EQ(static_cast<int64_t>(graph.ranks.size()), workload.plan.gpus());
+  }
+  // One .et file per rank of the graph, nothing else but the communicator file.
   std::set<std::string> expected_files{"workload.comm_groups.json"}, files;
   for (const traces::RankProgram& p : graph.ranks)
     expected_files.insert("workload." + std::to_string(p.rank) + ".et");
@@ -158,7 +166,7 @@ void check_export(const std::string& flags, const Workload& workload, const std:
 
 TEST(ChakraExport, PaperPlanOfGpt22bOnOneNode)
 {
-  // The check of issue 13: tp 8, pp 1 — one simulated rank.
+  // The check of issue 13: tp 8, pp 1 — eight ranks, one simulated.
   const CatalogEntry* entry = find_catalog_model("gpt-22b");
   ASSERT_NE(entry, nullptr);
   ParallelPlan paper = entry->paper_plan; // --plan paper: Table 3's plan with SP and selective recompute (Table 5)
@@ -167,28 +175,58 @@ TEST(ChakraExport, PaperPlanOfGpt22bOnOneNode)
   check_export("--model gpt-22b --plan paper --nodes 1", make_workload(entry->model, paper), "chakra_22b");
 }
 
-TEST(ChakraExport, PipelinedPlanHasOneFilePerStageAndMatchingMessages)
+TEST(ChakraExport, PipelinedPlanHasAFilePerRankWithItsOwnCommunicatorsAndPeers)
 {
+  // tp 2, pp 2, dp 2 on one node (chakra_test_plan.hpp): eight files. Every rank is a member of each
+  // communicator it names, the communicators are the plan's (4 TP pairs, 4 DP pairs, 4 first/last-stage
+  // embedding pairs, each in the communicator file), and every send has its receive in the peer's file: same
+  // (src, dst, tag, size).
   const Workload workload = testing::chakra_test_plan_workload();
-  check_export(testing::chakra_test_plan_flags, workload, "chakra_pp");
+  check_export(testing::chakra_test_plan_flags, workload, "chakra_all");
 
-  // Every send has its receive on the peer's file: same (src, dst, tag, size).
-  const fs::path dir = fs::path(::testing::TempDir()) / "chakra_pp";
+  const fs::path dir = fs::path(::testing::TempDir()) / "chakra_all";
+  const traces::OpGraph graph = unfolded_workload_graph(workload);
+  ASSERT_EQ(graph.groups.size(), 12u);
+  std::map<std::string, int> kinds;
+  for (const traces::CommGroup& g : graph.groups) {
+    ++kinds[g.kind];
+    EXPECT_EQ(g.ranks.size(), 2u) << g.kind;
+  }
+  EXPECT_EQ(kinds, (std::map<std::string, int>{{"dp", 4}, {"embedding", 4}, {"tp", 4}}));
+  std::ifstream groups_file(dir / "workload.comm_groups.json");
+  std::stringstream groups_text;
+  groups_text << groups_file.rdbuf();
+  for (size_t g = 0; g < graph.groups.size(); ++g) {
+    std::ostringstream entry;
+    entry << '"' << g << "\": [" << graph.groups[g].ranks[0] << ", " << graph.groups[g].ranks[1] << ']';
+    EXPECT_NE(groups_text.str().find(entry.str()), std::string::npos) << groups_text.str();
+  }
   std::multiset<std::tuple<int32_t, int32_t, int32_t, int64_t>> sends, recvs;
-  for (int64_t stage = 0; stage < workload.plan.pp; ++stage)
-    for (const auto& node : decode(dir / ("workload." + std::to_string(workload.stage_rank(stage)) + ".et")).nodes)
+  for (int32_t rank = 0; rank < 8; ++rank) {
+    std::set<int32_t> partners;
+    for (const auto& node : decode(dir / ("workload." + std::to_string(rank) + ".et")).nodes) {
+      if (node.type() == ChakraProtoMsg::COMM_COLL_NODE) {
+        const auto& members = graph.groups.at(std::stoul(attr(node, "pg_name")->string_val())).ranks;
+        EXPECT_NE(std::find(members.begin(), members.end(), rank), members.end()) << "rank " << rank;
+        partners.insert(members.begin(), members.end());
+      }
       if (node.type() == ChakraProtoMsg::COMM_SEND_NODE || node.type() == ChakraProtoMsg::COMM_RECV_NODE)
         (node.type() == ChakraProtoMsg::COMM_SEND_NODE ? sends : recvs)
             .insert({attr(node, "comm_src")->int32_val(), attr(node, "comm_dst")->int32_val(),
                      attr(node, "comm_tag")->int32_val(), attr(node, "comm_size")->int64_val()});
-  EXPECT_FALSE(sends.empty());
+    }
+    // rank = tp + 2 (dp + 2 stage): its TP partner, its DP partner and its embedding partner on the other stage.
+    EXPECT_EQ(partners, (std::set<int32_t>{rank, rank ^ 1, rank ^ 2, rank ^ 4})) << "rank " << rank;
+  }
+  // Each of the 8 ranks sends one message per micro-batch: activations forward, gradients backward.
+  EXPECT_EQ(static_cast<int64_t>(sends.size()), 8 * workload.plan.micro_batches());
   EXPECT_EQ(sends, recvs);
+}
 
-  // The communicator file names every non-empty group used as a pg_name.
-  std::ifstream groups(dir / "workload.comm_groups.json");
-  std::stringstream text;
-  text << groups.rdbuf();
-  EXPECT_NE(text.str().find("\"" + std::to_string(workload.tp_group(0)) + "\": ["), std::string::npos) << text.str();
+TEST(ChakraExport, FoldedExportWritesTheSimulatedRanksOnly)
+{
+  const Workload workload = testing::chakra_test_plan_workload();
+  check_export(testing::chakra_test_plan_flags + std::string(" --chakra-ranks folded"), workload, "chakra_folded");
 }
 
 TEST(ChakraExport, SameInputGivesByteIdenticalFiles)
@@ -215,6 +253,20 @@ TEST(ChakraExport, UnwritableDirectoryIsAOneLineErrorNamingThePath)
   const CliResult r = run_gputwin("simulate --model gpt-22b --layers 2 --tp 8 --nodes 1 --chakra '" + file.string() + "'",
                                   true);
   EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(ChakraExport, ChakraRanksIsCheckedAndAnExportTooLargeIsRefused)
+{
+  const std::string plan = "simulate --model gpt-22b --layers 2 --tp 8 --nodes 1 ";
+  const std::string dir = (fs::path(::testing::TempDir()) / "chakra_ranks").string();
+  expect_one_line_error(plan + "--chakra '" + dir + "' --chakra-ranks some", "--chakra-ranks: expected all or folded");
+  expect_one_line_error(plan + "--chakra-ranks folded", "--chakra-ranks: needs --chakra DIR");
+  // 8192 ranks of GPT-3 175B: 38 million nodes, more than the export writes for every rank; nothing is written.
+  const fs::path big = fresh_dir("chakra_too_large");
+  expect_one_line_error("simulate --model gpt3-175b --tp 8 --pp 8 --dp 128 --global-batch 1024 --sp --chakra '" +
+                            big.string() + "'",
+                        "expected --chakra-ranks folded");
+  EXPECT_FALSE(fs::exists(big));
 }
 
 } // namespace
