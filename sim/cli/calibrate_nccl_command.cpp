@@ -49,7 +49,9 @@ void write_cluster_yaml(std::ostream& y, const topo::ClusterSpec& c, const sim::
     << (c.gpu.peak_fp8_flops > 0 ? "\n  peak_fp8_tflops: " + num(c.gpu.peak_fp8_flops / 1e12) : "") // absent: none
     << "\n  hbm_gbytes: " << num(static_cast<double>(c.gpu.hbm_bytes) / 1e9)
     << "\n  hbm_gbytes_per_s: " << num(c.gpu.hbm_bytes_per_s / 1e9) << "\n"
-    << "node:\n  gpus: " << c.gpus_per_node << "\n  nvlink:\n    gbytes_per_s: " << num(c.nvlink.bytes_per_s / 1e9)
+    << "node:\n  gpus: " << c.gpus_per_node
+    << (c.host_cores > 0 ? "\n  host_cores: " + std::to_string(c.host_cores) : "") // absent: GPUs of their own
+    << "\n  nvlink:\n    gbytes_per_s: " << num(c.nvlink.bytes_per_s / 1e9)
     << "\n    latency_us: " << num(c.nvlink.latency_s * 1e6) << "\n    nvswitch_chips: " << c.nvlink.switch_chips
     << "\n  pcie:\n    gbytes_per_s: " << num(c.pcie.bytes_per_s / 1e9) << "\n    latency_us: "
     << num(c.pcie.latency_s * 1e6) << "\n    switches: " << c.pcie.switches_per_node << "\n  nics:\n    count: "
@@ -79,7 +81,9 @@ void write_cluster_yaml(std::ostream& y, const topo::ClusterSpec& c, const sim::
     << "  kernel_us: " << num(n.kernel_s * 1e6) << "\n"
     << "  channel_us: " << num(n.channel_s * 1e6) << "\n"
     << "  channel_net_step_us: " << num(n.channel_net_step_s * 1e6) << "\n"
-    << "  tree_correction: " << (n.tree_correction ? "true" : "false") << "\n";
+    << "  tree_correction: " << (n.tree_correction ? "true" : "false") << "\n"
+    << "  userbuffers_latency_us: " << num(n.userbuffers_latency_s * 1e6)
+    << "  # kept: nccl-tests logs have no userbuffers transfers\n";
   write_protocol(y, "ll", n.ll);
   write_protocol(y, "ll128", n.ll128);
   write_protocol(y, "simple", n.simple);

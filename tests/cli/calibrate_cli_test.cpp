@@ -37,6 +37,32 @@ std::string edited_trace(const std::string& trace, const std::string& name, cons
   return path;
 }
 
+// `calibrate --nccl-tests` writes a complete cluster file: the fitted nccl section, and every other field as the
+// starting cluster had it, including the ones no nccl-tests log can fit (userbuffers latency, shared host cores).
+TEST(CalibrateCli, NcclFitKeepsTheFieldsItDoesNotFit)
+{
+  std::string cluster = read_file(GPUTWIN_TEST_DATA_DIR "/../../topologies/clusters/nd-a100-v4.yaml");
+  const auto edit = [&](const std::string& from, const std::string& to) {
+    const size_t at = cluster.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    cluster.replace(at, from.size(), to);
+  };
+  edit("  tree_correction: true", "  userbuffers_latency_us: 7\n  tree_correction: true");
+  edit("  gpus: 8 ", "  host_cores: 3\n  gpus: 8 ");
+  const std::string start = temp_path("start-cluster.yaml"), out = temp_path("fitted-cluster.yaml");
+  std::ofstream(start) << cluster;
+  const std::string logs = GPUTWIN_TEST_DATA_DIR "/nccl-tests-echo-a100/";
+  const CliResult r = run_gputwin("calibrate --nccl-tests " + logs + "nccl_2.log " + logs + "nccl_8.log --cluster " +
+                                      start + " -o " + out,
+                                  false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string fitted = read_file(out);
+  EXPECT_NE(fitted.find("\n  userbuffers_latency_us: 7 "), std::string::npos) << fitted;
+  EXPECT_NE(fitted.find("\n  host_cores: 3\n"), std::string::npos) << fitted;
+  // And it loads as a cluster.
+  EXPECT_EQ(run_gputwin("collective --cluster " + out + " --op all-reduce --ranks 8 --bytes 1M", false).exit_code, 0);
+}
+
 TEST(CalibrateCli, FitsACpuTracePrintsTheErrorsAndWritesTheModel)
 {
   const std::string out = temp_path("cpu.yaml");
