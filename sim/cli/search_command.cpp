@@ -56,6 +56,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--global-batch", "B", "samples per iteration (default: N)");
   parser.add_option("--attention", "KERNEL", "attention kernel of every plan: unfused|flash (default unfused)");
   parser.add_option("--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)");
+  parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
   parser.add_option("--cp", "LIST",
                     "context-parallel sizes to try, e.g. 1,2,4,8 (default 1; needs --attention flash)");
   parser.add_option("--top", "K", "plans confirmed by the full simulation and printed (default 5)");
@@ -119,11 +120,12 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
     const ParallelPlan& p = r.estimate.candidate.plan;
     char plan_text[128];
     const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
-    std::snprintf(plan_text, sizeof plan_text, "%s pp %lld dp %lld mb %lld %s%s %s%s%s", tp_cp.c_str(),
+    std::snprintf(plan_text, sizeof plan_text, "%s pp %lld dp %lld mb %lld %s%s %s%s%s%s", tp_cp.c_str(),
                   static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                   static_cast<long long>(p.micro_batch), to_string(p.schedule).c_str(),
                   p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                  to_string(p.recompute).c_str(), p.sequence_parallel() ? " sp" : "", p.zero_stage ? " zero1" : "");
+                  to_string(p.recompute).c_str(), p.sequence_parallel() ? " sp" : "", p.zero_stage ? " zero1" : "",
+                  p.fp8 ? " fp8" : "");
     std::snprintf(line, sizeof line, "%4zu  %-58s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1, plan_text,
                   r.iteration_time_s, r.estimate.iteration_time_s, r.tokens_per_s, 100 * r.mfu, r.bubble_fraction,
                   r.exposed_comm_s, gib(r.estimate.candidate.peak_memory_bytes).c_str());

@@ -81,6 +81,7 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
     if (space.attention != AttentionKernel::Flash && space.context_parallel != std::vector<int64_t>{1})
       throw InputError("--cp: context parallelism needs --attention flash");
   }
+  space.fp8 = parsed.has("--fp8");
   if (const auto list = parsed.value("--micro-batches")) {
     space.micro_batches = integer_list("--micro-batches", *list);
   }
@@ -95,7 +96,11 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
   else if (r.gpus > cluster.gpus())
     throw InputError("--nodes: " + std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
                      std::to_string(cluster.gpus()) + " GPUs, fewer than --gpus " + std::to_string(r.gpus));
-  r.gpu = compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+  ParallelPlan fp8_plan;
+  fp8_plan.fp8 = space.fp8;
+  check_fp8_supported(fp8_plan, cluster);
+  r.gpu = compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
+                                cluster.gpu.peak_fp8_flops);
 
   r.plans = sim::enumerate_plans(model, r.gpus, r.global_batch, std::min<int64_t>(r.gpus, cluster.gpus_per_node),
                                  cluster.gpu.hbm_bytes, space);

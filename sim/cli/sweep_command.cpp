@@ -552,7 +552,7 @@ void render_outputs(const ParsedArgs& parsed, const std::vector<Row>& rows)
 int run_merge(const ParsedArgs& parsed, std::ostream& out)
 {
   for (const char* flag : {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--cluster", "--set",
-                           "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour", "--attention", "--top",
+                           "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour", "--attention", "--fp8", "--top",
                            "--gpu-model", "--framework", "--jobs", "--shard", "--json"})
     if (parsed.has(flag))
       throw InputError(std::string(flag) + ": not used with --merge (it joins CSV files: gputwin sweep --merge A.csv "
@@ -628,6 +628,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   parser.add_option("--tokens", "T", "tokens to train on (300e9): time to train, GPU-hours");
   parser.add_option("--price-per-gpu-hour", "P", "price of one GPU-hour: cost = GPU-hours x P");
   parser.add_option("--attention", "KERNEL", "attention kernel of every plan: unfused|flash (default unfused)");
+  parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; every cluster H100/H200)");
   parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
@@ -678,7 +679,11 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
       if (gpus > node.gpus_per_node && gpus % node.gpus_per_node != 0)
         throw InputError("--gpus: " + std::to_string(gpus) + " is not a multiple of " + node.name + "'s " +
                          std::to_string(node.gpus_per_node) + " GPUs per node (expected whole nodes)");
-    compute_model_for_gpu(parsed, node.gpu.kind, node.gpu.peak_bf16_flops, node.gpu.hbm_bytes_per_s);
+    compute_model_for_gpu(parsed, node.gpu.kind, node.gpu.peak_bf16_flops, node.gpu.hbm_bytes_per_s,
+                          node.gpu.peak_fp8_flops);
+    ParallelPlan fp8_plan;
+    fp8_plan.fp8 = parsed.has("--fp8");
+    check_fp8_supported(fp8_plan, node);
     nodes.push_back(node);
   }
   std::optional<int64_t> global_batch;
@@ -706,6 +711,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
       throw InputError("--attention: expected unfused|flash, got '" + *kernel + "'");
     space.attention = *parsed_kernel;
   }
+  space.fp8 = parsed.has("--fp8");
   const std::optional<std::string> plot = parsed.value("--plot");
   check_plot(plot);
   csv_output(parsed);
@@ -750,8 +756,8 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
       return "Sno plan fits: the smallest, " + describe_plan(plans.smallest.plan) + ", needs " +
              gib(plans.smallest.peak_memory_bytes) + " GiB per GPU but the " + cluster.gpu.kind + " has " +
              gib(cluster.gpu.hbm_bytes) + " GiB";
-    const GpuComputeModel gpu =
-        compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+    const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
+                                                      cluster.gpu.hbm_bytes_per_s, cluster.gpu.peak_fp8_flops);
     const topo::ClusterGraph graph(cluster);
     const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
         cluster, graph, model, plans.fitting, gpu, framework, threads, static_cast<size_t>(top), "sweep", false);

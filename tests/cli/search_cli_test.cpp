@@ -47,6 +47,25 @@ TEST(SearchCli, RanksPlansThatFitAndTheBestBeatsThePaperPlan)
   EXPECT_LE(number(list.items.front(), "iteration_time_s"), paper_s);
 }
 
+// --fp8 searches FP8 plans: every plan has it, and on an H100 the best FP8 plan is faster than the best BF16 one
+// (the linear layers' GEMMs at twice the peak); an A100 has no FP8 tensor cores: a one-line error.
+TEST(SearchCli, Fp8SearchesFp8PlansOnlyOnGpusThatHaveThem)
+{
+  const std::string flags = "search --model llama3-8b --gpus 8 --global-batch 8 --cluster dgx-h100 --attention flash "
+                            "--top 2 --json";
+  const CliResult bf16 = run_gputwin(flags, false), fp8 = run_gputwin(flags + " --fp8", false);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  ASSERT_EQ(fp8.exit_code, 0) << fp8.output;
+  const traces::JsonValue bf16_list = traces::parse_json(bf16.output), fp8_list = traces::parse_json(fp8.output);
+  ASSERT_FALSE(fp8_list.items.empty());
+  for (const traces::JsonValue& row : fp8_list.items)
+    EXPECT_EQ(member(member(row, "plan"), "fp8").type, traces::JsonValue::Type::Bool);
+  EXPECT_NE(fp8.output.find("\"fp8\": true"), std::string::npos) << fp8.output;
+  EXPECT_EQ(fp8.output.find("\"fp8\": false"), std::string::npos) << fp8.output;
+  EXPECT_LT(number(fp8_list.items.front(), "iteration_time_s"), number(bf16_list.items.front(), "iteration_time_s"));
+  expect_one_line_error("search --model llama3-8b --gpus 8 --cluster dgx-a100 --fp8", "--fp8: the a100");
+}
+
 TEST(SearchCli, ProgressBarsOnATerminalButNotWithJsonOrAPipe)
 {
   const std::string search = "search --model gpt-22b --layers 12 --gpus 16 --global-batch 16 --top 3";

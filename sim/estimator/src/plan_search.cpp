@@ -77,6 +77,7 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
           plan.tp_comm = tp > 1 ? TpComm::SequenceParallel : TpComm::AllReduce;
           plan.zero_stage = dp > 1 ? 1 : 0;
           plan.attention = space.attention;
+          plan.fp8 = space.fp8;
           if (!is_valid(model, plan))
             continue;
           ++out.shapes;

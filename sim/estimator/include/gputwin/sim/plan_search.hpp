@@ -34,6 +34,7 @@ struct SearchSpace {
   // Context-parallel sizes to try (each dividing N / tp; plans need flash attention and the sequence divisible by
   // 2 cp, checked by validate_plan). Default: no context parallelism.
   std::vector<int64_t> context_parallel = {1};
+  bool fp8 = false; // every plan's linear-layer GEMMs in FP8 (Transformer Engine; the GPU needs FP8 tensor cores)
 };
 
 struct PlanCandidate {
