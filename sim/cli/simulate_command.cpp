@@ -315,9 +315,6 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   if (parsed.has("--chakra-ranks") && !parsed.has("--chakra"))
     throw InputError("--chakra-ranks: needs --chakra DIR");
   const bool chakra_all_ranks = chakra_ranks == "all";
-  if (plan.cp > 1 && parsed.has("--chakra"))
-    throw InputError("--chakra: not with --cp (Chakra ET has no collective type for the context-parallel ring's "
-                     "send/recv exchange)");
   if (plan.cp > 1 && !r.stragglers.empty())
     throw InputError(std::string(r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu") +
                      ": not with --cp (slow ranks are unfolded over tp, dp and pp only)");

@@ -229,6 +229,49 @@ TEST(ChakraExport, FoldedExportWritesTheSimulatedRanksOnly)
   check_export(testing::chakra_test_plan_flags + std::string(" --chakra-ranks folded"), workload, "chakra_folded");
 }
 
+// Ring exchanges (context parallelism's K/V blocks, a SendRecv collective in the generator) have no Chakra
+// collective type: each is a send to the next rank of the ring and a receive from the previous one, and the ops
+// after it depend on both. llama3-8b cut to 2 layers, tp 2 x cp 2 on an H100 node: rank = tp + 2 cp.
+TEST(ChakraExport, ContextParallelRingExchangesAreSendsAndReceives)
+{
+  const fs::path dir = fresh_dir("chakra_cp");
+  const CliResult r = run_gputwin("simulate --model llama3-8b --layers 2 --attention flash --cluster dgx-h100 --tp 2 "
+                                  "--cp 2 --sp --global-batch 1 --chakra '" + dir.string() + "'",
+                                  false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::multiset<std::tuple<int32_t, int32_t, int32_t, int64_t>> sends, recvs;
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    const DecodedRank decoded = decode(dir / ("workload." + std::to_string(rank) + ".et"));
+    std::set<uint64_t> ids;
+    int64_t exchanges = 0;
+    for (size_t i = 0; i < decoded.nodes.size(); ++i) {
+      const ChakraProtoMsg::Node& node = decoded.nodes[i];
+      for (const uint64_t d : node.data_deps())
+        EXPECT_TRUE(ids.count(d)) << node.name() << " depends on unknown or later node " << d;
+      EXPECT_TRUE(ids.insert(node.id()).second) << "duplicate id " << node.id();
+      const bool send = node.type() == ChakraProtoMsg::COMM_SEND_NODE;
+      if (!send && node.type() != ChakraProtoMsg::COMM_RECV_NODE)
+        continue;
+      (send ? sends : recvs)
+          .insert({attr(node, "comm_src")->int32_val(), attr(node, "comm_dst")->int32_val(),
+                   attr(node, "comm_tag")->int32_val(), attr(node, "comm_size")->int64_val()});
+      if (node.name().rfind("cp.kv", 0) == 0 && send) {
+        ++exchanges;
+        // Its receive follows it, from the other rank of the two-rank ring (rank +- 2).
+        ASSERT_LT(i + 1, decoded.nodes.size());
+        const ChakraProtoMsg::Node& recv = decoded.nodes[i + 1];
+        EXPECT_EQ(recv.type(), ChakraProtoMsg::COMM_RECV_NODE);
+        EXPECT_EQ(recv.name(), node.name());
+        EXPECT_EQ(attr(node, "comm_dst")->int32_val(), rank ^ 2);
+        EXPECT_EQ(attr(recv, "comm_src")->int32_val(), rank ^ 2);
+      }
+    }
+    // Per layer one K/V exchange forward and one gradient exchange backward (cp - 1 = 1 each), 2 layers.
+    EXPECT_EQ(exchanges, 4) << "rank " << rank;
+  }
+  EXPECT_EQ(sends, recvs);
+}
+
 TEST(ChakraExport, SameInputGivesByteIdenticalFiles)
 {
   const std::string flags = "simulate --model gpt-22b --layers 2 --tp 2 --pp 2 --nodes 1 --estimate --chakra ";

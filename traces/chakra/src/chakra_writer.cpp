@@ -13,6 +13,7 @@
 #include <map>
 #include <ostream>
 #include <system_error>
+#include <utility>
 
 namespace gputwin::chakra {
 
@@ -75,6 +76,37 @@ ChakraProtoMsg::CollectiveCommType comm_type(CollectiveOp op, const traces::Rank
                            " '" + o.name + "': a send/recv collective has no Chakra collective type");
 }
 
+// Where the op sits in the iteration (ignored by ASTRA-sim, kept for people reading the trace).
+void add_placement(Node& node, const traces::Op& op)
+{
+  add_string(node, "gputwin.phase", traces::to_string(op.phase));
+  add_int32(node, "gputwin.stream", op.stream);
+  add_int32(node, "gputwin.layer", op.layer);
+  add_int32(node, "gputwin.micro_batch", op.micro_batch);
+  add_int32(node, "gputwin.chunk", op.chunk);
+}
+
+// The ranks after and before `program`'s rank in the ring of a SendRecv collective's group.
+std::pair<int32_t, int32_t> ring_neighbours(const traces::OpGraph& graph, const traces::RankProgram& program,
+                                            const traces::Op& op)
+{
+  const std::vector<int32_t>& ring = graph.groups.at(static_cast<size_t>(op.group)).ranks;
+  const auto it = std::find(ring.begin(), ring.end(), program.rank);
+  if (it == ring.end())
+    throw traces::TraceError("chakra export: rank " + std::to_string(program.rank) + " op " + std::to_string(op.id) +
+                             " '" + op.name + "': the rank is not in its group " + std::to_string(op.group));
+  const size_t at = static_cast<size_t>(it - ring.begin()), n = ring.size();
+  return {ring[(at + 1) % n], ring[(at + n - 1) % n]};
+}
+
+// Tags of ring exchanges: above every pipeline message's (a message's tag is its sequence on its (src, dst)
+// pair), the exchange's sequence on its group.
+int32_t ring_tag(const traces::Op& op)
+{
+  constexpr int32_t ring_tag_base = 1 << 24;
+  return ring_tag_base + static_cast<int32_t>(op.sequence);
+}
+
 void write_delimited(const google::protobuf::MessageLite& message, std::ostream& out)
 {
   if (!google::protobuf::util::SerializeDelimitedToOstream(message, &out))
@@ -103,6 +135,14 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
   }
   write_delimited(meta, out);
 
+  // A ring exchange (a SendRecv collective: context parallelism's K/V blocks, --tp-comm-overlap's chunks) has no
+  // Chakra collective type: it is written as a send to the next rank of its group (id = the op's) and a receive
+  // from the previous one (a fresh id after every op's), and whatever depends on the op depends on both.
+  int64_t next_extra_id = 0;
+  for (const traces::Op& op : program.ops)
+    next_extra_id = std::max(next_extra_id, op.id + 1);
+  std::map<int64_t, int64_t> ring_recv_id; // SendRecv op id -> its receive node's id
+
   std::map<int32_t, int64_t> last_on_stream; // stream -> id of its last op so far
   Node node;
   for (const traces::Op& op : program.ops) {
@@ -114,11 +154,39 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
     std::vector<int64_t> deps = op.deps;
     if (const auto it = last_on_stream.find(op.stream); it != last_on_stream.end())
       deps.push_back(it->second);
+    for (size_t i = 0, n = deps.size(); i < n; ++i)
+      if (const auto it = ring_recv_id.find(deps[i]); it != ring_recv_id.end())
+        deps.push_back(it->second);
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     for (const int64_t d : deps)
       node.add_data_deps(static_cast<uint64_t>(d));
     last_on_stream[op.stream] = op.id;
+
+    if (op.kind == traces::OpKind::Collective && op.collective == CollectiveOp::SendRecv) {
+      const auto [next, previous] = ring_neighbours(graph, program, op);
+      node.set_type(ChakraProtoMsg::COMM_SEND_NODE);
+      add_bool(node, "is_cpu_op", false);
+      add_int32(node, "comm_src", program.rank);
+      add_int32(node, "comm_dst", next);
+      add_int32(node, "comm_tag", ring_tag(op));
+      add_int64(node, "comm_size", static_cast<int64_t>(non_negative_round(op.bytes)));
+      add_placement(node, op);
+      write_delimited(node, out);
+      // The receive: the same dependencies, from the previous rank.
+      node.set_id(static_cast<uint64_t>(next_extra_id));
+      node.set_type(ChakraProtoMsg::COMM_RECV_NODE);
+      node.clear_attr();
+      add_bool(node, "is_cpu_op", false);
+      add_int32(node, "comm_src", previous);
+      add_int32(node, "comm_dst", program.rank);
+      add_int32(node, "comm_tag", ring_tag(op));
+      add_int64(node, "comm_size", static_cast<int64_t>(non_negative_round(op.bytes)));
+      add_placement(node, op);
+      write_delimited(node, out);
+      ring_recv_id[op.id] = next_extra_id++;
+      continue;
+    }
 
     switch (op.kind) {
     case traces::OpKind::Compute:
@@ -149,12 +217,7 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
       break;
     }
     }
-    // Where the op sits in the iteration (ignored by ASTRA-sim, kept for people reading the trace).
-    add_string(node, "gputwin.phase", traces::to_string(op.phase));
-    add_int32(node, "gputwin.stream", op.stream);
-    add_int32(node, "gputwin.layer", op.layer);
-    add_int32(node, "gputwin.micro_batch", op.micro_batch);
-    add_int32(node, "gputwin.chunk", op.chunk);
+    add_placement(node, op);
     write_delimited(node, out);
   }
 }
@@ -191,10 +254,11 @@ ChakraExportSummary write_chakra_traces(const traces::OpGraph& graph, const std:
     write_file_atomically(
         path.string(), [&](std::ostream& file) { write_chakra_rank(file, graph, program, options); }, "--chakra");
     summary.files.push_back(path);
-    summary.nodes += static_cast<int64_t>(program.ops.size());
-    summary.collectives += std::count_if(program.ops.begin(), program.ops.end(), [](const traces::Op& op) {
-      return op.kind == traces::OpKind::Collective;
-    });
+    for (const traces::Op& op : program.ops) {
+      const bool ring = op.kind == traces::OpKind::Collective && op.collective == CollectiveOp::SendRecv;
+      summary.nodes += ring ? 2 : 1; // a ring exchange is a send and a receive
+      summary.collectives += op.kind == traces::OpKind::Collective && !ring ? 1 : 0;
+    }
   }
   summary.comm_groups_file = dir / (options.prefix + ".comm_groups.json");
   write_file_atomically(

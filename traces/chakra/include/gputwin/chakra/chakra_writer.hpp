@@ -27,7 +27,7 @@ struct ChakraExportOptions {
 struct ChakraExportSummary {
   std::vector<std::filesystem::path> files; // one per rank program, in the graph's rank order
   std::filesystem::path comm_groups_file;   // <prefix>.comm_groups.json: pg_name -> ranks
-  int64_t nodes = 0;                        // Node messages written, all files
+  int64_t nodes = 0;                        // Node messages written, all files (a ring exchange is two)
   int64_t collectives = 0;                  // of which COMM_COLL_NODE
 };
 
