@@ -45,15 +45,15 @@ CommInterferenceParams nccl_interference(const std::string& gpu)
 
 } // namespace
 
-GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s,
-                                      double peak_fp8_flops)
+GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::string& gpu_kind, double peak_flops,
+                                      double hbm_bytes_per_s, double peak_fp8_flops)
 {
   GpuComputeModel m;
   m.gpu_kind = gpu_kind;
   m.peak_flops = peak_flops;
   m.peak_fp8_flops = peak_fp8_flops; // FP8 GEMMs: the same efficiencies against this peak (header)
   m.hbm_bytes_per_s = hbm_bytes_per_s;
-  if (gpu_kind.rfind("a100", 0) == 0) {
+  if (generation == GpuGeneration::Ampere) {
     // gemm_efficiency and memory_efficiency are fit (grid search, 0.02 steps) to the forward and backward times
     // of Korthikanti et al. 2022 Table 4's baseline row (one 22B layer on 8 A100s, TP 8, no recompute: 7.7 and
     // 11.9 ms); the other four Table 4 rows and Table 5 are checked, not fit (tests/sim/validation). The
@@ -66,7 +66,7 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
     m.kernel_overhead_s = 4e-6;
     m.source = "fit to Korthikanti et al. 2022 Table 4 (22B layer, A100)";
     m.comm_interference = nccl_interference("A100 (108 SMs)");
-  } else if (gpu_kind.rfind("h100", 0) == 0 || gpu_kind.rfind("h200", 0) == 0) {
+  } else if (generation == GpuGeneration::Hopper) {
     // GEMMs: the public H100 bf16 GEMM table (XLA's, models/data/h100_gemm_table.csv) for the shape of the
     // efficiency curve; its level (gemm_efficiency), the short-k penalty used beyond the table's k range
     // (gemm_k_half) and the memory-bound classes fit by `gputwin calibrate --gpu h100` to
@@ -93,7 +93,8 @@ GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_f
                "measured on an H100 (traces/captured/NVIDIA-H100-80GB-HBM3)";
     m.comm_interference = nccl_interference("H100/H200 (132 SMs)");
   } else {
-    throw std::invalid_argument("no compute model for GPU kind '" + gpu_kind + "' (expected a100-*, h100-* or h200-*)");
+    throw std::invalid_argument("no built-in compute model for GPU '" + gpu_kind + "' of generation " +
+                                to_string(generation) + " (expected ampere or hopper)");
   }
   return m;
 }

@@ -28,7 +28,7 @@ std::optional<GpuComputeModel> nominal_model(const std::string& kind)
   for (const char* gpu : {"a100", "h100", "h200"})
     if (kind.rfind(gpu, 0) == 0) {
       const topo::ClusterSpec cluster = topo::load_cluster(std::string("dgx-") + gpu, 0, {});
-      return builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+      return builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
     }
   return std::nullopt;
 }

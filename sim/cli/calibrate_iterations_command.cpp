@@ -54,8 +54,7 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
       parsed.integer("--threads").value_or(std::max<unsigned>(1, std::thread::hardware_concurrency())));
   if (threads < 1)
     throw InputError("--threads: expected an integer >= 1");
-  const sim::FitParameters start{compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
-                                                        cluster.gpu.hbm_bytes_per_s, cluster.gpu.peak_fp8_flops),
+  const sim::FitParameters start{compute_model_for_gpu(parsed, cluster.gpu),
                                    framework_from_flags(parsed, "megatron-deepspeed")};
 
   const auto wall_start = std::chrono::steady_clock::now();

@@ -55,12 +55,11 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
 
 // The compute model of --gpu-model FILE if given (gputwin calibrate's output), else `fallback`.
 GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback);
-// The compute model of --gpu-model FILE if given, else the built-in model of `gpu_kind` (the cluster's GPU, with
-// its peak and bandwidth). Throws InputError naming --gpu-model when the kind has no built-in model, or when the
-// file models another GPU family than `gpu_kind` (gpu_family) and --force is not given. `peak_fp8_flops`: the
-// cluster GPU's FP8 peak (0: none), also given to a --gpu-model file without one of its own.
-GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string& gpu_kind, double peak_flops,
-                                      double hbm_bytes_per_s, double peak_fp8_flops = 0);
+// The compute model of --gpu-model FILE if given, else the built-in model of the cluster's GPU (by its
+// generation, with its peaks and bandwidth). Throws InputError naming --gpu-model when the generation has no
+// built-in model, or when the file models another GPU family than the cluster's kind (gpu_family) and --force is
+// not given. The cluster GPU's FP8 peak is also given to a --gpu-model file without one of its own.
+GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpec& gpu);
 
 // Throws InputError naming --fp8 when `plan.fp8` and the cluster's GPU has no FP8 peak (gpu.peak_fp8_tflops
 // absent: an A100). Called by every command that takes plan flags and a cluster, after reading the cluster.

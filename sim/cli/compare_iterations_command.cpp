@@ -33,8 +33,7 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
   const topo::ClusterSpec cluster = iteration_cluster(table, parsed);
   std::vector<sim::IterationCase> cases = iteration_cases(table, parsed, cluster);
   const GpuComputeModel gpu =
-      compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
-                            cluster.gpu.peak_fp8_flops);
+      compute_model_for_gpu(parsed, cluster.gpu);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
   const sim::IterationSet set(cluster, std::move(cases),
                               static_cast<int>(std::max<unsigned>(1, std::thread::hardware_concurrency())));

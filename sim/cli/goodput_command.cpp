@@ -164,8 +164,7 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
                        " or more)");
     run.cluster = cluster;
     const GpuComputeModel gpu =
-        compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
-                              cluster.gpu.peak_fp8_flops);
+        compute_model_for_gpu(parsed, cluster.gpu);
     const StageMemory busiest = busiest_stage_memory(run.model, run.plan);
     run.peak_memory_bytes = busiest.total_bytes;
     if (busiest.total_bytes > cluster.gpu.hbm_bytes)

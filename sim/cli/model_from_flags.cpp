@@ -85,28 +85,28 @@ GpuComputeModel with_interference_flag(const ParsedArgs& args, GpuComputeModel m
 
 } // namespace
 
-GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const std::string& gpu_kind, double peak_flops,
-                                      double hbm_bytes_per_s, double peak_fp8_flops)
+GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpec& gpu)
 {
   if (args.has("--gpu-model")) {
     GpuComputeModel model = compute_model_from_flags(args, {});
     // A model fitted to another device (a CPU's on an A100 cluster) times every kernel of the wrong device while
     // MFU divides by the cluster GPU's peak: nonsense unless asked for.
-    if (gpu_family(model.gpu_kind) != gpu_family(gpu_kind) && !args.has("--force"))
+    if (gpu_family(model.gpu_kind) != gpu_family(gpu.kind) && !args.has("--force"))
       throw InputError("--gpu-model: " + *args.value("--gpu-model") + " models GPU kind '" + model.gpu_kind +
-                       "' but the cluster's GPU is '" + gpu_kind +
+                       "' but the cluster's GPU is '" + gpu.kind +
                        "' (expected a model of the cluster's GPU, or --force to use it anyway)");
     // Files from `gputwin calibrate` carry the bf16 peak their efficiencies are relative to; FP8 GEMMs use the
     // same efficiencies (gpu_compute_model.hpp), so the cluster GPU's FP8 peak serves a file that has none.
     if (!(model.peak_fp8_flops > 0))
-      model.peak_fp8_flops = peak_fp8_flops;
+      model.peak_fp8_flops = gpu.peak_fp8_flops;
     return with_interference_flag(args, model);
   }
   try {
-    return with_interference_flag(args, builtin_compute_model(gpu_kind, peak_flops, hbm_bytes_per_s, peak_fp8_flops));
+    return with_interference_flag(args, builtin_compute_model(gpu.generation, gpu.kind, gpu.peak_bf16_flops,
+                                                              gpu.hbm_bytes_per_s, gpu.peak_fp8_flops));
   } catch (const std::invalid_argument&) {
-    throw InputError("--gpu-model: the cluster's GPU '" + gpu_kind +
-                     "' has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");
+    throw InputError("--gpu-model: the cluster's GPU '" + gpu.kind + "' (generation " + to_string(gpu.generation) +
+                     ") has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");
   }
 }
 

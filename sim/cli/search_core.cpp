@@ -99,8 +99,7 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
   ParallelPlan fp8_plan;
   fp8_plan.fp8 = space.fp8;
   check_fp8_supported(fp8_plan, cluster);
-  r.gpu = compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
-                                cluster.gpu.peak_fp8_flops);
+  r.gpu = compute_model_for_gpu(parsed, cluster.gpu);
 
   r.plans = sim::enumerate_plans(model, r.gpus, r.global_batch, std::min<int64_t>(r.gpus, cluster.gpus_per_node),
                                  cluster.gpu.hbm_bytes, space);

@@ -286,8 +286,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                      " or more)");
   }
   const GpuComputeModel gpu =
-      compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
-                            cluster.gpu.peak_fp8_flops);
+      compute_model_for_gpu(parsed, cluster.gpu);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
   r.rank_speeds = rank_speeds(r.stragglers, plan.gpus(), cluster.gpus_per_node);
   if (!r.stragglers.empty()) {

@@ -679,8 +679,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
       if (gpus > node.gpus_per_node && gpus % node.gpus_per_node != 0)
         throw InputError("--gpus: " + std::to_string(gpus) + " is not a multiple of " + node.name + "'s " +
                          std::to_string(node.gpus_per_node) + " GPUs per node (expected whole nodes)");
-    compute_model_for_gpu(parsed, node.gpu.kind, node.gpu.peak_bf16_flops, node.gpu.hbm_bytes_per_s,
-                          node.gpu.peak_fp8_flops);
+    compute_model_for_gpu(parsed, node.gpu);
     ParallelPlan fp8_plan;
     fp8_plan.fp8 = parsed.has("--fp8");
     check_fp8_supported(fp8_plan, node);
@@ -756,8 +755,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
       return "Sno plan fits: the smallest, " + describe_plan(plans.smallest.plan) + ", needs " +
              gib(plans.smallest.peak_memory_bytes) + " GiB per GPU but the " + cluster.gpu.kind + " has " +
              gib(cluster.gpu.hbm_bytes) + " GiB";
-    const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
-                                                      cluster.gpu.hbm_bytes_per_s, cluster.gpu.peak_fp8_flops);
+    const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu);
     const topo::ClusterGraph graph(cluster);
     const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
         cluster, graph, model, plans.fitting, gpu, framework, threads, static_cast<size_t>(top), "sweep", false);

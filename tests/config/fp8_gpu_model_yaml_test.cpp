@@ -24,7 +24,7 @@ std::string write_temp(const std::string& name, const std::string& text)
 TEST(Fp8GpuModelYaml, Fp8PeakRoundTripsAndIsWrittenOnlyWhenSet)
 {
   Calibration h100;
-  h100.gpu = builtin_compute_model("h100-sxm5-80gb", 989e12, 3350e9, 1979e12);
+  h100.gpu = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3350e9, 1979e12);
   std::ostringstream text;
   write_calibration_yaml(text, h100, {});
   EXPECT_NE(text.str().find("\npeak_fp8_flops_per_s: 1.979e+15"), std::string::npos) << text.str();
@@ -33,7 +33,7 @@ TEST(Fp8GpuModelYaml, Fp8PeakRoundTripsAndIsWrittenOnlyWhenSet)
   EXPECT_DOUBLE_EQ(loaded.peak_flops, 989e12);
 
   Calibration a100;
-  a100.gpu = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  a100.gpu = builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
   std::ostringstream a100_text;
   write_calibration_yaml(a100_text, a100, {});
   EXPECT_EQ(a100_text.str().find("peak_fp8"), std::string::npos) << "no FP8 tensor cores: no line";

@@ -89,7 +89,7 @@ TEST(GpuModelYaml, RoundTripOfACalibrationIsExact)
 TEST(GpuModelYaml, BuiltinModelWithoutFitSectionsRoundTrips)
 {
   Calibration c;
-  c.gpu = builtin_compute_model("h100-sxm5-80gb", 989e12, 3350e9);
+  c.gpu = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3350e9);
   std::ostringstream text;
   write_calibration_yaml(text, c, {});
   EXPECT_EQ(text.str().find("fit:"), std::string::npos);
@@ -193,7 +193,7 @@ TEST(GpuModelYaml, H100CalibrationWithTableAndClassesRoundTripsExactly)
 {
   const std::string trace = GPUTWIN_SOURCE_DIR "/traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json";
   const Calibration c =
-      calibrate({traces::read_op_graph_file(trace)}, builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12));
+      calibrate({traces::read_op_graph_file(trace)}, builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12));
   ASSERT_EQ(c.gpu.gemm_table_ref, "builtin:h100");
   ASSERT_EQ(c.gpu.memory_classes.size(), 4U);
   std::ostringstream text;

@@ -14,7 +14,7 @@ const std::string trace_dir = GPUTWIN_TEST_DATA_DIR "/traces/";
 
 GpuComputeModel known_model()
 {
-  GpuComputeModel m = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  GpuComputeModel m = builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
   m.gemm_efficiency = 0.7;
   m.gemm_k_half = 37; // between the grid's points (32, 38.05): found by the refinement
   m.memory_efficiency = 0.8;
@@ -62,7 +62,7 @@ traces::OpGraph synthetic_trace(const GpuComputeModel& gpu, bool with_gemms, boo
 TEST(Calibration, RecoversTheParametersOfTheModelThatTimedTheOps)
 {
   const GpuComputeModel truth = known_model();
-  GpuComputeModel nominal = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  GpuComputeModel nominal = builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
   const Calibration c = calibrate({synthetic_trace(truth, true, true)}, nominal);
   EXPECT_NEAR(c.gpu.gemm_efficiency, truth.gemm_efficiency, 1e-4 * truth.gemm_efficiency);
   EXPECT_NEAR(c.gpu.gemm_k_half, truth.gemm_k_half, 1e-3 * truth.gemm_k_half);
@@ -90,8 +90,8 @@ TEST(Calibration, ReproducesEachClassTotalAndIsDeterministic)
   traces::OpGraph graph = synthetic_trace(noisy, true, true);
   for (size_t i = 0; i < graph.ranks[0].ops.size(); ++i) // +-30% deterministic "noise"
     graph.ranks[0].ops[i].duration_ns = graph.ranks[0].ops[i].duration_ns * (7 + static_cast<int64_t>(i % 7)) / 10;
-  const Calibration a = calibrate({graph}, builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9));
-  const Calibration b = calibrate({graph}, builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9));
+  const Calibration a = calibrate({graph}, builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9));
+  const Calibration b = calibrate({graph}, builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9));
   EXPECT_EQ(a.gpu.gemm_efficiency, b.gpu.gemm_efficiency);
   EXPECT_EQ(a.gpu.gemm_k_half, b.gpu.gemm_k_half);
   EXPECT_EQ(a.gpu.kernel_overhead_s, b.gpu.kernel_overhead_s);
@@ -103,7 +103,7 @@ TEST(Calibration, ReproducesEachClassTotalAndIsDeterministic)
 
 TEST(Calibration, ClassesWithoutMeasuredOpsKeepTheirNominalParameters)
 {
-  const GpuComputeModel nominal = builtin_compute_model("h100-sxm5-80gb", 989e12, 3350e9);
+  const GpuComputeModel nominal = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3350e9);
   const Calibration memory_only = calibrate({synthetic_trace(known_model(), false, true)}, nominal);
   EXPECT_EQ(memory_only.gpu.gemm_efficiency, nominal.gemm_efficiency);
   EXPECT_EQ(memory_only.gpu.gemm_k_half, nominal.gemm_k_half);
@@ -208,7 +208,7 @@ TEST(Calibration, BuiltinH100ModelIsTheFitToTheCommittedH100Measurements)
   // scripts/gpu-measure-kernels.py) on the built-in GEMM table must give them back.
   const traces::OpGraph trace =
       traces::read_op_graph_file(GPUTWIN_SOURCE_DIR "/traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json");
-  const GpuComputeModel builtin = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  const GpuComputeModel builtin = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12);
   const Calibration fit = calibrate({trace}, builtin);
   EXPECT_NEAR(fit.gpu.gemm_efficiency, builtin.gemm_efficiency, 1e-3);
   EXPECT_NEAR(fit.gpu.gemm_k_half, builtin.gemm_k_half, 0.5);
@@ -239,7 +239,7 @@ TEST(Calibration, BuiltinH100ModelIsTheFitToTheCommittedH100Measurements)
 
 TEST(Calibration, RecoversPerClassBandwidthAndOverhead)
 {
-  GpuComputeModel truth = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  GpuComputeModel truth = builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
   truth.kernel_overhead_s = 3e-6;
   truth.memory_efficiency = 0.7;
   truth.memory_classes[KernelClass::LayerNorm] = {0.6, 1e-6};
@@ -256,7 +256,7 @@ TEST(Calibration, RecoversPerClassBandwidthAndOverhead)
       op.duration_ns = std::llround(compute_duration_s(truth, op) * 1e9);
       graph.ranks[0].ops.push_back(op);
     }
-  GpuComputeModel nominal = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  GpuComputeModel nominal = builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
   const Calibration c = calibrate({graph}, nominal);
   // The global line is the mixture's (the default for classes not measured); each class's own bandwidth and
   // overhead come back, and the global overhead is the smallest class overhead.
@@ -280,11 +280,11 @@ TEST(Calibration, RecoversPerClassBandwidthAndOverhead)
 
 TEST(Calibration, FitsTheTableLevelAndComparesWithTheAnalyticCurve)
 {
-  GpuComputeModel truth = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  GpuComputeModel truth = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12);
   truth.gemm_efficiency = 0.7;
   truth.gemm_k_half = 200;
   traces::OpGraph graph = synthetic_trace(truth, true, false);
-  GpuComputeModel nominal = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  GpuComputeModel nominal = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12);
   const Calibration c = calibrate({graph}, nominal);
   EXPECT_NEAR(c.gpu.gemm_efficiency, 0.7, 1e-4);
   EXPECT_NEAR(c.gpu.gemm_k_half, 200, 1);

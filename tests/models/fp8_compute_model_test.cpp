@@ -32,7 +32,7 @@ traces::Op gemm_op(int64_t m, int64_t n, int64_t k, bool fp8)
 
 TEST(Fp8ComputeModel, LargeGemmTakesBf16TimeTimesPeakRatio)
 {
-  const GpuComputeModel h100 = builtin_compute_model("h100-sxm5-80gb", h100_bf16_peak, h100_hbm, h100_fp8_peak);
+  const GpuComputeModel h100 = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", h100_bf16_peak, h100_hbm, h100_fp8_peak);
   EXPECT_DOUBLE_EQ(h100.peak_fp8_flops, h100_fp8_peak);
   // A llama3-8b-sized fc1 at tp 1 (8192 tokens x 14336 x 4096): compute bound in both precisions.
   const double bf16_s = compute_duration_s(h100, gemm_op(8192, 14336, 4096, false));
@@ -50,7 +50,7 @@ TEST(Fp8ComputeModel, EveryShapeIsTheRooflineAtTheFp8Peak)
 {
   // The same efficiency rule (table and curve) as bf16, against the FP8 peak; the operand bytes are the op's (1 per
   // element), so short-k shapes stay bound by their bytes and gain less than the peak ratio.
-  const GpuComputeModel h100 = builtin_compute_model("h100-sxm5-80gb", h100_bf16_peak, h100_hbm, h100_fp8_peak);
+  const GpuComputeModel h100 = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", h100_bf16_peak, h100_hbm, h100_fp8_peak);
   const double stream_bytes_per_s = memory_class_bytes_per_s(h100, KernelClass::Elementwise);
   for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{8192, 4096, 4096},
                                 {8192, 1536, 4096},
@@ -69,7 +69,7 @@ TEST(Fp8ComputeModel, EveryShapeIsTheRooflineAtTheFp8Peak)
 
 TEST(Fp8ComputeModel, Fp8GemmWithoutFp8PeakIsAClearError)
 {
-  const GpuComputeModel a100 = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  const GpuComputeModel a100 = builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
   EXPECT_EQ(a100.peak_fp8_flops, 0);
   EXPECT_GT(compute_duration_s(a100, gemm_op(4096, 4096, 4096, false)), 0); // bf16 unaffected
   try {
@@ -89,7 +89,7 @@ TEST(Fp8ComputeModel, InterferencePathUsesTheFp8Peak)
 {
   // Under an NCCL load that takes SMs, the FP8 GEMM is slowed by the same factor as the bf16 one (same shape,
   // same wave quantization), so the peak ratio carries over.
-  const GpuComputeModel h100 = builtin_compute_model("h100-sxm5-80gb", h100_bf16_peak, h100_hbm, h100_fp8_peak);
+  const GpuComputeModel h100 = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", h100_bf16_peak, h100_hbm, h100_fp8_peak);
   CommLoad load;
   load.channels = 24;
   const double bf16_s = interfered_duration_s(h100, gemm_op(8192, 14336, 4096, false), load);

@@ -136,7 +136,7 @@ TEST(GemmTable, BadFilesNameTheLineAndTheField)
 
 TEST(GemmTableModel, InsideTheGridTheModelIsTheTableAtItsLevel)
 {
-  GpuComputeModel gpu = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12);
   ASSERT_TRUE(gpu.gemm_table);
   const GemmTable& table = *gpu.gemm_table;
   gpu.gemm_efficiency = table.max_flops_per_s() / gpu.peak_flops; // the table's own level
@@ -153,7 +153,7 @@ TEST(GemmTableModel, InsideTheGridTheModelIsTheTableAtItsLevel)
 
 TEST(GemmTableModel, BeyondTheGridTheCurveIsScaledToAgreeAtTheEdge)
 {
-  const GpuComputeModel gpu = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  const GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12);
   // Continuous across the grid's ends: k just below 256, m just above 4096.
   const double at_k = modelled_gemm_efficiency(gpu, {2048, 2048, 256, 1});
   EXPECT_NEAR(modelled_gemm_efficiency(gpu, {2048, 2048, 255, 1}), at_k, 0.01 * at_k);
@@ -170,7 +170,7 @@ TEST(GemmTableModel, BeyondTheGridTheCurveIsScaledToAgreeAtTheEdge)
 
 TEST(GemmTableModel, MemoryEfficiencyScalesEveryClassAndTheGemmMemoryTerm)
 {
-  GpuComputeModel gpu = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12);
   gpu.memory_classes[KernelClass::LayerNorm] = {1.2, 2e-6};
   traces::Op ln;
   ln.name = "ln1.fwd";
@@ -191,7 +191,7 @@ TEST(GemmTableModel, MemoryEfficiencyScalesEveryClassAndTheGemmMemoryTerm)
 
 TEST(GemmTableModel, A100KeepsTheAnalyticCurve)
 {
-  const GpuComputeModel a100 = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  const GpuComputeModel a100 = builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
   EXPECT_FALSE(a100.gemm_table);
   EXPECT_TRUE(a100.memory_classes.empty());
   const traces::Op op = gemm_op(8192, 3072, 6144, 1);

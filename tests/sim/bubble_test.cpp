@@ -19,7 +19,7 @@ double bubble(Schedule schedule, int64_t chunks, int64_t micro_batches)
   plan.chunks = chunks;
   validate_plan(model, plan);
   const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 1, {}));
-  const GpuComputeModel gpu = builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  const GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
   IterationOptions options;
   options.zero_communication = true;
   const IterationResult r = simulate_iteration(graph, make_workload(model, plan), gpu, options);

@@ -31,12 +31,12 @@ using traces::OpKind;
 
 GpuComputeModel a100()
 {
-  return builtin_compute_model("a100-sxm4-80gb", 312e12, 2.039e12);
+  return builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2.039e12);
 }
 
 GpuComputeModel h100()
 {
-  return builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  return builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12);
 }
 
 Op gemm(int64_t id, int64_t m, int64_t n, int64_t k, int32_t stream = 0)
@@ -176,7 +176,7 @@ struct OverlapCase {
   topo::ClusterSpec cluster = topo::load_cluster("dgx-a100", 1, {});
   topo::ClusterGraph graph{cluster};
   GpuComputeModel gpu =
-      builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+      builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
   OneFlow comm{2e8};
   std::vector<traces::RankProgram> programs;
   std::vector<traces::CommGroup> groups{{"tp", {0, 1}}};
@@ -250,7 +250,7 @@ IterationResult workload_run(bool simgrid, bool interference)
   const topo::ClusterSpec cluster = topo::load_cluster("dgx-a100", 2, {});
   const topo::ClusterGraph graph(cluster);
   GpuComputeModel gpu =
-      builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+      builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
   gpu.comm_interference.enabled = interference;
   WorkloadOptions workload_options;
   workload_options.overlap_grad_reduce = true;
@@ -286,7 +286,7 @@ TEST(CommInterference, Table4LayerTimesStayWithinTenPercent)
       const topo::ClusterSpec cluster = topo::load_cluster("dgx-a100", 1, {});
       const topo::ClusterGraph graph(cluster);
       GpuComputeModel gpu =
-          builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+          builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
       gpu.comm_interference.enabled = on == 1;
       IterationOptions options;
       options.record_timeline = true;

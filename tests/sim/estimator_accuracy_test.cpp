@@ -42,7 +42,7 @@ struct ClusterSetup {
   GpuComputeModel gpu;
   explicit ClusterSetup(int64_t gpus)
       : cluster(topo::load_cluster("dgx-a100", static_cast<int>((gpus + 7) / 8), {})), graph(cluster),
-        gpu(builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s))
+        gpu(builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s))
   {
   }
 };

@@ -21,7 +21,7 @@ IterationResult run(const GptConfig& model, const ParallelPlan& plan, bool timel
   const topo::ClusterSpec cluster = topo::load_cluster("dgx-a100", static_cast<int>((plan.gpus() + 7) / 8), {});
   const topo::ClusterGraph graph(cluster);
   const GpuComputeModel gpu =
-      builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
+      builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
   const Workload workload = make_workload(model, plan);
   IterationOptions options;
   options.record_timeline = timeline;

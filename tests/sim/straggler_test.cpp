@@ -31,7 +31,7 @@ GpuComputeModel ideal_gpu()
 // The A100's built-in model (kernel overheads, GEMM efficiency curve, and whatever else it models).
 GpuComputeModel full_speed_gpu()
 {
-  return builtin_compute_model("a100-sxm4-80gb", 312e12, 2039e9);
+  return builtin_compute_model(GpuGeneration::Ampere, "a100-sxm4-80gb", 312e12, 2039e9);
 }
 
 const GptConfig small_model{"straggler-test", 1024, 16, 8, 1024, 128};

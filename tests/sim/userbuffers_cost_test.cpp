@@ -167,7 +167,7 @@ TEST(UserbuffersCost, LatencyComesFromTheClusterFile)
 TEST(UserbuffersCost, InterferenceChargesTesCtasNotNcclChannels)
 {
   const topo::ClusterGraph graph(topo::load_cluster("dgx-h100", 1, {}));
-  const GpuComputeModel gpu = builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12);
+  const GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12);
   const Workload w = workload(true);
   const traces::RankProgram program = stage_program(w, 0);
   CommExpander expander(graph, w);

@@ -120,20 +120,37 @@ TEST(ClusterSpec, FileErrorsNameFileLineColumnAndField)
 {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"missing-field.yaml",
-       "missing-field.yaml:12:5: node.nvlink: missing field 'latency_us' (expected a number >= 0)"},
-      {"negative-field.yaml", "negative-field.yaml:16:19: node.pcie.gbytes_per_s: expected a positive number, got -20"},
+       "missing-field.yaml:13:5: node.nvlink: missing field 'latency_us' (expected a number >= 0)"},
+      {"negative-field.yaml", "negative-field.yaml:17:19: node.pcie.gbytes_per_s: expected a positive number, got -20"},
       {"mistyped-field.yaml",
-       "mistyped-field.yaml:12:19: node.nvlink.gbytes_per_s: expected a positive number, got 'fast'"},
-      {"unknown-field.yaml", "unknown-field.yaml:12:5: node.nvlink.gbytes_per_sec: unknown field (expected one of "
+       "mistyped-field.yaml:13:19: node.nvlink.gbytes_per_s: expected a positive number, got 'fast'"},
+      {"unknown-field.yaml", "unknown-field.yaml:13:5: node.nvlink.gbytes_per_sec: unknown field (expected one of "
                              "gbytes_per_s, latency_us, nvswitch_chips)"},
       {"bad-rail-map.yaml",
-       "bad-rail-map.yaml:23:24: node.nics.gpus.1.1: expected a local GPU index from 0 to 3, got 7"},
+       "bad-rail-map.yaml:24:24: node.nics.gpus.1.1: expected a local GPU index from 0 to 3, got 7"},
   };
   for (const auto& [file, expected] : cases)
     EXPECT_EQ(error_of(data_dir + file, 0, {}), data_dir + expected);
   const std::string malformed = error_of(data_dir + "malformed.yaml", 0, {});
   EXPECT_EQ(malformed.rfind(data_dir + "malformed.yaml:", 0), 0u) << malformed;
   EXPECT_NE(malformed.find(": malformed YAML: "), std::string::npos) << malformed;
+}
+
+// The GPU's generation (what the built-in compute model and NCCL's tuning go by) is stated, not guessed from the
+// kind: every built-in says it, a file without it or with another value is an error naming the field.
+TEST(ClusterSpec, GpuGenerationIsAFieldOfTheFile)
+{
+  EXPECT_EQ(load_cluster("dgx-a100", 0, {}).gpu.generation, GpuGeneration::Ampere);
+  EXPECT_EQ(load_cluster("nd-a100-v4", 0, {}).gpu.generation, GpuGeneration::Ampere);
+  EXPECT_EQ(load_cluster("dgx-h100", 0, {}).gpu.generation, GpuGeneration::Hopper);
+  EXPECT_EQ(load_cluster("dgx-h200", 0, {}).gpu.generation, GpuGeneration::Hopper);
+  EXPECT_EQ(load_cluster("localhost", 0, {}).gpu.generation, GpuGeneration::Cpu);
+  // A kind that names no known part is fine: the generation decides.
+  const ClusterSpec renamed = load_cluster("dgx-h100", 0, {"gpu.kind=my-hopper-part"});
+  EXPECT_EQ(renamed.gpu.generation, GpuGeneration::Hopper);
+  const std::string bad = error_of("dgx-a100", 0, {"gpu.generation=volta"});
+  EXPECT_NE(bad.find("gpu.generation"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("expected ampere, hopper or cpu, got 'volta'"), std::string::npos) << bad;
 }
 
 TEST(ClusterSpec, FlagAndSetErrorsNameTheFlag)
@@ -178,7 +195,7 @@ TEST(ClusterSpec, FlagAndSetErrorsNameTheFlag)
       {"dgx-a100",
        0,
        {"node.nics.gpus.7=[6]"},
-       "dgx-a100.yaml (built-in):30:11: node.nics.gpus (with --set node.nics.gpus.7): local GPU 7 is served by no "
+       "dgx-a100.yaml (built-in):31:11: node.nics.gpus (with --set node.nics.gpus.7): local GPU 7 is served by no "
        "NIC (expected every GPU in some NIC's list)"},
       {"dgx-a100",
        0,
@@ -210,7 +227,7 @@ TEST(ClusterSpec, TooManyNodesForTheLevelsNamesTheMaximum)
             "--set fabric.levels: 101 nodes do not fit 2 levels of radix-40 switches (expected --nodes at most 100, "
             "or more fabric.levels)");
   EXPECT_EQ(error_of("dgx-a100", 2001, {}),
-            "dgx-a100.yaml (built-in):33:11: fabric.levels: 2001 nodes do not fit 3 levels of radix-40 switches "
+            "dgx-a100.yaml (built-in):34:11: fabric.levels: 2001 nodes do not fit 3 levels of radix-40 switches "
             "(expected --nodes at most 2000, or a larger fabric.switch_radix)");
   EXPECT_EQ(load_cluster("dgx-a100", 2000, {}).nodes, 2000);
   EXPECT_EQ(load_cluster("dgx-a100", 100, {"fabric.levels=2"}).nodes, 100);

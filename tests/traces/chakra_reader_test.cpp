@@ -165,7 +165,7 @@ TEST(ChakraHostEt, GemmFlopsComeFromTensorShapes)
   for (size_t i = 0; i < ops.size(); ++i)
     EXPECT_EQ(ops[i].stream, 0);
   // The GPU compute model times ops without a recorded duration; the recorded one is kept.
-  const auto seconds = sim::chakra_compute_duration(builtin_compute_model("h100-sxm5-80gb", 989e12, 3.35e12), true);
+  const auto seconds = sim::chakra_compute_duration(builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3.35e12), true);
   EXPECT_GT(seconds(0, ops[1]), ops[1].flops / 989e12);
   EXPECT_DOUBLE_EQ(seconds(0, ops[4]), 12.5e-6);
 }

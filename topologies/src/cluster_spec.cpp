@@ -52,8 +52,13 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   spec.name = in.has("name") ? in.text("name") : default_name;
   spec.nodes = in.positive_integer("nodes");
 
-  in.mapping("gpu", {"kind", "peak_bf16_tflops", "peak_fp8_tflops", "hbm_gbytes", "hbm_gbytes_per_s"});
+  in.mapping("gpu", {"kind", "generation", "peak_bf16_tflops", "peak_fp8_tflops", "hbm_gbytes", "hbm_gbytes_per_s"});
   spec.gpu.kind = in.text("gpu.kind");
+  const std::string generation = in.text("gpu.generation");
+  if (const std::optional<GpuGeneration> g = parse_gpu_generation(generation))
+    spec.gpu.generation = *g;
+  else
+    throw InputError(in.where("gpu.generation") + ": expected ampere, hopper or cpu, got '" + generation + "'");
   spec.gpu.peak_bf16_flops = in.positive_number("gpu.peak_bf16_tflops") * 1e12;
   // Optional: absent means the GPU has no FP8 tensor cores, and --fp8 plans are refused on it.
   if (in.has("gpu.peak_fp8_tflops"))

@@ -232,7 +232,7 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   in.nodes = plan.nodes;
   in.intra_node_nvlink = cluster.nvlink.bytes_per_s > 0;
   in.ring_bus_bytes_per_s = ring_bus_bytes_per_s(cluster, gpus);
-  in.ampere = cluster.gpu.kind.rfind("a100", 0) == 0;
+  in.ampere = cluster.gpu.generation == GpuGeneration::Ampere;
   in.force_algorithm = options.algorithm;
   in.force_protocol = options.protocol;
   plan.choice = choose_nccl_algorithm(in);

@@ -152,7 +152,7 @@ TraceWorkload make_trace_workload(const traces::OpGraph& trace, const ScaleOut& 
 GpuComputeModel template_compute_model(const topo::ClusterSpec& cluster)
 {
   try {
-    return builtin_compute_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
+    return builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
                                  cluster.gpu.peak_fp8_flops);
   } catch (const std::invalid_argument&) {
     return nominal_roofline_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,

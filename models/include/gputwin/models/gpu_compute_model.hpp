@@ -30,6 +30,7 @@
 
 #include "gputwin/models/comm_interference.hpp"
 #include "gputwin/models/gemm_table.hpp"
+#include "gputwin/models/gpu_generation.hpp"
 #include "gputwin/models/kernel_class.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
@@ -68,11 +69,11 @@ struct GpuComputeModel {
   CommInterferenceParams comm_interference;
 };
 
-// The built-in model of a GPU kind ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb"), with the cluster
-// file's peaks and HBM bandwidth (peak_fp8_flops 0: the cluster's GPU has no FP8 tensor cores). Throws
-// std::invalid_argument for an unknown kind.
-GpuComputeModel builtin_compute_model(const std::string& gpu_kind, double peak_flops, double hbm_bytes_per_s,
-                                      double peak_fp8_flops = 0);
+// The built-in model of a GPU generation (Ampere: the A100's; Hopper: the H100's, also for the H200), named
+// `gpu_kind` ("a100-sxm4-80gb", ...), with the cluster file's peaks and HBM bandwidth (peak_fp8_flops 0: the
+// cluster's GPU has no FP8 tensor cores). Throws std::invalid_argument for a generation without one (Cpu).
+GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::string& gpu_kind, double peak_flops,
+                                      double hbm_bytes_per_s, double peak_fp8_flops = 0);
 
 // A plain roofline at `peak_flops` and `hbm_bytes_per_s`: efficiencies 1, no overhead, one "multiprocessor"
 // with 1 x 1 tiles (no wave quantization) -- the reference for devices without a built-in model (a CPU).

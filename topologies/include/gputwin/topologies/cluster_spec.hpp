@@ -3,6 +3,8 @@
 // NICs with their rail mapping, the inter-node fat tree, and how NCCL performs on these links.
 // SI units throughout: bytes, bytes per second, seconds, FLOP/s.
 
+#include "gputwin/models/gpu_generation.hpp"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -11,12 +13,14 @@
 namespace gputwin::topo {
 
 struct GpuSpec {
-  std::string kind;           // "a100-sxm4-80gb"
+  std::string kind;           // "a100-sxm4-80gb": the part, as reports and compute-model files name it
   double peak_bf16_flops = 0; // dense tensor-core peak, FLOP/s
   int64_t hbm_bytes = 0;
   double hbm_bytes_per_s = 0;
-  double peak_fp8_flops = 0; // dense FP8 tensor-core peak, FLOP/s; 0 = no FP8 tensor cores (A100). Last: brace
-                             // initializers of the fields above stay valid
+  double peak_fp8_flops = 0; // dense FP8 tensor-core peak, FLOP/s; 0 = no FP8 tensor cores (A100)
+  // What the built-in compute model and NCCL's tuning go by (gpu.generation). The new fields come last: brace
+  // initializers of the fields above stay valid.
+  GpuGeneration generation = GpuGeneration::Ampere;
 };
 
 // GPU <-> GPU inside a node through NVSwitch: each GPU has one logical full-duplex link to the switch.
