@@ -1,8 +1,8 @@
 #include "commands.hpp"
 
 #include "gputwin/engine/launch/process_launcher.hpp"
-#include "gputwin/models/arg_parser.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/arg_parser.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <algorithm>
 #include <iostream>

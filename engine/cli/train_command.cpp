@@ -3,7 +3,7 @@
 #include "gputwin/engine/backend/backend_factory.hpp"
 #include "gputwin/engine/train/trainer.hpp"
 #include "gputwin/models/activation_memory.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/traces/perfetto.hpp"

@@ -1,6 +1,6 @@
 #include "gputwin/models/activation_memory.hpp"
 
-#include "gputwin/models/checked_math.hpp"
+#include "gputwin/common/checked_math.hpp"
 #include "gputwin/models/parameter_count.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 

@@ -1,7 +1,7 @@
 #include "gputwin/models/goodput.hpp"
 
-#include "gputwin/models/checked_math.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/checked_math.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/model_state_memory.hpp"
 
 #include <algorithm>

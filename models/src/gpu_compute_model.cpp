@@ -1,6 +1,6 @@
 #include "gputwin/models/gpu_compute_model.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "gputwin/models/memory_report.hpp"
 
-#include "gputwin/models/checked_math.hpp"
+#include "gputwin/common/checked_math.hpp"
 
 namespace gputwin {
 

@@ -1,6 +1,6 @@
 #include "gputwin/models/model_state_memory.hpp"
 
-#include "gputwin/models/checked_math.hpp"
+#include "gputwin/common/checked_math.hpp"
 #include "gputwin/models/parameter_count.hpp"
 
 namespace gputwin {

@@ -1,6 +1,6 @@
 #include "gputwin/models/plan_flags.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/model_catalog.hpp"
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "gputwin/models/plan_metadata.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <charconv>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 #include "gputwin/models/stragglers.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <algorithm>
 #include <cmath>

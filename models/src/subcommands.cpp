@@ -1,6 +1,6 @@
 #include "gputwin/models/subcommands.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/traces/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 

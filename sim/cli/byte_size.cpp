@@ -1,7 +1,7 @@
 #include "byte_size.hpp"
 
-#include "gputwin/models/arg_parser.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/arg_parser.hpp"
+#include "gputwin/common/input_error.hpp"
 
 namespace gputwin::cli {
 

@@ -4,7 +4,7 @@
 
 #include "gputwin/config/gpu_model_yaml.hpp"
 #include "gputwin/models/calibration.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/trace_io.hpp"
 #include "gputwin/traces/output_file.hpp"

@@ -5,7 +5,7 @@
 
 #include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/config/gpu_model_yaml.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
 #include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/output_file.hpp"

@@ -3,7 +3,7 @@
 // file with the fitted section, which `--cluster FILE` accepts everywhere.
 #include "commands.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/nccl_fit.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/json_writer.hpp"

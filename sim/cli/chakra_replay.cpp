@@ -8,7 +8,7 @@
 #include "timeline.hpp"
 
 #include "gputwin/chakra/chakra_reader.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/chakra_replay.hpp"
 #include "gputwin/sim/program_executor.hpp"
 #include "gputwin/sim/trace_comm_source.hpp"

@@ -2,7 +2,7 @@
 // `gputwin replay` of a Chakra execution trace: the PyTorch host ET (JSON) or Chakra protobuf ET files
 // (traces/chakra/README.md, "Import").
 
-#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/common/arg_parser.hpp"
 
 #include <ostream>
 #include <string>

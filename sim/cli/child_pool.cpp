@@ -1,6 +1,6 @@
 #include "child_pool.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <poll.h>
 #include <signal.h>

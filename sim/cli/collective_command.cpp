@@ -5,7 +5,7 @@
 #include "report_json.hpp"
 #include "resource_estimate.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/collective_executor.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/collective_op.hpp"
@@ -253,11 +253,11 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
     print_json(out, cluster, *op, ranks, per_node, gpus_per_thread, options, rows, graph, inline_links);
   } else {
     print_table(out, cluster, *op, ranks, plans.front(), rows);
-    size_t flows = 0;
+    size_t flow_count = 0;
     for (const auto& p : plans)
-      flows += p.flows.size();
+      flow_count += p.flows.size();
     char line[200];
-    std::snprintf(line, sizeof line, "# simulated %zu flows over %zu links and %zu routes in %.2f s wall\n", flows,
+    std::snprintf(line, sizeof line, "# simulated %zu flows over %zu links and %zu routes in %.2f s wall\n", flow_count,
                   platform.link_count(), platform.route_count(), wall_s);
     out << line;
     if (inline_links)

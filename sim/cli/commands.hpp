@@ -2,7 +2,7 @@
 // The subcommands of `gputwin`. Each takes its arguments (after the subcommand name), writes its report to
 // `out`, and returns the process exit status; bad input is thrown as InputError.
 
-#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/common/arg_parser.hpp"
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"

@@ -3,7 +3,7 @@
 #include "commands.hpp"
 #include "resource_estimate.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_metadata.hpp"
 #include "gputwin/sim/as_measured.hpp"
 #include "gputwin/sim/progress_check.hpp"
@@ -160,9 +160,10 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
     const Task& task = tasks[t];
     if (task.replay)
       return exact_text(replayed_iteration_s(graphs[task.row], clusters[task.row]));
-    std::vector<std::string> args = plan_args(runs[task.row]);
-    args.insert(args.end(), {"--cluster", clusters[task.row], "--gpu-model", *parsed.value("--gpu-model")});
-    return exact_text(simulated_iteration_s(args));
+    std::vector<std::string> simulate_args = plan_args(runs[task.row]);
+    simulate_args.insert(simulate_args.end(),
+                         {"--cluster", clusters[task.row], "--gpu-model", *parsed.value("--gpu-model")});
+    return exact_text(simulated_iteration_s(simulate_args));
   });
   for (size_t t = 0; t < tasks.size(); ++t)
     (tasks[t].replay ? rows[tasks[t].row].replayed_s : rows[tasks[t].row].predicted_s) =

@@ -3,7 +3,7 @@
 #include "commands.hpp"
 #include "iteration_cases.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
 #include "gputwin/traces/json_writer.hpp"
 

@@ -3,7 +3,7 @@
 // deep inside the compute model.
 #include "commands.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 namespace gputwin::cli {
 

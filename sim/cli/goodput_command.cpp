@@ -7,7 +7,7 @@
 
 #include "gputwin/models/flops.hpp"
 #include "gputwin/models/goodput.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"

@@ -2,7 +2,7 @@
 
 #include "commands.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 

@@ -3,7 +3,7 @@
 // on top of the command line's model and plan flags, read and validated by the shared flag readers, so a row
 // is exactly what `gputwin simulate` would run with those flags.
 
-#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/common/arg_parser.hpp"
 #include "gputwin/models/iteration_table.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"

@@ -3,7 +3,7 @@
 #include "report_json.hpp"
 #include "search_core.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/parameter_count.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"

@@ -3,7 +3,7 @@
 #include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/config/gpu_model_yaml.hpp"
 #include "gputwin/config/model_yaml.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
 
 #include <cctype>

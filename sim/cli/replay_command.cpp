@@ -8,7 +8,7 @@
 #include "timeline.hpp"
 
 #include "gputwin/chakra/chakra_reader.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/as_measured.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/sim/kineto_replay.hpp"

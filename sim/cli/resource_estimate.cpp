@@ -3,7 +3,7 @@
 #include "byte_size.hpp"
 
 #include "gputwin/models/host_memory.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/comm_expansion.hpp"
 
 #include <algorithm>

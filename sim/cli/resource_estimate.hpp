@@ -13,7 +13,7 @@
 // probes of the plan (1-2 micro-batches per pipeline, 1-2 layers per model chunk) and extrapolated: they are
 // linear in the micro-batches and in the layers per chunk, so the probes give them exactly.
 
-#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/common/arg_parser.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"
 #include "gputwin/models/workload.hpp"

@@ -3,7 +3,7 @@
 #include "commands.hpp"
 #include "search_core.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"

@@ -4,7 +4,7 @@
 #include "progress.hpp"
 
 #include "gputwin/models/flops.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"

@@ -5,7 +5,7 @@
 
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpt_config.hpp"
-#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/common/arg_parser.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"

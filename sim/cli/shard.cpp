@@ -1,6 +1,6 @@
 #include "shard.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <charconv>
 #include <cstdint>

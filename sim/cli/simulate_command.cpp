@@ -10,7 +10,7 @@
 #include "gputwin/chakra/chakra_writer.hpp"
 #include "gputwin/models/workload_unfolding.hpp"
 #include "gputwin/models/flops.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/models/stragglers.hpp"

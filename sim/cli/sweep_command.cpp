@@ -15,7 +15,7 @@
 #include "search_core.hpp"
 #include "shard.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"

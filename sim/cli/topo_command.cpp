@@ -2,7 +2,7 @@
 // or the whole graph as Graphviz text.
 #include "commands.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 #include "gputwin/traces/json_writer.hpp"

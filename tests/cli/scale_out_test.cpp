@@ -3,7 +3,7 @@
 #include "../../sim/cli/child_pool.hpp"
 #include "../../sim/cli/shard.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <gtest/gtest.h>
 

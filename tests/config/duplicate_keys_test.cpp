@@ -3,8 +3,8 @@
 #include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/config/gpu_model_yaml.hpp"
 #include "gputwin/config/model_yaml.hpp"
-#include "gputwin/config/yaml_fields.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/yaml_fields.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <gtest/gtest.h>
 

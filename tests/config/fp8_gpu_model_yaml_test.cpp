@@ -2,7 +2,7 @@
 // (gpu.peak_fp8_tflops, optional): written only when the GPU has one, read back exactly, absent = none, bad
 // values one-line errors naming the field.
 #include "gputwin/config/gpu_model_yaml.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
 #include <gtest/gtest.h>

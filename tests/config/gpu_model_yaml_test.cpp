@@ -1,7 +1,7 @@
 // GPU compute model files: write -> load gives the same model, fits and collectives; every bad field is a
 // one-line error naming FILE:LINE:COLUMN and the field.
 #include "gputwin/config/gpu_model_yaml.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <gtest/gtest.h>

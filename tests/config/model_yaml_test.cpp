@@ -1,6 +1,6 @@
 // Model files: loading, and errors that name FILE:LINE:COLUMN and the field.
 #include "gputwin/config/model_yaml.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The memory check before a plan allocates: the memory model's bytes per rank summed over the ranks that share
 // a device, against what the device has; an error names the device, the prediction and the limit.
 #include "gputwin/engine/train/device_memory_check.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/model_catalog.hpp"
 

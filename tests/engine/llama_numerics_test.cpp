@@ -9,7 +9,7 @@
 #include "engine_test_support.hpp"
 
 #include "gputwin/engine/train/engine_plan_support.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -20,7 +20,7 @@
 #include "engine_test_support.hpp"
 
 #include "gputwin/engine/backend/backend_factory.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include "gputwin/engine/comm/communicator.hpp"
 #include "gputwin/engine/comm/file_rendezvous.hpp"
 #include "gputwin/engine/comm/process_rank.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "train/rank_report.hpp"
 
 #include <gtest/gtest.h>

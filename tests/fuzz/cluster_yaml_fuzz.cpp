@@ -5,7 +5,7 @@
 // skip the graph (its size, not its reading, is what they would test).
 #include "fuzz_support.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 

@@ -4,7 +4,7 @@
 #include "fuzz_support.hpp"
 
 #include "gputwin/models/gemm_table.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <cmath>
 #include <sstream>

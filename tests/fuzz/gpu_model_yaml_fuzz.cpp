@@ -4,7 +4,7 @@
 #include "fuzz_support.hpp"
 
 #include "gputwin/config/gpu_model_yaml.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <yaml-cpp/yaml.h>
 

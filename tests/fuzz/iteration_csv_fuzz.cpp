@@ -2,7 +2,7 @@
 // read_iteration_table either returns rows with finite, positive times or throws InputError.
 #include "fuzz_support.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/iteration_table.hpp"
 
 #include <cmath>

@@ -4,7 +4,7 @@
 
 #include "gputwin/config/model_yaml.hpp"
 #include "gputwin/models/gpt_config.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

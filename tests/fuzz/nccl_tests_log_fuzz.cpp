@@ -2,7 +2,7 @@
 // rows with finite, positive times or throws InputError.
 #include "fuzz_support.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/nccl_tests_log.hpp"
 
 #include <cmath>

@@ -3,7 +3,7 @@
 // model without an FP8 peak; the interference path uses the same peak.
 #include "gputwin/models/comm_interference.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // scaled to the table beyond it, gemm_efficiency and memory_efficiency still scaling everything).
 #include "gputwin/models/gemm_table.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <gtest/gtest.h>
 

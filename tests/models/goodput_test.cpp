@@ -2,7 +2,7 @@
 // higher-order optimum against a numerical minimum of his wall-time model, the wall time against a direct
 // simulation of the failure process, the accounting of lost time, and the checkpoint size.
 #include "gputwin/models/goodput.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/parameter_count.hpp"
 

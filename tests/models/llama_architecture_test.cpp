@@ -3,7 +3,7 @@
 // workload. Every figure below is derived by hand in the test from the published architectures.
 #include "gputwin/models/activation_memory.hpp"
 #include "gputwin/models/flops.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/layer_shape.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/model_catalog.hpp"

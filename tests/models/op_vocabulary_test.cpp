@@ -1,6 +1,6 @@
 // The op vocabulary (models/op_vocabulary.hpp) and the plan metadata (models/plan_metadata.hpp): the two tables
 // the engine and the workload generator share.
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/kernel_class.hpp"
 #include "gputwin/models/layer_ops.hpp"
 #include "gputwin/models/op_vocabulary.hpp"

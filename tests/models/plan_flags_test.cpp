@@ -1,5 +1,5 @@
 // The shared model and plan flags: parsing, defaults, and one-line errors that name the flag.
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/plan_flags.hpp"
 

@@ -1,7 +1,7 @@
 // The fast executor and the host issue model (dag_executor.hpp, framework_profile.hpp): hand-computed timings.
 #include "gputwin/sim/dag_executor.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <gtest/gtest.h>
 

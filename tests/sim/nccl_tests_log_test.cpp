@@ -1,5 +1,5 @@
 // nccl-tests log parsing, NCCL's channel reduction for small messages, the host issue bound, and the fit.
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/nccl_cost.hpp"
 #include "gputwin/sim/nccl_fit.hpp"
 #include "gputwin/sim/nccl_tests_log.hpp"

@@ -88,7 +88,7 @@ TEST(AsMeasured, SharedCoresWeighTheGapAndTheOpApart)
 // Two ranks meet in an all-reduce; rank 0 arrived first (at 100) and returned only at 500, 200 ns after rank 1,
 // the last, arrived (at 300): that wait for a core after the wake-up is runnable time, so on a shared host it
 // becomes gap before rank 0's next op, weighted like any gap. Rank 1 returned at 350.
-traces::OpGraph all_reduce_trace(int64_t bytes)
+traces::OpGraph all_reduce_trace(double bytes)
 {
   traces::OpGraph g = trace_of({{{0, 100}}, {{0, 300}}});
   g.groups.push_back(traces::CommGroup{});

@@ -2,7 +2,7 @@
 // iterations against closed forms on an ideal-compute cluster (a plain roofline: every kernel's time is known).
 // The SimGrid executor allows one platform per process: one simulate_iteration per test; the DAG executor
 // (same programs, any number per process) checks the rest. sim/README.md "Stragglers".
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/models/rank_layout.hpp"
 #include "gputwin/models/stragglers.hpp"

@@ -1,5 +1,5 @@
 // The shared cluster flags: --cluster (default dgx-a100), --nodes, repeatable --set.
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 
 #include <gtest/gtest.h>

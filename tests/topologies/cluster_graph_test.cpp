@@ -1,5 +1,5 @@
 // The graph itself: vertex names, link kinds and bandwidths, Graphviz text, and the topologies it refuses.
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 
 #include <gtest/gtest.h>

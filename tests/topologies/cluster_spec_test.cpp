@@ -1,6 +1,6 @@
 // Cluster files: the built-ins in SI units, files by path, --set overrides, and errors of one line naming
 // FILE:LINE:COLUMN: field, `--set KEY` or the flag.
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
 #include <gtest/gtest.h>

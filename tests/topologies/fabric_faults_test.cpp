@@ -2,7 +2,7 @@
 // degraded cable's two directions slowed, routes that avoid failed links (another spine, another rail, PCIe inside
 // a node) and an InputError when a failure disconnects two GPUs. The tiny cluster on 4 nodes is a 2-level tree
 // whose leaf l holds both NICs of node l, with 2 spines.
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 
 #include <gtest/gtest.h>

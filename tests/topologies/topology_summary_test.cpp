@@ -2,7 +2,7 @@
 // the construction rules). dgx-a100: 8 GPUs, 6 NVSwitch chips, 4 PCIe switches and 8 HDR NICs (25 GB/s) per
 // node; radix-40 leaves with d = 20 ports down and u = 20 up; a node has 8 NVLink + 8 GPU-PCIe + 8 NIC-PCIe links,
 // plus 8 NIC-leaf links when there is a fabric.
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 
 #include <gtest/gtest.h>

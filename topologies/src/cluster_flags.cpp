@@ -1,6 +1,6 @@
 #include "gputwin/topologies/cluster_flags.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <cmath>
 #include <limits>

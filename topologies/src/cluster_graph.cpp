@@ -2,7 +2,7 @@
 
 #include "cluster_wiring.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
 #include <boost/graph/adjacency_list.hpp>

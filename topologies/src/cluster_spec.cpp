@@ -5,7 +5,7 @@
 #include "field_reader.hpp"
 #include "yaml_overrides.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "cluster_spec_check.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/fat_tree.hpp"
 #include "gputwin/traces/json_writer.hpp"
 

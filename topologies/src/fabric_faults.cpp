@@ -4,7 +4,7 @@
 
 #include "cluster_wiring.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // names the field where the user wrote it: "FILE:LINE:COLUMN: path: ..." for the file, "--set KEY: ..." for a
 // value given on the command line.
 
-#include "gputwin/config/yaml_fields.hpp"
+#include "gputwin/common/yaml_fields.hpp"
 
 #include <initializer_list>
 #include <string>

@@ -1,7 +1,7 @@
 #include "yaml_overrides.hpp"
 
-#include "gputwin/config/yaml_fields.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/yaml_fields.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <cstdint>
 #include <vector>

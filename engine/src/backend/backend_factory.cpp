@@ -1,7 +1,7 @@
 #include "gputwin/engine/backend/backend_factory.hpp"
 
 #include "gputwin/engine/backend/cpu_backend.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #ifdef GPUTWIN_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"

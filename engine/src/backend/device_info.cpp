@@ -1,7 +1,7 @@
 #include "gputwin/engine/backend/device_info.hpp"
 
 #include "gputwin/engine/backend/backend_factory.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #ifdef GPUTWIN_HAVE_CUDA
 #include "cuda/device_query.hpp"

@@ -1,7 +1,7 @@
 #include "gputwin/engine/comm/file_rendezvous.hpp"
 
 #include "gputwin/engine/comm/communicator.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,6 @@
 #include "gputwin/engine/comm/process_rank.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <cctype>
 #include <cerrno>

@@ -1,6 +1,6 @@
 #include "gputwin/engine/launch/process_launcher.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <cerrno>
 #include <csignal>

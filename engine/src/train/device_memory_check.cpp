@@ -2,7 +2,7 @@
 
 #include "gputwin/engine/backend/device_info.hpp"
 #include "gputwin/models/host_memory.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 
 #include <cstdio>

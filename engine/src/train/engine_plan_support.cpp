@@ -1,6 +1,6 @@
 #include "gputwin/engine/train/engine_plan_support.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <string>
 

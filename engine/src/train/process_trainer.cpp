@@ -5,7 +5,7 @@
 #include "gputwin/engine/comm/tcp_world.hpp"
 #include "gputwin/engine/train/device_memory_check.hpp"
 #include "gputwin/engine/train/trace_metadata.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "rank_loop.hpp"
 #include "rank_report.hpp"
 

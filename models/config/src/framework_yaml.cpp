@@ -1,6 +1,6 @@
 #include "gputwin/config/framework_yaml.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <filesystem>
 

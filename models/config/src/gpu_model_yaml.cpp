@@ -1,8 +1,8 @@
 #include "gputwin/config/gpu_model_yaml.hpp"
 
-#include "gputwin/config/yaml_fields.hpp"
+#include "gputwin/common/yaml_fields.hpp"
 #include "gputwin/models/gemm_table.hpp"
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/kernel_class.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include "gputwin/sim/nccl_tests_log.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 #include "gputwin/sim/plan_search.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"

@@ -1,6 +1,6 @@
 #include "gputwin/sim/trace_replay.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/as_measured.hpp"
 #include "gputwin/sim/program_executor.hpp"
 #include "gputwin/sim/trace_comm_source.hpp"

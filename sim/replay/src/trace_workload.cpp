@@ -1,6 +1,6 @@
 #include "gputwin/sim/trace_workload.hpp"
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/models/op_emitter.hpp"
 #include "gputwin/models/plan_metadata.hpp"
 

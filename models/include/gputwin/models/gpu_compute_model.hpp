@@ -30,7 +30,7 @@
 
 #include "gputwin/models/comm_interference.hpp"
 #include "gputwin/models/gemm_table.hpp"
-#include "gputwin/models/gpu_generation.hpp"
+#include "gputwin/common/gpu_generation.hpp"
 #include "gputwin/models/kernel_class.hpp"
 #include "gputwin/traces/op_graph.hpp"
 

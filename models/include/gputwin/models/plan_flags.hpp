@@ -9,7 +9,7 @@
 //          --recompute none|selective|full  --attention unfused|flash  --schedule 1f1b|interleaved|gpipe
 //          --chunks N  --zero 0|1  --pp-first-stage-layers N --pp-last-stage-layers N  --fp8
 
-#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/common/arg_parser.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"
 

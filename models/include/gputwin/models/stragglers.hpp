@@ -5,7 +5,7 @@
 // slow node runs at gpu factor x node factor. How the simulator keeps the slow ranks apart from the folded
 // ones: sim/collectives/straggler_unfolding.hpp. Plain C++.
 
-#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/common/arg_parser.hpp"
 
 #include <cstdint>
 #include <map>

@@ -7,7 +7,7 @@
 //   --degrade-link NAME=FACTOR, --fail-link NAME, --fail-nic NODE:NIC   faults on top of the file (repeatable;
 //                         ClusterSpec::faults, applied by ClusterGraph)
 
-#include "gputwin/models/arg_parser.hpp"
+#include "gputwin/common/arg_parser.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
 #include <string>

@@ -3,7 +3,7 @@
 // NICs with their rail mapping, the inter-node fat tree, and how NCCL performs on these links.
 // SI units throughout: bytes, bytes per second, seconds, FLOP/s.
 
-#include "gputwin/models/gpu_generation.hpp"
+#include "gputwin/common/gpu_generation.hpp"
 
 #include <cstdint>
 #include <string>

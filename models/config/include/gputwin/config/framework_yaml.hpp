@@ -16,7 +16,7 @@
 //
 // Every number is required (>= 0); the booleans default to false; unknown fields are errors.
 
-#include "gputwin/config/yaml_fields.hpp"
+#include "gputwin/common/yaml_fields.hpp"
 #include "gputwin/models/framework_profile.hpp"
 
 #include <ostream>

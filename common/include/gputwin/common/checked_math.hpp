@@ -1,7 +1,7 @@
 #pragma once
 // 64-bit integer arithmetic that reports overflow as an InputError instead of wrapping silently.
 
-#include "gputwin/models/input_error.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <cstdint>
 #include <initializer_list>
