@@ -33,7 +33,7 @@ def timed_ms(fn):
 
 
 def layer_gemms(s, b, h, a, t):
-    """(name, m, n, k, batch) of one layer's GEMMs on one TP rank, as models/src/layer_ops.cpp emits them."""
+    """(name, m, n, k, batch) of one layer's GEMMs on one TP rank, as models/workload/src/layer_ops.cpp emits them."""
     T, hp, d, heads = s * b, h // t, h // a, b * (a // t)
     return [
         ("qkv.fwd", T, 3 * hp, h, 1), ("proj.fwd", T, h, hp, 1), ("fc1.fwd", T, 4 * hp, h, 1),

@@ -15,7 +15,7 @@
 namespace gputwin {
 namespace {
 
-const std::string h100_csv = GPUTWIN_SOURCE_DIR "/models/data/h100_gemm_table.csv";
+const std::string h100_csv = GPUTWIN_SOURCE_DIR "/models/compute/data/h100_gemm_table.csv";
 
 GemmTable parse(const std::string& text)
 {

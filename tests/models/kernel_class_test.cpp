@@ -18,7 +18,7 @@ void expect_classes(const std::vector<std::pair<const char*, KernelClass>>& case
 
 TEST(KernelClass, WorkloadGeneratorNames)
 {
-  // models/src/layer_ops.cpp and workload.cpp
+  // models/workload/src/layer_ops.cpp and workload.cpp
   expect_classes({{"ln1.fwd", KernelClass::LayerNorm},
                   {"ln2.bwd", KernelClass::LayerNorm},
                   {"final_ln.fwd", KernelClass::LayerNorm},

@@ -68,7 +68,7 @@ private:
   double max_flops_per_s_ = 0;
 };
 
-// A table built into the binary by name ("h100": bf16 GEMMs measured on an H100 SXM, models/data/
+// A table built into the binary by name ("h100": bf16 GEMMs measured on an H100 SXM, models/compute/data/
 // h100_gemm_table.csv), parsed once; nullptr for an unknown name.
 std::shared_ptr<const GemmTable> builtin_gemm_table(const std::string& name);
 

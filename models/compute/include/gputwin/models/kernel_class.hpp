@@ -5,7 +5,7 @@
 // traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json).
 //
 // Names come from three producers, all classified by the same rules: the workload generator
-// (models/src/layer_ops.cpp, workload.cpp: `ln1.fwd`, `attn.softmax.bwd`, `dropout_add.fwd`, `fc2.bias_grad`,
+// (models/workload/src/layer_ops.cpp, workload.cpp: `ln1.fwd`, `attn.softmax.bwd`, `dropout_add.fwd`, `fc2.bias_grad`,
 // `optimizer.adam`, ...), the engine's tracer (`ln1`, `fc2.bias_dropout_add`, `embedding.position_dropout`,
 // `loss.sums`, `adam.cast`, ...) and kernel measurements (`gpt-22b.layernorm`, `h8192-tp1.copy`; PyTorch
 // kernel names such as `vectorized_layer_norm_kernel`, `softmax_warp_forward`, `multi_tensor_apply_kernel`).

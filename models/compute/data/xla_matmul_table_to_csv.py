@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Converts XLA's measured matmul throughput table (a text-format protobuf inside a C++ header) into the CSV
-that gputwin's GemmTable reads (models/include/gputwin/models/gemm_table.hpp).
+that gputwin's GemmTable reads (models/compute/include/gputwin/models/gemm_table.hpp).
 
 Usage:
-  python3 models/data/xla_matmul_table_to_csv.py matmul_interpolator_data.h > models/data/h100_gemm_table.csv
+  python3 models/compute/data/xla_matmul_table_to_csv.py matmul_interpolator_data.h > models/compute/data/h100_gemm_table.csv
 where the header is tensorflow/tensorflow third_party/xla/xla/service/gpu/model/matmul_interpolator_data.h at
 commit 372d578bb861cc5804e56d37d93aec931a59762c (Apache-2.0). Options: --device sm_90 --dtype bf16xbf16->bf16.
 Rows are sorted by batch, m, n, k; the FLOP/s values are copied as written there.
@@ -19,7 +19,7 @@ HEADER = """# Measured bf16 GEMM throughput of an NVIDIA H100 (sm_90): achieved 
 #   372d578bb861cc5804e56d37d93aec931a59762c, key "sm_90", flops key "bf16xbf16->bf16".
 # Copyright 2025 The OpenXLA Authors. Licensed under the Apache License, Version 2.0
 #   (http://www.apache.org/licenses/LICENSE-2.0); values copied unchanged, only the layout differs.
-# Regenerate: python3 models/data/xla_matmul_table_to_csv.py matmul_interpolator_data.h > this file
+# Regenerate: python3 models/compute/data/xla_matmul_table_to_csv.py matmul_interpolator_data.h > this file
 #   (each value is 2 b m n k / t for a whole-nanosecond time t, which checks the copy).
 """
 

@@ -67,7 +67,7 @@ GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::strin
     m.source = "fit to Korthikanti et al. 2022 Table 4 (22B layer, A100)";
     m.comm_interference = nccl_interference("A100 (108 SMs)");
   } else if (generation == GpuGeneration::Hopper) {
-    // GEMMs: the public H100 bf16 GEMM table (XLA's, models/data/h100_gemm_table.csv) for the shape of the
+    // GEMMs: the public H100 bf16 GEMM table (XLA's, models/compute/data/h100_gemm_table.csv) for the shape of the
     // efficiency curve; its level (gemm_efficiency), the short-k penalty used beyond the table's k range
     // (gemm_k_half) and the memory-bound classes fit by `gputwin calibrate --gpu h100` to
     // traces/captured/NVIDIA-H100-80GB-HBM3/kernels.trace.json: cuBLAS bf16 GEMMs of GPT layer shapes (Table
