@@ -8,6 +8,7 @@
 // same products. The output is fp32 or bf16 (cuBLASLt rounds it once).
 
 #include "cuda/ops/common.cuh"
+#include "cuda/ops/matmul_context.cuh"
 
 #include <cublasLt.h>
 
@@ -36,16 +37,6 @@ enum class MatmulEpilogue {
   None,
   Bias,     // C = op(A) op(B) + bias (n, bias broadcast over rows)
   GeluBias, // C = gelu(op(A) op(B) + bias), pre_gelu (m, n, bf16) = op(A) op(B) + bias (for GeLU backward)
-};
-
-// The cuBLASLt handle and workspace of one stream (32 MiB: what cuBLASLt asks for on Hopper).
-struct MatmulContext {
-  cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-  size_t workspace_bytes = 32u << 20;
-  // bf16 copies of fp32 operands (grown on demand, freed with the context).
-  void* scratch = nullptr;
-  size_t scratch_bytes = 0;
 };
 
 __global__ void round_to_bf16_kernel(__nv_bfloat16* out, const float* in, int64_t rows, int64_t cols, int64_t ld,
