@@ -200,8 +200,8 @@ INSTANTIATE_TEST_SUITE_P(
                       CheckFile{"negative_queue_length_values_check__rank0.json.gz", "ProfilerStep#552", 216119},
                       CheckFile{"trace_diff__control__control.json.gz", "ProfilerStep#1012", 76727},
                       CheckFile{"trace_filter__sampled_rank-0.json.gz", "ProfilerStep#551", 607312}),
-    [](const ::testing::TestParamInfo<CheckFile>& info) {
-      return info.param.file.substr(0, info.param.file.find("__"));
+    [](const ::testing::TestParamInfo<CheckFile>& param_info) {
+      return param_info.param.file.substr(0, param_info.param.file.find("__"));
     });
 
 TEST(KinetoReplayCli, StepFlagSelectsTheProfilerStep)
