@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <sstream>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -13,7 +14,7 @@ const std::string trace_dir = GPUTWIN_TEST_DATA_DIR "/traces/";
 
 std::string temp_path(const std::string& name)
 {
-  return ::testing::TempDir() + "/calibrate-cli-" + name;
+  return test_temp_path(name);
 }
 
 std::string read_file(const std::string& path)

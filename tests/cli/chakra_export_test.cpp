@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -62,7 +63,7 @@ const ChakraProtoMsg::AttributeProto* attr(const ChakraProtoMsg::Node& node, con
 
 fs::path fresh_dir(const std::string& name)
 {
-  const fs::path dir = fs::path(::testing::TempDir()) / name;
+  const fs::path dir = fs::path(test_temp_path(name));
   fs::remove_all(dir);
   return dir;
 }
@@ -184,7 +185,7 @@ TEST(ChakraExport, PipelinedPlanHasAFilePerRankWithItsOwnCommunicatorsAndPeers)
   const Workload workload = testing::chakra_test_plan_workload();
   check_export(testing::chakra_test_plan_flags, workload, "chakra_all");
 
-  const fs::path dir = fs::path(::testing::TempDir()) / "chakra_all";
+  const fs::path dir = fs::path(test_temp_path("chakra_all"));
   const traces::OpGraph graph = unfolded_workload_graph(workload);
   ASSERT_EQ(graph.groups.size(), 12u);
   std::map<std::string, int> kinds;
@@ -289,7 +290,7 @@ TEST(ChakraExport, SameInputGivesByteIdenticalFiles)
 
 TEST(ChakraExport, UnwritableDirectoryIsAOneLineErrorNamingThePath)
 {
-  const fs::path file = fs::path(::testing::TempDir()) / "chakra_not_a_dir";
+  const fs::path file = fs::path(test_temp_path("chakra_not_a_dir"));
   std::ofstream(file) << "x";
   expect_one_line_error("simulate --model gpt-22b --layers 2 --tp 8 --nodes 1 --chakra '" + file.string() + "/sub'",
                         file.string() + "/sub");
@@ -301,7 +302,7 @@ TEST(ChakraExport, UnwritableDirectoryIsAOneLineErrorNamingThePath)
 TEST(ChakraExport, ChakraRanksIsCheckedAndAnExportTooLargeIsRefused)
 {
   const std::string plan = "simulate --model gpt-22b --layers 2 --tp 8 --nodes 1 ";
-  const std::string dir = (fs::path(::testing::TempDir()) / "chakra_ranks").string();
+  const std::string dir = test_temp_path("chakra_ranks");
   expect_one_line_error(plan + "--chakra '" + dir + "' --chakra-ranks some", "--chakra-ranks: expected all or folded");
   expect_one_line_error(plan + "--chakra-ranks folded", "--chakra-ranks: needs --chakra DIR");
   // 8192 ranks of GPT-3 175B: 38 million nodes, more than the export writes for every rank; nothing is written.

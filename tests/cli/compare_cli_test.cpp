@@ -2,6 +2,7 @@
 #include "run_cli.hpp"
 
 #include <gtest/gtest.h>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -10,7 +11,7 @@ const std::string traces_dir = std::string(GPUTWIN_TEST_DATA_DIR) + "/traces/";
 
 TEST(CompareCli, TableWithReplayedAndCalibratedSimulatedColumns)
 {
-  const std::string model = ::testing::TempDir() + "/cpu.gpu-model.yaml";
+  const std::string model = test_temp_path("cpu.gpu-model.yaml");
   ASSERT_EQ(run_gputwin("calibrate '" + traces_dir + "cpu-tp1.json' -o '" + model + "'", false).exit_code, 0);
   const CliResult r = run_gputwin("compare '" + traces_dir + "cpu-tp1.json' '" + traces_dir +
                                       "cpu-tp2-pp2.json' --gpu-model '" + model + "' --json",

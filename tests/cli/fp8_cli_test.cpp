@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <string>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -72,7 +73,7 @@ std::string one_gemm_trace(bool fp8)
   op.flops = 2.0 * 8192 * 14336 * 4096;
   op.bytes = 1e8;
   g.ranks.push_back(traces::RankProgram{0, {op}});
-  const std::string path = ::testing::TempDir() + (fp8 ? "/fp8-gemm.json" : "/bf16-gemm.json");
+  const std::string path = test_temp_path(fp8 ? "fp8-gemm.json" : "bf16-gemm.json");
   std::ofstream(path) << traces::op_graph_to_json(g);
   return path;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -27,7 +28,7 @@ std::string read_text(const std::string& path)
 
 std::string write_temp(const std::string& name, const std::string& text)
 {
-  const std::string path = ::testing::TempDir() + "/honest_cli_test." + name;
+  const std::string path = test_temp_path(name);
   std::ofstream(path) << text;
   return path;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -21,7 +22,7 @@ double json_number(const std::string& json, const std::string& key)
 
 std::string write_file(const std::string& name, const std::string& text)
 {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = test_temp_path(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -68,7 +69,7 @@ TEST(CalibrateIterations, FitsWritesAModelFileThatCompareAccepts)
   for (int n = 0; std::getline(in, line); ++n)
     if (n == 0 || n % 40 == 0)
       subset += line + "\n";
-  const std::string csv = write_file("vtrain_subset.csv", subset), model = ::testing::TempDir() + "vtrain.yaml";
+  const std::string csv = write_file("vtrain_subset.csv", subset), model = test_temp_path("vtrain.yaml");
   const CliResult fit = run_gputwin("calibrate --iterations '" + csv + "'" + vtrain_flags +
                                         " --framework megatron-deepspeed --folds 2 --max-evaluations 120 -o '" + model +
                                         "' --json",

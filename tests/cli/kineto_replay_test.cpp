@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -34,7 +35,7 @@ double json_number(const std::string& json, const std::string& key)
 
 std::string write_file(const std::string& name, const std::string& content)
 {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = test_temp_path(name);
   std::ofstream(path, std::ios::binary) << content;
   return path;
 }

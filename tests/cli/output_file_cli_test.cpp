@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 #include <vector>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -32,7 +33,7 @@ void expect_output_error(const std::string& program, const std::string& argument
 
 fs::path fresh_directory(const std::string& name)
 {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("output_file_cli_test." + name);
+  const fs::path dir = fs::path(test_temp_path(name));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

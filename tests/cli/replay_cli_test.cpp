@@ -16,6 +16,7 @@
 #include <iterator>
 #include <map>
 #include <regex>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 // Captures a trace with gputwin-engine (CPU backend) into the test's temporary directory.
 std::string capture(const std::string& name, const std::string& plan)
 {
-  const std::string path = ::testing::TempDir() + "/" + name + ".trace.json";
+  const std::string path = test_temp_path(name + ".trace.json");
   const std::string command = std::string("'") + GPUTWIN_ENGINE +
                               "' train --hidden 128 --heads 4 --layers 4 --seq-len 64 --vocab 128 --steps 6 " + plan +
                               " --trace '" + path + "' > /dev/null 2>&1";
@@ -110,7 +111,7 @@ TEST(ReplayCli, ScaledOutFollowsTheScheduleAndKeepsTheCapturedComputePerMicroBat
   EXPECT_EQ(replayed_ns, captured_ns);
 
   // And the simulator runs it, writing the timeline.
-  const std::string timeline = ::testing::TempDir() + "/scaled.timeline.json";
+  const std::string timeline = test_temp_path("scaled.timeline.json");
   const CliResult r = run_gputwin("replay '" + path + "' --pp 4 --dp 2 --timeline '" + timeline + "' --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\"mode\": \"scaled\""), std::string::npos);
@@ -142,7 +143,7 @@ TEST(ReplayCli, BadInput)
     const size_t at = t.find(from);
     EXPECT_NE(at, std::string::npos) << from;
     t.replace(at, from.size(), to);
-    const std::string path = ::testing::TempDir() + "/" + name + ".trace.json";
+    const std::string path = test_temp_path(name + ".trace.json");
     std::ofstream(path) << t;
     return path;
   };

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -28,7 +29,7 @@ TEST(SimulateCli, SameInputsGiveByteIdenticalJson)
 
 TEST(SimulateCli, TimelineIsChromeTraceJson)
 {
-  const std::string file = ::testing::TempDir() + "/timeline.json";
+  const std::string file = test_temp_path("timeline.json");
   const CliResult r = run_gputwin("simulate --model gpt-22b --plan paper --layers 2 --timeline '" + file + "'", false);
   ASSERT_EQ(r.exit_code, 0);
   std::ifstream in(file);

@@ -10,13 +10,14 @@
 
 #include <fstream>
 #include <functional>
+#include "test_temp_path.hpp"
 
 namespace gputwin::config {
 namespace {
 
 std::string write(const std::string& name, const std::string& text)
 {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = test_temp_path(name);
   std::ofstream(path) << text;
   return path;
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include "test_temp_path.hpp"
 
 namespace gputwin::config {
 namespace {
@@ -17,7 +18,7 @@ const std::string trace_dir = GPUTWIN_TEST_DATA_DIR "/traces/";
 
 std::string write_temp(const std::string& name, const std::string& text)
 {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = test_temp_path(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -113,7 +114,8 @@ std::string error_of(const std::string& text)
     load_gpu_model_yaml(write_temp("bad.yaml", text));
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
-    return std::string(e.what()).substr(::testing::TempDir().size() + 1);
+    const std::string directory = test_temp_path("bad.yaml");  // the message from "bad.yaml" on
+    return std::string(e.what()).substr(directory.size() - std::string("bad.yaml").size());
   }
   return "";
 }
@@ -217,7 +219,7 @@ TEST(GpuModelYaml, H100CalibrationWithTableAndClassesRoundTripsExactly)
 
 TEST(GpuModelYaml, GemmTablePathIsRelativeToTheModelFileAndItsErrorsNameTheTableLine)
 {
-  const std::string dir = ::testing::TempDir() + "/gemm_table_dir";
+  const std::string dir = test_temp_path("gemm_table_dir");
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/small.csv") << "# two points\nbatch,m,n,k,flops_per_s\n1,256,256,256,1e13\n1,256,256,512,2e13\n";
   std::ofstream(dir + "/model.yaml") << valid << "gemm_table: small.csv\n";

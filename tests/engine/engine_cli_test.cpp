@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
+#include "test_temp_path.hpp"
 
 namespace {
 
@@ -34,8 +35,8 @@ void expect_one_line_error(const std::string& arguments, const std::string& expe
 
 TEST(EngineCli, TrainsPrintsLossTimeAndTable2)
 {
-  const std::string trace = ::testing::TempDir() + "engine_cli_trace.json";
-  const std::string timeline = ::testing::TempDir() + "engine_cli_timeline.json";
+  const std::string trace = test_temp_path("trace.json");
+  const std::string timeline = test_temp_path("timeline.json");
   const CliResult r = run_engine("train " + tiny + "--tp 2 --sp --recompute selective --steps 4 --trace " + trace +
                                      " --timeline " + timeline,
                                  false);

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "test_temp_path.hpp"
 
 namespace {
 
@@ -20,7 +21,7 @@ const std::string llama = "--hidden 128 --heads 4 --layers 4 --seq-len 64 --voca
 
 TEST(EngineLlamaCli, SingleRankTraceReplaysAsMeasuredWithinOnePercent)
 {
-  const std::string trace = ::testing::TempDir() + "llama_single.trace.json";
+  const std::string trace = test_temp_path("trace.json");
   const CliResult r =
       gputwin::testing::run_program(GPUTWIN_ENGINE_CLI, "train " + llama + "--steps 4 --trace '" + trace + "'", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include "test_temp_path.hpp"
 
 namespace gputwin::engine {
 namespace {
@@ -37,7 +38,7 @@ TEST(EngineTraining, FiftyStepsHalveTheLossAndTheTraceValidates)
     EXPECT_GT(s, 0.0);
 
   // The trace: written, read back (validated on load), byte-identical when written again.
-  const std::string path = ::testing::TempDir() + "engine_train_trace.json";
+  const std::string path = test_temp_path("trace.json");
   traces::write_op_graph_file(path, result.trace);
   const traces::OpGraph loaded = traces::read_op_graph_file(path);
   EXPECT_EQ(traces::op_graph_to_json(loaded), traces::op_graph_to_json(result.trace));

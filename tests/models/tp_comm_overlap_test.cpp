@@ -22,6 +22,7 @@
 
 #include <fstream>
 #include <iterator>
+#include "test_temp_path.hpp"
 #endif
 
 namespace gputwin {
@@ -259,7 +260,7 @@ TEST(TpCommOverlapCli, ShortensTheIterationOfLargeGemms)
 
 TEST(TpCommOverlapCli, TimelineShowsTheChunksAndTheRingSteps)
 {
-  const std::string file = ::testing::TempDir() + "/tp_comm_overlap_timeline.json";
+  const std::string file = test_temp_path("timeline.json");
   const testing::CliResult r =
       testing::run_gputwin("simulate --model llama3-8b --cluster dgx-h100 --tp 8 --sp --attention flash --layers 2 "
                            "--tp-comm-overlap --timeline '" + file + "'",

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include "test_temp_path.hpp"
 
 namespace gputwin::sim {
 namespace {
@@ -120,7 +121,7 @@ TEST(CommInterference, ModelFileSectionRoundTripsAndCanBeAbsent)
   std::ostringstream text;
   config::write_calibration_yaml(text, c, {});
   ASSERT_NE(text.str().find("comm_interference:"), std::string::npos);
-  const std::string path = ::testing::TempDir() + "comm_interference_model.yaml";
+  const std::string path = test_temp_path("model.yaml");
   std::ofstream(path) << text.str();
   const GpuComputeModel read = config::load_gpu_model_yaml(path);
   EXPECT_TRUE(read.comm_interference.enabled);

@@ -3,9 +3,11 @@
 #include "gputwin/sim/nccl_cost.hpp"
 #include "gputwin/sim/nccl_fit.hpp"
 #include "gputwin/sim/nccl_tests_log.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 namespace gputwin::sim {
@@ -62,6 +64,46 @@ TEST(NcclChannels, SmallMessagesUseFewerChannels)
   // Ring LL: the threshold grows with the ranks (8 x 128 bytes per thread).
   EXPECT_EQ(nccl_channels_used(NcclAlgorithm::Ring, NcclProtocol::LL, 1 << 20, 128, 16), 2);
   EXPECT_EQ(nccl_channels_used(NcclAlgorithm::Ring, NcclProtocol::Simple, 8, 8, 24), 1);
+}
+
+TEST(NcclCost, TreeLlPaysTheNetworkAgainForEachFurtherLinePerThread)
+{
+  const topo::ClusterSpec cluster = topo::load_cluster("nd-a100-v4", 16, {});
+  const topo::NcclProtocolSpec& ll = cluster.nccl.ll;
+  auto tree_ll = [&](double bytes) {
+    NcclCostInput in;
+    in.algorithm = NcclAlgorithm::Tree;
+    in.protocol = NcclProtocol::LL;
+    in.bytes = bytes;
+    in.ranks = 128;
+    in.nodes = 16;
+    return nccl_cost(cluster, in);
+  };
+  // 16 channels x 512 threads x 8 B = 64 KiB is one line per thread; 128 KiB two, 256 KiB four.
+  const NcclCost one = tree_ll(64 * 1024), two = tree_ll(128 * 1024), four = tree_ll(256 * 1024);
+  ASSERT_EQ(one.channels, 16);
+  ASSERT_EQ(two.channels, 16);
+  const int net_steps = 2 * 4; // up and down the tree across log2(16) node levels
+  const double network_part_s =
+      net_steps * ll.net_step_s + net_steps * cluster.nccl.channel_net_step_s * (1 + std::log2(16.0));
+  EXPECT_NEAR(two.latency_s - one.latency_s, network_part_s, 1e-12);
+  EXPECT_NEAR(four.latency_s - one.latency_s, 3 * network_part_s, 1e-12);
+  // Fewer channels than the maximum hold one line per thread at most: no extra steps below 64 KiB.
+  const NcclCost small = tree_ll(32 * 1024);
+  EXPECT_LT(small.channels, 16);
+  EXPECT_LT(small.latency_s, one.latency_s);
+  // LL128 moves whole 128-byte lines per warp: no extra steps.
+  NcclCostInput ll128;
+  ll128.algorithm = NcclAlgorithm::Tree;
+  ll128.protocol = NcclProtocol::LL128;
+  ll128.ranks = 128;
+  ll128.nodes = 16;
+  ll128.bytes = 128 * 1024;
+  const NcclCost ll128_small = nccl_cost(cluster, ll128);
+  ll128.bytes = 1024 * 1024;
+  const NcclCost ll128_large = nccl_cost(cluster, ll128);
+  ASSERT_EQ(ll128_small.channels, ll128_large.channels);
+  EXPECT_DOUBLE_EQ(ll128_large.latency_s, ll128_small.latency_s);
 }
 
 TEST(NcclHost, OneThreadDrivingEightGpusBoundsSmallCalls)

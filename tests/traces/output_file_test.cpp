@@ -12,6 +12,7 @@
 #include <string>
 #include <sys/stat.h>
 #include <vector>
+#include "test_temp_path.hpp"
 
 namespace gputwin {
 namespace {
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 // A fresh, empty directory per test.
 fs::path fresh_directory(const std::string& name)
 {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("output_file_test." + name);
+  const fs::path dir = fs::path(test_temp_path(name));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -112,6 +112,18 @@ NcclCost nccl_cost(const topo::ClusterSpec& cluster, const NcclCostInput& in)
   const double slowest_channel_s = net_steps * nccl.channel_net_step_s * slowest_channel_factor(cost.channels);
   const double channels_s = p2p ? 0.0 : cost.channels * nccl.channel_s + slowest_channel_s;
   cost.latency_s = nccl.kernel_s + proto.base_latency_s + steps_s + channels_s;
+  // Tree LL across nodes: a channel's chunk is a multiple of one 8-byte line per thread (NCCL's LL minChunkSize,
+  // nthreads x 8 B), and a chunk of more than one line per thread costs the network levels and the slowest channel
+  // again for each further line (the proxy forwards a step once its lines are complete; within a node the lines
+  // stream). Only with every channel in use (large LL trees: 128 KiB and up at 16 channels) does a channel hold
+  // more than one line per thread. The step cost is inferred from Echo's logs (128 KiB on 64 and 128 GPUs takes
+  // twice the 256 KiB tree LL128 time), not read from NCCL's code; no parameter was fitted to it.
+  if (in.algorithm == NcclAlgorithm::Tree && in.protocol == NcclProtocol::LL && !p2p) {
+    const double line_bytes_per_step = static_cast<double>(cost.channels) * ll_max_threads * 8.0;
+    const double ll_steps = std::ceil(in.bytes / line_bytes_per_step);
+    if (ll_steps > 1)
+      cost.latency_s += (ll_steps - 1) * (net_steps * proto.net_step_s + slowest_channel_s);
+  }
 
   // Each channel moves at most channel_bytes_per_s of payload: with few channels (small messages) or a slow
   // protocol that, not the links, limits the transfer. Raising the wire factor makes the flows take that long.

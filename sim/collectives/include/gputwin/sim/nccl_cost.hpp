@@ -36,7 +36,8 @@ struct NcclCostInput {
 struct NcclCost {
   int channels = 1;       // channels NCCL runs it on
   double latency_s = 0;   // kernel + protocol base + steps x per-step latency + channels x channel cost +
-                          // network steps x channel network-step cost x (1 + log2 channels)
+                          // network steps x channel network-step cost x (1 + log2 channels); tree LL across
+                          // nodes pays the network part again per further line per thread
   double wire_factor = 1; // bytes on the links per payload byte, raised so the links take as long as the
                           // channels' own limit when that is the slower
   double transfer_s = 0;  // the busiest link's time with the wire factor: link_time_s x wire_factor
