@@ -7,6 +7,7 @@
 #include "gputwin/models/plan_flags.hpp"
 
 #include <cctype>
+#include <optional>
 #include <stdexcept>
 
 namespace gputwin::cli {
@@ -23,18 +24,29 @@ void add_framework_flag(ArgParser& parser)
     names += (names.empty() ? "" : "|") + n;
   parser.add_option("--framework", "NAME|FILE",
                     "host that issues each rank's ops: " + names + " or a profile .yaml (default: " +
-                        default_framework + ", or the framework: section of --gpu-model)");
+                        default_framework + ", or the framework: section of --gpu-model, which also stands for its "
+                        "own name)");
 }
 
 FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string& fallback)
 {
-  if (const auto value = args.value("--framework"))
-    return config::load_framework_profile(*value);
+  std::optional<FrameworkProfile> fitted; // the framework: section of --gpu-model (calibrate --iterations)
   if (const auto path = args.value("--gpu-model")) {
     const config::YamlFile file = config::load_yaml_file(*path);
     if (const YAML::Node section = file.root["framework"])
-      return config::read_framework_profile(file, section);
+      fitted = config::read_framework_profile(file, section);
   }
+  if (const auto value = args.value("--framework")) {
+    FrameworkProfile chosen = config::load_framework_profile(*value);
+    // `--framework megatron-deepspeed --gpu-model fitted.yaml`, the calibration's own flags repeated: the file's
+    // section is that framework calibrated, not another one to be replaced by the uncalibrated built-in.
+    const bool builtin_name = value->find('/') == std::string::npos && value->find(".yaml") == std::string::npos;
+    if (fitted && builtin_name && fitted->name == chosen.name)
+      return *fitted;
+    return chosen;
+  }
+  if (fitted)
+    return *fitted;
   return builtin_framework_profile(fallback);
 }
 

@@ -1,11 +1,11 @@
 // `gputwin calibrate` through the real binary: the report, the written model file, and its bad-input errors.
 #include "run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

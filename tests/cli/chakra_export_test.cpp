@@ -8,6 +8,7 @@
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/models/workload_unfolding.hpp"
+#include "test_temp_path.hpp"
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/util/delimited_message_util.h>
@@ -22,7 +23,6 @@
 #include <set>
 #include <sstream>
 #include <tuple>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

@@ -1,8 +1,8 @@
 // `gputwin compare` on the shipped CPU traces: measured beside replayed and simulated, with the mean error.
 #include "run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

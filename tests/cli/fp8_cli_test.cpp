@@ -5,12 +5,12 @@
 
 #include "gputwin/traces/json_value.hpp"
 #include "gputwin/traces/trace_io.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <string>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

@@ -1,6 +1,7 @@
 // No silent nonsense (issue 17): validation holes closed, honest defaults and resource guards, through the real
 // binaries. Every refusal is one line on stderr and exit status 2.
 #include "run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

@@ -1,10 +1,10 @@
 // `gputwin simulate --estimate`, `calibrate --iterations` and `compare --iterations` through the real binary.
 #include "run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {
@@ -90,6 +90,17 @@ TEST(CalibrateIterations, FitsWritesAModelFileThatCompareAccepts)
   EXPECT_NE(after.output.find("\"framework\": \"megatron-deepspeed\""), std::string::npos) << after.output;
   EXPECT_NEAR(json_number(after.output, "mean_absolute_percentage_error"), fitted, 1e-9);
   EXPECT_LT(fitted, json_number(before.output, "mean_absolute_percentage_error"));
+  // The calibration's own flags repeated: `--framework megatron-deepspeed` names the file's (fitted) framework and
+  // keeps it; another framework replaces it.
+  const CliResult repeated = run_gputwin("compare --iterations '" + csv + "'" + vtrain_flags + " --gpu-model '" +
+                                             model + "' --framework megatron-deepspeed --json",
+                                         false);
+  EXPECT_NEAR(json_number(repeated.output, "mean_absolute_percentage_error"), fitted, 1e-9) << repeated.output;
+  const CliResult other = run_gputwin("compare --iterations '" + csv + "'" + vtrain_flags + " --gpu-model '" + model +
+                                          "' --framework megatron-lm --json",
+                                      false);
+  EXPECT_NE(other.output.find("\"framework\": \"megatron-lm\""), std::string::npos) << other.output;
+  EXPECT_GT(std::abs(json_number(other.output, "mean_absolute_percentage_error") - fitted), 1e-3);
 }
 
 TEST(CalibrateIterations, BadTablesNameFileLineAndColumn)

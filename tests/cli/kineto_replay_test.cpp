@@ -4,6 +4,7 @@
 #include "run_cli.hpp"
 
 #include "gputwin/traces/kineto.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

@@ -2,6 +2,7 @@
 // is a one-line error and exit 2 for every tool that writes one, and a successful run leaves only the final
 // file (no temporary) behind.
 #include "run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,6 @@
 #include <iterator>
 #include <string>
 #include <vector>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

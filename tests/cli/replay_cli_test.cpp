@@ -6,6 +6,7 @@
 #include "gputwin/sim/progress_check.hpp"
 #include "gputwin/sim/trace_workload.hpp"
 #include "gputwin/traces/trace_io.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +17,6 @@
 #include <iterator>
 #include <map>
 #include <regex>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

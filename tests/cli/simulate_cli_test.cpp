@@ -1,12 +1,12 @@
 // `gputwin simulate`, `collective` and `topo` through the real binary: determinism and bad input.
 #include "run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <iterator>
 #include <regex>
-#include "test_temp_path.hpp"
 
 namespace gputwin::testing {
 namespace {

@@ -5,12 +5,12 @@
 #include "gputwin/config/model_yaml.hpp"
 #include "gputwin/common/yaml_fields.hpp"
 #include "gputwin/common/input_error.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <functional>
-#include "test_temp_path.hpp"
 
 namespace gputwin::config {
 namespace {

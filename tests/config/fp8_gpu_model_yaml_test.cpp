@@ -4,13 +4,13 @@
 #include "gputwin/config/gpu_model_yaml.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
-#include "test_temp_path.hpp"
 
 namespace gputwin::config {
 namespace {

@@ -3,13 +3,13 @@
 #include "gputwin/config/gpu_model_yaml.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/traces/trace_io.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include "test_temp_path.hpp"
 
 namespace gputwin::config {
 namespace {

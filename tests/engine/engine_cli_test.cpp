@@ -1,6 +1,7 @@
 // gputwin-engine through the built binary, as a user runs it: a short training run, and bad input that must
 // stop with one clear line and a non-zero exit status.
 #include "cli/run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +10,6 @@
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
-#include "test_temp_path.hpp"
 
 namespace {
 

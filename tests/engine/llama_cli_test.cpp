@@ -2,6 +2,7 @@
 // as measured within 1% (`gputwin replay TRACE --json`, where this build has `gputwin`), and every new flag's bad
 // value, and every plan the engine cannot run yet, stops with one line naming the flag and exit status 2.
 #include "cli/run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include "test_temp_path.hpp"
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include "gputwin/engine/train/trainer.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/traces/trace_io.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +16,6 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
-#include "test_temp_path.hpp"
 
 namespace gputwin::engine {
 namespace {

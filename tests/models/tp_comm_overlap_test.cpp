@@ -19,10 +19,10 @@
 #include "cli/run_cli.hpp"
 
 #include "gputwin/traces/json_value.hpp"
+#include "test_temp_path.hpp"
 
 #include <fstream>
 #include <iterator>
-#include "test_temp_path.hpp"
 #endif
 
 namespace gputwin {

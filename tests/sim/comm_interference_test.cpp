@@ -16,13 +16,13 @@
 #include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/sim/program_executor.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include "test_temp_path.hpp"
 
 namespace gputwin::sim {
 namespace {

@@ -1,6 +1,7 @@
 // traces/output_file.hpp: every output is written to a temporary file and renamed into place; a failure
 // leaves neither a partial file under the final name nor a temporary file, and keeps the old content.
 #include "gputwin/traces/output_file.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,6 @@
 #include <string>
 #include <sys/stat.h>
 #include <vector>
-#include "test_temp_path.hpp"
 
 namespace gputwin {
 namespace {
