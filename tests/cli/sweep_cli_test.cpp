@@ -200,8 +200,8 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
   const CliResult m =
       run_gputwin("sweep --merge '" + parts[2] + "' '" + parts[0] + "' '" + parts[1] + "' -o '" + merged + "'", false);
   ASSERT_EQ(m.exit_code, 0) << m.output;
-  // 77.9%: with compute-communication interference (78.4% without).
-  EXPECT_NE(m.output.find("77.9%"), std::string::npos) << "the table, with the recomputed scaling: " << m.output;
+  // 78.3%: 16 GPUs' scaling on dgx-a100 (with compute-communication interference; Echo's NCCL latencies).
+  EXPECT_NE(m.output.find("78.3%"), std::string::npos) << "the table, with the recomputed scaling: " << m.output;
   EXPECT_EQ(read_file(merged), whole);
   const CliResult to_stdout =
       run_gputwin("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[2] + "'", false);

@@ -16,8 +16,8 @@ using testing::first_gpus;
 TEST(CollectiveExecutor, RingAllReduceReproducesTheClosedFormWithIdealLinks)
 {
   // Ideal links (NCCL efficiency 1, CM02 without cross-traffic or TCP window): the simulated time must be
-  // exactly 2(n-1)/n S/B + steps alpha, with alpha = NCCL's per-step latency on NVLink (3.4 us for
-  // Ring/Simple), plus NCCL's base latency (8.4 us) and the route's wire latency once.
+  // exactly 2(n-1)/n S/B + steps alpha, with alpha = NCCL's per-step latency on NVLink (Ring/Simple), plus
+  // NCCL's kernel and base latency, each channel's fixed cost, and the route's wire latency once.
   const topo::ClusterGraph graph(testing::dgx_like_spec(1, true));
   const double bytes = 1e9;
   std::vector<CollectivePlan> plans;
@@ -35,8 +35,9 @@ TEST(CollectiveExecutor, RingAllReduceReproducesTheClosedFormWithIdealLinks)
   for (size_t i = 0; i < plans.size(); ++i) {
     const double n = plans[i].ranks;
     const int steps = 2 * (plans[i].ranks - 1);
-    const topo::NcclSpec& nccl = graph.spec().nccl; // kernel + Ring/Simple base + per-step NVLink latency
-    const double nccl_s = nccl.kernel_s + nccl.simple.base_latency_s + steps * nccl.simple.nvlink_step_s;
+    const topo::NcclSpec& nccl = graph.spec().nccl; // kernel + Ring/Simple base + steps + channels
+    const double nccl_s = nccl.kernel_s + nccl.simple.base_latency_s + steps * nccl.simple.nvlink_step_s +
+                          plans[i].nccl_channels * nccl.channel_s;
     const double closed_form = 2 * (n - 1) / n * bytes / B + nccl_s + wire_s;
     EXPECT_NEAR(timings[0][i].duration_s(), closed_form, 1e-9 * closed_form) << "n=" << n;
   }

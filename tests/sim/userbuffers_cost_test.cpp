@@ -82,9 +82,10 @@ TEST(UserbuffersCost, ChunkOpsPayTheUserbuffersLatencyNotNccls)
   const CommWork& ring_work = expander.collective(ring);
   EXPECT_DOUBLE_EQ(ring_work.latency_s, 4e-6);
   EXPECT_EQ(ring_work.channels, 1); // the receiver's flag kernel
-  // The same SendRecv as a NCCL call pays NCCL's base latency and kernel (~66 us Simple on the built-in figures).
+  // The same SendRecv as a NCCL call pays NCCL's kernel, protocol base and step (17.4 us Simple on the built-in
+  // figures, Echo's A100 fit).
   const CollectivePlan nccl_ring = plan_collective(cluster, CollectiveOp::SendRecv, gpus, ring.bytes);
-  EXPECT_GT(nccl_ring.choice.latency_s, 10 * ring_work.latency_s);
+  EXPECT_GT(nccl_ring.choice.latency_s, 4 * ring_work.latency_s);
   // A ring: every GPU sends one slice to the next and receives one, no protocol overhead.
   ASSERT_EQ(ring_work.flows.size(), static_cast<size_t>(n));
   std::map<int, double> sent, received;
@@ -121,10 +122,11 @@ TEST(UserbuffersCost, ChunkOpsPayTheUserbuffersLatencyNotNccls)
   EXPECT_DOUBLE_EQ(expander.collective(chunk).latency_s, 4e-6);
 
   // At the sizes --tp-comm-overlap moves on real models (a llama3-8b ring step is 8 MiB) NCCL runs Simple: its
-  // 60 us base and 5.6 us kernel against userbuffers' 4 us.
+  // 11.7 us base, 3.9 us kernel and per-step and per-channel costs (SendRecv 17.4 us, reduce-scatter 57.7 us)
+  // against userbuffers' 4 us.
   const double step_bytes = 8.0 * (1 << 20);
-  EXPECT_GT(plan_collective(cluster, CollectiveOp::SendRecv, gpus, step_bytes).choice.latency_s, 60e-6);
-  EXPECT_GT(plan_collective(cluster, CollectiveOp::ReduceScatter, gpus, step_bytes).choice.latency_s, 60e-6);
+  EXPECT_GT(plan_collective(cluster, CollectiveOp::SendRecv, gpus, step_bytes).choice.latency_s, 15e-6);
+  EXPECT_GT(plan_collective(cluster, CollectiveOp::ReduceScatter, gpus, step_bytes).choice.latency_s, 50e-6);
   EXPECT_DOUBLE_EQ(plan_userbuffers(cluster, UserbuffersOp::RingExchange, gpus, step_bytes).choice.latency_s, 4e-6);
   EXPECT_DOUBLE_EQ(plan_userbuffers(cluster, UserbuffersOp::ReduceScatter, gpus, step_bytes).choice.latency_s, 4e-6);
 }

@@ -60,6 +60,34 @@ TEST(ClusterSpec, DgxA100InSiUnits)
   EXPECT_EQ(s.gpus(), 8);
 }
 
+// NCCL's software and kernel costs are the A100 fit to Echo's logs (nd-a100-v4.yaml, written by `gputwin calibrate
+// --nccl-tests`); the code's defaults state the same figures so that every cluster without a fit of its own gets
+// them. Refitting nd-a100-v4 without the defaults (or the reverse) fails here.
+TEST(ClusterSpec, NcclDefaultsAreTheFitOfNdA100V4)
+{
+  const NcclSpec defaults;
+  const NcclSpec fit = load_cluster("nd-a100-v4", 0, {}).nccl;
+  EXPECT_EQ(defaults.channels_intra_node, fit.channels_intra_node);
+  EXPECT_EQ(defaults.channels_inter_node, fit.channels_inter_node);
+  EXPECT_DOUBLE_EQ(defaults.host_call_s, fit.host_call_s);
+  EXPECT_DOUBLE_EQ(defaults.host_launch_s_per_gpu, fit.host_launch_s_per_gpu);
+  EXPECT_DOUBLE_EQ(defaults.kernel_s, fit.kernel_s);
+  EXPECT_DOUBLE_EQ(defaults.channel_s, fit.channel_s);
+  EXPECT_DOUBLE_EQ(defaults.channel_net_step_s, fit.channel_net_step_s);
+  EXPECT_EQ(defaults.tree_correction, fit.tree_correction);
+  for (const auto& [d, f] : {std::pair{defaults.ll, fit.ll}, {defaults.ll128, fit.ll128}, {defaults.simple, fit.simple}}) {
+    EXPECT_DOUBLE_EQ(d.base_latency_s, f.base_latency_s);
+    EXPECT_DOUBLE_EQ(d.nvlink_step_s, f.nvlink_step_s);
+    EXPECT_DOUBLE_EQ(d.net_step_s, f.net_step_s);
+    EXPECT_DOUBLE_EQ(d.channel_bytes_per_s, f.channel_bytes_per_s);
+  }
+  // dgx-a100 states only its link efficiencies: the rest is the fit.
+  const NcclSpec dgx = load_cluster("dgx-a100", 0, {}).nccl;
+  EXPECT_DOUBLE_EQ(dgx.kernel_s, fit.kernel_s);
+  EXPECT_DOUBLE_EQ(dgx.simple.base_latency_s, fit.simple.base_latency_s);
+  EXPECT_TRUE(dgx.tree_correction);
+}
+
 TEST(ClusterSpec, DgxH100AndH200)
 {
   const ClusterSpec h100 = load_cluster("dgx-h100", 0, {});

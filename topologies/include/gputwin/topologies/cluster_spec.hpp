@@ -68,28 +68,31 @@ struct NcclSpec {
   double nvlink_efficiency = 1;
   double pcie_efficiency = 1;
   double net_efficiency = 1;        // NIC and fabric links
-  // Defaults (used when a file leaves a field out): the A100 figures of topologies/clusters/nd-a100-v4.yaml.
+  // Defaults (used when a file leaves a field out): the A100 figures `gputwin calibrate --nccl-tests` fitted to
+  // Echo's logs, as topologies/clusters/nd-a100-v4.yaml states them (a test holds the two equal). They are NCCL's
+  // software and the A100's costs, not the fabric's, so every cluster without its own fit (dgx-a100, and for want
+  // of a measurement dgx-h100/h200) takes them; link efficiencies stay per cluster.
   int channels_intra_node = 24;            // NCCL's collective channels inside one node (DGX A100: 24)
   int channels_inter_node = 16;            // ... for a communicator spanning nodes (8 NICs: 16)
-  double host_call_s = 0.9e-6;             // host time to issue one call, whatever the GPUs
+  double host_call_s = 0.317571e-6;        // host time to issue one call, whatever the GPUs
   double host_launch_s_per_gpu = 3.85e-6;  // host time per GPU one thread launches the call on
-  double kernel_s = 5.6e-6;                // GPU-side fixed cost of one call (kernel start, final synchronisation)
+  double kernel_s = 3.91016e-6;            // GPU-side fixed cost of one call (kernel start, final synchronisation)
   // GPU-side fixed cost of every channel (thread block) a call runs on: each channel fetches its work and
   // synchronises with its peers on its own, so a call on more channels pays more. NCCL spreads small messages
   // over channels in proportion to their size (enqueue.cc), so this is what makes small-message time grow with
-  // size. 0 (the default) leaves it out.
-  double channel_s = 0;
-  double channel_net_step_s = 0; // ... and per channel per algorithm step that crosses the network (proxy work)
-  bool tree_correction = false;  // trees reach only NCCL's corrected bandwidth at medium sizes (tuning.cc)
+  // size.
+  double channel_s = 1.52691e-6;
+  double channel_net_step_s = 2.03638e-6; // ... and per channel per algorithm step that crosses the network (proxy)
+  bool tree_correction = true;            // trees reach only NCCL's corrected bandwidth at medium sizes (tuning.cc)
   // Fixed cost of one Transformer Engine userbuffers transfer (`--tp-comm-overlap`: a ring-exchange step, a chunk
   // of the pipelined reduce-scatter): a copy-engine put over NVLink into a pre-registered peer buffer plus its flag
   // write, no NCCL kernel or protocol. 4 us: cudaMemcpyAsync puts over NVLink4 between two H100s measure 3.55 us
   // (1 B) to 3.98 us (64 KiB) per call (meta-pytorch/torchcomms pull request 2195, NVLink transport benchmark).
   // Cluster file: nccl.userbuffers_latency_us (optional). sim/collectives/userbuffers_cost.hpp.
   double userbuffers_latency_s = 4e-6;
-  NcclProtocolSpec ll{1.4e-6, 0.58e-6, 10e-6, 1.33e9};
-  NcclProtocolSpec ll128{30e-6, 2.25e-6, 12e-6, 8e9};
-  NcclProtocolSpec simple{60e-6, 2.6e-6, 20e-6, 30e9};
+  NcclProtocolSpec ll{1.7039e-6, 0.373934e-6, 7.54288e-6, 3.15924e9};
+  NcclProtocolSpec ll128{22.2707e-6, 0.0946237e-6, 1.28754e-6, 7.52941e9};
+  NcclProtocolSpec simple{11.6671e-6, 1.81554e-6, 10.5832e-6, 30e9};
 };
 
 // Faults on top of the cluster file (`--degrade-link`, `--fail-link`, `--fail-nic`; cluster_flags.hpp), applied by
