@@ -88,6 +88,9 @@ TEST(NcclCost, TreeLlPaysTheNetworkAgainForEachFurtherLinePerThread)
       net_steps * ll.net_step_s + net_steps * cluster.nccl.channel_net_step_s * (1 + std::log2(16.0));
   EXPECT_NEAR(two.latency_s - one.latency_s, network_part_s, 1e-12);
   EXPECT_NEAR(four.latency_s - one.latency_s, 3 * network_part_s, 1e-12);
+  // One LL step holds at most 8 lines per thread (512 KiB here); further steps are pipelined: no further passes.
+  EXPECT_NEAR(tree_ll(512 * 1024).latency_s - one.latency_s, 7 * network_part_s, 1e-12);
+  EXPECT_DOUBLE_EQ(tree_ll(64 << 20).latency_s, tree_ll(512 * 1024).latency_s);
   // Fewer channels than the maximum hold one line per thread at most: no extra steps below 64 KiB.
   const NcclCost small = tree_ll(32 * 1024);
   EXPECT_LT(small.channels, 16);

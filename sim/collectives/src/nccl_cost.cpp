@@ -10,6 +10,7 @@ namespace {
 
 // NCCL 2.8-2.12 src/include/devcomm.h: threads per channel and bytes per thread before another channel is used.
 constexpr int ll_max_threads = 512;     // NCCL_LL_MAX_NTHREADS
+constexpr int ll_lines_per_thread = 8;  // NCCL_LL_LINES_PER_THREAD: an LL step's lines per thread
 constexpr int ll128_max_threads = 640;  // NCCL_LL128_MAX_NTHREADS
 constexpr int simple_max_threads = 512; // NCCL_SIMPLE_MAX_NTHREADS
 constexpr double ll_thread_threshold_bytes = 8;      // NCCL_LL_THREAD_THRESHOLD
@@ -116,13 +117,15 @@ NcclCost nccl_cost(const topo::ClusterSpec& cluster, const NcclCostInput& in)
   // nthreads x 8 B), and a chunk of more than one line per thread costs the network levels and the slowest channel
   // again for each further line (the proxy forwards a step once its lines are complete; within a node the lines
   // stream). Only with every channel in use (large LL trees: 128 KiB and up at 16 channels) does a channel hold
-  // more than one line per thread. The step cost is inferred from Echo's logs (128 KiB on 64 and 128 GPUs takes
-  // twice the 256 KiB tree LL128 time), not read from NCCL's code; no parameter was fitted to it.
+  // more than one line per thread. A chunk holds at most one LL step, NCCL_LL_LINES_PER_THREAD lines per thread;
+  // larger messages take further steps, which NCCL pipelines (the flows' bandwidth then sets their pace), so the
+  // extra passes stop at 7. The step cost is inferred from Echo's logs (128 KiB on 64 and 128 GPUs takes twice
+  // the 256 KiB tree LL128 time), not read from NCCL's code; no parameter was fitted to it.
   if (in.algorithm == NcclAlgorithm::Tree && in.protocol == NcclProtocol::LL && !p2p) {
-    const double line_bytes_per_step = static_cast<double>(cost.channels) * ll_max_threads * 8.0;
-    const double ll_steps = std::ceil(in.bytes / line_bytes_per_step);
-    if (ll_steps > 1)
-      cost.latency_s += (ll_steps - 1) * (net_steps * proto.net_step_s + slowest_channel_s);
+    const double line_bytes = static_cast<double>(cost.channels) * ll_max_threads * 8.0; // one line per thread
+    const double lines_per_thread = std::min<double>(std::ceil(in.bytes / line_bytes), ll_lines_per_thread);
+    if (lines_per_thread > 1)
+      cost.latency_s += (lines_per_thread - 1) * (net_steps * proto.net_step_s + slowest_channel_s);
   }
 
   // Each channel moves at most channel_bytes_per_s of payload: with few channels (small messages) or a slow
