@@ -40,8 +40,7 @@ FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string&
     FrameworkProfile chosen = config::load_framework_profile(*value);
     // `--framework megatron-deepspeed --gpu-model fitted.yaml`, the calibration's own flags repeated: the file's
     // section is that framework calibrated, not another one to be replaced by the uncalibrated built-in.
-    const bool builtin_name = value->find('/') == std::string::npos && value->find(".yaml") == std::string::npos;
-    if (fitted && builtin_name && fitted->name == chosen.name)
+    if (fitted && !config::names_framework_file(*value) && fitted->name == chosen.name)
       return *fitted;
     return chosen;
   }

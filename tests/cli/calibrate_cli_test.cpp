@@ -12,11 +12,6 @@ namespace {
 
 const std::string trace_dir = GPUTWIN_TEST_DATA_DIR "/traces/";
 
-std::string temp_path(const std::string& name)
-{
-  return test_temp_path(name);
-}
-
 std::string read_file(const std::string& path)
 {
   std::ifstream in(path);
@@ -33,7 +28,7 @@ std::string edited_trace(const std::string& trace, const std::string& name, cons
   const size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   text.replace(at, from.size(), to);
-  const std::string path = temp_path(name);
+  const std::string path = test_temp_path(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -50,7 +45,7 @@ TEST(CalibrateCli, NcclFitKeepsTheFieldsItDoesNotFit)
   };
   edit("  tree_correction: true", "  userbuffers_latency_us: 7\n  tree_correction: true");
   edit("  gpus: 8 ", "  host_cores: 3\n  gpus: 8 ");
-  const std::string start = temp_path("start-cluster.yaml"), out = temp_path("fitted-cluster.yaml");
+  const std::string start = test_temp_path("start-cluster.yaml"), out = test_temp_path("fitted-cluster.yaml");
   std::ofstream(start) << cluster;
   const std::string logs = GPUTWIN_TEST_DATA_DIR "/nccl-tests-echo-a100/";
   const CliResult r = run_gputwin("calibrate --nccl-tests " + logs + "nccl_2.log " + logs + "nccl_8.log --cluster " +
@@ -66,7 +61,7 @@ TEST(CalibrateCli, NcclFitKeepsTheFieldsItDoesNotFit)
 
 TEST(CalibrateCli, FitsACpuTracePrintsTheErrorsAndWritesTheModel)
 {
-  const std::string out = temp_path("cpu.yaml");
+  const std::string out = test_temp_path("cpu.yaml");
   const CliResult r = run_gputwin("calibrate " + trace_dir + "cpu-tp1.json -o " + out, false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* text : {"calibrated cpu on 1 trace (device cpu)", "gemm_efficiency", "  gemm  ", "  memory  ",
@@ -81,7 +76,7 @@ TEST(CalibrateCli, FitsACpuTracePrintsTheErrorsAndWritesTheModel)
 
 TEST(CalibrateCli, SeveralTracesAndCollectivesWithTheOutputLongFlag)
 {
-  const std::string out = temp_path("two.yaml");
+  const std::string out = test_temp_path("two.yaml");
   const CliResult r =
       run_gputwin("calibrate " + trace_dir + "cpu-tp1.json " + trace_dir + "cpu-tp2-pp2.json --output " + out, false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -93,7 +88,7 @@ TEST(CalibrateCli, SeveralTracesAndCollectivesWithTheOutputLongFlag)
 
 TEST(CalibrateCli, SameTracesGiveTheSameFile)
 {
-  const std::string a = temp_path("a.yaml"), b = temp_path("b.yaml");
+  const std::string a = test_temp_path("a.yaml"), b = test_temp_path("b.yaml");
   ASSERT_EQ(run_gputwin("calibrate " + trace_dir + "cpu-tp2-pp2.json -o " + a, false).exit_code, 0);
   ASSERT_EQ(run_gputwin("calibrate " + trace_dir + "cpu-tp2-pp2.json -o " + b, false).exit_code, 0);
   EXPECT_EQ(read_file(a), read_file(b));
@@ -101,7 +96,7 @@ TEST(CalibrateCli, SameTracesGiveTheSameFile)
 
 TEST(CalibrateCli, GpuFlagChoosesTheNominalModel)
 {
-  const std::string out = temp_path("a100.yaml");
+  const std::string out = test_temp_path("a100.yaml");
   const CliResult r = run_gputwin("calibrate --gpu a100 " + trace_dir + "cpu-tp1.json -o " + out, false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string yaml = read_file(out);
@@ -125,8 +120,8 @@ TEST(CalibrateCli, HelpNamesTheFlags)
 
 TEST(CalibrateCli, BadInputIsAOneLineErrorAndExitStatus2)
 {
-  const std::string out = temp_path("bad.yaml");
-  const std::string bad_json = temp_path("bad.json");
+  const std::string out = test_temp_path("bad.yaml");
+  const std::string bad_json = test_temp_path("bad.json");
   std::ofstream(bad_json) << "{\"format\":\"gputwin-op-graph\",\"format_version\":2}";
   const std::string cuda = edited_trace("cpu-tp1.json", "cuda2.json", "\"device\":\"cpu\"", "\"device\":\"cuda\"");
   const std::string tp1 = trace_dir + "cpu-tp1.json";

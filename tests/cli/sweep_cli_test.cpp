@@ -1,6 +1,7 @@
 // `gputwin sweep` through the real binary: one CSV row per point, consistent scaling columns, a PNG drawn by
 // gnuplot, points where nothing fits skipped with a warning, and bad input.
 #include "run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -34,20 +35,13 @@ std::vector<std::string> split(const std::string& line, char separator)
   return items;
 }
 
-// Per test: ctest runs the tests of this file in parallel, and they share file names.
-std::string temp_path(const std::string& name)
-{
-  return ::testing::TempDir() + "gputwin_sweep_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-         "_" + name;
-}
-
 // A 12-layer gpt-22b (the same layer shapes, fast to simulate) on one and two DGX A100 nodes.
 const std::string small_sweep = "sweep --model gpt-22b --layers 12 --cluster dgx-a100 --gpus 8,16 --global-batch 16 "
                                 "--tokens 1e9 --price-per-gpu-hour 2.5";
 
 TEST(SweepCli, OneCsvRowPerPointWithConsistentScalingColumnsAndAPng)
 {
-  const std::string csv = temp_path("points.csv"), png = temp_path("points.png");
+  const std::string csv = test_temp_path("points.csv"), png = test_temp_path("points.png");
   std::remove(csv.c_str());
   std::remove(png.c_str());
   const CliResult r = run_gputwin(small_sweep + " --csv '" + csv + "' --plot '" + png + "'", false);
@@ -157,7 +151,7 @@ const std::string six_points = "sweep --model gpt-22b --layers 12 --cluster dgx-
 // Runs `arguments --csv FILE` and returns the CSV.
 std::string sweep_csv(const std::string& arguments, const std::string& name, const std::string& env = "")
 {
-  const std::string csv = temp_path(name);
+  const std::string csv = test_temp_path(name);
   std::remove(csv.c_str());
   const CliResult r = env.empty()
                           ? run_gputwin(arguments + " --csv '" + csv + "'", false)
@@ -179,7 +173,7 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
   std::vector<std::string> parts;
   size_t rows = 0;
   for (int k = 1; k <= 3; ++k) {
-    const std::string part = temp_path("shard" + std::to_string(k) + ".csv");
+    const std::string part = test_temp_path("shard" + std::to_string(k) + ".csv");
     std::ofstream(part, std::ios::binary)
         << sweep_csv(six_points + " --shard " + std::to_string(k) + "/3", "shard-run.csv");
     const std::vector<std::string> part_lines = split(read_file(part), '\n');
@@ -195,7 +189,7 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
   EXPECT_EQ(rows, 6u);
 
   // Merged in any order, into a file (-o) or onto stdout: the bytes of the unsharded run.
-  const std::string merged = temp_path("merged.csv");
+  const std::string merged = test_temp_path("merged.csv");
   std::remove(merged.c_str());
   const CliResult m =
       run_gputwin("sweep --merge '" + parts[2] + "' '" + parts[0] + "' '" + parts[1] + "' -o '" + merged + "'", false);
@@ -207,14 +201,14 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
       run_gputwin("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[2] + "'", false);
   EXPECT_EQ(to_stdout.output, whole);
   // A single run's CSV merged alone is itself.
-  const std::string whole_file = temp_path("whole-again.csv");
+  const std::string whole_file = test_temp_path("whole-again.csv");
   std::ofstream(whole_file, std::ios::binary) << whole;
   EXPECT_EQ(run_gputwin("sweep --merge '" + whole_file + "'", false).output, whole);
 
   // Overlapping files and files with different headers are one-line errors.
   expect_one_line_error("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[0] + "'", "the files overlap");
   expect_one_line_error("sweep --merge '" + parts[0] + "' '" + whole_file + "'", "the files overlap");
-  const std::string other_header = temp_path("other-header.csv");
+  const std::string other_header = test_temp_path("other-header.csv");
   std::string renamed = read_file(parts[1]);
   renamed.replace(renamed.find("tokens_per_s"), 12, "tokens_per_h");
   std::ofstream(other_header, std::ios::binary) << renamed;
@@ -293,7 +287,7 @@ TEST(SweepCli, TheSlurmExampleScriptRunsAnArrayAndMergesIt)
   // scripts/sweep.sbatch submitted through a stand-in sbatch (tests/data/fake-slurm: runs the jobs at once, in the
   // environment Slurm gives array tasks): the merged CSV is the unsharded one.
   const std::string source = std::string(GPUTWIN_TEST_DATA_DIR) + "/../..";
-  const std::string out = temp_path("sbatch-out");
+  const std::string out = test_temp_path("sbatch-out");
   std::system(("rm -rf '" + out + "'").c_str());
   const std::string args = six_points.substr(std::string("sweep ").size());
   const CliResult r = run_program("env",

@@ -78,11 +78,15 @@ void write_framework_profile(std::ostream& out, const FrameworkProfile& p, const
        "ops beyond the fused softmax kernel where it does not fit");
 }
 
+bool names_framework_file(const std::string& name_or_path)
+{
+  return name_or_path.find('/') != std::string::npos ||
+         (name_or_path.size() > 5 && name_or_path.rfind(".yaml") == name_or_path.size() - 5);
+}
+
 FrameworkProfile load_framework_profile(const std::string& name_or_path, const std::string& flag)
 {
-  const bool is_file = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 && name_or_path.rfind(".yaml") == name_or_path.size() - 5);
-  if (!is_file)
+  if (!names_framework_file(name_or_path))
     return builtin_framework_profile(name_or_path, flag);
   const YamlFile file = load_yaml_file(name_or_path);
   if (const YAML::Node section = file.root["framework"])

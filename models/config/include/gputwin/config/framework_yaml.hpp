@@ -30,6 +30,9 @@ FrameworkProfile read_framework_profile(const YamlFile& file, const YAML::Node& 
 // Writes `profile` as the fields above, each line prefixed by `indent`.
 void write_framework_profile(std::ostream& out, const FrameworkProfile& profile, const std::string& indent = "");
 
+// True when a `--framework` value names a file (a path or a .yaml name), false for a built-in profile's name.
+bool names_framework_file(const std::string& name_or_path);
+
 // `--framework` values: a built-in name, a framework .yaml file, or a model file with a `framework:` section.
 FrameworkProfile load_framework_profile(const std::string& name_or_path, const std::string& flag = "--framework");
 
