@@ -164,34 +164,70 @@ TEST(Route, DestinationOffItsNicSwitchEndsOverNvlink)
 
 TEST(Route, SpineChosenByDestination)
 {
-  // 64 nodes: node 21 is in rail group 1 (nodes 20..39). e = 21 x 8 + 0 = 168, spine 168 mod 20 = 8.
+  // 64 nodes: node 21 is in rail group 1 (nodes 20..39): leaf 1 x 8 + 0 = 8, down port 21 mod 20 = 1.
+  // e = 8 x 20 + 1 = 161, spine 161 mod 20 = 1.
   const ClusterGraph g = graph_of("dgx-a100", 64);
   const std::vector<std::string> path = names(g, g.route(0, 21 * 8));
   ASSERT_EQ(path.size(), 8u);
   EXPECT_EQ(path[2], "n0.nic0->leaf.r0.0");
-  EXPECT_EQ(path[3], "leaf.r0.0->spine.8");
-  EXPECT_EQ(path[4], "spine.8->leaf.r0.1");
+  EXPECT_EQ(path[3], "leaf.r0.0->spine.1");
+  EXPECT_EQ(path[4], "spine.1->leaf.r0.1");
   EXPECT_EQ(path[5], "leaf.r0.1->n21.nic0");
 }
 
 TEST(Route, CoreChosenByDestination)
 {
   // 128 nodes, 3 levels, pods of 20 leaves. n127.gpu0: group 127 / 20 = 6, leaf 6 x 8 + 0 = 48 in pod 2.
-  // e = 127 x 8 = 1016: aggregation switch 1016 mod 20 = 16, core (1016 / 20) mod 20 = 10 of group 16 = core.330.
+  // Down port 127 mod 20 = 7, e = 48 x 20 + 7 = 967: aggregation switch 967 mod 20 = 7, core (967 / 20) mod 20 = 8
+  // of group 7 = core.148.
   const ClusterGraph g = graph_of("dgx-a100", 128);
   const std::vector<std::string> path = names(g, g.route(0, 127 * 8));
   ASSERT_EQ(path.size(), 10u);
   EXPECT_EQ(path[2], "n0.nic0->leaf.r0.0");
-  EXPECT_EQ(path[3], "leaf.r0.0->agg.p0.16");
-  EXPECT_EQ(path[4], "agg.p0.16->core.330");
-  EXPECT_EQ(path[5], "core.330->agg.p2.16");
-  EXPECT_EQ(path[6], "agg.p2.16->leaf.r0.6");
+  EXPECT_EQ(path[3], "leaf.r0.0->agg.p0.7");
+  EXPECT_EQ(path[4], "agg.p0.7->core.148");
+  EXPECT_EQ(path[5], "core.148->agg.p2.7");
+  EXPECT_EQ(path[6], "agg.p2.7->leaf.r0.6");
   EXPECT_EQ(path[7], "leaf.r0.6->n127.nic0");
-  // n20.gpu0: leaf 8, still pod 0: up to aggregation switch (20 x 8) mod 20 = 0 and straight down.
+  // n20.gpu0: leaf 8, down port 0, still pod 0: up to aggregation switch (8 x 20 + 0) mod 20 = 0 and straight down.
   const std::vector<std::string> same_pod = names(g, g.route(0, 20 * 8));
   ASSERT_EQ(same_pod.size(), 8u);
   EXPECT_EQ(same_pod[3], "leaf.r0.0->agg.p0.0");
   EXPECT_EQ(same_pod[4], "agg.p0.0->leaf.r0.1");
+}
+
+// Every rail of a non-blocking rail-optimized tree reaches its destinations through every spine (D-mod-K: the
+// destinations under one leaf use distinct uplinks), as the tree without rails does; the old rule
+// (dst_node x nics + r) mod u sent each rail through u / gcd(u, nics) spines only (4 of 32 on dgx-h100).
+TEST(Route, EveryRailSpreadsOverEverySpine)
+{
+  for (const char* cluster : {"dgx-h100", "dgx-a100"}) {
+    const ClusterGraph g = graph_of(cluster, 64);
+    const int per_node = g.spec().gpus_per_node;
+    for (int rail = 0; rail < g.spec().nic.count; ++rail) {
+      std::set<std::string> uplinks;
+      for (int node = 1; node < 64; ++node) {
+        const std::vector<std::string> path = names(g, g.route(rail, node * per_node + rail));
+        for (const std::string& link : path)
+          if (link.rfind("leaf.r", 0) == 0 && link.find("->spine.") != std::string::npos)
+            uplinks.insert(link);
+      }
+      // Destinations on the source's own leaf go straight down; the others over every uplink of the leaf.
+      EXPECT_EQ(static_cast<int>(uplinks.size()), g.spec().fabric.switch_radix / 2) << cluster << " rail " << rail;
+    }
+  }
+}
+
+// Any one source leaf's flows to the d destinations of one other leaf (a shift permutation) share no uplink.
+TEST(Route, ShiftPermutationUsesDistinctUplinks)
+{
+  const ClusterGraph g = graph_of("dgx-h100", 64); // 32 nodes per leaf: nodes 0..31 -> nodes 32..63
+  std::set<std::string> uplinks;
+  for (int node = 0; node < 32; ++node) {
+    const std::vector<std::string> path = names(g, g.route(node * 8, (node + 32) * 8));
+    ASSERT_EQ(path.size(), 8u);
+    EXPECT_TRUE(uplinks.insert(path[3]).second) << path[3] << " carries two flows";
+  }
 }
 
 } // namespace

@@ -240,12 +240,13 @@ bool ClusterGraph::inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoi
   path.push_back(at(w.nic_pcie, src_nic));
   path.push_back(at(w.nic_leaf, src_nic));
 
-  // Up-down through the fat tree, uplinks chosen by the destination endpoint e (deterministic).
+  // Up-down through the fat tree, uplinks chosen by the destination's routing index e (D-mod-K: the leaf's
+  // destinations on distinct uplinks, every rail over every spine; deterministic).
   const int src_leaf = at(w.leaf_of_nic, src_nic);
   const int dst_leaf = at(w.leaf_of_nic, dst_nic);
   if (src_leaf != dst_leaf) {
     const int u = fabric_.leaf_up_ports;
-    const int e = dst_nic;
+    const int e = fabric_.routing_index_of_nic(dst_node, rail);
     int k = e % u;
     const bool cross_pod = fabric_.levels == 3 && src_leaf / fabric_.leaves_per_pod != dst_leaf / fabric_.leaves_per_pod;
     const int per_group = spec_.fabric.switch_radix / 2;

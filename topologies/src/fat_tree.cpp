@@ -89,6 +89,13 @@ int FatTreeShape::leaf_of_nic(int node, int nic) const
   return (node * nics_per_node + nic) / leaf_down_ports;
 }
 
+int FatTreeShape::down_port_of_nic(int node, int nic) const
+{
+  if (rail_optimized)
+    return node % leaf_down_ports;
+  return (node * nics_per_node + nic) % leaf_down_ports;
+}
+
 std::vector<int> FatTreeShape::switches_per_level() const
 {
   std::vector<int> counts;

@@ -33,6 +33,15 @@ struct FatTreeShape {
 
   // The leaf (0-based, among the leaves) that NIC `nic` of `node` is cabled to. REQUIRES levels >= 1.
   int leaf_of_nic(int node, int nic) const;
+  // The NIC's down port on its leaf (0 .. d-1): rail-optimized node mod d, otherwise (node·nics + nic) mod d.
+  int down_port_of_nic(int node, int nic) const;
+  // The destination index uplinks are chosen by (D-mod-K routing, as InfiniBand's fat-tree routing engines
+  // assign up ports): leaf_of_nic · d + down_port_of_nic. Destinations on one leaf differ in it mod d, so d
+  // destinations under a leaf reach it through d different spines, rail-optimized or not.
+  int routing_index_of_nic(int node, int nic) const
+  {
+    return leaf_of_nic(node, nic) * leaf_down_ports + down_port_of_nic(node, nic);
+  }
   // Switches on each level built, from the leaves up: {leaves}, {leaves, spines} or {leaves, aggs, cores}.
   std::vector<int> switches_per_level() const;
   int switches() const { return leaves + spines + cores; }
