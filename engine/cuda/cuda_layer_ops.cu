@@ -8,6 +8,7 @@
 #include "cuda/ops/layernorm.cuh"
 #include "cuda/ops/rmsnorm.cuh"
 #include "cuda/ops/rope.cuh"
+#include "cuda/ops/squared_relu.cuh"
 #include "cuda/ops/swiglu.cuh"
 
 #include <cstdint>
@@ -137,6 +138,25 @@ void CudaBackend::gelu_backward(Tensor& d_in, const Tensor& d_out, const Tensor&
   require("gelu_backward d_in", d_in, n);
   Call call(*impl_, "gelu_backward");
   cuda::gelu_backward(call.fout(d_in), call.fin(d_out), call.fin(in), n, call.stream());
+  call.finish();
+}
+
+void CudaBackend::squared_relu_forward(Tensor& out, const Tensor& in, int64_t n)
+{
+  require("squared_relu_forward in", in, n);
+  require("squared_relu_forward out", out, n);
+  Call call(*impl_, "squared_relu_forward");
+  cuda::squared_relu_forward(call.fout(out), call.fin(in), n, call.stream());
+  call.finish();
+}
+
+void CudaBackend::squared_relu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n)
+{
+  require("squared_relu_backward in", in, n);
+  require("squared_relu_backward d_out", d_out, n);
+  require("squared_relu_backward d_in", d_in, n);
+  Call call(*impl_, "squared_relu_backward");
+  cuda::squared_relu_backward(call.fout(d_in), call.fin(d_out), call.fin(in), n, call.stream());
   call.finish();
 }
 

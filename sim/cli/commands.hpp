@@ -78,6 +78,10 @@ void add_framework_flag(ArgParser& parser);
 // The profile of --framework if given; else the `framework:` section of --gpu-model FILE if it has one; else
 // the built-in profile `fallback`.
 FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string& fallback);
+// The attention kernel of today's stack where the user gave none: `--attention flash` on Hopper and later
+// (Transformer Engine's fused attention, what Megatron-Core and NeMo run there); unfused (Megatron 2022) on
+// Ampere. Returns the note to state on stderr when it set the flag.
+std::optional<std::string> default_attention_for_gpu(ParsedArgs& args, GpuGeneration generation);
 
 // The model given by the shared model flags, model files loaded with the YAML loader.
 GptConfig model_from_flags(const ParsedArgs& args);

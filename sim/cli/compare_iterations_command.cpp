@@ -34,7 +34,7 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
   std::vector<sim::IterationCase> cases = iteration_cases(table, parsed, cluster);
   const GpuComputeModel gpu =
       compute_model_for_gpu(parsed, cluster.gpu);
-  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+  const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));
   const sim::IterationSet set(cluster, std::move(cases),
                               static_cast<int>(std::max<unsigned>(1, std::thread::hardware_concurrency())));
   const std::vector<double> predicted = set.predict(gpu, framework);

@@ -106,7 +106,10 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
                     "checkpoint, warm up");
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable report");
-  const ParsedArgs parsed = parser.parse(args);
+  ParsedArgs parsed = parser.parse(args);
+  if (const std::optional<std::string> note =
+          default_attention_for_gpu(parsed, topo::read_cluster(parsed).gpu.generation))
+    std::cerr << "gputwin goodput: note: " << *note << "\n";
   if (parser.help_requested()) {
     out << parser.help();
     return 0;
@@ -122,7 +125,7 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
 
   Run run;
   run.model = model_from_flags(parsed);
-  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+  const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(topo::read_cluster(parsed).gpu.generation));
   if (search) {
     for (const char* flag : {"--plan", "--tp", "--pp", "--dp", "--micro-batch", "--sp", "--recompute", "--schedule",
                              "--chunks", "--zero", "--estimate"})

@@ -3,7 +3,9 @@
 #include "report_json.hpp"
 #include "search_core.hpp"
 
+#include "gputwin/common/checked_math.hpp"
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/parameter_count.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
@@ -11,6 +13,7 @@
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -38,25 +41,30 @@ void print_row(std::ostream& out, const std::string& label, int64_t bytes)
   out << line;
 }
 
-// "fits" or "does not fit", with the headroom: all in GiB (the GPU's capacity too, which cluster files give in GB).
-std::string verdict(const StageMemory& m, const topo::ClusterSpec& cluster)
+// "fits" or "does not fit" once the reserve is kept, with the headroom: all in GiB (the GPU's capacity too, which
+// cluster files give in GB).
+std::string verdict(const StageMemory& m, int64_t reserve, const topo::ClusterSpec& cluster)
 {
   const int64_t capacity = cluster.gpu.hbm_bytes;
-  const int64_t headroom = capacity - m.total_bytes;
-  char text[320];
+  const int64_t needed = m.total_bytes + reserve;
+  const int64_t headroom = capacity - needed;
+  char text[400];
   if (headroom >= 0)
-    std::snprintf(text, sizeof text, "fits: %s GiB of the %s GiB of one %s (%s), headroom %s GiB (%.1f %%)",
-                  gib(m.total_bytes).c_str(), gib(capacity).c_str(), cluster.gpu.kind.c_str(), cluster.name.c_str(),
-                  gib(headroom).c_str(), 100.0 * static_cast<double>(headroom) / static_cast<double>(capacity));
+    std::snprintf(text, sizeof text,
+                  "fits: %s GiB (%s allocated + %s reserve) of the %s GiB of one %s (%s), headroom %s GiB (%.1f %%)",
+                  gib(needed).c_str(), gib(m.total_bytes).c_str(), gib(reserve).c_str(), gib(capacity).c_str(),
+                  cluster.gpu.kind.c_str(), cluster.name.c_str(), gib(headroom).c_str(),
+                  100.0 * static_cast<double>(headroom) / static_cast<double>(capacity));
   else
-    std::snprintf(text, sizeof text, "does not fit: %s GiB needed, the %s GiB of one %s (%s) short by %s GiB",
-                  gib(m.total_bytes).c_str(), gib(capacity).c_str(), cluster.gpu.kind.c_str(), cluster.name.c_str(),
-                  gib(-headroom).c_str());
+    std::snprintf(text, sizeof text,
+                  "does not fit: %s GiB needed (%s allocated + %s reserve), the %s GiB of one %s (%s) short by %s GiB",
+                  gib(needed).c_str(), gib(m.total_bytes).c_str(), gib(reserve).c_str(), gib(capacity).c_str(),
+                  cluster.gpu.kind.c_str(), cluster.name.c_str(), gib(-headroom).c_str());
   return text;
 }
 
 void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const StageMemory& m,
-                 const topo::ClusterSpec& cluster)
+                 const MemoryReserve& reserve, const topo::ClusterSpec& cluster)
 {
   const int64_t vocab = padded_vocab(model, plan.tp);
   char params[32];
@@ -70,28 +78,38 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   const StageActivations& a = m.activations;
   out << "busiest pipeline stage: " << m.stage << " of " << plan.pp << " (" << stage_layers(model, plan, m.stage)
       << " layers; at peak " << a.chunks_in_flight << " micro-batch" << (plan.chunks > 1 ? " x chunk pairs" : "es")
-      << " in flight = " << a.chunks_in_flight * a.layers_per_chunk << " layers' worth of activations)\n\n";
+      << " in flight = " << peak_layers_in_flight(model, plan, m.stage) << " layers' worth of activations)\n\n";
   out << "  per GPU                                           bytes            GiB\n";
   print_row(out,
-            plan.attention == AttentionKernel::Flash ? "activations per layer (flash)"
-                                                     : "activations per layer (Table 2)",
+            megatron_core_te_memory(plan) ? "activations per layer (TE, flash)" : "activations per layer (Table 2)",
             a.bytes_per_layer);
   print_row(out, "activations of the layers", a.layer_bytes);
   print_row(out, "activations, embedding + output", a.embedding_bytes + a.output_bytes);
   print_row(out, "activations stored", a.total_bytes);
   print_row(out, "recompute workspace (transient)", m.recompute_workspace_bytes);
-  print_row(out, "weights (bf16)", m.state.weight_bytes);
-  print_row(out, "gradients (fp32)", m.state.gradient_bytes);
+  if (megatron_core_te_memory(plan))
+    print_row(out, "backward workspace (transient)", m.backward_workspace_bytes);
+  print_row(out, plan.fp8 && plan.fp8_param_gather ? "weights (bf16; layers fp8)" : "weights (bf16)",
+            m.state.weight_bytes);
+  if (plan.fp8)
+    print_row(out, "FP8 weight caches (TE)", m.state.fp8_cache_bytes);
+  if (megatron_core_te_memory(plan))
+    print_row(out, "wgrad placeholders (TE)", m.state.wgrad_placeholder_bytes);
+  print_row(out, plan.grad_reduce_bf16 ? "gradients (bf16)" : "gradients (fp32)", m.state.gradient_bytes);
   print_row(out, plan.zero_stage ? "optimizer states (fp32, ZeRO-1)" : "optimizer states (fp32)",
             m.state.optimizer_bytes);
-  print_row(out, "total", m.total_bytes);
+  print_row(out, "total allocated", m.total_bytes);
+  const int64_t reserve_bytes = reserve.bytes(m.total_bytes);
+  print_row(out, "reserve (" + reserve.framework + ")", reserve_bytes);
   print_row(out, "GPU memory (" + cluster.gpu.kind + ")", cluster.gpu.hbm_bytes);
-  out << "\nverdict: " << verdict(m, cluster) << "\n";
+  out << "  reserve: " << reserve.source << "\n";
+  out << "\nverdict: " << verdict(m, reserve_bytes, cluster) << "\n";
 }
 
 void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const StageMemory& m,
-                const topo::ClusterSpec& cluster)
+                const MemoryReserve& reserve, const topo::ClusterSpec& cluster)
 {
+  const int64_t reserve_bytes = reserve.bytes(m.total_bytes);
   traces::JsonWriter json(out);
   json.begin_object();
   write_model_json(json, model);
@@ -101,16 +119,22 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   json.field("stage", m.stage);
   json.field("parameters_per_gpu", m.state.parameters);
   json.field("activation_bytes_per_layer", m.activations.bytes_per_layer);
-  json.field("activation_layers_in_flight", m.activations.chunks_in_flight * m.activations.layers_per_chunk);
+  json.field("activation_layers_in_flight", peak_layers_in_flight(model, plan, m.stage));
   json.field("activation_bytes", m.activations.total_bytes);
   json.field("recompute_workspace_bytes", m.recompute_workspace_bytes);
+  json.field("backward_workspace_bytes", m.backward_workspace_bytes);
   json.field("weight_bytes", m.state.weight_bytes);
+  json.field("fp8_cache_bytes", m.state.fp8_cache_bytes);
+  json.field("wgrad_placeholder_bytes", m.state.wgrad_placeholder_bytes);
   json.field("gradient_bytes", m.state.gradient_bytes);
   json.field("optimizer_bytes", m.state.optimizer_bytes);
-  json.field("total_bytes", m.total_bytes);
+  json.field("total_bytes", m.total_bytes); // the allocated peak
+  json.field("reserve_bytes", reserve_bytes);
+  json.field("reserve_source", reserve.source);
   json.field("gpu_memory_bytes", cluster.gpu.hbm_bytes);
-  json.field("headroom_bytes", cluster.gpu.hbm_bytes - m.total_bytes); // negative: short by that much
-  json.field("fits", m.total_bytes <= cluster.gpu.hbm_bytes);
+  // negative: short by that much
+  json.field("headroom_bytes", cluster.gpu.hbm_bytes - m.total_bytes - reserve_bytes);
+  json.field("fits", m.total_bytes + reserve_bytes <= cluster.gpu.hbm_bytes);
   json.end_object();
 }
 
@@ -121,25 +145,57 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
   ArgParser parser(
       "gputwin memory",
       "Per-GPU memory of the busiest pipeline stage under a parallel plan: activations stored for\n"
-      "backward (Korthikanti et al. 2022, Table 2, times the micro-batches the schedule keeps in\n"
-      "flight), the recompute workspace, and mixed-precision Adam model state (2 + 4 + 12 bytes per\n"
-      "parameter, optimizer sharded over dp with --zero 1). With --attention flash the attention core\n"
-      "stores the fp32 log-sum-exp and the dropout RNG state instead of its s x s tensors.\n"
-      "Ends with the verdict against the cluster's GPU: fits (with the headroom) or does not fit (short by how\n"
-      "much), everything in GiB (bytes in --json).\n\n"
+      "backward (times the micro-batches the schedule keeps in flight), the recompute and backward\n"
+      "workspaces, and mixed-precision Adam model state (2 + 4 + 12 bytes per parameter, optimizer sharded\n"
+      "over dp x cp with --zero 1). Unfused attention counts Megatron-LM's Table 2 (Korthikanti et al.\n"
+      "2022); --attention flash counts what Megatron-Core with Transformer Engine keeps (the tensors its\n"
+      "modules save, TE's FP8 weight caches and weight-gradient placeholders). The verdict compares the\n"
+      "allocated peak plus a reserve (CUDA context, NCCL buffers, allocator fragmentation: --memory-reserve,\n"
+      "or the framework's default) with the cluster's GPU, in GiB (bytes in --json). With pp > 1 and no\n"
+      "--global-batch the pipeline is filled (pp micro-batches), as a training run would.\n\n"
       "example: gputwin memory --model gpt3-175b --tp 8 --pp 8 --micro-batch 1 --sp --recompute selective");
   add_model_flags(parser);
   add_plan_flags(parser);
   topo::add_cluster_flags(parser);
+  parser.add_section("memory reserve");
+  add_framework_flag(parser);
+  parser.add_option("--memory-reserve", "GIB",
+                    "GiB kept free for what the framework does not allocate itself (default: the framework's: "
+                    "CUDA context + workspaces 0.5, NCCL 1, plus 3 % allocator fragmentation; none: 0)");
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable output (bytes as integers; with the model, plan and cluster)");
-  const ParsedArgs parsed = parser.parse(args);
+  ParsedArgs parsed = parser.parse(args);
+  if (const std::optional<std::string> note =
+          default_attention_for_gpu(parsed, topo::read_cluster(parsed).gpu.generation))
+    std::cerr << "gputwin memory: note: " << *note << "\n";
   if (parser.help_requested()) {
     out << parser.help();
     return 0;
   }
   const GptConfig model = model_from_flags(parsed);
-  const ParallelPlan plan = read_plan(parsed, model);
+  ParallelPlan plan = read_plan(parsed, model);
+  // A pipeline holds its peak only once it is full: without --global-batch, pp micro-batches per pipeline (the
+  // schedule's warm-up depth; interleaved schedules need that many anyway), not Megatron's one.
+  const bool filled = plan.pp > 1 && !parsed.has("--global-batch") && !parsed.has("--plan");
+  if (filled) {
+    plan.global_batch = checked_product({plan.micro_batch, plan.dp, plan.pp}, "--global-batch");
+    validate_plan(model, plan);
+  }
+  MemoryReserve reserve = default_memory_reserve(
+      parsed.has("--framework") ? config::load_framework_profile(*parsed.value("--framework")).name
+                                : std::string(default_framework));
+  if (const std::optional<std::string> text = parsed.value("--memory-reserve")) {
+    double value = -1;
+    size_t used = 0;
+    try {
+      value = std::stod(*text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text->size() || !std::isfinite(value) || value < 0 || value > 1e9)
+      throw InputError("--memory-reserve: expected GiB >= 0, got '" + *text + "'");
+    reserve = flat_memory_reserve(static_cast<int64_t>(std::llround(value * bytes_per_gib)));
+  }
   topo::ClusterSpec cluster = topo::read_cluster(parsed);
   check_fp8_supported(plan, cluster);
   // As simulate: without --nodes the cluster is sized to the plan; --nodes is checked, not ignored.
@@ -152,12 +208,18 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
   if (!parsed.has("--nodes") && nodes_needed != cluster.nodes && nodes_needed <= std::numeric_limits<int>::max())
     cluster = topo::read_cluster(parsed, static_cast<int>(nodes_needed));
   const StageMemory busiest = busiest_stage_memory(model, plan);
-  for (const std::string& note : plan_notes(parsed, plan))
+  std::vector<std::string> notes = plan_notes(parsed, plan);
+  if (filled) // replaces plan_notes' "one micro-batch per pipeline"
+    notes.front() = "--global-batch not given: the pipeline filled, global batch = micro-batch x dp x pp = " +
+                    std::to_string(plan.micro_batch) + " x " + std::to_string(plan.dp) + " x " +
+                    std::to_string(plan.pp) + " = " + std::to_string(plan.effective_global_batch()) + " (" +
+                    std::to_string(plan.pp) + " micro-batches per pipeline, the most the schedule keeps in flight)";
+  for (const std::string& note : notes)
     std::cerr << "gputwin memory: note: " << note << "\n";
   if (parsed.has("--json"))
-    print_json(out, model, plan, busiest, cluster);
+    print_json(out, model, plan, busiest, reserve, cluster);
   else
-    print_table(out, model, plan, busiest, cluster);
+    print_table(out, model, plan, busiest, reserve, cluster);
   return 0;
 }
 

@@ -24,8 +24,9 @@ void add_framework_flag(ArgParser& parser)
     names += (names.empty() ? "" : "|") + n;
   parser.add_option("--framework", "NAME|FILE",
                     "host that issues each rank's ops: " + names + " or a profile .yaml (default: " +
-                        default_framework + ", or the framework: section of --gpu-model, which also stands for its "
-                        "own name)");
+                        default_framework_for(GpuGeneration::Hopper) + " on Hopper, " +
+                        default_framework_for(GpuGeneration::Ampere) +
+                        " on Ampere; or the framework: section of --gpu-model, which also stands for its own name)");
 }
 
 FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string& fallback)
@@ -47,6 +48,14 @@ FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string&
   if (fitted)
     return *fitted;
   return builtin_framework_profile(fallback);
+}
+
+std::optional<std::string> default_attention_for_gpu(ParsedArgs& args, GpuGeneration generation)
+{
+  if (generation != GpuGeneration::Hopper || !args.set_default("--attention", "flash"))
+    return std::nullopt;
+  return "--attention flash: the default on " + to_string(generation) +
+         " GPUs (Transformer Engine's fused attention; --attention unfused for Megatron 2022's kernels)";
 }
 
 GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback)

@@ -81,20 +81,23 @@ Counts count_workload(const topo::ClusterSpec& cluster, const GptConfig& model, 
 // --overlap-grad-reduce --, per micro-batch once, and per iteration); routes depend on neither (the same groups),
 // the largest op neither. The once-per-iteration reductions carry bytes in proportion to the layers, and NCCL's
 // choice of algorithm (so their flow count) follows the bytes: they are taken from the larger probe, scaled by
-// the layers where there is one per layer.
+// the layers where there is one per layer. Uneven first/last stages move layers between stages without changing
+// their number: the probes split their few layers evenly, and the plan's layers per chunk is the mean.
 Counts count_plan(const topo::ClusterSpec& cluster, const GptConfig& model, const ParallelPlan& plan,
                   const WorkloadOptions& options)
 {
-  const int64_t chunks = plan.schedule == Schedule::Interleaved ? plan.chunks : 1;
+  const int64_t chunks = stage_chunks(plan);
   const int64_t unit = plan.schedule == Schedule::Interleaved ? plan.pp : 1; // interleaved: m a multiple of pp
   const double m = static_cast<double>(plan.micro_batches());
-  const double l = static_cast<double>(model.layers / (plan.pp * chunks));
+  const double l = static_cast<double>(model.layers) / static_cast<double>(plan.pp * chunks);
   Counts probe[2][2];
   for (int mi = 0; mi < 2; ++mi)
     for (int li = 0; li < 2; ++li) {
       GptConfig small = model;
       small.layers = plan.pp * chunks * (li + 1);
       ParallelPlan p = plan;
+      p.pp_first_stage_layers = 0;
+      p.pp_last_stage_layers = 0;
       p.global_batch = unit * (mi + 1) * plan.micro_batch * plan.dp;
       probe[mi][li] = count_workload(cluster, small, p, options);
     }

@@ -7,6 +7,8 @@
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
+
+#include <iostream>
 #include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/output_file.hpp"
 
@@ -67,7 +69,10 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable list, best first");
   parser.add_option("--csv", "FILE", "also write the ranked plans as CSV");
-  const ParsedArgs parsed = parser.parse(args);
+  ParsedArgs parsed = parser.parse(args);
+  if (const std::optional<std::string> note =
+          default_attention_for_gpu(parsed, topo::read_cluster(parsed).gpu.generation))
+    std::cerr << "gputwin search: note: " << *note << "\n";
   if (parser.help_requested()) {
     out << parser.help();
     return 0;
@@ -77,7 +82,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   const topo::ClusterSpec& cluster = request.cluster;
   const int64_t gpus = request.gpus, global_batch = request.global_batch;
   const sim::PlanEnumeration& plans = request.plans;
-  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+  const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));
 
   const bool json = parsed.has("--json");
   const topo::ClusterGraph graph(cluster);

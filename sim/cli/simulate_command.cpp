@@ -42,6 +42,8 @@ constexpr int64_t max_chakra_nodes = 20'000'000;
 
 struct Report {
   double iteration_time_s = 0, tokens_per_s = 0, model_flops = 0, hardware_flops = 0, mfu = 0, hfu = 0;
+  double mfu_bf16 = 0, mfu_peak_flops = 0; // MFU against the BF16 peak; the peak `mfu` is against
+  std::string mfu_precision = "bf16";      // the precision of the GEMMs: bf16, or fp8 with --fp8
   double bubble_fraction = 0, compute_s = 0, exposed_comm_s = 0;
   int64_t peak_memory_bytes = 0, peak_memory_stage = 0, gpus = 0, nodes = 0, simulated_events = 0;
   double sim_wall_time_s = 0;
@@ -115,6 +117,9 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   json.field("model_flops", r.model_flops);
   json.field("hardware_flops", r.hardware_flops);
   json.field("mfu", r.mfu);
+  json.field("mfu_precision", r.mfu_precision);
+  json.field("mfu_peak_flops_per_gpu", r.mfu_peak_flops);
+  json.field("mfu_bf16", r.mfu_bf16);
   json.field("hfu", r.hfu);
   json.field("bubble_fraction", r.bubble_fraction);
   json.field("compute_time_s", r.compute_s);
@@ -184,8 +189,13 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   row("throughput", fmt("%.0f tokens/s", r.tokens_per_s));
   row("model FLOPs / iteration", fmt("%.4g", r.model_flops));
   row("hardware FLOPs / iteration", fmt("%.4g", r.hardware_flops));
-  row("MFU", fmt("%.1f %%", 100 * r.mfu));
-  row("HFU", fmt("%.1f %%", 100 * r.hfu));
+  // MFU: model FLOPs (dense attention, the papers' convention) against the peak of the GEMMs' precision; HFU:
+  // the FLOPs executed, each against its own precision's peak.
+  row("MFU", fmt("%.1f %%", 100 * r.mfu) + " of " + r.mfu_precision + " peak " + fmt("%.0f", r.mfu_peak_flops / 1e12) +
+                 " TF/s");
+  if (r.mfu_precision != "bf16")
+    row("MFU of bf16 peak", fmt("%.1f %%", 100 * r.mfu_bf16));
+  row("HFU", fmt("%.1f %%", 100 * r.hfu) + " (executed FLOPs)");
   row("pipeline bubble (stage 0)", fmt("%.3f of compute", r.bubble_fraction));
   row("compute (stage 0)", fmt("%.4f s", r.compute_s));
   row("exposed communication (stage 0)", fmt("%.4f s", r.exposed_comm_s));
@@ -236,7 +246,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--chakra-ranks", "all|folded",
                     "with --chakra: a file for every rank (all, the default: what ASTRA-sim runs) or one per "
                     "pipeline stage, the representative rank the simulator runs (folded)");
-  const ParsedArgs parsed = parser.parse(args);
+  ParsedArgs parsed = parser.parse(args);
+  const std::optional<std::string> attention_note =
+      default_attention_for_gpu(parsed, topo::read_cluster(parsed).gpu.generation);
   if (parser.help_requested()) {
     out << parser.help();
     return 0;
@@ -256,6 +268,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
       r.peak_memory_stage = m.stage;
     }
   std::vector<std::string> notes = plan_notes(parsed, plan); // stated on stderr once the run has succeeded
+  if (attention_note)
+    notes.insert(notes.begin(), *attention_note);
   if (r.peak_memory_bytes > cluster.gpu.hbm_bytes) {
     const std::string need = "pipeline stage " + std::to_string(r.peak_memory_stage) + " needs " +
                              format_gib(static_cast<double>(r.peak_memory_bytes)) + " per GPU but the " +
@@ -287,7 +301,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   }
   const GpuComputeModel gpu =
       compute_model_for_gpu(parsed, cluster.gpu);
-  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+  const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));
   r.rank_speeds = rank_speeds(r.stragglers, plan.gpus(), cluster.gpus_per_node);
   if (!r.stragglers.empty()) {
     const std::string flag = r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu";
@@ -370,9 +384,17 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   r.nodes = cluster.nodes;
   r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
   r.model_flops = model_flops_per_iteration(model, batch);
-  r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute, plan.attention);
-  r.mfu = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_bf16_flops);
-  r.hfu = flops_utilization(r.hardware_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_bf16_flops);
+  r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute, plan.attention, plan.cp);
+  // MFU against the peak of the precision the linear GEMMs run in (FP8 with --fp8), and against BF16's; HFU
+  // weighs each executed FLOP by its own peak (FP8 linears, BF16 rest), so it cannot pass 100%.
+  const double bf16_peak = cluster.gpu.peak_bf16_flops;
+  r.mfu_precision = plan.fp8 ? "fp8" : "bf16";
+  r.mfu_peak_flops = plan.fp8 ? cluster.gpu.peak_fp8_flops : bf16_peak;
+  r.mfu = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, r.mfu_peak_flops);
+  r.mfu_bf16 = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, bf16_peak);
+  const double fp8_flops = plan.fp8 ? linear_flops_per_iteration(model, batch, plan.recompute) : 0.0;
+  r.hfu = flops_utilization(r.hardware_flops - fp8_flops, r.iteration_time_s, r.gpus, bf16_peak) +
+          (plan.fp8 ? flops_utilization(fp8_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_fp8_flops) : 0.0);
   const sim::StageTimes& first = result.stages.front();
   const double window_s = first.pipeline_end_s - first.pipeline_start_s;
   // Megatron's definition: idle time of the first stage during the pipeline over its compute time; on a

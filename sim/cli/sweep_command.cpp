@@ -714,7 +714,9 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   const std::optional<std::string> plot = parsed.value("--plot");
   check_plot(plot);
   csv_output(parsed);
-  const FrameworkProfile framework = framework_from_flags(parsed, default_framework);
+  // Without --framework each point's cluster gets the framework of its GPU generation (default_framework_for).
+  const FrameworkProfile ampere_framework = framework_from_flags(parsed, default_framework_for(GpuGeneration::Ampere));
+  const FrameworkProfile hopper_framework = framework_from_flags(parsed, default_framework_for(GpuGeneration::Hopper));
   const bool json = parsed.has("--json");
   const Shard shard = parsed.has("--shard")
                           ? parse_shard(*parsed.value("--shard"))
@@ -757,6 +759,8 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
              gib(cluster.gpu.hbm_bytes) + " GiB";
     const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu);
     const topo::ClusterGraph graph(cluster);
+    const FrameworkProfile& framework =
+        cluster.gpu.generation == GpuGeneration::Hopper ? hopper_framework : ampere_framework;
     const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
         cluster, graph, model, plans.fitting, gpu, framework, threads, static_cast<size_t>(top), "sweep", false);
     return encode_best(ranked.front());

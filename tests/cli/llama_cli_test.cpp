@@ -25,7 +25,7 @@ TEST(LlamaCli, MemoryOfSeventyBWithContextParallelism)
   EXPECT_EQ(number(member(report, "plan"), "cp"), 2);
   EXPECT_EQ(number(report, "gpus"), 64);
   // Derived by hand in LlamaArchitecture.ActivationBytesByHandForSeventyBWithContextParallelism.
-  EXPECT_EQ(number(report, "activation_bytes_per_layer"), 140640256);
+  EXPECT_EQ(number(report, "activation_bytes_per_layer"), 140644352);
 }
 
 // The three Llama 3 405B runs (TP 8, PP 16 with 7-layer first and last stages, ZeRO-1 with overlapped
@@ -90,7 +90,10 @@ TEST(LlamaCli, SearchConsidersContextParallelism)
     split = split || cp > 1;
   }
   EXPECT_TRUE(split);
-  expect_one_line_error("search --model llama3-8b --gpus 8 --cluster dgx-h100 --cp 1,2",
+  // Unfused attention: asked for, or the default on an Ampere cluster (Hopper defaults to flash).
+  expect_one_line_error("search --model llama3-8b --gpus 8 --cluster dgx-h100 --attention unfused --cp 1,2",
+                        "--cp: context parallelism needs --attention flash");
+  expect_one_line_error("search --model llama3-8b --gpus 8 --cluster dgx-a100 --cp 1,2",
                         "--cp: context parallelism needs --attention flash");
   expect_one_line_error("search --model llama3-8b --gpus 8 --cluster dgx-h100 --attention flash --cp 2,x",
                         "--cp: expected a comma-separated list of positive integers");
@@ -109,7 +112,7 @@ TEST(LlamaCli, EveryNewFlagRejectsBadValuesInOneLine)
   expect_one_line_error(llama + "--cp 0", "--cp: expected a positive integer");
   expect_one_line_error(llama + "--ffn-hidden -4", "--ffn-hidden: expected a positive integer");
   expect_one_line_error(llama + "--ffn-hidden 66 --tp 4", "--tp: MLP width 66 of model 'llama3-8b' is not divisible");
-  expect_one_line_error(llama + "--activation relu", "--activation: expected gelu|swiglu, got 'relu'");
+  expect_one_line_error(llama + "--activation relu", "--activation: expected gelu|swiglu|squared-relu, got 'relu'");
   expect_one_line_error(llama + "--norm batchnorm", "--norm: expected layernorm|rmsnorm, got 'batchnorm'");
   expect_one_line_error(llama + "--position alibi", "--position: expected learned|rope, got 'alibi'");
   expect_one_line_error(llama + "--pp 4 --pp-first-stage-layers 3", "--pp-first-stage-layers: 32 layers minus 3");
@@ -120,6 +123,65 @@ TEST(LlamaCli, EveryNewFlagRejectsBadValuesInOneLine)
       "--overlap-param-gather: needs --zero 1");
   expect_one_line_error("simulate --model llama3-8b --attention flash --cluster dgx-h100 --tp 8 --tp-comm-overlap",
                         "--tp-comm-overlap: needs --sp");
+}
+
+// Every uneven split `memory` accepts, with SP, also simulates (the simulator's resource estimate once probed the
+// plan's first/last stages on a few layers and sent negative bytes), and every split it refuses is refused by
+// `simulate` in the same one line.
+TEST(UnevenStagesCli, EverySplitMemoryAcceptsSimulates)
+{
+  const std::string plan = "--model llama3-8b --cluster dgx-h100 --tp 8 --pp 4 --sp --global-batch 4 ";
+  int simulated = 0;
+  for (const int first : {0, 1, 2, 4, 8, 12, 20})
+    for (const int last : {0, 1, 2, 4, 8, 12, 20}) {
+      if (first == 0 && last == 0)
+        continue;
+      const std::string split = (first > 0 ? "--pp-first-stage-layers " + std::to_string(first) + " " : "") +
+                                (last > 0 ? "--pp-last-stage-layers " + std::to_string(last) + " " : "");
+      const CliResult memory = run_gputwin("memory " + plan + split, true);
+      if (memory.exit_code != 0) {
+        const std::string line = memory.output.substr(memory.output.find("error: "));
+        expect_one_line_error("simulate " + plan + split, line.substr(0, line.size() - 1));
+        continue;
+      }
+      const CliResult r = run_gputwin("simulate " + plan + split + "--allow-oom --json", false);
+      ASSERT_EQ(r.exit_code, 0) << split << "\n" << r.output;
+      EXPECT_GT(number(traces::parse_json(r.output), "iteration_time_s"), 0) << split;
+      ++simulated;
+    }
+  EXPECT_GT(simulated, 10);
+}
+
+// The two commands: uneven stages with SP (the 405B one with full recompute on H200).
+TEST(UnevenStagesCli, TheReportedCrashesRun)
+{
+  for (const char* command :
+       {"simulate --model llama3-405b --cluster dgx-h200 --tp 8 --pp 8 --sp --attention flash --global-batch 64 "
+        "--pp-first-stage-layers 15 --pp-last-stage-layers 15 --recompute full --json",
+        "simulate --model llama3-8b --cluster dgx-h100 --tp 8 --pp 4 --sp --pp-first-stage-layers 8 "
+        "--pp-last-stage-layers 8 --json"}) {
+    const CliResult r = run_gputwin(command, false);
+    ASSERT_EQ(r.exit_code, 0) << command << "\n" << r.output;
+    EXPECT_GT(number(traces::parse_json(r.output), "iteration_time_s"), 0) << command;
+  }
+}
+
+// Meta's Llama 3 405B plan (Grattafiori et al. 2024, Section 3.3.2): TP 8, PP 16 interleaved, the first and last
+// stage one layer lighter. Interleaving shortens the bubble: faster than the same plan on 1F1B.
+TEST(UnevenStagesCli, MetasInterleavedPlanRunsFasterThanOneFOneB)
+{
+  const std::string plan = "simulate --model llama3-405b --cluster dgx-h100 --tp 8 --pp 16 --dp 8 --global-batch 128 "
+                           "--sp --attention flash --zero 1 --recompute full --pp-first-stage-layers 7 "
+                           "--pp-last-stage-layers 7 --framework none --json ";
+  const CliResult one_f_one_b = run_gputwin(plan, false);
+  const CliResult interleaved = run_gputwin(plan + "--schedule interleaved --chunks 2", false);
+  ASSERT_EQ(one_f_one_b.exit_code, 0) << one_f_one_b.output;
+  ASSERT_EQ(interleaved.exit_code, 0) << interleaved.output;
+  const double t_1f1b = number(traces::parse_json(one_f_one_b.output), "iteration_time_s");
+  const double t_interleaved = number(traces::parse_json(interleaved.output), "iteration_time_s");
+  EXPECT_LT(t_interleaved, t_1f1b);
+  expect_one_line_error(plan + "--schedule interleaved --chunks 3", "--chunks: the 8 layers of each middle pipeline "
+                                                                    "stage are not divisible by 3 model chunks");
 }
 
 } // namespace

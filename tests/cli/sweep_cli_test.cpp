@@ -194,8 +194,9 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
   const CliResult m =
       run_gputwin("sweep --merge '" + parts[2] + "' '" + parts[0] + "' '" + parts[1] + "' -o '" + merged + "'", false);
   ASSERT_EQ(m.exit_code, 0) << m.output;
-  // 78.3%: 16 GPUs' scaling on dgx-a100 (with compute-communication interference; Echo's NCCL latencies).
-  EXPECT_NE(m.output.find("78.3%"), std::string::npos) << "the table, with the recomputed scaling: " << m.output;
+  // 79.1%: 16 GPUs' scaling on dgx-a100 (with compute-communication interference; Echo's NCCL latencies; the pipeline
+  // messages of its tp 4 pp 2 plan without SP scattered over the TP ranks and all-gathered, as Megatron-LM does).
+  EXPECT_NE(m.output.find("79.1%"), std::string::npos) << "the table, with the recomputed scaling: " << m.output;
   EXPECT_EQ(read_file(merged), whole);
   const CliResult to_stdout =
       run_gputwin("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[2] + "'", false);

@@ -142,8 +142,10 @@ TEST(GpuModelYaml, EveryBadFieldIsAOneLineErrorWithItsPosition)
       {valid + "gemm_effciency: 1\n",
        "bad.yaml:11:1: gemm_effciency: unknown field (expected one of gpu_kind, source, peak_flops_per_s, "
        "peak_fp8_flops_per_s, hbm_bytes_per_s, multiprocessors, gemm_tile_m, gemm_tile_n, gemm_efficiency, gemm_k_half, "
-       "memory_efficiency, kernel_overhead_s, gemm_table, memory_classes, comm_interference, fit, collectives, "
-       "framework)"},
+       "memory_efficiency, kernel_overhead_s, gemm_table, attention_throughput, memory_classes, comm_interference, "
+       "fit, collectives, framework)"},
+      {valid + "attention_throughput: builtin:a100\n",
+       "bad.yaml:11:23: attention_throughput: expected builtin:h100-cudnn, got 'builtin:a100'"},
       {valid.substr(valid.find('\n') + 1), "bad.yaml:1:1: missing field 'gpu_kind' (expected a string)"},
       {replaced("gpu_kind", "\"\""), "bad.yaml:1:11: gpu_kind: expected a non-empty string"},
       {replaced("peak_flops_per_s", "fast"), "bad.yaml:2:19: peak_flops_per_s: expected a number > 0, got 'fast'"},

@@ -43,6 +43,30 @@ TEST(ModelYaml, NameDefaultsToTheFileStem)
   EXPECT_EQ(load_model_yaml(path).name, "my-model");
 }
 
+// Nemotron-4 15B as a model file: the squared-ReLU activation by its spelling; a misspelt one names the field.
+TEST(ModelYaml, ReadsTheSquaredReluActivation)
+{
+  const std::string path = ::testing::TempDir() + "/nemotron-like.yaml";
+  {
+    std::ofstream out(path);
+    out << "hidden: 6144\nheads: 48\nlayers: 32\nseq_len: 4096\nvocab: 256000\nnum_query_groups: 8\n"
+           "ffn_hidden: 24576\nactivation: squared-relu\nposition: rope\nbias: false\n";
+  }
+  EXPECT_EQ(load_model_yaml(path).activation, Activation::SquaredRelu);
+  {
+    std::ofstream out(path);
+    out << "hidden: 64\nheads: 4\nlayers: 2\nseq_len: 16\nvocab: 100\nactivation: relu2\n";
+  }
+  try {
+    load_model_yaml(path);
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":6:13: activation: expected gelu|swiglu|squared-relu, got 'relu2'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ModelYaml, ErrorsNameFileLineAndField)
 {
   const std::vector<std::pair<std::string, std::string>> cases = {

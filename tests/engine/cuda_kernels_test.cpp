@@ -120,6 +120,20 @@ TEST_F(CudaKernels, GeluForwardBackward)
   expect_close(d_gpu, d_cpu, f32_tol, "gelu backward");
 }
 
+TEST_F(CudaKernels, SquaredReluForwardBackward)
+{
+  const int64_t n = 5000;
+  const Tensor in = make(DType::BF16, {n}, 2.0f), d_out = make(DType::F32, {n});
+  Tensor out_gpu = make(DType::BF16, {n}), out_cpu = like(out_gpu);
+  gpu->squared_relu_forward(out_gpu, in, n);
+  cpu.squared_relu_forward(out_cpu, in, n);
+  expect_close(out_gpu, out_cpu, bf16_tol, "squared relu");
+  Tensor d_gpu = make(DType::F32, {n}), d_cpu = like(d_gpu);
+  gpu->squared_relu_backward(d_gpu, d_out, in, n);
+  cpu.squared_relu_backward(d_cpu, d_out, in, n);
+  expect_close(d_gpu, d_cpu, f32_tol, "squared relu backward");
+}
+
 // Multi-head attention and grouped-query attention (4 query heads over 2 K/V groups: batched GEMMs per group
 // reading K and V with batch stride 0, dK and dV summed over the group's heads).
 TEST_F(CudaKernels, AttentionCoreForwardBackward)

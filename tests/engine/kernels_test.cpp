@@ -73,6 +73,9 @@ TEST_F(Kernels, LayernormGeluSoftmaxBackwardMatchFiniteDifferences)
   cpu.gelu_backward(d_in, d_out, x, rows * cols);
   finite_difference_check(
       x, d_out, d_in, [&](Tensor& o) { cpu.gelu_forward(o, x, rows * cols); }, out, "gelu");
+  cpu.squared_relu_backward(d_in, d_out, x, rows * cols);
+  finite_difference_check(
+      x, d_out, d_in, [&](Tensor& o) { cpu.squared_relu_forward(o, x, rows * cols); }, out, "squared relu");
   const int64_t seq = 6; // rows = 6 rows of one (sample, head): row i attends to keys 0..i
   Tensor probs = zeros(DType::F32, {rows, seq}), d_scores = zeros(DType::F32, {rows, seq});
   Tensor d_probs = random(DType::F32, {rows, seq});

@@ -47,7 +47,7 @@ TEST(EngineLlamaCli, BadValuesAndPlansTheEngineCannotRunAreOneLine)
            {"--num-query-groups 2 --tp 4", "--tp: 2 query groups"},
            {"--ffn-hidden 0", "--ffn-hidden: expected a positive integer"},
            {"--ffn-hidden 66 --tp 4", "--tp: MLP width 66 of model 'custom' is not divisible"},
-           {"--activation relu", "--activation: expected gelu|swiglu"},
+           {"--activation relu", "--activation: expected gelu|swiglu|squared-relu"},
            {"--norm batchnorm", "--norm: expected layernorm|rmsnorm"},
            {"--position alibi", "--position: expected learned|rope"},
            {"--untie-embeddings=1", "--untie-embeddings: takes no value"},

@@ -143,6 +143,23 @@ TEST(LlamaNumerics, LearnedPositionsWithoutDropoutMatchTheSingleRankRun)
   }
 }
 
+TEST(LlamaNumerics, SquaredReluAndInterleavedUnevenStagesMatchTheSingleRankRun)
+{
+  // Nemotron-style layers (squared ReLU, LayerNorm) on 5 layers: TP + SP, and the interleaved schedule with an
+  // uneven first stage of 3 layers over its 2 chunks (1 + 2) before a last stage of 2 (1 + 1).
+  GptConfig m = tiny_llama_model();
+  m.activation = Activation::SquaredRelu;
+  m.norm = Norm::LayerNorm;
+  m.layers = 5;
+  const TrainResult ref = run_model(m, PlanSpec{}, 1, true);
+  for (const PlanSpec& spec :
+       {PlanSpec{.tp = 2, .sp = true},
+        PlanSpec{.pp = 2, .schedule = Schedule::Interleaved, .chunks = 2, .first_stage_layers = 3}}) {
+    std::string worst_name;
+    expect_close(run_model(m, spec, 1, true), ref, describe(spec) + " squared relu", worst_name);
+  }
+}
+
 TEST(LlamaNumerics, PlansTheEngineCannotRunYetAreRefusedInOneLine)
 {
   const GptConfig model = tiny_llama_model();

@@ -11,7 +11,8 @@
 // it is, never skipped:
 //   - the engine's fused attention-backward pairs: one engine op for two generator GEMMs, whose FLOPs and
 //     bytes it carries (the merged op is built from the vocabulary's pair);
-//   - fp32 in the engine where Megatron moves bf16: the pipeline's gradient messages, the reductions of the
+//   - fp32 in the engine where Megatron moves bf16: the pipeline's gradient messages (and, scattered, their
+//     TP all-gather), the reductions of the
 //     row-parallel linears' partial outputs (the engine's GEMMs write fp32) and every TP collective of
 //     gradients in backward: twice the generator's bytes (engine_carries_fp32());
 //   - flash attention costed with the engine backend's tile (causal tiles skipped), the generator's default
@@ -97,6 +98,13 @@ std::vector<ContractCase> contract_cases()
     cases.push_back({"pp2_full_recompute", p});
   }
   {
+    // TP without SP across stages (Table 5's full-recompute plans): Megatron's scatter/gather of pipeline
+    // messages, each TP rank sending 1/t and the receiver all-gathering (op_vocabulary.hpp).
+    ParallelPlan p = make_plan(2, 2, 1, 4);
+    p.recompute = Recompute::Full;
+    cases.push_back({"tp2_pp2_full_recompute_scatter_gather", p});
+  }
+  {
     ParallelPlan p = make_plan(2, 2, 1, 4);
     p.tp_comm = TpComm::SequenceParallel;
     p.schedule = Schedule::Interleaved;
@@ -147,6 +155,30 @@ std::vector<ContractCase> contract_cases()
     p.pp_first_stage_layers = 1;
     cases.push_back({"pp2_uneven_stages", p, tiny_llama()});
   }
+  {
+    // Interleaved with uneven stages (chunk_layers): 5 layers, 2 on the first stage (1 + 1 over its chunks),
+    // 3 on the last (2 + 1: its last chunk, with the output layer, the lighter).
+    GptConfig m = tiny_llama();
+    m.layers = 5;
+    ParallelPlan p = make_plan(2, 2, 1, 4);
+    p.tp_comm = TpComm::SequenceParallel;
+    p.schedule = Schedule::Interleaved;
+    p.chunks = 2;
+    p.pp_first_stage_layers = 2;
+    p.pp_last_stage_layers = 3;
+    cases.push_back({"tp2_pp2_interleaved_uneven_stages_sp", p, m});
+  }
+  {
+    // Nemotron-4's layer: squared-ReLU MLP, GQA, RoPE, LayerNorm, no biases, no dropout, untied embeddings.
+    GptConfig m = tiny_llama();
+    m.name = "twin-contract-nemotron";
+    m.activation = Activation::SquaredRelu;
+    m.norm = Norm::LayerNorm;
+    m.ffn_hidden = 256;
+    ParallelPlan p = make_plan(2, 2, 1, 4);
+    p.tp_comm = TpComm::SequenceParallel;
+    cases.push_back({"nemotron_squared_relu_tp2_pp2_sp", p, m});
+  }
   return cases;
 }
 
@@ -182,6 +214,7 @@ bool engine_carries_fp32(const traces::Op& generated)
   switch (*name) {
   case OpName::PpSendGradient:
   case OpName::PpRecvGradient: return true;
+  case OpName::PpAllGather: return generated.phase == traces::Phase::Backward; // a received gradient's chunks
   case OpName::TpReduceScatter:
   case OpName::TpAllReduce:
     // Forward (and its recompute): a layer's row-parallel output; backward: an input gradient. The embedding's

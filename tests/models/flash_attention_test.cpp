@@ -28,10 +28,12 @@ namespace {
 // MLP 19 sbh and the layernorm inputs 4 sbh are unchanged. Outside the TP region (replicated under TP,
 // sharded by SP): LN1/LN2 inputs 4 sbh, their outputs 4 sbh, the two dropout masks 2 sbh = 10 sbh; inside
 // (split by t): Q K V 6, projection input 2, GeLU input 8, GeLU output 8 = 24 sbh, and the core's state.
+// Flash is counted as Megatron-Core + TE keep it, whose two LayerNormLinear modules also save each norm's fp32
+// mu and rsigma per token (transformer_engine/pytorch/module/layernorm_linear.py): 2 x 8 s b, outside.
 int64_t flash_bytes_by_hand(int64_t s, int64_t b, int64_t h, int64_t a, int64_t t, bool sp)
 {
   const int64_t sbh = s * b * h;
-  const int64_t outside = 10 * sbh / (sp ? t : 1);
+  const int64_t outside = (10 * sbh + 2 * 8 * s * b) / (sp ? t : 1);
   const int64_t inside = 24 * sbh / t;
   const int64_t lse = 4 * a * s * b / t; // heads split by t under TP and TP + SP alike
   const int64_t rng_state = 16;         // FlashAttention's (seed, offset), per rank
@@ -51,8 +53,8 @@ TEST(FlashAttentionMemory, Gpt3PaperPlanSequenceParallelSelectiveByHand)
   plan.recompute = Recompute::Selective;
   plan.attention = AttentionKernel::Flash;
   validate_plan(m, plan);
-  // s 2048, b 1, h 12288, a 96, t 8: 34 x 25165824 / 8 + 4 x 96 x 2048 / 8 + 16.
-  EXPECT_EQ(activation_bytes_per_layer(m, plan), 106954752 + 98304 + 16);
+  // s 2048, b 1, h 12288, a 96, t 8: 34 x 25165824 / 8 + 4 x 96 x 2048 / 8 + 16 + 2 x 8 x 2048 / 8.
+  EXPECT_EQ(activation_bytes_per_layer(m, plan), 106954752 + 98304 + 16 + 4096);
   EXPECT_EQ(activation_bytes_per_layer(m, plan), flash_bytes_by_hand(2048, 1, 12288, 96, 8, true));
   // Selective recompute has nothing s x s to drop: the same as no recompute, and no workspace.
   ParallelPlan none = plan;
@@ -61,8 +63,8 @@ TEST(FlashAttentionMemory, Gpt3PaperPlanSequenceParallelSelectiveByHand)
   EXPECT_EQ(recompute_workspace_bytes(m, plan), 0);
   // The memory report carries it through: 124 layers in flight on stage 0, as unfused.
   const StageMemory stage = busiest_stage_memory(m, plan);
-  EXPECT_EQ(stage.activations.bytes_per_layer, 107053072);
-  EXPECT_EQ(stage.activations.layer_bytes, 107053072LL * 124);
+  EXPECT_EQ(stage.activations.bytes_per_layer, 107057168);
+  EXPECT_EQ(stage.activations.layer_bytes, 107057168LL * 124);
   EXPECT_EQ(stage.recompute_workspace_bytes, 0);
 }
 
@@ -107,7 +109,7 @@ TEST(FlashAttentionMemory, SavesTheFiveAsOverHTerm)
   const int64_t flash = activation_bytes_per_layer(m, plan);
   const int64_t sbh_over_t = 2048 * 12288 / 8;
   EXPECT_EQ(unfused, sbh_over_t * (34 + 80));
-  EXPECT_EQ(flash, sbh_over_t * 34 + 4 * 96 * 2048 / 8 + 16);
+  EXPECT_EQ(flash, sbh_over_t * 34 + 4 * 96 * 2048 / 8 + 16 + 2 * 8 * 2048 / 8); // + TE's norm statistics
 }
 
 TEST(FlashAttentionCost, CausalTilesFlopsAndBytes)
@@ -204,21 +206,31 @@ TEST(FlashAttentionWorkload, FusedOpsCarryTheTiledCost)
   EXPECT_EQ(workload_graph(make_workload(small_model(), plan)).metadata.at("attention"), "flash");
 }
 
-TEST(FlashAttentionFlops, ModelFlopsUnchangedHardwareFlopsAddTheBackwardRecompute)
+TEST(FlashAttentionFlops, ModelFlopsUnchangedHardwareFlopsCountTheCausalTilesExecuted)
 {
   const GptConfig& m = find_catalog_model("gpt3-175b")->model;
   const double B = 64, L = 96, s = 2048, h = 12288, v = 51200;
   const double model = model_flops_per_iteration(m, 64);
+  EXPECT_DOUBLE_EQ(model, 72 * B * L * s * h * h * (1 + s / (6 * h) + v / (12 * h * L)));
+  // 16 tiles of 128 tokens: 16 x 17 / 2 of 256 computed.
+  const double f = 16.0 * 17.0 / (2.0 * 256.0);
   for (const Recompute r : {Recompute::None, Recompute::Selective})
     EXPECT_DOUBLE_EQ(hardware_flops_per_iteration(m, 64, r, AttentionKernel::Flash),
-                     72 * B * L * s * h * h * (1 + 7 * s / (36 * h) + v / (12 * h * L)))
+                     model - 12 * B * L * s * s * h + 14 * B * L * s * s * h * f)
         << to_string(r);
-  EXPECT_DOUBLE_EQ(hardware_flops_per_iteration(m, 64, Recompute::Full, AttentionKernel::Flash),
-                   hardware_flops_per_iteration(m, 64, Recompute::Full) + 2 * B * L * s * s * h);
-  // Flash's backward recompute (2 B s^2 h per layer) is a sixth of selective recompute's (12 B s^2 h).
+  // Full recompute reruns every layer's forward, its attention core at the same fraction.
+  EXPECT_NEAR(hardware_flops_per_iteration(m, 64, Recompute::Full, AttentionKernel::Flash),
+              hardware_flops_per_iteration(m, 64, Recompute::None, AttentionKernel::Flash) +
+                  L * (layer_forward_flops(m, 64) - 4 * B * s * s * h * (1 - f)),
+              1e-12 * model);
+  // Context parallelism: each rank's load-balanced share is exactly half of the dense scores.
+  EXPECT_DOUBLE_EQ(hardware_flops_per_iteration(m, 64, Recompute::None, AttentionKernel::Flash, 4),
+                   model - 12 * B * L * s * s * h + 7 * B * L * s * s * h);
+  // The causal kernels execute fewer FLOPs than the dense convention counts; selective recompute's unfused
+  // rerun of the core (Appendix A) more.
+  EXPECT_LT(hardware_flops_per_iteration(m, 64, Recompute::None, AttentionKernel::Flash), model);
   EXPECT_GT(hardware_flops_per_iteration(m, 64, Recompute::Selective),
             hardware_flops_per_iteration(m, 64, Recompute::Selective, AttentionKernel::Flash));
-  EXPECT_GT(hardware_flops_per_iteration(m, 64, Recompute::None, AttentionKernel::Flash), model);
 }
 
 } // namespace

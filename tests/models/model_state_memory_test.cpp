@@ -92,7 +92,8 @@ TEST(MemoryReport, BusiestStageIsTheLargestOfAllStages)
         largest = std::max(largest, s.total_bytes);
       EXPECT_EQ(busiest.total_bytes, largest) << e.model.name << " " << to_string(r);
       EXPECT_EQ(busiest.total_bytes,
-                busiest.activations.total_bytes + busiest.recompute_workspace_bytes + busiest.state.total_bytes);
+                busiest.activations.total_bytes + busiest.recompute_workspace_bytes +
+                    busiest.backward_workspace_bytes + busiest.state.total_bytes);
     }
   }
 }

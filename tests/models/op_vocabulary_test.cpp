@@ -61,6 +61,15 @@ TEST(OpVocabulary, ComputeCostsAndKernelClasses)
   EXPECT_THROW(op_cost(OpName::TpAllGather, s), std::logic_error);
   EXPECT_DOUBLE_EQ(tp_collective_bytes(OpName::TpAllGather, s), 2.0 * 64 * 2 * 128);
   EXPECT_DOUBLE_EQ(pipeline_message_bytes(s), 2.0 * 32 * 2 * 128); // sharded by SP
+  EXPECT_FALSE(pipeline_scatter_gather(s));
+  // Without SP, Megatron's scatter/gather: each TP rank sends 1/t, the receiver all-gathers the whole message.
+  s.sp = false;
+  EXPECT_TRUE(pipeline_scatter_gather(s));
+  EXPECT_DOUBLE_EQ(pipeline_message_bytes(s), 2.0 * 64 * 2 * 128 / 2);
+  EXPECT_DOUBLE_EQ(pipeline_gather_bytes(s), 2.0 * 64 * 2 * 128);
+  s.t = 1;
+  EXPECT_FALSE(pipeline_scatter_gather(s));
+  EXPECT_DOUBLE_EQ(pipeline_message_bytes(s), 2.0 * 64 * 2 * 128);
 }
 
 TEST(PlanMetadata, RoundTripsEveryPlanField)

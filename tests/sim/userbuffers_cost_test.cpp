@@ -3,6 +3,7 @@
 // not NCCL's call cost, keep their bytes on the real links, and load the interference model with TE's CTAs (1 for
 // the copy-engine ring's flag kernel, 16 for the reduce-scatter); every other collective is costed as before (NCCL).
 #include "gputwin/models/gpu_compute_model.hpp"
+#include "gputwin/models/layer_ops.hpp"
 #include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/models/rank_layout.hpp"
 #include "gputwin/sim/comm_expansion.hpp"
@@ -181,18 +182,26 @@ TEST(UserbuffersCost, InterferenceChargesTesCtasNotNcclChannels)
   EXPECT_EQ(comm_op_load(graph, gpu, expander.collective(chunk), chunk, 0).channels, 16);
   const CommLoad chunk_load = comm_op_load(graph, gpu, expander.collective(chunk), chunk, 0);
   EXPECT_GT(chunk_load.hbm_bytes_per_s, 0);
-  // A large GEMM (more tiles than SMs) beside the ring step loses 1 SM of 132, beside the reduce-scatter 16: much
-  // slower there.
+  // TE launches the pipelined GEMM with an SM margin for the reduce-scatter's CTAs (set_sm_margin): the generated
+  // proj.fwd chunks hold back 16 SMs for their whole duration, so the reduce-scatter in flight beside them takes
+  // nothing more.
   traces::Op gemm = first_named(program, "proj.fwd");
+  EXPECT_EQ(gemm.gemm.comm_sms, userbuffers_margin_sms);
   gemm.gemm.m = 16384;
   gemm.gemm.n = 8192;
   gemm.gemm.k = 8192;
   gemm.flops = 2.0 * 16384 * 8192 * 8192;
   gemm.bytes = 2.0 * (16384.0 * 8192 + 8192.0 * 8192 + 16384.0 * 8192);
-  const double ring_rate = interference_rate(gpu, gemm, CommLoad{ring_load.channels, 0});
+  EXPECT_DOUBLE_EQ(interference_rate(gpu, gemm, CommLoad{chunk_load.channels, 0}), 1.0);
+  traces::Op full_gpu = gemm;
+  full_gpu.gemm.comm_sms = 0;
+  EXPECT_GT(compute_duration_s(gpu, gemm), 1.05 * compute_duration_s(gpu, full_gpu)); // 116 of 132 SMs
+  // A large GEMM launched on every SM (more tiles than SMs) beside the ring step loses 1 SM of 132, beside the
+  // reduce-scatter 16: much slower there.
+  const double ring_rate = interference_rate(gpu, full_gpu, CommLoad{ring_load.channels, 0});
   EXPECT_GT(ring_rate, 0.95);
-  EXPECT_LT(interference_rate(gpu, gemm, CommLoad{chunk_load.channels, 0}), 0.95);
-  EXPECT_LT(interference_rate(gpu, gemm, CommLoad{chunk_load.channels, 0}), ring_rate);
+  EXPECT_LT(interference_rate(gpu, full_gpu, CommLoad{chunk_load.channels, 0}), 0.95);
+  EXPECT_LT(interference_rate(gpu, full_gpu, CommLoad{chunk_load.channels, 0}), ring_rate);
 }
 
 TEST(UserbuffersCost, BadInputIsRejected)

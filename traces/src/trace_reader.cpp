@@ -138,7 +138,7 @@ Op read_op(const JsonValue& v, const std::string& source, int32_t rank, size_t i
     if (gemm->type != JsonValue::Type::Object)
       f.fail(*gemm, "gemm", "expected an object {m, n, k, batch}, got " + describe(*gemm));
     const Fields g(*gemm, source, "rank " + std::to_string(rank) + " op " + std::to_string(op.id) + ": gemm");
-    g.only({"m", "n", "k", "batch", "fp8"}, " (expected m, n, k, batch, fp8)");
+    g.only({"m", "n", "k", "batch", "fp8", "comm_sms"}, " (expected m, n, k, batch, fp8, comm_sms)");
     op.gemm.m = g.integer("m", 1, int64_max);
     op.gemm.n = g.integer("n", 1, int64_max);
     op.gemm.k = g.integer("k", 1, int64_max);
@@ -146,6 +146,8 @@ Op read_op(const JsonValue& v, const std::string& source, int32_t rank, size_t i
     // Optional; absent = bf16 operands (every trace written before FP8 GEMMs existed).
     if (gemm->find("fp8") != nullptr)
       op.gemm.fp8 = g.boolean("fp8");
+    if (gemm->find("comm_sms") != nullptr) // optional; absent = every SM
+      op.gemm.comm_sms = static_cast<int32_t>(g.integer("comm_sms", 0, 1 << 20));
   }
   const bool p2p = op.kind == OpKind::Send || op.kind == OpKind::Recv;
   if (op.kind == OpKind::Collective) {

@@ -34,6 +34,8 @@ std::string op_line(const Op& op)
     json.field("batch", op.gemm.batch);
     if (op.gemm.fp8) // written only when set: a bf16 GEMM's line is what it was before the field existed
       json.field("fp8", true);
+    if (op.gemm.comm_sms > 0) // likewise
+      json.field("comm_sms", static_cast<int64_t>(op.gemm.comm_sms));
     json.end_object();
   }
   if (op.kind == OpKind::Collective) {

@@ -8,16 +8,13 @@ GptStage::GptStage(RankContext& ctx, ParameterStore& store) : stage_(ctx.coords.
 {
   const int64_t chunks = pipeline_shape(ctx.plan).chunks;
   virtual_stages_ = pp_ * chunks;
-  // The generator's layer assignment (models/workload.cpp): uneven first/last stages with one chunk, the
-  // interleaved assignment of even chunks otherwise.
-  const int64_t layers_per_chunk = stage_layers(ctx.model, ctx.plan, stage_) / chunks;
-  const int64_t stage_first = stage_first_layer(ctx.model, ctx.plan, stage_);
+  // The generator's layer assignment (models/workload.cpp): parallel_plan's layers of each (stage, chunk).
   if (stage_ == 0)
     embedding_ = std::make_unique<GptEmbedding>(ctx, store);
   chunks_.resize(static_cast<size_t>(chunks));
   for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t first = chunks > 1 ? virtual_stage(c) * layers_per_chunk : stage_first;
-    for (int64_t l = 0; l < layers_per_chunk; ++l)
+    const int64_t first = chunk_first_layer(ctx.model, ctx.plan, stage_, c);
+    for (int64_t l = 0; l < chunk_layers(ctx.model, ctx.plan, stage_, c); ++l)
       chunks_[static_cast<size_t>(c)].emplace_back(ctx, store, first + l);
   }
   if (stage_ == pp_ - 1) {

@@ -234,11 +234,13 @@ Tensor TransformerLayer::run_forward(LayerActivations& acts, int64_t micro_batch
     } else {
       gemm(OpName::Fc1Fwd, acts.fc1_out, m_in, false, fc1_weight_->weight, false, rows, fc1_cols, h, 0.0f);
     }
-    ctx_.compute(swiglu ? OpName::SwigluFwd : OpName::GeluFwd, [&] {
+    ctx_.compute(activation_forward_op(ctx_.model.activation), [&] {
       if (fc1_bias_)
         ctx_.backend.add_bias(acts.fc1_out, fc1_f32, fc1_bias_->weight, rows, fc1_cols);
       if (swiglu)
         ctx_.backend.swiglu_forward(acts.act_out, acts.fc1_out, rows, ffn);
+      else if (ctx_.model.activation == Activation::SquaredRelu)
+        ctx_.backend.squared_relu_forward(acts.act_out, acts.fc1_out, rows * ffn);
       else
         ctx_.backend.gelu_forward(acts.act_out, acts.fc1_out, rows * ffn);
     });

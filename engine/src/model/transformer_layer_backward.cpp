@@ -44,12 +44,14 @@ Tensor TransformerLayer::mlp_backward(const Tensor& d_y, LayerActivations& acts)
   }
   if (fc2_bias_)
     ctx_.compute(OpName::Fc2BiasGrad, [&] { ctx_.backend.bias_backward(fc2_bias_->grad, d_o2, rows_l, h); });
-  // GeLU's gradient in place; SwiGLU's is twice as wide ([d gate | d up]).
+  // GeLU's and squared ReLU's gradient in place; SwiGLU's is twice as wide ([d gate | d up]).
   Tensor d_fc1 =
       swiglu ? ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, fc1_cols}) : d_act.view(0, d_act.shape());
-  ctx_.compute(swiglu ? OpName::SwigluBwd : OpName::GeluBwd, [&] {
+  ctx_.compute(activation_backward_op(ctx_.model.activation), [&] {
     if (swiglu)
       ctx_.backend.swiglu_backward(d_fc1, d_act, acts.fc1_out, rows, ffn);
+    else if (ctx_.model.activation == Activation::SquaredRelu)
+      ctx_.backend.squared_relu_backward(d_fc1, d_act, acts.fc1_out, rows * ffn);
     else
       ctx_.backend.gelu_backward(d_fc1, d_act, acts.fc1_out, rows * ffn);
   });

@@ -58,9 +58,13 @@ int64_t message_tag(bool gradient, int64_t micro_batch, int64_t to_virtual_stage
 }
 } // namespace
 
-void PipelineDriver::send(const Tensor& t, int64_t to_virtual_stage, int64_t micro_batch, bool gradient)
+void PipelineDriver::send(const Tensor& message, int64_t to_virtual_stage, int64_t micro_batch, bool gradient)
 {
   const int peer = peer_rank(to_virtual_stage);
+  // Scatter/gather (op_vocabulary.hpp pipeline_scatter_gather): this TP rank's 1/t of the flattened message.
+  const int64_t parts = pipeline_scatter_gather(ctx_.shape) ? ctx_.tp_size() : 1;
+  const int64_t part_numel = message.numel() / parts;
+  const Tensor t = message.view(parts > 1 ? ctx_.coords.tp * part_numel : 0, {part_numel});
   traces::Op op;
   op.kind = traces::OpKind::Send;
   op.name = op_name(gradient ? OpName::PpSendGradient : OpName::PpSendActivation);
@@ -90,31 +94,41 @@ Tensor PipelineDriver::recv(DType dtype, int64_t from_virtual_stage, int64_t mic
 {
   const int peer = peer_rank(from_virtual_stage);
   const int64_t me = gradient ? from_virtual_stage - 1 : from_virtual_stage + 1;
-  Tensor t = ctx_.tensor(MemoryPurpose::Workspace, dtype, {ctx_.seq_local(), ctx_.batch(), ctx_.hidden()});
+  Tensor message = ctx_.tensor(MemoryPurpose::Workspace, dtype, {ctx_.seq_local(), ctx_.batch(), ctx_.hidden()});
+  // Scatter/gather: this rank receives the sender's chunk of its own TP index, then all-gathers the t chunks.
+  const bool scattered = pipeline_scatter_gather(ctx_.shape);
+  Tensor chunk;
+  if (scattered)
+    chunk = ctx_.tensor(MemoryPurpose::Workspace, dtype, {message.numel() / ctx_.tp_size()});
+  const Tensor t = scattered ? chunk.view(0, {chunk.numel()}) : message.view(0, {message.numel()});
   traces::Op op;
   op.kind = traces::OpKind::Recv;
   op.name = op_name(gradient ? OpName::PpRecvGradient : OpName::PpRecvActivation);
   op.stream = static_cast<int32_t>(TraceStream::Pipeline);
   op.peer = peer;
   op.bytes = static_cast<double>(t.bytes());
-  const BackendRange range(ctx_.backend, op.name);
-  ctx_.backend.communication_waits_for_compute(); // `t` was allocated and zeroed on the compute stream
   {
-    TraceScope scope(ctx_.tracer, std::move(op));
-    const int64_t tag = message_tag(gradient, micro_batch, me);
-    int64_t sequence = 0;
-    if (ctx_.world->messages_reach(t.device())) {
-      sequence = ctx_.world->recv(t.raw(), t.bytes(), peer, tag);
-    } else {
-      std::vector<char> host(static_cast<size_t>(t.bytes()));
-      sequence = ctx_.world->recv(host.data(), t.bytes(), peer, tag);
-      ctx_.backend.upload(t, host.data(), t.bytes());
+    const BackendRange range(ctx_.backend, op.name);
+    ctx_.backend.communication_waits_for_compute(); // `t` was allocated and zeroed on the compute stream
+    {
+      TraceScope scope(ctx_.tracer, std::move(op));
+      const int64_t tag = message_tag(gradient, micro_batch, me);
+      int64_t sequence = 0;
+      if (ctx_.world->messages_reach(t.device())) {
+        sequence = ctx_.world->recv(t.raw(), t.bytes(), peer, tag);
+      } else {
+        std::vector<char> host(static_cast<size_t>(t.bytes()));
+        sequence = ctx_.world->recv(host.data(), t.bytes(), peer, tag);
+        ctx_.backend.upload(t, host.data(), t.bytes());
+      }
+      if (traces::Op* recorded = scope.op())
+        recorded->sequence = sequence; // the sender's number for this message on the (peer, this rank) channel
     }
-    if (traces::Op* recorded = scope.op())
-      recorded->sequence = sequence; // the sender's number for this message on the (peer, this rank) channel
+    ctx_.backend.compute_waits_for_communication();
   }
-  ctx_.backend.compute_waits_for_communication();
-  return t;
+  if (scattered)
+    ctx_.tp.all_gather(chunk, message, chunk.numel(), op_name(OpName::PpAllGather));
+  return message;
 }
 
 void PipelineDriver::forward_step(int64_t micro_batch, int64_t chunk)

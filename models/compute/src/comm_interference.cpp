@@ -12,16 +12,20 @@ double interfered_duration_s(const GpuComputeModel& gpu, const traces::Op& op, c
     return compute_duration_s(gpu, op);
   const double share = std::max(min_hbm_share, 1.0 - std::max(0.0, load.hbm_bytes_per_s) / gpu.hbm_bytes_per_s);
   if (op.gemm.m > 0 && op.gemm.n > 0 && op.gemm.k > 0) {
+    // The communication's CTAs take SMs from the GEMM, beyond those already held back for it (comm_sms: TE's
+    // userbuffers kernels run on the SMs the GEMM was launched without).
     const int sms = gpu.multiprocessors;
     const double taken =
         std::min(static_cast<double>(sms - 1), std::max(0, load.channels) * gpu.comm_interference.sms_per_channel);
-    const int left = std::max(1, static_cast<int>(sms - taken));
-    const double memory_s = op.bytes / memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
-    double math_s = op.flops / (gemm_peak_flops(gpu, op.gemm) * modelled_gemm_efficiency(gpu, op.gemm));
-    if (left < sms)
-      math_s *= static_cast<double>(sms) / left * gemm_wave_utilization(gpu, op.gemm, sms) /
-                gemm_wave_utilization(gpu, op.gemm, left);
-    return std::max(math_s, memory_s / share) + gpu.kernel_overhead_s;
+    const double stream_bytes_per_s = memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
+    const double math_s = gemm_math_s(gpu, op, static_cast<int>(taken));
+    if (op.gemm.fp8) { // the cast kernel before the FP8 GEMM (compute_duration_s), both at the HBM share
+      const double operand_bytes = fp8_gemm_operand_bytes(op.gemm);
+      const double cast_bytes = std::max(0.0, op.bytes - operand_bytes);
+      return std::max(math_s, operand_bytes / stream_bytes_per_s / share) + gpu.kernel_overhead_s +
+             (cast_bytes > 0 ? cast_bytes / stream_bytes_per_s / share + gpu.kernel_overhead_s : 0.0);
+    }
+    return std::max(math_s, op.bytes / stream_bytes_per_s / share) + gpu.kernel_overhead_s;
   }
   const MemoryClassParams c =
       gpu.memory_classes.empty() ? MemoryClassParams{} : memory_class_params(gpu, classify_kernel(op.name, false));

@@ -1,5 +1,7 @@
 #include "gputwin/models/flops.hpp"
 
+#include "gputwin/models/flash_attention_cost.hpp"
+
 #include <stdexcept>
 
 namespace gputwin {
@@ -28,16 +30,23 @@ double model_flops_per_iteration(const GptConfig& model, int64_t global_batch)
 }
 
 double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch, Recompute recompute,
-                                    AttentionKernel attention)
+                                    AttentionKernel attention, int64_t cp)
 {
   const double L = static_cast<double>(model.layers);
   const double model_flops = model_flops_per_iteration(model, global_batch);
   if (attention == AttentionKernel::Flash) {
     const double B = static_cast<double>(global_batch), s = static_cast<double>(model.seq_len),
-                 h = static_cast<double>(model.hidden);
-    const double backward_recompute = 2.0 * B * L * s * s * h; // Q K^T again inside the fused backward
-    const double rerun = recompute == Recompute::Full ? L * layer_forward_flops(model, global_batch) : 0.0;
-    return model_flops + rerun + backward_recompute;
+                 h = static_cast<double>(model.heads * model.head_dim());
+    // The dense attention core the model FLOPs count (forward 4 B s^2 h per layer, backward twice that), and
+    // what the causal fused kernels execute of it: forward 2 products, backward 5 (Q K^T again inside it),
+    // each over the computed tile fraction (one context-parallel rank: half of its load-balanced share).
+    const double dense_core = 12.0 * B * L * s * s * h;
+    const double fraction = cp > 1 ? 0.5 : causal_tile_fraction(model.seq_len, flash_tile_tokens);
+    const double executed_core = 14.0 * B * L * s * s * h * fraction;
+    const double rerun = recompute == Recompute::Full
+                             ? L * (layer_forward_flops(model, global_batch) - 4.0 * B * s * s * h * (1.0 - fraction))
+                             : 0.0;
+    return model_flops - dense_core + executed_core + rerun;
   }
   switch (recompute) {
   case Recompute::None: return model_flops;
@@ -49,6 +58,14 @@ double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch
   case Recompute::Full: return model_flops + L * layer_forward_flops(model, global_batch);
   }
   return model_flops;
+}
+
+double linear_flops_per_iteration(const GptConfig& model, int64_t global_batch, Recompute recompute)
+{
+  const double B = static_cast<double>(global_batch), s = static_cast<double>(model.seq_len),
+               h = static_cast<double>(model.heads * model.head_dim());
+  const double linear_forward = static_cast<double>(model.layers) * (layer_forward_flops(model, global_batch) - 4.0 * B * s * s * h);
+  return linear_forward * (recompute == Recompute::Full ? 4.0 : 3.0);
 }
 
 double flops_utilization(double flops_per_iteration, double iteration_seconds, int64_t gpus, double peak_flops_per_gpu)

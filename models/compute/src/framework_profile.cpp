@@ -30,11 +30,37 @@ FrameworkProfile megatron_host(const std::string& name, const std::string& sourc
   return p;
 }
 
+// Megatron-Core with Transformer Engine (NeMo, Megatron-LM since 2023): the same PyTorch eager host (TE's modules
+// are Python modules that launch their fused kernels through the same dispatcher, so the per-op figures are
+// Megatron's), the same per-step and per-iteration bookkeeping, the same torch.cuda.synchronize() after the
+// batched p2p of the non-interleaved 1F1B schedule (megatron/core/pipeline_parallel/p2p_communication.py
+// `_communicate`: `if config.batch_p2p_comm and config.batch_p2p_sync`), but none in the interleaved schedule,
+// whose p2p overlaps (overlap_p2p_comm, the default with virtual stages), and the optimizer's host read of
+// the found-inf flag and gradient norm (megatron/core/optimizer/optimizer.py `step`: .item() calls).
+FrameworkProfile megatron_core_host(const std::string& name)
+{
+  FrameworkProfile p = megatron_host(name, "Megatron-Core + Transformer Engine: Megatron's PyTorch host costs (not "
+                                           "measured separately); no host sync at the interleaved schedule's p2p "
+                                           "(overlap_p2p_comm)");
+  p.overlap_p2p_interleaved = true;
+  return p;
+}
+
 } // namespace
+
+const char* default_framework_for(GpuGeneration generation)
+{
+  switch (generation) {
+  case GpuGeneration::Hopper: return "megatron-core";
+  case GpuGeneration::Ampere:
+  case GpuGeneration::Cpu: return default_framework;
+  }
+  return default_framework;
+}
 
 std::vector<std::string> builtin_framework_names()
 {
-  return {"none", "megatron-lm", "megatron-deepspeed", "gputwin-engine"};
+  return {"none", "megatron-lm", "megatron-core", "nemo", "megatron-deepspeed", "gputwin-engine"};
 }
 
 FrameworkProfile builtin_framework_profile(const std::string& name, const std::string& flag)
@@ -47,6 +73,8 @@ FrameworkProfile builtin_framework_profile(const std::string& name, const std::s
   }
   if (name == "megatron-deepspeed")
     return megatron_host(name, "fit to vTrain's A100 single-node iterations (Megatron-DeepSpeed)");
+  if (name == "megatron-core" || name == "nemo")
+    return megatron_core_host(name);
   if (name == "megatron-lm")
     return megatron_host(name, "the megatron-deepspeed host costs (same PyTorch modules and p2p calls; not "
                                "measured separately)");
@@ -143,6 +171,23 @@ std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
       c.starts_optimizer = true;
     }
   }
+  const bool interleaved = std::any_of(ops.begin(), ops.end(), [](const traces::Op& op) { return op.chunk > 0; });
+  for (size_t i = 0; i < ops.size(); ++i) {
+    classes[i].interleaved = interleaved && classes[i].kind == HostOpClass::P2p;
+    classes[i].batched_with_next =
+        classes[i].kind == HostOpClass::P2p && i + 1 < ops.size() && host_kind(ops[i + 1]) == HostOpClass::P2p;
+  }
+  if (interleaved)
+    for (size_t end = 0; end + 1 < ops.size(); ++end) {
+      if (classes[end].kind != HostOpClass::P2p || classes[end].batched_with_next)
+        continue;
+      size_t first = end;
+      while (first > 0 && classes[first - 1].batched_with_next)
+        --first;
+      const bool backward_next = step_kind(ops[end + 1]) == 1;
+      const bool forward_before = first > 0 && ops[first - 1].phase == traces::Phase::Forward;
+      classes[end].forward_to_backward = forward_before && backward_next;
+    }
   for (size_t i = 1; i < ops.size(); ++i)
     if (ops[i].phase == traces::Phase::Optimizer && ops[i].kind == traces::OpKind::Compute) {
       classes[i - 1].before_optimizer = true;
@@ -169,7 +214,10 @@ HostProgram host_program(const FrameworkProfile& f, const std::vector<HostOpClas
                            f.unfused_softmax_extra_ops * unfused_op_s;
     // Megatron's p2p calls end in torch.cuda.synchronize(); before the update the host reads the gradients'
     // inf/NaN flag and norm, waiting for everything issued so far (the gradient reductions included).
-    host.syncs[i] = (f.sync_after_p2p && c.kind == HostOpClass::P2p) || (f.sync_before_optimizer && c.before_optimizer);
+    // Megatron-Core overlaps the interleaved schedule's p2p instead (no sync there).
+    const bool p2p_sync = f.sync_after_p2p && c.kind == HostOpClass::P2p && !c.batched_with_next &&
+                          !c.forward_to_backward && !(f.overlap_p2p_interleaved && c.interleaved);
+    host.syncs[i] = p2p_sync || (f.sync_before_optimizer && c.before_optimizer);
   }
   return host;
 }

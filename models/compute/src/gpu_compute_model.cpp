@@ -83,6 +83,8 @@ GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::strin
     m.kernel_overhead_s = 0;
     m.gemm_table = builtin_gemm_table("h100");
     m.gemm_table_ref = "builtin:h100";
+    // Fused attention: cuDNN's measured curve on H100 (attention_throughput.hpp).
+    m.attention_throughput = builtin_attention_throughput("h100-cudnn");
     // Bandwidths 1.72 (layernorm), 1.43 (softmax), 2.71 (GeLU), 3.06 TB/s (copy: elementwise streaming, also
     // the GEMMs' memory term); overheads 0, 0, 2.2 and 4.4 us.
     m.memory_classes = {{KernelClass::LayerNorm, {1.019, 0}},
@@ -176,14 +178,49 @@ double memory_class_bytes_per_s(const GpuComputeModel& gpu, KernelClass c)
   return gpu.hbm_bytes_per_s * gpu.memory_efficiency * memory_class_params(gpu, c).relative_efficiency;
 }
 
+double fp8_gemm_operand_bytes(const traces::GemmShape& g)
+{
+  const double m = static_cast<double>(g.m), n = static_cast<double>(g.n), k = static_cast<double>(g.k);
+  return (m * k + k * n + 2.0 * m * n) * static_cast<double>(g.batch);
+}
+
+double gemm_math_s(const GpuComputeModel& gpu, const traces::Op& op, int sms_taken)
+{
+  double math_s = op.flops / (gemm_peak_flops(gpu, op.gemm) * modelled_gemm_efficiency(gpu, op.gemm));
+  const bool flash_forward = op.name == "attn.flash.fwd";
+  if (gpu.attention_throughput != nullptr && (flash_forward || op.name == "attn.flash.bwd")) {
+    const traces::GemmShape& g = op.gemm;
+    const double benchmark_flops = causal_benchmark_flops(static_cast<double>(g.m), static_cast<double>(g.n),
+                                                          static_cast<double>(g.k), static_cast<double>(g.batch),
+                                                          flash_forward);
+    math_s = std::max(math_s, benchmark_flops / gpu.attention_throughput->flops_per_s(
+                                                    static_cast<double>(g.k), flash_forward, gpu.peak_flops));
+  }
+  // Fewer SMs: the same tiles over S' SMs (throughput S'/S, re-quantised into waves of S').
+  const int sms = gpu.multiprocessors;
+  const int left = std::max(1, sms - std::max(0, std::max(sms_taken, op.gemm.comm_sms)));
+  if (left < sms)
+    math_s *= static_cast<double>(sms) / left * gemm_wave_utilization(gpu, op.gemm, sms) /
+              gemm_wave_utilization(gpu, op.gemm, left);
+  return math_s;
+}
+
 double compute_duration_s(const GpuComputeModel& gpu, const traces::Op& op)
 {
   if (op.gemm.m > 0 && op.gemm.n > 0 && op.gemm.k > 0) {
     if (op.gemm.fp8 && !(gpu.peak_fp8_flops > 0)) // named by the op here; gemm_peak_flops knows only the shape
       throw_no_fp8_peak(gpu, "op '" + op.name + "'");
-    const double memory_s = op.bytes / memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
-    const double math_s = op.flops / (gemm_peak_flops(gpu, op.gemm) * modelled_gemm_efficiency(gpu, op.gemm));
-    return std::max(math_s, memory_s) + gpu.kernel_overhead_s;
+    const double stream_bytes_per_s = memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
+    if (op.gemm.fp8) {
+      // Transformer Engine quantizes the bf16 operand in its own kernel (cast_transpose) before the FP8 GEMM: the
+      // bytes beyond the GEMM's own 1-byte operands and bf16 output are that kernel's, serial with the GEMM.
+      const double operand_bytes = fp8_gemm_operand_bytes(op.gemm);
+      const double cast_bytes = std::max(0.0, op.bytes - operand_bytes);
+      return std::max(gemm_math_s(gpu, op, 0), operand_bytes / stream_bytes_per_s) + gpu.kernel_overhead_s +
+             (cast_bytes > 0 ? cast_bytes / stream_bytes_per_s + gpu.kernel_overhead_s : 0.0);
+    }
+    const double memory_s = op.bytes / stream_bytes_per_s;
+    return std::max(gemm_math_s(gpu, op, 0), memory_s) + gpu.kernel_overhead_s;
   }
   // Classifying by name costs a string scan: only when the model distinguishes classes.
   const MemoryClassParams c = gpu.memory_classes.empty() ? MemoryClassParams{}

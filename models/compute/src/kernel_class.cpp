@@ -82,9 +82,9 @@ KernelClass classify_kernel(std::string_view name, bool gemm_shaped)
   for (const std::string& t : tokens)
     if (is_ln_token(t))
       return KernelClass::LayerNorm;
-  // The activation class: GeLU was measured; SwiGLU's silu(gate) * up is the same kind of fused elementwise
-  // activation kernel (not measured on its own).
-  if (contains(text, {"gelu", "swiglu", "silu"}))
+  // The activation class: GeLU was measured; SwiGLU's silu(gate) * up and squared ReLU (TE's srelu / dsrelu) are
+  // the same kind of fused elementwise activation kernel (not measured on their own).
+  if (contains(text, {"gelu", "swiglu", "silu", "relu"}))
     return KernelClass::Gelu;
   if (contains(text, {"rope", "rotary"})) // rotating Q and K: a streaming elementwise kernel
     return KernelClass::Elementwise;

@@ -38,7 +38,7 @@ FrameworkProfile read_framework_profile(const YamlFile& file, const YAML::Node& 
   reject_unknown_keys(file, map,
                       {"name", "source", "kernel_issue_s", "gemm_issue_s", "collective_issue_s", "p2p_issue_s",
                        "microbatch_issue_s", "iteration_issue_s", "launch_latency_s", "sync_after_p2p",
-                       "sync_before_optimizer", "unfused_softmax_extra_ops"});
+                       "sync_before_optimizer", "overlap_p2p_interleaved", "unfused_softmax_extra_ops"});
   FrameworkProfile p;
   p.name = optional_string(file, map, "name").value_or(std::filesystem::path(file.path).stem().string());
   p.source = optional_string(file, map, "source").value_or(file.path);
@@ -46,6 +46,7 @@ FrameworkProfile read_framework_profile(const YamlFile& file, const YAML::Node& 
     *number_field(p, key) = require_number(file, map, key, 0, false);
   p.sync_after_p2p = optional_boolean(file, map, "sync_after_p2p", false);
   p.sync_before_optimizer = optional_boolean(file, map, "sync_before_optimizer", false);
+  p.overlap_p2p_interleaved = optional_boolean(file, map, "overlap_p2p_interleaved", false);
   if (map["unfused_softmax_extra_ops"]) {
     const double ops = require_number(file, map, "unfused_softmax_extra_ops", 0, false);
     if (ops != static_cast<double>(static_cast<int>(ops)) || ops > 64)
@@ -74,6 +75,8 @@ void write_framework_profile(std::ostream& out, const FrameworkProfile& p, const
   line("launch_latency_s", yaml_number(p.launch_latency_s), "launch call -> earliest start on the GPU");
   line("sync_after_p2p", p.sync_after_p2p ? "true" : "false", "host waits for the GPU after each p2p transfer");
   line("sync_before_optimizer", p.sync_before_optimizer ? "true" : "false", "... before the optimizer");
+  line("overlap_p2p_interleaved", p.overlap_p2p_interleaved ? "true" : "false",
+       "no p2p sync in the interleaved schedule (overlap_p2p_comm)");
   line("unfused_softmax_extra_ops", std::to_string(p.unfused_softmax_extra_ops),
        "ops beyond the fused softmax kernel where it does not fit");
 }

@@ -132,6 +132,9 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
   line(out, "kernel_overhead_s", yaml_number(g.kernel_overhead_s), "fitted");
   if (!g.gemm_table_ref.empty())
     line(out, "gemm_table", yaml_quoted(g.gemm_table_ref), "measured GEMM FLOP/s: builtin:NAME or a CSV path");
+  if (g.attention_throughput != nullptr)
+    line(out, "attention_throughput", yaml_quoted("builtin:" + g.attention_throughput->name),
+         "measured fused-attention FLOP/s over sequence length");
   if (!g.memory_classes.empty()) {
     out << "# Memory-bound kernel classes (relative to memory_efficiency; overhead_s on top of kernel_overhead_s).\n"
            "memory_classes:\n";
@@ -176,7 +179,7 @@ Calibration load_calibration_yaml(const std::string& path)
   reject_unknown_keys(file, root,
                       {"gpu_kind", "source", "peak_flops_per_s", "peak_fp8_flops_per_s", "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
                        "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s", "gemm_table",
-                       "memory_classes", "comm_interference", "fit", "collectives",
+                       "attention_throughput", "memory_classes", "comm_interference", "fit", "collectives",
                        "framework"}); // framework: read by --framework (framework_yaml.hpp)
   Calibration result;
   GpuComputeModel& g = result.gpu;
@@ -199,6 +202,14 @@ Calibration load_calibration_yaml(const std::string& path)
                        builtin_gemm_table_names() + " or a CSV path, got an empty string");
     g.gemm_table = resolve_gemm_table(file, root["gemm_table"], *ref);
     g.gemm_table_ref = *ref;
+  }
+  if (const std::optional<std::string> ref = optional_string(file, root, "attention_throughput")) {
+    const std::string prefix = "builtin:";
+    g.attention_throughput =
+        ref->rfind(prefix, 0) == 0 ? builtin_attention_throughput(ref->substr(prefix.size())) : nullptr;
+    if (g.attention_throughput == nullptr)
+      throw InputError(location(file, root["attention_throughput"]) +
+                       ": attention_throughput: expected builtin:h100-cudnn, got '" + *ref + "'");
   }
   for (const YAML::Node& item :
        optional_list(file, root, "memory_classes", {"class", "relative_efficiency", "overhead_s"})) {

@@ -41,7 +41,7 @@ GptConfig load_model_yaml(const std::string& path)
       field = *parsed;
     }
   };
-  choice("activation", parse_activation, model.activation, "gelu|swiglu");
+  choice("activation", parse_activation, model.activation, "gelu|swiglu|squared-relu");
   choice("norm", parse_norm, model.norm, "layernorm|rmsnorm");
   choice("position", parse_position, model.position, "learned|rope");
   model.tie_embeddings = optional_boolean(file, root, "tie_embeddings", true);

@@ -20,7 +20,7 @@ void add_model_flags(ArgParser& parser)
   parser.add_option("--num-query-groups", "G",
                     "K/V heads of grouped-query attention (default: one per head, multi-head attention)");
   parser.add_option("--ffn-hidden", "F", "MLP width (default 4 x hidden)");
-  parser.add_option("--activation", "NAME", "MLP activation: gelu|swiglu (swiglu: fc1 makes gate and up, 2F wide)");
+  parser.add_option("--activation", "NAME", "MLP activation: gelu|swiglu|squared-relu (swiglu: fc1 makes gate and up, 2F wide)");
   parser.add_option("--norm", "NAME", "layernorm|rmsnorm");
   parser.add_option("--position", "NAME", "position embedding: learned|rope");
   parser.add_switch("--untie-embeddings", "the output layer has its own matrix (not the word embedding's)");
@@ -46,8 +46,9 @@ void add_plan_flags(ArgParser& parser)
   parser.add_switch("--no-sp", "no sequence parallelism (the default; turns off the SP of --plan paper)");
   parser.add_option("--recompute", "MODE", "activation recompute: none|selective|full (default none)");
   parser.add_option("--attention", "KERNEL",
-                    "attention core: unfused (separate kernels, s x s activations stored; default) or flash (one "
-                    "fused tiled kernel forward and backward, FlashAttention-2)");
+                    "attention core: unfused (separate kernels, s x s activations stored) or flash (one fused "
+                    "tiled kernel forward and backward); default: flash on Hopper clusters (the simulator's "
+                    "commands), unfused otherwise");
   parser.add_option("--schedule", "NAME", "pipeline schedule: 1f1b|interleaved|gpipe (default 1f1b)");
   parser.add_option("--chunks", "V", "model chunks per stage, interleaved schedule only");
   parser.add_option("--zero", "0|1", "1 shards the optimizer states over the dp (x cp) replicas (ZeRO-1)");
@@ -57,6 +58,16 @@ void add_plan_flags(ArgParser& parser)
   parser.add_option("--pp-first-stage-layers", "N", "layers of the first pipeline stage (uneven stages)");
   parser.add_option("--pp-last-stage-layers", "N", "layers of the last pipeline stage (uneven stages)");
   parser.add_switch("--fp8", "FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
+  parser.add_switch("--fp8-param-gather",
+                    "layer weights kept only in FP8, no BF16 copy (Megatron-Core; needs --fp8 --zero 1; the default "
+                    "with them, as NeMo's FP8 recipe sets it)");
+  parser.add_switch("--no-fp8-param-gather", "keep the BF16 weights next to TE's FP8 weight caches with --fp8");
+  parser.add_switch("--grad-reduce-in-bf16",
+                    "BF16 gradient buffer (Megatron-Core); default FP32 main grads "
+                    "(--accumulate-allreduce-grads-in-fp32)");
+  parser.add_switch("--cross-entropy-fusion",
+                    "Transformer Engine's fused cross entropy (Megatron-Core --cross-entropy-loss-fusion "
+                    "--cross-entropy-fusion-impl te): BF16 logits kept, gradient written in place");
 }
 
 namespace {
@@ -113,7 +124,7 @@ GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file)
   if (const std::optional<std::string> a = args.value("--activation")) {
     const std::optional<Activation> parsed = parse_activation(*a);
     if (!parsed)
-      throw InputError("--activation: expected gelu|swiglu, got '" + *a + "'");
+      throw InputError("--activation: expected gelu|swiglu|squared-relu, got '" + *a + "'");
     model.activation = *parsed;
   }
   if (const std::optional<std::string> n = args.value("--norm")) {
@@ -175,6 +186,12 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
                      std::to_string(plan.pp_last_stage_layers));
   if (args.has("--fp8"))
     plan.fp8 = true;
+  if (args.has("--fp8-param-gather") && args.has("--no-fp8-param-gather"))
+    throw InputError("--no-fp8-param-gather: contradicts --fp8-param-gather (expected one of them)");
+  if (args.has("--grad-reduce-in-bf16"))
+    plan.grad_reduce_bf16 = true;
+  if (args.has("--cross-entropy-fusion"))
+    plan.cross_entropy_fusion = true;
   if (args.has("--sp") && args.has("--no-sp"))
     throw InputError("--no-sp: contradicts --sp (expected one of them)");
   if (args.has("--sp"))
@@ -206,6 +223,14 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
       throw InputError("--zero: expected 0 or 1, got " + std::to_string(*z));
     plan.zero_stage = static_cast<int>(*z);
   }
+  // FP8 parameters need FP8 GEMMs and the distributed optimizer (Megatron-LM megatron/training/arguments.py:
+  // "--fp8-param-gather only supported with distributed optimizer"); with both, on unless turned off, as NeMo's
+  // and Megatron-Bridge's FP8 recipe (bf16_with_fp8_mixed: fp8_param_gather = True) runs.
+  if (args.has("--fp8-param-gather") && !plan.fp8)
+    throw InputError("--fp8-param-gather: needs --fp8 (FP8 weights are TE's FP8 GEMM operands)");
+  if (args.has("--fp8-param-gather") && plan.zero_stage < 1)
+    throw InputError("--fp8-param-gather: needs --zero 1 (the distributed optimizer keeps the FP32 main weights)");
+  plan.fp8_param_gather = plan.fp8 && plan.zero_stage >= 1 && !args.has("--no-fp8-param-gather");
   validate_plan(model, plan);
   return plan;
 }
@@ -252,6 +277,9 @@ std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& 
                     " x " + std::to_string(plan.dp) + " = " + std::to_string(plan.effective_global_batch()) +
                     " (one micro-batch per pipeline, Megatron-LM's default)");
   }
+  if (plan.fp8_param_gather && !args.has("--fp8-param-gather"))
+    notes.push_back("--fp8 with --zero 1: FP8 parameters (--fp8-param-gather, as NeMo's FP8 recipe runs; "
+                    "--no-fp8-param-gather keeps the BF16 weights)");
   return notes;
 }
 

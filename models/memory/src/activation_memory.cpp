@@ -63,27 +63,44 @@ int64_t flash_state_bytes(const GptConfig& model, const ParallelPlan& plan)
 }
 
 // Bytes per element of a linear layer's stored input: 2 (bf16), 1 with FP8 (Transformer Engine keeps the FP8
-// cast it computed for the forward GEMM for the weight gradient).
+// cast it computed for the forward GEMM for the weight gradient: module/linear.py and layernorm_linear.py keep
+// only the column-wise (transposed) FP8 data of their input, or the row-wise data where SP re-gathers it).
 int64_t linear_input_bytes(const ParallelPlan& plan)
 {
   return plan.fp8 ? 1 : 2;
 }
 
+// A norm's fp32 statistics per token, bytes per s b: TE's LayerNormLinear / LayerNorm / RMSNorm save rsigma
+// (4 bytes) and, for LayerNorm, mu (4 bytes) (transformer_engine/pytorch/module/layernorm_linear.py,
+// prepare_for_saving(inputmat, ..., ln_out, mu, rsigma)). Counted on the Megatron-Core + TE path only.
+int64_t norm_statistics_bytes_per_token(const GptConfig& model, const ParallelPlan& plan)
+{
+  if (!megatron_core_te_memory(plan))
+    return 0;
+  return model.norm == Norm::LayerNorm ? 8 : 4;
+}
+
 // Stored outside the TP regions, before SP's split: the two norm inputs (2 x 2 sbh), the two norm outputs that
-// are the QKV and fc1 inputs (2 x 2 sbh, FP8: 2 x sbh) and the two residual-dropout masks (2 x sbh, with dropout).
+// are the QKV and fc1 inputs (2 x 2 sbh, FP8: 2 x sbh), the two residual-dropout masks (2 x sbh, with dropout)
+// and, with TE, the two norms' fp32 statistics.
 int64_t outside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
   const int64_t per_sbh = 4 + 2 * linear_input_bytes(plan) + (model.dropout ? 2 : 0);
-  return checked_product({per_sbh, sbh(model, plan)}, "activations");
+  const int64_t stats = checked_product({2 * norm_statistics_bytes_per_token(model, plan), sb(model, plan, 1)},
+                                        "activations");
+  return checked_sum(checked_product({per_sbh, sbh(model, plan)}, "activations"), stats, "activations");
 }
 
 // Stored inside the TP regions (split by t), besides the attention core: Q (2 sbh), K and V (2 x 2 s b g d),
 // the attention output that is the projection input (2 sbh, FP8 sbh), fc1's output (2 s b F', F' = F or 2F for
-// SwiGLU) and the activation output that is fc2's input (2 s b F, FP8 s b F).
+// SwiGLU) and the activation output that is fc2's input (2 s b F, FP8 s b F). With TE and FP8 the attention
+// keeps its BF16 output for its own backward (attention/dot_product_attention/backends.py FusedAttnFunc saves
+// q, k, v, out) while the projection keeps its FP8 cast: 2 sbh + sbh.
 int64_t inside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
   const int64_t in = linear_input_bytes(plan);
-  int64_t bytes = checked_product({2 + in, sbh(model, plan)}, "activations");
+  const int64_t attention_output = plan.fp8 && megatron_core_te_memory(plan) ? 2 + in : in;
+  int64_t bytes = checked_product({2 + attention_output, sbh(model, plan)}, "activations");
   bytes = checked_sum(bytes, checked_product({4, sb(model, plan, model.kv_dim())}, "activations"), "activations");
   bytes = checked_sum(bytes, checked_product({2, sb(model, plan, model.fc1_width())}, "activations"), "activations");
   return checked_sum(bytes, checked_product({in, sb(model, plan, model.ffn())}, "activations"), "activations");
@@ -102,6 +119,11 @@ int64_t no_recompute_layer_bytes(const GptConfig& model, const ParallelPlan& pla
 }
 
 } // namespace
+
+bool megatron_core_te_memory(const ParallelPlan& plan)
+{
+  return plan.attention == AttentionKernel::Flash;
+}
 
 int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& plan)
 {
@@ -132,14 +154,43 @@ int64_t recompute_workspace_bytes(const GptConfig& model, const ParallelPlan& pl
   return 0;
 }
 
+int64_t layer_backward_workspace_bytes(const GptConfig& model, const ParallelPlan& plan)
+{
+  if (!megatron_core_te_memory(plan))
+    return 0;
+  // fc2's input gradient (s b F) and the activation's input gradient (s b F', F' = 2F for SwiGLU), BF16, both
+  // alive while the activation's backward runs (Megatron-Core fusions/fused_bias_swiglu.py, TE module/linear.py).
+  const int64_t width = checked_sum(model.ffn(), model.fc1_width(), "activations");
+  return checked_product({2, sb(model, plan, width)}, "activations") / plan.tp;
+}
+
+int64_t output_backward_workspace_bytes(const GptConfig& model, const ParallelPlan& plan)
+{
+  if (!megatron_core_te_memory(plan))
+    return 0;
+  const int64_t vocab_per_rank = padded_vocab(model, plan.tp) / plan.tp;
+  // The output layer's weight-gradient placeholder: with gradient-accumulation fusion the GEMM accumulates into
+  // the fp32 main_grad and Megatron returns a fresh BF16 tensor of the weight's shape to autograd
+  // (core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward, torch.empty(
+  // weight.main_grad.shape, dtype=input.dtype)): 2 (v / t) h.
+  int64_t bytes = checked_product({2, vocab_per_rank, model.hidden}, "activations");
+  // Its input gradient over the rank's whole sequence (the input was all-gathered under SP): 2 s b h.
+  bytes = checked_sum(bytes, checked_product({2, sbh(model, plan)}, "activations"), "activations");
+  // Unfused loss: the BF16 gradient of the logits, cast from the fp32 one (2 s b v / t); the fused loss returns
+  // its input, already holding the gradient.
+  if (!plan.cross_entropy_fusion)
+    bytes = checked_sum(bytes, checked_product({2, sb(model, plan, vocab_per_rank)}, "activations"), "activations");
+  return bytes;
+}
+
 StageActivations stage_activation_memory(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
 {
   const PipelineShape shape = pipeline_shape(plan);
   StageActivations a;
   a.bytes_per_layer = activation_bytes_per_layer(model, plan);
-  a.layers_per_chunk = stage_layers(model, plan, stage) / shape.chunks;
+  a.layers_per_chunk = max_chunk_layers(model, plan, stage); // uneven chunks (chunk_layers): the largest one's
   a.chunks_in_flight = peak_in_flight(shape, stage);
-  a.layer_bytes = checked_product({a.bytes_per_layer, a.layers_per_chunk, a.chunks_in_flight}, "activations");
+  a.layer_bytes = checked_product({a.bytes_per_layer, peak_layers_in_flight(model, plan, stage)}, "activations");
 
   if (stage == 0 && model.dropout) {
     // Embedding dropout mask, 1 byte per element (s b h, sharded by SP), kept for each micro-batch whose
@@ -155,13 +206,22 @@ StageActivations stage_activation_memory(const GptConfig& model, const ParallelP
     a.embedding_bytes = checked_product({outside_tp_region(sbh(model, plan), plan), peak}, "activations");
   }
   if (stage == plan.pp - 1) {
-    // Final layernorm input and output-layer input (2 sbh each, sharded by SP) and the fp32 logits of the
+    // Final layernorm input and output-layer input (2 sbh each, sharded by SP: Megatron's ColumnParallelLinear
+    // saves its un-gathered input, core/tensor_parallel/layers.py) and the fp32 logits of the
     // vocabulary-parallel loss (4 s b v / t), for the one micro-batch whose last chunk is in flight:
-    // 4 sbh / t (1 + v / h) with SP, the paper's delta(p = 1) term.
-    const int64_t logits =
-        checked_product({4, local_seq(model, plan), plan.micro_batch, padded_vocab(model, plan.tp)}, "activations") /
-        plan.tp;
-    a.output_bytes = checked_sum(outside_tp_region(4 * sbh(model, plan), plan), logits, "activations");
+    // 4 sbh / t (1 + v / h) with SP, the paper's delta(p = 1) term. Megatron's unfused loss
+    // (core/tensor_parallel/cross_entropy.py) casts the logits to fp32 and saves exp_logits; TE's fused one
+    // (transformer_engine/pytorch/cross_entropy.py, save_for_backward(inp)) keeps the BF16 logits (2 s b v / t),
+    // its forward writing the gradient into them. With TE, the final norm's fp32 statistics too.
+    const int64_t logits = checked_product({plan.cross_entropy_fusion ? 2 : 4, local_seq(model, plan),
+                                            plan.micro_batch, padded_vocab(model, plan.tp)},
+                                           "activations") /
+                           plan.tp;
+    const int64_t norm = checked_sum(
+        4 * sbh(model, plan),
+        checked_product({norm_statistics_bytes_per_token(model, plan), sb(model, plan, 1)}, "activations"),
+        "activations");
+    a.output_bytes = checked_sum(outside_tp_region(norm, plan), logits, "activations");
   }
   a.total_bytes =
       checked_sum(checked_sum(a.layer_bytes, a.embedding_bytes, "activations"), a.output_bytes, "activations");

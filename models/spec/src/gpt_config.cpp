@@ -15,7 +15,12 @@ void require_positive(int64_t value, const char* flag, const std::string& model)
 
 std::string to_string(Activation a)
 {
-  return a == Activation::SwiGlu ? "swiglu" : "gelu";
+  switch (a) {
+  case Activation::Gelu: return "gelu";
+  case Activation::SwiGlu: return "swiglu";
+  case Activation::SquaredRelu: return "squared-relu";
+  }
+  return "?";
 }
 
 std::string to_string(Norm n)
@@ -34,6 +39,8 @@ std::optional<Activation> parse_activation(const std::string& text)
     return Activation::Gelu;
   if (text == "swiglu")
     return Activation::SwiGlu;
+  if (text == "squared-relu")
+    return Activation::SquaredRelu;
   return std::nullopt;
 }
 

@@ -46,6 +46,35 @@ CatalogEntry llama3(const char* name, int64_t hidden, int64_t heads, int64_t lay
   e.source = "Grattafiori et al. 2024 (arXiv 2407.21783), Table 3 and Section 3.3";
   return e;
 }
+// Nemotron-4 (Parmar et al. 2024, arXiv 2402.16819, Table 1; NVIDIA 2024, arXiv 2406.11704, Table 1): grouped-query
+// attention with 8 K/V heads, squared-ReLU MLP, RoPE, no biases, no dropout, untied embeddings, vocabulary 256000,
+// sequence 4096. Its norm is NeMo's `layernorm1p`: LayerNorm with zero-centered gamma (gamma stored as gamma - 1),
+// the same parameters and kernels as LayerNorm. The plan is NeMo's recipe on H100 (15B: TP 4, micro-batch 4;
+// 340B: TP 8, PP 8, 12 virtual stages), one data-parallel replica.
+CatalogEntry nemotron4(const char* name, int64_t hidden, int64_t heads, int64_t layers, int64_t ffn, int64_t tp,
+                       int64_t pp, int64_t chunks, int64_t micro_batch, int64_t global_batch)
+{
+  CatalogEntry e;
+  e.model = GptConfig{name, hidden, heads, layers, /*seq_len=*/4096, /*vocab=*/256000};
+  e.model.query_groups = 8;
+  e.model.ffn_hidden = ffn;
+  e.model.activation = Activation::SquaredRelu;
+  e.model.norm = Norm::LayerNorm;
+  e.model.position = PositionEmbedding::Rope;
+  e.model.tie_embeddings = false;
+  e.model.bias = false;
+  e.model.dropout = false;
+  e.paper_plan.tp = tp;
+  e.paper_plan.pp = pp;
+  e.paper_plan.dp = 1;
+  e.paper_plan.micro_batch = micro_batch;
+  e.paper_plan.global_batch = global_batch;
+  e.paper_plan.schedule = chunks > 1 ? Schedule::Interleaved : Schedule::OneFOneB;
+  e.paper_plan.chunks = chunks;
+  e.paper_plan.attention = AttentionKernel::Flash;
+  e.source = "Parmar et al. 2024 (arXiv 2402.16819) and NVIDIA 2024 (arXiv 2406.11704), Table 1";
+  return e;
+}
 } // namespace
 
 const std::vector<CatalogEntry>& model_catalog()
@@ -59,6 +88,8 @@ const std::vector<CatalogEntry>& model_catalog()
       llama3("llama3-8b", 4096, 32, 32, 14336, 8, 1, 0),
       llama3("llama3-70b", 8192, 64, 80, 28672, 8, 4, 0),
       llama3("llama3-405b", 16384, 128, 126, 53248, 8, 16, 7),
+      nemotron4("nemotron4-15b", 6144, 48, 32, 24576, 4, 1, 1, 4, 16),
+      nemotron4("nemotron4-340b", 18432, 96, 96, 73728, 8, 8, 12, 1, 16),
   };
   return catalog;
 }

@@ -134,9 +134,6 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
     if (plan.pp < 2)
       throw InputError(std::string(flag) + ": uneven stages need at least 2 pipeline stages (got --pp " + str(plan.pp) +
                        ")");
-    if (plan.schedule == Schedule::Interleaved)
-      throw InputError(std::string(flag) + ": uneven stages are supported with --schedule 1f1b or gpipe, not "
-                       "interleaved");
     const int64_t fixed = plan.pp_first_stage_layers + plan.pp_last_stage_layers;
     const int64_t middle_stages = plan.pp - (plan.pp_first_stage_layers > 0) - (plan.pp_last_stage_layers > 0);
     const int64_t rest = model.layers - fixed;
@@ -152,9 +149,25 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
       throw InputError("--schedule: interleaved needs at least 2 pipeline stages (got --pp " + str(plan.pp) + ")");
     if (plan.chunks < 2)
       throw InputError("--chunks: interleaved needs at least 2 model chunks per stage, got " + str(plan.chunks));
-    if (model.layers % (plan.pp * plan.chunks) != 0)
+    if (!uneven && model.layers % (plan.pp * plan.chunks) != 0)
       throw InputError("--chunks: " + str(model.layers) + " layers are not divisible by pp x chunks = " + str(plan.pp) +
                        " x " + str(plan.chunks) + " (expected each model chunk to get whole layers)");
+    if (uneven) {
+      // Megatron-Core: every middle stage's layers split evenly over its virtual stages; a first/last stage
+      // lighter than that may split unevenly (chunk_layers), but every chunk keeps at least one layer.
+      for (int64_t stage = 0; stage < plan.pp; ++stage) {
+        const int64_t layers = stage_layers(model, plan, stage);
+        const bool first = stage == 0 && plan.pp_first_stage_layers > 0;
+        const bool last = stage == plan.pp - 1 && plan.pp_last_stage_layers > 0;
+        if (!first && !last && layers % plan.chunks != 0)
+          throw InputError("--chunks: the " + str(layers) + " layers of each middle pipeline stage are not divisible "
+                           "by " + str(plan.chunks) + " model chunks (expected a divisor of " + str(layers) + ")");
+        if ((first || last) && layers < plan.chunks)
+          throw InputError(std::string(first ? "--pp-first-stage-layers" : "--pp-last-stage-layers") + ": " +
+                           str(layers) + " layers cannot fill " + str(plan.chunks) +
+                           " model chunks (expected at least one layer per chunk)");
+      }
+    }
   } else if (plan.chunks != 1) {
     throw InputError("--chunks: " + str(plan.chunks) + " model chunks per stage need --schedule interleaved (got " +
                      to_string(plan.schedule) + ")");
@@ -187,10 +200,42 @@ int64_t stage_layers(const GptConfig& model, const ParallelPlan& plan, int64_t s
 
 int64_t stage_first_layer(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
 {
+  return chunk_first_layer(model, plan, stage, 0);
+}
+
+int64_t stage_chunks(const ParallelPlan& plan)
+{
+  return plan.schedule == Schedule::Interleaved ? plan.chunks : 1;
+}
+
+int64_t chunk_layers(const GptConfig& model, const ParallelPlan& plan, int64_t stage, int64_t chunk)
+{
+  const int64_t chunks = stage_chunks(plan);
+  const int64_t layers = stage_layers(model, plan, stage);
+  const int64_t base = layers / chunks, rest = layers % chunks;
+  if (rest == 0)
+    return base;
+  // Only an uneven first or last stage (validate_plan): its lighter chunks are the ones at the pipeline's ends.
+  if (stage == 0)
+    return chunk < chunks - rest ? base : base + 1;
+  return chunk < rest ? base + 1 : base;
+}
+
+int64_t chunk_first_layer(const GptConfig& model, const ParallelPlan& plan, int64_t stage, int64_t chunk)
+{
   int64_t first = 0;
-  for (int64_t s = 0; s < stage; ++s)
-    first += stage_layers(model, plan, s);
+  for (int64_t c = 0; c <= chunk; ++c)
+    for (int64_t s = 0; s < (c < chunk ? plan.pp : stage); ++s)
+      first += chunk_layers(model, plan, s, c);
   return first;
+}
+
+int64_t max_chunk_layers(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
+{
+  int64_t most = 0;
+  for (int64_t c = 0; c < stage_chunks(plan); ++c)
+    most = std::max(most, chunk_layers(model, plan, stage, c));
+  return most;
 }
 
 std::string describe_plan(const ParallelPlan& plan)
@@ -209,7 +254,9 @@ std::string describe_plan(const ParallelPlan& plan)
     s += " · uneven stages (first " + str(plan.pp_first_stage_layers) + ", last " + str(plan.pp_last_stage_layers) +
          " layers)";
   s += " · ZeRO-" + str(plan.zero_stage);
-  s += plan.fp8 ? " · FP8" : "";
+  s += plan.fp8 ? (plan.fp8_param_gather ? " · FP8 (FP8 param gather)" : " · FP8") : "";
+  s += plan.grad_reduce_bf16 ? " · BF16 grads" : "";
+  s += plan.cross_entropy_fusion ? " · fused cross entropy" : "";
   return s;
 }
 

@@ -102,6 +102,20 @@ int64_t peak_in_flight(const std::vector<PipelineStep>& steps)
   return peak;
 }
 
+int64_t peak_layers_in_flight(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
+{
+  std::vector<int64_t> layers; // per chunk
+  for (int64_t c = 0; c < stage_chunks(plan); ++c)
+    layers.push_back(chunk_layers(model, plan, stage, c));
+  int64_t in_flight = 0, peak = 0;
+  for (const PipelineStep& s : stage_schedule(pipeline_shape(plan), stage)) {
+    const int64_t n = layers[static_cast<size_t>(s.chunk)];
+    in_flight += s.phase == PipelinePhase::Forward ? n : -n;
+    peak = std::max(peak, in_flight);
+  }
+  return peak;
+}
+
 std::string format_schedule(const std::vector<PipelineStep>& steps, bool show_chunks)
 {
   std::string text;

@@ -119,7 +119,7 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
   m.query_groups = r.integer("num_query_groups", 0);
   m.ffn_hidden = r.integer("ffn_hidden", 0);
   m.activation = r.choice("activation", parse_activation(r.text("activation").value_or("")), Activation::Gelu,
-                          "gelu|swiglu");
+                          "gelu|swiglu|squared-relu");
   m.norm = r.choice("norm", parse_norm(r.text("norm").value_or("")), Norm::LayerNorm, "layernorm|rmsnorm");
   m.position = r.choice("position", parse_position(r.text("position").value_or("")), PositionEmbedding::Learned,
                         "learned|rope");

@@ -42,17 +42,20 @@ void enter_tp_region_backward(OpEmitter& e, const LayerShape& s, int32_t group)
 // weight-gradient GEMM; with SP the saved sharded input is re-gathered for the weight gradient, overlapped
 // with the input-gradient GEMM. Returns the reduction's id (or -1).
 int64_t column_parallel_backward(OpEmitter& e, const LayerShape& s, int32_t group, OpName dgrad,
-                                 std::optional<OpName> bias_grad, OpName wgrad)
+                                 std::optional<OpName> bias_grad, OpName wgrad, int32_t comm_sms = 0)
 {
+  OpCost dgrad_cost = op_cost(dgrad, s), wgrad_cost = op_cost(wgrad, s);
+  dgrad_cost.gemm.comm_sms = comm_sms; // TE's bulk overlap: launched with an SM margin
+  wgrad_cost.gemm.comm_sms = comm_sms;
   int64_t gathered = -1;
   if (s.t > 1 && s.sp)
     gathered = e.collective(OpName::TpAllGather, CollectiveOp::AllGather, group,
                             tp_collective_bytes(OpName::TpAllGather, s), tp_async_stream, {e.last_compute_id()});
-  const int64_t dgrad_id = e.compute(dgrad, s);
+  const int64_t dgrad_id = e.compute(dgrad, dgrad_cost);
   if (bias_grad && s.bias)
     e.compute(*bias_grad, s);
   const int64_t reduced = leave_tp_region(e, s, group, tp_async_stream, {dgrad_id});
-  e.compute(wgrad, s, gathered >= 0 ? std::vector<int64_t>{gathered} : std::vector<int64_t>{});
+  e.compute(wgrad, wgrad_cost, gathered >= 0 ? std::vector<int64_t>{gathered} : std::vector<int64_t>{});
   return reduced;
 }
 
@@ -108,7 +111,8 @@ int64_t ring_exchange_gemm(OpEmitter& e, const LayerShape& s, int32_t group, OpN
 int64_t pipelined_reduce_scatter_gemm(OpEmitter& e, const LayerShape& s, int32_t group, OpName gemm)
 {
   const int64_t splits = userbuffers_pipeline_splits;
-  const OpCost chunk = gemm_chunk(gemm, s, splits);
+  OpCost chunk = gemm_chunk(gemm, s, splits);
+  chunk.gemm.comm_sms = userbuffers_margin_sms;
   const double bytes = tp_collective_bytes(OpName::TpReduceScatter, s) / static_cast<double>(splits);
   int64_t reduced = -1;
   for (int64_t i = 0; i < splits; ++i) {
@@ -260,7 +264,7 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g,
   // MLP block.
   e.compute(OpName::Ln2Fwd, s);
   column_parallel_forward(e, s, g.tp, OpName::Fc1Fwd, overlap);
-  e.compute(s.activation == Activation::SwiGlu ? OpName::SwigluFwd : OpName::GeluFwd, s);
+  e.compute(activation_forward_op(s.activation), s);
   row_parallel_forward(e, s, g.tp, OpName::Fc2Fwd, OpName::DropoutAddFwd, overlap);
 }
 
@@ -275,8 +279,10 @@ void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g
   e.compute(OpName::Fc2Wgrad, s);
   if (s.bias)
     e.compute(OpName::Fc2BiasGrad, s);
-  e.compute(s.activation == Activation::SwiGlu ? OpName::SwigluBwd : OpName::GeluBwd, s);
-  int64_t reduced = column_parallel_backward(e, s, g, OpName::Fc1Dgrad, OpName::Fc1BiasGrad, OpName::Fc1Wgrad);
+  e.compute(activation_backward_op(s.activation), s);
+  const int32_t bulk_sms = overlapped(s, overlap) ? userbuffers_margin_sms : 0; // TE's bulk dgrad/wgrad overlap
+  int64_t reduced =
+      column_parallel_backward(e, s, g, OpName::Fc1Dgrad, OpName::Fc1BiasGrad, OpName::Fc1Wgrad, bulk_sms);
   e.compute(OpName::Ln2Bwd, s, after(reduced));
   e.compute(OpName::ResidualBwd, s);
   // Attention block.
@@ -289,7 +295,7 @@ void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g
   attention_core_backward(e, s, recompute, groups.cp);
   if (s.position == PositionEmbedding::Rope)
     e.compute(OpName::RopeBwd, s);
-  reduced = column_parallel_backward(e, s, g, OpName::QkvDgrad, OpName::QkvBiasGrad, OpName::QkvWgrad);
+  reduced = column_parallel_backward(e, s, g, OpName::QkvDgrad, OpName::QkvBiasGrad, OpName::QkvWgrad, bulk_sms);
   e.compute(OpName::Ln1Bwd, s, after(reduced));
   e.compute(OpName::ResidualBwd, s);
 }

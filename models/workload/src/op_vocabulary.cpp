@@ -68,6 +68,8 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::RopeBwd, "rope.bwd", OpKind::Compute},
     {OpName::SwigluFwd, "swiglu.fwd", OpKind::Compute},
     {OpName::SwigluBwd, "swiglu.bwd", OpKind::Compute},
+    {OpName::SquaredReluFwd, "squared_relu.fwd", OpKind::Compute},
+    {OpName::SquaredReluBwd, "squared_relu.bwd", OpKind::Compute},
     {OpName::FinalLnFwd, "final_ln.fwd", OpKind::Compute},
     {OpName::LogitsFwd, "logits.fwd", OpKind::Compute},
     {OpName::CrossEntropyMaxFwd, "cross_entropy.max.fwd", OpKind::Compute},
@@ -94,6 +96,7 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::Fp8AmaxAllReduce, "fp8.amax.all_reduce", OpKind::Collective},
     {OpName::TpRingExchange, "tp.ring_exchange", OpKind::Collective},
     {OpName::TpReduceScatterChunk, "tp.reduce_scatter_chunk", OpKind::Collective},
+    {OpName::PpAllGather, "pp.all_gather", OpKind::Collective},
     {OpName::PpSendActivation, "pp.send_activation", OpKind::Send},
     {OpName::PpRecvActivation, "pp.recv_activation", OpKind::Recv},
     {OpName::PpSendGradient, "pp.send_gradient", OpKind::Send},
@@ -170,6 +173,26 @@ std::optional<OpName> parse_op_name(std::string_view name)
   return std::nullopt;
 }
 
+OpName activation_forward_op(Activation activation)
+{
+  switch (activation) {
+  case Activation::Gelu: return OpName::GeluFwd;
+  case Activation::SwiGlu: return OpName::SwigluFwd;
+  case Activation::SquaredRelu: return OpName::SquaredReluFwd;
+  }
+  return OpName::GeluFwd;
+}
+
+OpName activation_backward_op(Activation activation)
+{
+  switch (activation) {
+  case Activation::Gelu: return OpName::GeluBwd;
+  case Activation::SwiGlu: return OpName::SwigluBwd;
+  case Activation::SquaredRelu: return OpName::SquaredReluBwd;
+  }
+  return OpName::GeluBwd;
+}
+
 OpCost op_cost(OpName op, const LayerShape& s)
 {
   const int64_t T = s.tokens(), h = s.h, hp = s.hidden_per_rank(), f = s.ffn_per_rank(), v = s.vocab_per_rank;
@@ -205,6 +228,7 @@ OpCost op_cost(OpName op, const LayerShape& s)
   case OpName::Fc1Fwd: return linear(s, {T, f1, h}, d(T * h));
   case OpName::GeluFwd: return memory(d(T * f) * (2 + 2), d(T * f) * 8);
   case OpName::SwigluFwd: return memory(d(T * f) * (2 + 2 + 2), d(T * f) * 6); // silu(gate) * up
+  case OpName::SquaredReluFwd: return memory(d(T * f) * (2 + 2), d(T * f) * 2); // max(x, 0)^2
   case OpName::Fc2Fwd: return linear(s, {T, h, f}, d(T * f));
   case OpName::DropoutAddBwd: return memory(outside * (2 + 1 + 2 + 2), outside * 2);
   case OpName::Fc2Dgrad: return linear(s, {T, f, h}, d(T * h));
@@ -213,6 +237,7 @@ OpCost op_cost(OpName op, const LayerShape& s)
   case OpName::ProjBiasGrad: return memory(full * 2, full); // reduction of the output gradient over the tokens
   case OpName::GeluBwd: return memory(d(T * f) * (2 + 2 + 2), d(T * f) * 10);
   case OpName::SwigluBwd: return memory(d(T * f) * (2 + 2 + 2 + 2 + 2), d(T * f) * 12); // gate, up, dY in; dgate, dup
+  case OpName::SquaredReluBwd: return memory(d(T * f) * (2 + 2 + 2), d(T * f) * 3); // dX = 2 max(x, 0) dY
   case OpName::Fc1Dgrad: return linear(s, {T, h, f1}, d(T * f1));
   case OpName::Fc1BiasGrad: return memory(d(T * f1) * 2, d(T * f1));
   case OpName::Fc1Wgrad: return linear(s, {f1, h, T}, 0);
@@ -294,9 +319,19 @@ double tp_collective_bytes(OpName op, const LayerShape& s)
   throw std::logic_error(std::string("tp_collective_bytes: ") + op_name(op) + " is not a TP collective of a layer");
 }
 
-double pipeline_message_bytes(const LayerShape& s)
+bool pipeline_scatter_gather(const LayerShape& s)
+{
+  return !s.sp && s.t > 1 && (s.tokens_outside_tp() * s.h) % s.t == 0;
+}
+
+double pipeline_gather_bytes(const LayerShape& s)
 {
   return 2.0 * d(s.tokens_outside_tp() * s.h);
+}
+
+double pipeline_message_bytes(const LayerShape& s)
+{
+  return pipeline_scatter_gather(s) ? pipeline_gather_bytes(s) / d(s.t) : pipeline_gather_bytes(s);
 }
 
 std::optional<FusedPair> engine_fused_pair(OpName fused)

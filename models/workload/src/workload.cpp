@@ -143,22 +143,35 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
   const ParallelPlan& plan = w.plan;
   const PipelineShape shape = pipeline_shape(plan);
   const LayerShape s = layer_shape(w.model, plan);
-  const int64_t layers_per_chunk = stage_layers(w.model, plan, stage) / shape.chunks;
   const int64_t last_virtual = plan.pp * shape.chunks - 1;
   const int32_t tp = w.tp_group(stage);
   const LayerGroups layer_groups{tp, w.cp_group(stage)};
-  // Global index of the first layer of (stage, chunk): chunk c of every stage in stage order, then chunk c + 1
-  // (interleaved, even stages); uneven stages are 1F1B/GPipe only (validate_plan).
-  const int64_t stage_first = stage_first_layer(w.model, plan, stage);
-  auto first_layer_of = [&](int64_t v, int64_t chunk) {
-    return shape.chunks > 1 ? v * layers_per_chunk : stage_first + chunk * layers_per_chunk;
-  };
+  // Per chunk of this stage: its layers, the global index of its first layer (the virtual stages in order,
+  // parallel_plan's chunk_first_layer) and the index of its first layer among the stage's own.
+  std::vector<int64_t> chunk_size, chunk_first, chunk_offset;
+  for (int64_t c = 0, offset = 0; c < shape.chunks; ++c) {
+    chunk_size.push_back(chunk_layers(w.model, plan, stage, c));
+    chunk_first.push_back(chunk_first_layer(w.model, plan, stage, c));
+    chunk_offset.push_back(offset);
+    offset += chunk_size.back();
+  }
+  auto at = [](const std::vector<int64_t>& per_chunk, int64_t chunk) { return per_chunk[static_cast<size_t>(chunk)]; };
   const double message_bytes = pipeline_message_bytes(s);
   const double grad_bytes_per_param = gradient_bytes_per_parameter;
 
   traces::RankProgram program;
   program.rank = w.stage_rank(stage);
   OpEmitter e(program.ops);
+  // A received message, reassembled by the TP all-gather of its chunks under scatter/gather (on the compute stream,
+  // where Megatron's _communicate issues gather_split_1d_tensor right after the receive): the op its first use
+  // waits for.
+  auto receive = [&](OpName name, int32_t peer, int64_t sequence) {
+    const int64_t id = e.recv(name, peer, sequence, message_bytes);
+    if (!pipeline_scatter_gather(s))
+      return id;
+    return e.collective(OpName::PpAllGather, CollectiveOp::AllGather, tp, pipeline_gather_bytes(s), compute_stream,
+                        {id});
+  };
   std::vector<int64_t> dp_ops;
   const bool zero_gather = plan.zero_stage && plan.dp * plan.cp > 1;
   // Elements of the flat buffer the gradients are reduced in and the optimizer steps over, padded to a multiple
@@ -169,18 +182,20 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
   // --overlap-param-gather: the all-gathers of the parameters the last step updated, one bucket per layer
   // (the stage's non-layer parameters with its first layer's), on their own stream; each layer's first forward
   // waits for its bucket only.
-  // Buckets are numbered in the stage's layer order: chunk c's layer l is bucket c x layers-per-chunk + l.
+  // Buckets are numbered in the stage's layer order: chunk c's layer l is bucket chunk_offset[c] + l.
   std::map<int64_t, int64_t> param_gather; // bucket -> gather op
   if (zero_gather && w.options.overlap_param_gather) {
     const int64_t layers = stage_layers(w.model, plan, stage);
     const int64_t per_layer = layer_parameters_per_gpu(w.model, plan.tp);
-    for (int64_t k = 0; k < layers; ++k) {
-      const int64_t bucket_params = k == 0 ? params - per_layer * (layers - 1) : per_layer;
-      const int64_t chunk = k / layers_per_chunk;
-      const int64_t layer = first_layer_of(virtual_stage(plan, stage, chunk), chunk) + k % layers_per_chunk;
-      e.set_context(traces::Phase::Forward, static_cast<int32_t>(layer), -1, static_cast<int32_t>(chunk));
-      param_gather[k] = e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage),
-                                     2.0 * static_cast<double>(bucket_params), param_gather_stream);
+    for (int64_t chunk = 0; chunk < shape.chunks; ++chunk) {
+      for (int64_t l = 0; l < at(chunk_size, chunk); ++l) {
+        const int64_t k = at(chunk_offset, chunk) + l;
+        const int64_t bucket_params = k == 0 ? params - per_layer * (layers - 1) : per_layer;
+        e.set_context(traces::Phase::Forward, static_cast<int32_t>(at(chunk_first, chunk) + l), -1,
+                      static_cast<int32_t>(chunk));
+        param_gather[k] = e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage),
+                                       2.0 * static_cast<double>(bucket_params), param_gather_stream);
+      }
     }
   }
   std::set<int64_t> gathered_layers; // buckets whose layer's first forward already waited for them
@@ -188,14 +203,14 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
   for (const PipelineStep& step : stage_schedule(shape, stage)) {
     const int64_t v = virtual_stage(plan, stage, step.chunk);
     const int32_t mb = static_cast<int32_t>(step.micro_batch), chunk = static_cast<int32_t>(step.chunk);
-    const int64_t first_layer = first_layer_of(v, step.chunk);
+    const int64_t first_layer = at(chunk_first, step.chunk), layers_per_chunk = at(chunk_size, step.chunk);
     if (step.phase == PipelinePhase::Forward) {
       e.set_context(traces::Phase::Forward, -1, mb, chunk);
       std::vector<int64_t> input;
       if (v > 0) {
         const Neighbour from = previous_of(plan, stage, step.chunk);
         const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Activation, mb, from.chunk));
-        input.push_back(e.recv(OpName::PpRecvActivation, w.stage_rank(from.stage), seq, message_bytes));
+        input.push_back(receive(OpName::PpRecvActivation, w.stage_rank(from.stage), seq));
       }
       if (v == 0) {
         w.ops->embedding_forward(e, tp);
@@ -204,7 +219,7 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
         e.set_context(traces::Phase::Forward, static_cast<int32_t>(first_layer + l), mb, chunk);
         const size_t before = program.ops.size();
         w.ops->layer_forward(e, layer_groups);
-        const int64_t bucket = step.chunk * layers_per_chunk + l;
+        const int64_t bucket = at(chunk_offset, step.chunk) + l;
         if (!param_gather.empty() && before < program.ops.size() && gathered_layers.insert(bucket).second)
           program.ops[before].deps.push_back(param_gather.at(bucket));
         if (!input.empty() && before < program.ops.size()) {
@@ -233,7 +248,7 @@ traces::RankProgram stage_program(const Workload& w, int64_t stage)
     } else {
       const Neighbour from = next_of(plan, stage, step.chunk);
       const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Gradient, mb, from.chunk));
-      grad_input.push_back(e.recv(OpName::PpRecvGradient, w.stage_rank(from.stage), seq, message_bytes));
+      grad_input.push_back(receive(OpName::PpRecvGradient, w.stage_rank(from.stage), seq));
     }
     const bool last_backward_of_chunk = step.micro_batch == shape.micro_batches - 1;
     for (int64_t l = layers_per_chunk - 1; l >= 0; --l) {

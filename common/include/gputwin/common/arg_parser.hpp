@@ -29,6 +29,15 @@ public:
   // The value of `name` parsed as an integer; throws InputError "--name: expected an integer, got 'x'".
   std::optional<int64_t> integer(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  // Gives `name` the value `value` unless the user gave it; true when it did (a default that depends on more
+  // than the flag itself, such as the cluster's GPU generation).
+  bool set_default(const std::string& name, const std::string& value)
+  {
+    if (has(name))
+      return false;
+    values_[name].push_back(value);
+    return true;
+  }
 
 private:
   friend class ArgParser;

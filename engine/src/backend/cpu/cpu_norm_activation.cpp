@@ -1,7 +1,8 @@
-// Layernorm and GeLU on the CPU.
+// Layernorm, GeLU and squared ReLU on the CPU.
 #include "cpu_access.hpp"
 #include "gputwin/engine/backend/cpu_backend.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -103,6 +104,25 @@ void CpuBackend::gelu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& 
     const float dt = gelu_scale * (1.0f + 3.0f * gelu_cubic * x * x) * (1.0f - t * t);
     cpu::store(d_in, i, cpu::load(d_out, i) * (0.5f * (1.0f + t) + 0.5f * x * dt));
   }
+}
+
+void CpuBackend::squared_relu_forward(Tensor& out, const Tensor& in, int64_t n)
+{
+  cpu::require_elements("squared_relu_forward in", in, n);
+  cpu::require_elements("squared_relu_forward out", out, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float relu = std::max(cpu::load(in, i), 0.0f);
+    cpu::store(out, i, relu * relu);
+  }
+}
+
+void CpuBackend::squared_relu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n)
+{
+  cpu::require_elements("squared_relu_backward in", in, n);
+  cpu::require_elements("squared_relu_backward d_out", d_out, n);
+  cpu::require_elements("squared_relu_backward d_in", d_in, n);
+  for (int64_t i = 0; i < n; ++i)
+    cpu::store(d_in, i, cpu::load(d_out, i) * 2.0f * std::max(cpu::load(in, i), 0.0f));
 }
 
 } // namespace gputwin::engine

@@ -25,6 +25,9 @@ enum class Phase { Forward, Backward, Recompute, Optimizer };
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool fp8 = false; // FP8 operands (Transformer Engine linear layers): timed at the GPU's FP8 peak
+  // SMs held back from the GEMM for communication kernels for its whole duration (Transformer Engine's userbuffers
+  // overlap with set_sm_margin: the GEMM is launched on sm_count - num_comm_sm SMs); 0: every SM.
+  int32_t comm_sms = 0;
   bool operator==(const GemmShape&) const = default;
 };
 

@@ -126,6 +126,11 @@ public:
   virtual void gelu_forward(Tensor& out, const Tensor& in, int64_t n) = 0;
   virtual void gelu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n) = 0;
 
+  // Squared ReLU (So et al. 2021; Nemotron-4's MLP), elementwise over n elements: out = max(in, 0)^2.
+  virtual void squared_relu_forward(Tensor& out, const Tensor& in, int64_t n) = 0;
+  // d_in = d_out * 2 max(in, 0); d_in may alias d_out.
+  virtual void squared_relu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n) = 0;
+
   // scores (f32) = Q K^T / sqrt(head_dim) for key j <= query i (the causal part; the rest is left 0).
   virtual void attention_scores_forward(Tensor& scores, const Tensor& qkv, const AttentionDims& dims) = 0;
   // d_qkv's Q and K parts = the gradients of the scores (dK summed over the heads of its group); its V part is

@@ -27,6 +27,8 @@ public:
   void swiglu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t rows, int64_t cols) override;
   void gelu_forward(Tensor& out, const Tensor& in, int64_t n) override;
   void gelu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n) override;
+  void squared_relu_forward(Tensor& out, const Tensor& in, int64_t n) override;
+  void squared_relu_backward(Tensor& d_in, const Tensor& d_out, const Tensor& in, int64_t n) override;
   void attention_scores_forward(Tensor& scores, const Tensor& qkv, const AttentionDims& dims) override;
   void attention_scores_backward(Tensor& d_qkv, const Tensor& d_scores, const Tensor& qkv,
                                  const AttentionDims& dims) override;

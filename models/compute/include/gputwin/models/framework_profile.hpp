@@ -8,9 +8,11 @@
 //
 // Issue model (both executors implement exactly this; sim/README.md "Host issue model"):
 //   issue(i) = free(i-1) + host_cost(i)          free(-1) = 0 (the iteration starts)
-//   free(i)  = issue(i), or max(issue(i), end(i)) when op i synchronises the host
+//   free(i)  = issue(i), or max(issue(i), end(i)) when op i synchronises the host (a batch of adjacent p2p ops
+//              synchronises once, at its last op)
 //   start(i) >= issue(i) + launch_latency_s      (besides its stream order and dependencies)
 
+#include "gputwin/common/gpu_generation.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
@@ -36,6 +38,13 @@ struct FrameworkProfile {
   // around batch_isend_irecv), and before the optimizer (the inf/NaN check and gradient norm read on the host).
   bool sync_after_p2p = false;
   bool sync_before_optimizer = false;
+  // Megatron-Core's `overlap_p2p_comm`, on by default with virtual pipeline stages (megatron/training/arguments.py
+  // `--no-overlap-p2p-communication`; argument_utils.py sets batch_p2p_comm = not overlap_p2p_comm): in the
+  // interleaved schedule the sends and receives are individual isend/irecv whose handles the schedule waits on
+  // from the GPU stream, so the host never synchronises there. The torch.cuda.synchronize() of
+  // p2p_communication.py `_communicate` runs only with batch_p2p_comm and batch_p2p_sync, i.e. in the
+  // non-interleaved 1F1B schedule. true: `sync_after_p2p` applies to programs without chunks only.
+  bool overlap_p2p_interleaved = false;
   // Ops the framework issues beyond the one fused softmax kernel where that kernel does not support the shape.
   // Megatron's FusedScaleMaskSoftmax (megatron/model/fused_softmax.py is_kernel_available) runs its fused CUDA
   // kernel only when 16 < sk <= 4096, sq % 4 == 0 and the attention batches b x heads/t are a multiple of the
@@ -48,12 +57,17 @@ struct FrameworkProfile {
   bool operator==(const FrameworkProfile&) const = default;
 };
 
-// Built-in profiles: "none" (no host: ops start as soon as the GPU can run them), "megatron-lm",
-// "megatron-deepspeed", "gputwin-engine". Throws InputError naming `flag` for an unknown name.
+// Built-in profiles: "none" (no host: ops start as soon as the GPU can run them), "megatron-lm" (the 2022
+// Megatron of the paper's A100 runs), "megatron-core" (Megatron-Core with Transformer Engine; "nemo" names the
+// same: NeMo trains through Megatron-Core), "megatron-deepspeed", "gputwin-engine". Throws InputError naming
+// `flag` for an unknown name.
 FrameworkProfile builtin_framework_profile(const std::string& name, const std::string& flag = "--framework");
 std::vector<std::string> builtin_framework_names();
-// The profile `simulate` uses without --framework.
+// The profile `simulate` uses without --framework on Ampere-era clusters (and CPU hosts).
 inline constexpr const char* default_framework = "megatron-lm";
+// The profile a user of the GPU's generation runs: megatron-core on Hopper and later (what NeMo and
+// Megatron-LM's current releases train with), megatron-lm (2022) on Ampere and CPU hosts.
+const char* default_framework_for(GpuGeneration generation);
 
 // The host's per-op cost and synchronisation points of one rank program, in op (issue) order.
 struct HostProgram {
@@ -73,6 +87,15 @@ struct HostOpClass {
   bool starts_step = false;       // first op of a micro-batch step
   bool starts_optimizer = false;  // first op of the optimizer phase
   bool before_optimizer = false;  // the last op before the optimizer's first kernel
+  bool interleaved = false;       // a p2p op of a program with virtual pipeline stages (chunks)
+  // A p2p op followed by another in program order: Megatron's combined calls (send_forward_recv_backward,
+  // send_backward_recv_forward, ...) post adjacent sends and receives as one batch_isend_irecv and synchronise
+  // once, after the batch; the host's sync point is the batch's last op.
+  bool batched_with_next = false;
+  // The last op of a batch between a forward step and a backward step of an interleaved program: Megatron's
+  // interleaved schedule runs the steady state's forward and backward back to back and exchanges both steps'
+  // tensors afterwards in one call (send_forward_backward_recv_forward_backward), so no sync falls between them.
+  bool forward_to_backward = false;
   // An attention softmax whose shape the fused softmax kernel does not support, forward (or recompute) or backward.
   enum UnfusedSoftmax : uint8_t { No, Forward, Backward } unfused_softmax = No;
 };

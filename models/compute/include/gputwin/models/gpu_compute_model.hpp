@@ -11,6 +11,8 @@
 //                grid point, so table and curve agree at the grid's edge -- gemm_table.hpp)
 //     e_stream = memory_efficiency x the elementwise class's relative efficiency: a GEMM's operand traffic
 //                streams like a copy (attention products with a head-dimension side are bound by it)
+//   fused attention (attn.flash.*) with a measured curve: t = max(the GEMM rule, F / throughput(seq))
+//     (attention_throughput.hpp)
 //   memory-bound ops of kernel class c (kernel_class.hpp):
 //     t = kernel_overhead_s + overhead_s[c] + bytes / (HBM x memory_efficiency x relative_efficiency[c])
 //
@@ -28,6 +30,7 @@
 // GPUs" shows FP8 large-matmul throughput close to twice bf16's. Not measured here; small and short-k FP8
 // shapes are likely further below their peak than the curve says (the operand casts are separate ops).
 
+#include "gputwin/models/attention_throughput.hpp"
 #include "gputwin/models/comm_interference.hpp"
 #include "gputwin/models/gemm_table.hpp"
 #include "gputwin/common/gpu_generation.hpp"
@@ -67,6 +70,9 @@ struct GpuComputeModel {
   std::map<KernelClass, MemoryClassParams> memory_classes;
   // How overlapped NCCL communication slows this GPU's kernels (comm_interference.hpp); disabled: not at all.
   CommInterferenceParams comm_interference;
+  // Measured fused-attention throughput (attention_throughput.hpp) that times attn.flash.* ops, never faster
+  // than the GEMM rule; null: the GEMM rule alone. A model file names it `attention_throughput: builtin:NAME`.
+  const AttentionThroughput* attention_throughput = nullptr;
 };
 
 // The built-in model of a GPU generation (Ampere: the A100's; Hopper: the H100's, also for the H200), named
@@ -96,6 +102,16 @@ double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmSh
 // peak_flops. Throws InputError for an FP8 GEMM on a model without an FP8 peak (plans are checked before they
 // get here; a trace's FP8 GEMMs replayed on an A100 are not).
 double gemm_peak_flops(const GpuComputeModel& gpu, const traces::GemmShape& shape);
+
+// HBM bytes of an FP8 GEMM's own operands: 1-byte A and B, bf16 C. An FP8 op's bytes beyond these are the cast
+// (Transformer Engine's cast_transpose of the bf16 operand), timed as a memory-bound kernel before the GEMM:
+//   t = max(math, operand bytes / stream bandwidth) + overhead + cast bytes / stream bandwidth + overhead.
+double fp8_gemm_operand_bytes(const traces::GemmShape& g);
+
+// Math seconds of a GEMM-shaped op with `sms_taken` SMs (or its own gemm.comm_sms, whichever is more) left to
+// other kernels: FLOPs / (peak x modelled efficiency), no faster than the fused-attention curve for attn.flash.*,
+// times S / S' x wave(S) / wave(S') on S' = S - taken SMs. REQUIRES: op.gemm m, n, k > 0.
+double gemm_math_s(const GpuComputeModel& gpu, const traces::Op& op, int sms_taken);
 
 // The parameters memory-bound kernels of class `c` use (relative 1, overhead 0 for a class not listed).
 MemoryClassParams memory_class_params(const GpuComputeModel& gpu, KernelClass c);

@@ -3,11 +3,12 @@
 // `gputwin-engine train`): one definition, so the CLIs cannot drift apart.
 //
 //   model: --model NAME|FILE.yaml  --hidden --heads --layers --seq-len --vocab
-//          --num-query-groups --ffn-hidden --activation gelu|swiglu --norm layernorm|rmsnorm
+//          --num-query-groups --ffn-hidden --activation gelu|swiglu|squared-relu --norm layernorm|rmsnorm
 //          --position learned|rope --untie-embeddings --no-bias --no-dropout
 //   plan:  --plan paper  --tp --cp --pp --dp --micro-batch --global-batch --sp --no-sp
 //          --recompute none|selective|full  --attention unfused|flash  --schedule 1f1b|interleaved|gpipe
 //          --chunks N  --zero 0|1  --pp-first-stage-layers N --pp-last-stage-layers N  --fp8
+//          --fp8-param-gather --no-fp8-param-gather --grad-reduce-in-bf16 --cross-entropy-fusion
 
 #include "gputwin/common/arg_parser.hpp"
 #include "gputwin/models/gpt_config.hpp"

@@ -55,7 +55,38 @@ namespace gputwin {
 // outputs, the attention output, the activation output) are kept as their 1-byte FP8 casts. Llama 3 70B, tp 8,
 // cp 2, SP, flash: (8 sbh + 4 sbh + 4 s b 1024 + 2 s b 57344 + 2 s b 28672 + 4 a s b) / 8 at s = 4096, b = 1:
 // 140640256 bytes (tests/models/llama_architecture_test.cpp derives it by hand).
+//
+// Two stacks. The unfused attention core is the paper's Megatron-LM, counted as above (Table 2, whose A100 tests
+// it holds). Flash attention is Megatron-Core with Transformer Engine (megatron_core_te_memory), whose modules
+// save, per layer (TE v2.11 transformer_engine/pytorch, Megatron-Core megatron/core):
+//   TELayerNormColumnParallelLinear (QKV, fc1)  its input and the norm output (module/layernorm_linear.py:
+//                                               inputmat, ln_out -- FP8: the FP8 cast only -- mu, rsigma); with SP
+//                                               the local shards, ln_out re-gathered in backward
+//   RoPE (TE fused)                             nothing but the frequencies (attention/rope.py FusedRoPEFunc)
+//   DotProductAttention (FusedAttention)        q, k, v (rotated, contiguous), out and the fp32 softmax statistics
+//                                               b a s (attention/dot_product_attention/backends.py FusedAttnFunc)
+//   TERowParallelLinear (proj, fc2)             its input (module/linear.py saved_inputmat): the attention output
+//                                               (the same tensor in BF16; its FP8 cast besides with FP8) and the
+//                                               activation output (FP8: its cast only)
+//   SwiGLU / GeLU (Megatron fused)              its input, fc1's output, 2F wide for SwiGLU
+//                                               (core/fusions/fused_bias_swiglu.py)
+// which is the per-layer formula above plus the norms' fp32 statistics (4 s b each, 8 with LayerNorm) and, with
+// FP8, the attention output's FP8 copy (s b h). Dropout of 0 stores no mask (PyTorch returns its input).
 int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& plan);
+
+// Whether `plan` is counted as Megatron-Core + Transformer Engine keep memory (flash attention) rather than as
+// the paper's Megatron-LM (unfused attention, Table 2).
+bool megatron_core_te_memory(const ParallelPlan& plan);
+
+// Transient bytes of a layer's backward on top of what is stored, one micro-batch, Megatron-Core + TE only (0
+// for the paper's stack): the MLP's input gradients alive together, fc2's (s b F) and the activation's
+// (s b F'), BF16, split by t: 2 s b (F + F') / t.
+int64_t layer_backward_workspace_bytes(const GptConfig& model, const ParallelPlan& plan);
+
+// Transient bytes of the loss and output layer's backward (last stage), Megatron-Core + TE only: the output
+// layer's BF16 weight-gradient placeholder 2 (v / t) h, its input gradient 2 s b h over the rank's sequence, and
+// without --cross-entropy-fusion the BF16 gradient of the logits 2 s b v / t.
+int64_t output_backward_workspace_bytes(const GptConfig& model, const ParallelPlan& plan);
 
 // FlashAttention's dropout RNG state per layer and micro-batch, bytes: a (seed, offset) pair of int64.
 inline constexpr int64_t flash_rng_state_bytes = 16;
@@ -74,7 +105,7 @@ struct StageActivations {
   int64_t chunks_in_flight = 0; // peak (micro-batch, chunk) pairs stored, from the schedule
   int64_t layer_bytes = 0;      // bytes_per_layer x layers_per_chunk x chunks_in_flight
   int64_t embedding_bytes = 0;  // embedding-dropout masks of the micro-batches in flight (stage 0)
-  int64_t output_bytes = 0;     // final layernorm + output-layer inputs and fp32 logits (last stage)
+  int64_t output_bytes = 0;     // final layernorm + output-layer inputs and the logits the loss keeps (last stage)
   int64_t total_bytes = 0;      // layer_bytes + embedding_bytes + output_bytes
 };
 

@@ -12,6 +12,7 @@ namespace gputwin {
 enum class Activation {
   Gelu,   // fc1 h -> F, GeLU, fc2 F -> h
   SwiGlu, // fc1 h -> 2F (gate and up projections), silu(gate) * up, fc2 F -> h (Shazeer 2020)
+  SquaredRelu, // fc1 h -> F, relu(x)^2, fc2 F -> h (So et al. 2021, "Primer"; Nemotron-4)
 };
 enum class Norm {
   LayerNorm, // (x - mean) / std * gamma + beta
@@ -54,7 +55,7 @@ struct GptConfig {
   }
 };
 
-std::string to_string(Activation a);        // "gelu", "swiglu"
+std::string to_string(Activation a);        // "gelu", "swiglu", "squared-relu"
 std::string to_string(Norm n);              // "layernorm", "rmsnorm"
 std::string to_string(PositionEmbedding p); // "learned", "rope"
 std::optional<Activation> parse_activation(const std::string& text);

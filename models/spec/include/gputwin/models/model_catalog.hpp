@@ -1,6 +1,6 @@
 #pragma once
 // Built-in models: the four GPT configurations of Korthikanti et al. 2022, Table 3, with the parallel plan
-// each was measured with (s = 2048, v = 51200, no data parallelism).
+// each was measured with (s = 2048, v = 51200, no data parallelism), then Llama 3 and Nemotron-4 with theirs.
 
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"

@@ -55,12 +55,22 @@ struct ParallelPlan {
   // exchanges K/V blocks around the cp ring. Ranks: tp innermost, then cp, then dp, then pp.
   int64_t cp = 1;
   // Uneven pipeline stages (Megatron-Core --decoder-first/last-pipeline-num-layers): layers of the first and
-  // the last stage; 0: an even share. The middle stages split the rest evenly.
+  // the last stage; 0: an even share. The middle stages split the rest evenly. Interleaved: each stage's layers
+  // split over its chunks (chunk_layers).
   int64_t pp_first_stage_layers = 0;
   int64_t pp_last_stage_layers = 0;
   // FP8 linear layers (Transformer Engine, delayed scaling): the GEMMs of QKV, projection and MLP at the GPU's
   // FP8 peak, their inputs cast to FP8 (with amax bookkeeping); logits, attention and norms stay bf16.
   bool fp8 = false;
+  // Megatron-Core --fp8-param-gather (with fp8 and the distributed optimizer): the layers' weights are kept only
+  // as FP8 (no BF16 copy) and all-gathered in FP8.
+  bool fp8_param_gather = false;
+  // Megatron-Core --grad-reduce-in-bf16: the gradient buffer in BF16 (2 bytes per parameter) instead of the
+  // default FP32 main grads (--accumulate-allreduce-grads-in-fp32, 4 bytes).
+  bool grad_reduce_bf16 = false;
+  // Megatron-Core --cross-entropy-loss-fusion --cross-entropy-fusion-impl te: Transformer Engine's fused
+  // vocabulary-parallel cross entropy (keeps the BF16 logits and writes the gradient into them in place).
+  bool cross_entropy_fusion = false;
 
   int64_t gpus() const { return tp * cp * pp * dp; }
   int64_t effective_global_batch() const { return global_batch > 0 ? global_batch : micro_batch * dp; }
@@ -80,15 +90,31 @@ std::optional<AttentionKernel> parse_attention(const std::string& text);
 
 // Throws InputError naming the flag to change if `plan` cannot run `model`: sizes not positive, heads or query
 // groups not divisible by --tp, the sequence not divisible by 2 x --cp, layers not splitting over --pp (with
-// uneven first/last stages: the middle stages' share) or --pp x --chunks, global batch not divisible by
+// uneven first/last stages: the middle stages' share) or --pp x --chunks (uneven: a middle stage's layers not
+// divisible by --chunks, a first/last stage with fewer layers than chunks), global batch not divisible by
 // micro-batch x dp, an interleaved schedule with fewer micro-batches than stages, ...
 void validate_plan(const GptConfig& model, const ParallelPlan& plan);
 
-// Transformer layers of pipeline stage `stage` (each of its chunks holds layers / chunks of them), and the
-// global index of its first layer (of chunk 0; chunk c starts c x pp x layers-per-chunk later when even).
-// REQUIRES: validate_plan passed.
+// Transformer layers of pipeline stage `stage` over all its chunks, and the global index of the first layer of
+// its chunk 0. REQUIRES: validate_plan passed.
 int64_t stage_layers(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
 int64_t stage_first_layer(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
+
+// Model chunks per stage: plan.chunks with the interleaved schedule, 1 otherwise.
+int64_t stage_chunks(const ParallelPlan& plan);
+// Transformer layers of model chunk `chunk` of `stage` (virtual stage chunk x pp + stage): stage_layers / chunks,
+// as Megatron-Core's get_transformer_layer_offset splits an uneven first/last stage over its virtual stages
+// (megatron/core/transformer/transformer_layer.py). Where a first or last stage's layers do not divide by the
+// chunks (Megatron-Core refuses that; Meta's Llama 3 405B plan needs it: 126 = 16 x 8 - 2), the lighter chunks
+// are the first ones of the first stage (chunk 0 also holds the embedding) and the last ones of the last stage
+// (the last chunk also holds the output layer): 7 layers over 2 chunks are 3 + 4 there and 4 + 3 here.
+// REQUIRES: validate_plan passed, 0 <= chunk < stage_chunks(plan).
+int64_t chunk_layers(const GptConfig& model, const ParallelPlan& plan, int64_t stage, int64_t chunk);
+// Global index of the first layer of (stage, chunk): the layers are laid out over the virtual stages in order
+// (chunk 0 of stages 0 .. pp-1, then chunk 1, ...), Megatron-Core's layer offset.
+int64_t chunk_first_layer(const GptConfig& model, const ParallelPlan& plan, int64_t stage, int64_t chunk);
+// The most layers any one chunk of `stage` holds.
+int64_t max_chunk_layers(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
 
 // One line such as "tp 8 · pp 8 · dp 1 · micro-batch 1 · global batch 64 (64 micro-batches) · SP · ...
 // · unfused attention · ...".

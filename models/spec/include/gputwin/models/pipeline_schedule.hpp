@@ -44,6 +44,11 @@ int64_t peak_in_flight(const PipelineShape& shape, int64_t stage);
 // The same maximum, counted along an emitted order.
 int64_t peak_in_flight(const std::vector<PipelineStep>& steps);
 
+// The most transformer layers whose forward has run and backward has not on `stage` of `plan`: the in-flight
+// (micro-batch, chunk) pairs weighted by their chunk's layers (chunk_layers), along stage_schedule's order.
+// peak_in_flight x the stage's layers per chunk when its chunks are equal. REQUIRES: validate_plan passed.
+int64_t peak_layers_in_flight(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
+
 // "F0 F1 B0 F2 B1 B2" (chunks as F0.1 when interleaved), for tests and debugging.
 std::string format_schedule(const std::vector<PipelineStep>& steps, bool show_chunks);
 

@@ -33,6 +33,11 @@ struct TpCommOverlap {
 };
 // TE's default num_splits for the pipelined reduce-scatter overlap (initialize_ub: 4 for method "pipeline").
 inline constexpr int64_t userbuffers_pipeline_splits = 4;
+// SMs TE holds back from the GEMMs of its "pipeline" and "bulk" overlaps (initialize_ub get_default_config:
+// num_sm 16 and set_sm_margin for every method but ring_exchange; common/comm_gemm_overlap/comm_gemm_overlap.cpp
+// `_math_sms = set_sm_margin ? sm_count - num_comm_sm : sm_count`, the SM count the GEMM is launched with):
+// proj/fc2 forward and qkv/fc1 dgrad and wgrad run on S - 16 SMs (GemmShape::comm_sms).
+inline constexpr int32_t userbuffers_margin_sms = 16;
 
 // Forward of one layer (phase Forward, or Recompute when full recompute reruns it).
 void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, TpCommOverlap overlap = {});

@@ -14,9 +14,11 @@
 //     compare them bit for bit), Megatron sends them in bf16: the engine's pp.*_gradient ops carry twice
 //     the generator's bytes (pipeline_message_bytes()).
 //   - Flash attention's cost depends on the kernel's tile (the backend's), the generator uses the default tile.
+//   - The all-gather of a scattered pipeline gradient (PpAllGather in backward) moves the engine's fp32 gradient:
+//     twice the generator's bytes, like the gradient message itself.
 //
 // Architectures: grouped-query attention narrows the QKV GEMM to (a + 2g) d / t columns; SwiGLU widens fc1 to
-// 2F / t and replaces gelu.* by swiglu.*; RMSNorm keeps the ln*.fwd/bwd names at its own cost; RoPE adds
+// 2F / t and replaces gelu.* by swiglu.*; squared ReLU replaces gelu.* by squared_relu.*; RMSNorm keeps the ln*.fwd/bwd names at its own cost; RoPE adds
 // rope.fwd after the QKV GEMM and rope.bwd before its input gradient; without biases the *.bias_grad ops and
 // without dropout the dropout ops (and dropout_add.bwd, then an identity) are not emitted.
 // Context parallelism (cp > 1, flash only): the rank's attention runs as cp blockwise steps, each
@@ -86,6 +88,9 @@ enum class OpName : uint8_t {
   RopeBwd,
   SwigluFwd,
   SwigluBwd,
+  // Nemotron-style MLP: squared ReLU, Transformer Engine's fused srelu / dsrelu kernels.
+  SquaredReluFwd,
+  SquaredReluBwd,
   // Output layer and loss (last model chunk).
   FinalLnFwd,
   LogitsFwd,
@@ -115,6 +120,7 @@ enum class OpName : uint8_t {
   Fp8AmaxAllReduce, // FP8 delayed scaling: the amax histories reduced once per iteration
   TpRingExchange,   // --tp-comm-overlap: one step of Transformer Engine's ring-exchange all-gather (one slice)
   TpReduceScatterChunk, // --tp-comm-overlap: one chunk of TE's pipelined userbuffers reduce-scatter (not NCCL)
+  PpAllGather, // scatter/gather of pipeline messages: the TP all-gather of a received message's 1/t chunks
   PpSendActivation,
   PpRecvActivation,
   PpSendGradient,
@@ -127,6 +133,9 @@ const char* op_name(OpName op);
 traces::OpKind op_kind(OpName op);
 // The vocabulary entry of a trace name; nullopt for a name outside it.
 std::optional<OpName> parse_op_name(std::string_view name);
+// The MLP activation's one kernel forward (gelu.fwd, swiglu.fwd, squared_relu.fwd) and backward.
+OpName activation_forward_op(Activation activation);
+OpName activation_backward_op(Activation activation);
 
 struct OpCost {
   double flops = 0;
@@ -151,8 +160,18 @@ double cp_exchange_bytes(OpName op, const LayerShape& s);
 // each rank sends (and receives) in one ring step, one rank's sequence slice of the all-gather's output (1/t of
 // it: the t - 1 steps move what the all-gather moves per rank, (t - 1)/t of its size).
 double tp_collective_bytes(OpName op, const LayerShape& s);
-// Bytes of one pipeline message: the stage boundary's activation (or its gradient) in 16 bits, sharded by SP.
+// Megatron-LM's scatter/gather of pipeline messages (Narayanan et al. SC'21, Section 4.1; megatron/
+// p2p_communication.py `_communicate` with `scatter_gather_tensors_in_pipeline`, on by default and off with sequence
+// parallelism, Megatron-LM 2022): without SP every TP rank holds the whole boundary tensor, so each sends only its
+// 1/t of the flattened tensor over its own link (mpu.split_tensor_into_1d_equal_chunks) and the receiver all-gathers
+// the t chunks over its TP group (mpu.gather_split_1d_tensor, PpAllGather) before using it. Megatron sends the whole
+// tensor where t does not divide its elements.
+bool pipeline_scatter_gather(const LayerShape& s);
+// Bytes of one pipeline message each rank sends: the stage boundary's activation (or its gradient) in 16 bits,
+// sharded by SP, or its 1/t chunk under scatter/gather.
 double pipeline_message_bytes(const LayerShape& s);
+// nccl-tests size of the all-gather that reassembles a scattered pipeline message (PpAllGather): the whole message.
+double pipeline_gather_bytes(const LayerShape& s);
 // Megatron keeps and reduces fp32 main gradients: data-parallel and embedding gradient bytes per parameter.
 inline constexpr double gradient_bytes_per_parameter = 4.0;
 
