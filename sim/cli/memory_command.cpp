@@ -183,7 +183,7 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
   }
   MemoryReserve reserve = default_memory_reserve(
       parsed.has("--framework") ? config::load_framework_profile(*parsed.value("--framework")).name
-                                : std::string(default_framework));
+                                : std::string(default_framework_for(topo::read_cluster(parsed).gpu.generation)));
   if (const std::optional<std::string> text = parsed.value("--memory-reserve")) {
     double value = -1;
     size_t used = 0;
