@@ -1,5 +1,5 @@
 // `gputwin calibrate --iterations FILE.csv`: the GPU compute model's efficiencies and the framework's host costs
-// fitted to measured iteration times, with k-fold cross-validated error (folds grouped by model shape).
+// fitted to measured iteration times, with k-fold cross-validated error (folds grouped by model).
 #include "commands.hpp"
 #include "iteration_cases.hpp"
 
@@ -7,11 +7,13 @@
 #include "gputwin/config/gpu_model_yaml.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
+#include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/output_file.hpp"
 
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -21,8 +23,9 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
 {
   ArgParser parser("gputwin calibrate --iterations",
                    "Fits the GPU compute model's efficiencies and the framework's host costs to a table of measured\n"
-                   "iteration times, and reports the k-fold cross-validated error (folds grouped by model shape:\n"
-                   "hidden size x layers). Rows take the command line's model/plan flags for columns they lack.\n\n"
+                   "iteration times, and reports the k-fold cross-validated error (folds grouped by model: the\n"
+                   "table's model column, else the shape, hidden size x layers; no model is predicted by a fit that\n"
+                   "saw it). Rows take the command line's model/plan flags for columns they lack.\n\n"
                    "example: gputwin calibrate --iterations ground_truth_single.csv --cluster dgx-a100 \\\n"
                    "           --recompute full --schedule 1f1b --vocab 50257 --framework megatron-deepspeed -o v.yaml");
   add_iteration_table_flags(parser);
@@ -30,7 +33,10 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
   parser.add_option("--folds", "K", "cross-validation folds (default 5; 1: no cross-validation)");
   parser.add_option("--max-evaluations", "N", "objective evaluations per fit (default 800)");
   parser.add_option("--threads", "N", "threads (default: the machine's cores)");
-  const ParsedArgs parsed = parser.parse(with_long_output_flag(args));
+  ParsedArgs parsed = parser.parse(with_long_output_flag(args));
+  // Stated on stderr once the run has succeeded (an error stays one line).
+  const std::optional<std::string> attention_note =
+      default_attention_for_gpu(parsed, topo::read_cluster(parsed).gpu.generation);
   if (parser.help_requested()) {
     out << parser.help();
     return 0;
@@ -55,10 +61,14 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
   if (threads < 1)
     throw InputError("--threads: expected an integer >= 1");
   const sim::FitParameters start{compute_model_for_gpu(parsed, cluster.gpu),
-                                   framework_from_flags(parsed, "megatron-deepspeed")};
+                                   framework_from_flags(parsed, default_framework_for(cluster.gpu.generation))};
 
   const auto wall_start = std::chrono::steady_clock::now();
   const sim::IterationSet set(cluster, std::move(cases), threads);
+  std::vector<double> measured;
+  for (const sim::IterationCase& c : set.cases())
+    measured.push_back(c.measured_s);
+  const double uncalibrated_mape = sim::mean_absolute_percentage_error(set.predict(start.gpu, start.framework), measured);
   const sim::IterationFit fit = sim::fit_iterations(set, start, options);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
@@ -69,7 +79,7 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
   char note[256];
   std::snprintf(note, sizeof note,
                 "fit to %zu measured iterations on %s: MAPE %.4f fitted, %.4f %d-fold cross-validated (folds "
-                "by hidden x layers); framework section below",
+                "by model); framework section below",
                 set.cases().size(), cluster.name.c_str(), fit.fitted_mape, fit.cross_validated_mape, fit.folds);
   calibration.notes.push_back(note);
   config::write_calibration_yaml(file, calibration, {table_path});
@@ -77,9 +87,21 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
   config::write_framework_profile(file, fit.fitted.framework, "  ");
   write_file_atomically(*output, file.str(), "--output");
 
-  std::vector<double> measured;
-  for (const sim::IterationCase& c : set.cases())
-    measured.push_back(c.measured_s);
+  // Each fold's held-out rows: their groups and the error of the fit that did not see them.
+  struct Fold {
+    std::string groups;
+    std::vector<double> predicted, measured;
+  };
+  std::vector<Fold> folds(static_cast<size_t>(fit.folds));
+  for (size_t i = 0; i < set.cases().size(); ++i) {
+    Fold& f = folds[static_cast<size_t>(fit.fold[i])];
+    if (("," + f.groups + ",").find("," + fit.shape[i] + ",") == std::string::npos)
+      f.groups += (f.groups.empty() ? "" : ",") + fit.shape[i];
+    f.predicted.push_back(fit.cross_validated_s[i]);
+    f.measured.push_back(measured[i]);
+  }
+  if (attention_note)
+    std::cerr << "gputwin calibrate: note: " << *attention_note << "\n";
   if (parsed.has("--json")) {
     traces::JsonWriter json(out);
     json.begin_object();
@@ -87,8 +109,21 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
     json.field("cluster", cluster.name);
     json.field("rows", static_cast<int64_t>(set.cases().size()));
     json.field("folds", static_cast<int64_t>(fit.folds));
+    json.field("uncalibrated_mape", uncalibrated_mape);
     json.field("fitted_mape", fit.fitted_mape);
     json.field("cross_validated_mape", fit.cross_validated_mape);
+    if (fit.folds > 1) {
+      json.key("cross_validation");
+      json.begin_array();
+      for (const Fold& f : folds) {
+        json.begin_object();
+        json.field("held_out", f.groups);
+        json.field("rows", static_cast<int64_t>(f.measured.size()));
+        json.field("mape", sim::mean_absolute_percentage_error(f.predicted, f.measured));
+        json.end_object();
+      }
+      json.end_array();
+    }
     json.field("evaluations", static_cast<int64_t>(fit.evaluations));
     json.field("output", *output);
     json.field("wall_time_s", wall_s);
@@ -100,9 +135,16 @@ int run_calibrate_iterations(const std::vector<std::string>& args, std::ostream&
   std::snprintf(line, sizeof line, "fitted %zu measured iterations (%s) on %s in %.1f s, %d evaluations\n",
                 set.cases().size(), table_path.c_str(), cluster.name.c_str(), wall_s, fit.evaluations);
   out << line;
-  std::snprintf(line, sizeof line, "  MAPE fitted %.2f %%, %d-fold cross-validated (folds by hidden x layers) %.2f %%\n",
-                100 * fit.fitted_mape, fit.folds, 100 * fit.cross_validated_mape);
+  std::snprintf(line, sizeof line,
+                "  MAPE uncalibrated %.2f %%, fitted %.2f %%, %d-fold cross-validated (folds by model) %.2f %%\n",
+                100 * uncalibrated_mape, 100 * fit.fitted_mape, fit.folds, 100 * fit.cross_validated_mape);
   out << line;
+  if (fit.folds > 1)
+    for (const Fold& f : folds) {
+      std::snprintf(line, sizeof line, " (%zu rows): MAPE %.2f %%\n", f.measured.size(),
+                    100 * sim::mean_absolute_percentage_error(f.predicted, f.measured));
+      out << "    held out " << f.groups << line;
+    }
   const GpuComputeModel& g = fit.fitted.gpu;
   const FrameworkProfile& f = fit.fitted.framework;
   std::snprintf(line, sizeof line, "  GPU: gemm_efficiency %.3f, gemm_k_half %.1f, memory_efficiency %.3f\n",

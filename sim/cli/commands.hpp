@@ -82,6 +82,8 @@ FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string&
 // (Transformer Engine's fused attention, what Megatron-Core and NeMo run there); unfused (Megatron 2022) on
 // Ampere. Returns the note to state on stderr when it set the flag.
 std::optional<std::string> default_attention_for_gpu(ParsedArgs& args, GpuGeneration generation);
+// That kernel: flash on Hopper, unfused on Ampere.
+AttentionKernel default_attention_kernel(GpuGeneration generation);
 
 // The model given by the shared model flags, model files loaded with the YAML loader.
 GptConfig model_from_flags(const ParsedArgs& args);

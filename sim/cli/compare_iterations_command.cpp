@@ -5,11 +5,13 @@
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
+#include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <thread>
 
 namespace gputwin::cli {
@@ -23,7 +25,10 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
                    "example: gputwin compare --iterations ground_truth_single.csv --gpu-model v.yaml --recompute full \\\n"
                    "           --schedule 1f1b --vocab 50257 --json");
   add_iteration_table_flags(parser);
-  const ParsedArgs parsed = parser.parse(args);
+  ParsedArgs parsed = parser.parse(args);
+  // Stated on stderr once the run has succeeded (an error stays one line).
+  const std::optional<std::string> attention_note =
+      default_attention_for_gpu(parsed, topo::read_cluster(parsed).gpu.generation);
   if (parser.help_requested()) {
     out << parser.help();
     return 0;
@@ -46,6 +51,8 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
   }
   const double mape = sim::mean_absolute_percentage_error(predicted, measured);
 
+  if (attention_note)
+    std::cerr << "gputwin compare: note: " << *attention_note << "\n";
   if (parsed.has("--json")) {
     traces::JsonWriter json(out);
     json.begin_object();
@@ -62,6 +69,9 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
       json.begin_object();
       json.field("line", static_cast<int64_t>(c.line));
       json.field("plan", describe_plan(c.plan));
+      json.field("overlap_grad_reduce", c.options.overlap_grad_reduce);
+      json.field("overlap_param_gather", c.options.overlap_param_gather);
+      json.field("tp_comm_overlap", c.options.tp_comm_overlap);
       json.field("hidden", c.model.hidden);
       json.field("layers", c.model.layers);
       json.field("measured_s", measured[i]);

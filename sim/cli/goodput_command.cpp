@@ -44,6 +44,7 @@ double number_flag(const ParsedArgs& parsed, const std::string& flag, bool allow
 struct Run {
   GptConfig model;
   ParallelPlan plan;
+  WorkloadOptions options; // the overlaps the plan runs with (the search's choice; none with the plan flags)
   topo::ClusterSpec cluster;
   std::string plan_source; // "flags", "flags (estimate)" or "search"
   double iteration_time_s = 0, tokens_per_s = 0, mfu = 0;
@@ -88,6 +89,8 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--gpus", "N", "GPUs of the job (required with --search; otherwise tp x pp x dp)");
   parser.add_option("--top", "K", "with --search: plans confirmed by the full simulation (default 1)");
   parser.add_option("--jobs", "N", "with --search: threads for the estimates (default: the machine's cores)");
+  parser.add_switch("--no-overlaps", "with --search: plans without Megatron-Core's overlaps (default: each plan "
+                                     "with every overlap that applies and with none, the faster kept)");
   parser.add_section("simulation");
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
@@ -139,12 +142,13 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
                           request.jobs, request.top, "goodput", !json);
     const SimulatedCandidate& best = ranked.front();
     run.plan = best.estimate.candidate.plan;
+    run.options = best.estimate.candidate.options;
     run.cluster = request.cluster;
     run.plan_source = "search";
     run.iteration_time_s = best.iteration_time_s;
     run.peak_memory_bytes = best.estimate.candidate.peak_memory_bytes;
   } else {
-    for (const char* flag : {"--top", "--jobs"})
+    for (const char* flag : {"--top", "--jobs", "--no-overlaps"})
       if (parsed.has(flag))
         throw InputError(std::string(flag) + ": only with --search");
     run.plan = read_plan(parsed, run.model);
@@ -218,6 +222,7 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
     w.field("gpus", gpus);
     w.field("plan_source", run.plan_source);
     write_plan_json(w, run.plan);
+    write_overlaps_json(w, run.options);
     w.field("iteration_time_s", run.iteration_time_s);
     w.field("tokens_per_s", run.tokens_per_s);
     w.field("mfu", run.mfu);
@@ -255,8 +260,8 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
 
   out << "model    " << run.model.name << " (h " << run.model.hidden << ", a " << run.model.heads << ", L "
       << run.model.layers << ", s " << run.model.seq_len << ", v " << run.model.vocab << ")\n";
-  out << "plan     " << describe_plan(run.plan) << " (" << (search ? "best of gputwin search" : "from the flags")
-      << ")\n";
+  out << "plan     " << describe_plan(run.plan) << ", overlaps " << overlaps_text(run.options) << " ("
+      << (search ? "best of gputwin search" : "from the flags") << ")\n";
   out << "cluster  " << run.cluster.name << ": " << run.cluster.nodes << " nodes, " << gpus << " GPUs\n\n";
   char line[256];
   auto row = [&](const char* label, const std::string& value) {

@@ -1,6 +1,7 @@
 #include "iteration_cases.hpp"
 
 #include "commands.hpp"
+#include "overlap_flags.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
@@ -12,26 +13,54 @@ namespace gputwin::cli {
 
 namespace {
 
-// The model and plan flags a row may set (iteration_table.hpp), in the order they are passed on.
-constexpr const char* row_flags[] = {"--model", "--hidden",       "--heads",        "--layers", "--seq-len",
-                                     "--vocab", "--plan",         "--tp",           "--pp",     "--dp",
-                                     "--micro-batch", "--global-batch", "--sp", "--recompute", "--attention",
-                                     "--schedule", "--chunks", "--zero"};
+// The model and plan options a row may set or the command line gives every row (iteration_table.hpp), in the
+// order they are passed on.
+constexpr const char* row_options[] = {
+    "--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--num-query-groups", "--ffn-hidden",
+    "--activation", "--norm", "--position", "--plan", "--tp", "--cp", "--pp", "--dp", "--micro-batch",
+    "--global-batch", "--recompute", "--attention", "--schedule", "--chunks", "--zero", "--pp-first-stage-layers",
+    "--pp-last-stage-layers"};
+// Switches a row may set (true|false), the command line's when it does not: (flag, column name).
+constexpr std::pair<const char*, const char*> row_switches[] = {{"--sp", "sp"}, {"--fp8", "precision"}};
+// Switches only the command line gives.
+constexpr const char* command_line_switches[] = {"--untie-embeddings", "--no-bias", "--no-dropout", "--no-sp",
+                                                 "--fp8-param-gather", "--no-fp8-param-gather",
+                                                 "--grad-reduce-in-bf16", "--cross-entropy-fusion"};
 
-ParsedArgs row_arguments(const MeasuredIteration& row, const ParsedArgs& flags, const std::string& where)
+// The row's value of an integer plan flag, else the command line's, else 1.
+int64_t row_integer(const MeasuredIteration& row, const ParsedArgs& flags, const char* flag)
+{
+  const auto it = row.flags.find(flag);
+  return it != row.flags.end() ? std::stoll(it->second) : flags.integer(flag).value_or(1);
+}
+
+ParsedArgs row_arguments(const MeasuredIteration& row, const ParsedArgs& flags)
 {
   std::vector<std::string> args;
-  for (const char* flag : row_flags) {
+  for (const auto& [flag, column] : row_switches) {
     const auto from_row = row.flags.find(flag);
-    if (std::string(flag) == "--sp") {
-      std::string value = from_row != row.flags.end() ? from_row->second : (flags.has("--sp") ? "true" : "false");
-      std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (value != "true" && value != "false" && value != "1" && value != "0")
-        throw InputError(where + "sp: expected true or false, got '" + value + "'");
-      if (value == "true" || value == "1")
-        args.emplace_back("--sp");
-      continue;
-    }
+    std::string value = from_row != row.flags.end() ? from_row->second : (flags.has(flag) ? "true" : "false");
+    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (value != "true" && value != "false" && value != "1" && value != "0")
+      throw InputError(std::string(column) + ": expected true or false, got '" + value + "'");
+    if (value == "true" || value == "1")
+      args.emplace_back(flag);
+  }
+  for (const char* flag : command_line_switches)
+    if (flags.has(flag))
+      args.emplace_back(flag);
+  // A GPU count without a dp column (and no --dp): the data-parallel replicas are what the other dimensions leave.
+  if (row.gpus > 0 && !row.flags.count("--dp") && !flags.has("--dp")) {
+    const int64_t model_parallel =
+        row_integer(row, flags, "--tp") * row_integer(row, flags, "--cp") * row_integer(row, flags, "--pp");
+    if (model_parallel < 1 || row.gpus % model_parallel != 0)
+      throw InputError("GPUs: " + std::to_string(row.gpus) + " is not a multiple of tp x cp x pp = " +
+                       std::to_string(model_parallel) + " (expected a dp column or --dp)");
+    args.emplace_back("--dp");
+    args.push_back(std::to_string(row.gpus / model_parallel));
+  }
+  for (const char* flag : row_options) {
+    const auto from_row = row.flags.find(flag);
     if (from_row != row.flags.end()) {
       args.emplace_back(flag);
       args.push_back(from_row->second);
@@ -50,9 +79,11 @@ ParsedArgs row_arguments(const MeasuredIteration& row, const ParsedArgs& flags, 
 
 void add_iteration_table_flags(ArgParser& parser)
 {
-  parser.add_option("--iterations", "FILE.csv", "measured iteration times (columns: see README, vTrain's accepted)");
+  parser.add_option("--iterations", "FILE.csv",
+                    "measured iteration times (columns: see README; vTrain's and dgxc-benchmarking's accepted)");
   add_model_flags(parser);
   add_plan_flags(parser);
+  add_overlap_flags(parser);
   parser.add_option("--gpu-model", "FILE", "GPU compute model (and framework) file; default: the cluster GPU's");
   add_framework_flag(parser);
   topo::add_cluster_flags(parser);
@@ -68,17 +99,26 @@ std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, con
     sim::IterationCase c;
     c.line = row.line;
     c.measured_s = row.iteration_time_s;
+    if (const auto model = row.flags.find("--model"); model != row.flags.end())
+      c.group = model->second;
     try {
-      const ParsedArgs args = row_arguments(row, flags, where);
+      const ParsedArgs args = row_arguments(row, flags);
       c.model = model_from_flags(args);
       c.plan = read_plan(args, c.model);
       check_fp8_supported(c.plan, cluster);
+      c.options = overlap_options_from_flags(flags, c.plan);
     } catch (const InputError& e) {
       throw InputError(where + e.what());
     }
     if (row.gpus > 0 && row.gpus != c.plan.gpus())
-      throw InputError(where + "GPUs: the row says " + std::to_string(row.gpus) + " but tp x pp x dp = " +
+      throw InputError(where + "GPUs: the row says " + std::to_string(row.gpus) + " but tp x cp x pp x dp = " +
                        std::to_string(c.plan.gpus()));
+    if (row.grad_accum > 0 && row.grad_accum != c.plan.micro_batches())
+      throw InputError(table.path + ":" + std::to_string(row.line) + ":" + std::to_string(row.grad_accum_column) +
+                       ": grad_accum: the row says " + std::to_string(row.grad_accum) +
+                       " but global_batch / (micro_batch x dp) = " + std::to_string(c.plan.effective_global_batch()) +
+                       " / (" + std::to_string(c.plan.micro_batch) + " x " + std::to_string(c.plan.dp) +
+                       ") = " + std::to_string(c.plan.micro_batches()));
     if (c.plan.gpus() > cluster.gpus())
       throw InputError(where + "the plan needs " + std::to_string(c.plan.gpus()) + " GPUs but the cluster has " +
                        std::to_string(cluster.gpus()) + " (expected --nodes)");
@@ -94,10 +134,11 @@ topo::ClusterSpec iteration_cluster(const IterationTable& table, const ParsedArg
     return cluster;
   int64_t gpus = 1;
   for (const MeasuredIteration& row : table.rows) {
-    int64_t g = 1;
-    for (const char* f : {"--tp", "--pp", "--dp"}) {
-      const auto it = row.flags.find(f);
-      g *= it != row.flags.end() ? std::stoll(it->second) : flags.integer(f).value_or(1);
+    int64_t g = row.gpus;
+    if (g == 0) {
+      g = 1;
+      for (const char* f : {"--tp", "--cp", "--pp", "--dp"})
+        g *= row_integer(row, flags, f);
     }
     gpus = std::max(gpus, g);
   }

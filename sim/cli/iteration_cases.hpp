@@ -12,11 +12,12 @@
 
 namespace gputwin::cli {
 
-// Declares --iterations, the model/plan flags, --framework, --gpu-model and the cluster flags on `parser`.
+// Declares --iterations, the model/plan flags, the overlap switches, --framework, --gpu-model and the cluster
+// flags on `parser`.
 void add_iteration_table_flags(ArgParser& parser);
 
-// Every row of `table` as a case. Throws InputError "FILE:LINE: ..." for a row whose plan is invalid, does not
-// match its GPU count, or does not fit on `cluster`.
+// Every row of `table` as a case, with the overlaps of the flags. Throws InputError "FILE:LINE: ..." for a row whose
+// plan is invalid, does not match its GPU count or its grad_accum, or does not fit on `cluster`.
 std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, const ParsedArgs& flags,
                                                 const topo::ClusterSpec& cluster);
 

@@ -27,9 +27,14 @@ void add_framework_flag(ArgParser& parser)
                         default_framework_for(GpuGeneration::Hopper) + " on Hopper, " +
                         default_framework_for(GpuGeneration::Ampere) +
                         " on Ampere; or the framework: section of --gpu-model, which also stands for its own name)");
+  parser.add_switch("--cuda-graphs", "per-layer CUDA graphs (Megatron-Core --enable-cuda-graph): the host launches "
+                                     "one graph per layer step instead of its kernels");
 }
 
-FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string& fallback)
+namespace {
+
+// --framework, else the --gpu-model file's section, else `fallback` (before --cuda-graphs).
+FrameworkProfile chosen_framework(const ParsedArgs& args, const std::string& fallback)
 {
   std::optional<FrameworkProfile> fitted; // the framework: section of --gpu-model (calibrate --iterations)
   if (const auto path = args.value("--gpu-model")) {
@@ -50,9 +55,32 @@ FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string&
   return builtin_framework_profile(fallback);
 }
 
+} // namespace
+
+FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string& fallback)
+{
+  FrameworkProfile profile = chosen_framework(args, fallback);
+  if (args.has("--cuda-graphs")) {
+    if (profile.name == "none")
+      throw InputError("--cuda-graphs: the framework 'none' has no host to launch graphs (expected a framework "
+                       "with host costs, e.g. --framework megatron-core)");
+    // One graph launch: a call into TE's graphed callable from the module's Python (a GEMM's issue cost) --
+    // set, not measured.
+    profile.cuda_graphs = true;
+    if (!(profile.graph_launch_s > 0))
+      profile.graph_launch_s = profile.gemm_issue_s;
+  }
+  return profile;
+}
+
+AttentionKernel default_attention_kernel(GpuGeneration generation)
+{
+  return generation == GpuGeneration::Hopper ? AttentionKernel::Flash : AttentionKernel::Unfused;
+}
+
 std::optional<std::string> default_attention_for_gpu(ParsedArgs& args, GpuGeneration generation)
 {
-  if (generation != GpuGeneration::Hopper || !args.set_default("--attention", "flash"))
+  if (default_attention_kernel(generation) != AttentionKernel::Flash || !args.set_default("--attention", "flash"))
     return std::nullopt;
   return "--attention flash: the default on " + to_string(generation) +
          " GPUs (Transformer Engine's fused attention; --attention unfused for Megatron 2022's kernels)";

@@ -26,18 +26,23 @@ using Ranked = SimulatedCandidate;
 void write_csv(std::ostream& out, const std::vector<Ranked>& ranked)
 {
   out << "rank,tp,pp,dp,micro_batch,global_batch,schedule,chunks,recompute,sp,zero,attention,iteration_time_s,"
-         "estimated_iteration_time_s,tokens_per_s,mfu,bubble_fraction,exposed_communication_s,peak_memory_bytes,cp\n";
+         "estimated_iteration_time_s,tokens_per_s,mfu,bubble_fraction,exposed_communication_s,peak_memory_bytes,cp,"
+         "fp8,tp_comm_overlap,overlap_grad_reduce,overlap_param_gather\n";
   char line[512];
   for (size_t i = 0; i < ranked.size(); ++i) {
     const Ranked& r = ranked[i];
     const ParallelPlan& p = r.estimate.candidate.plan;
-    std::snprintf(line, sizeof line, "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld,%lld\n",
+    const WorkloadOptions& o = r.estimate.candidate.options;
+    std::snprintf(line, sizeof line,
+                  "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld,%lld,%d,%d,%d,%d\n",
                   i + 1, static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                   static_cast<long long>(p.micro_batch), static_cast<long long>(p.effective_global_batch()),
                   to_string(p.schedule).c_str(), static_cast<long long>(p.chunks), to_string(p.recompute).c_str(),
                   p.sequence_parallel() ? 1 : 0, p.zero_stage, to_string(p.attention).c_str(), r.iteration_time_s,
                   r.estimate.iteration_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction, r.exposed_comm_s,
-                  static_cast<long long>(r.estimate.candidate.peak_memory_bytes), static_cast<long long>(p.cp));
+                  static_cast<long long>(r.estimate.candidate.peak_memory_bytes), static_cast<long long>(p.cp),
+                  p.fp8 ? 1 : 0, o.tp_comm_overlap ? 1 : 0, o.overlap_grad_reduce ? 1 : 0,
+                  o.overlap_param_gather ? 1 : 0);
     out << line;
   }
 }
@@ -48,9 +53,12 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
 {
   ArgParser parser("gputwin search",
                    "Searches the parallel plans of a model on N GPUs: enumerates tp (within a node), pp, dp,\n"
-                   "micro-batch and schedule (1F1B, interleaved), keeps SP and ZeRO-1 on where they apply and the\n"
-                   "cheapest recompute that fits, drops plans the memory model says do not fit the GPU, ranks\n"
-                   "the rest with the fast estimator (no SimGrid; transfers sharing a link slow each other once) and simulates the\n"
+                   "micro-batch and schedule (1F1B, interleaved), with flash attention on sequences of 8192 tokens\n"
+                   "or more also cp 1, 2, 4, 8; keeps SP and ZeRO-1 on where they apply and the cheapest recompute\n"
+                   "that fits, drops plans the memory model says do not fit the GPU, ranks the rest with the fast\n"
+                   "estimator (no SimGrid; transfers sharing a link slow each other once), each with every\n"
+                   "Megatron-Core overlap that applies (--tp-comm-overlap with SP, --overlap-grad-reduce with\n"
+                   "dp x cp > 1, --overlap-param-gather with ZeRO-1) and with none, the faster kept, and simulates the\n"
                    "best K with the full flow-level simulation, printed ranked by simulated time.\n\n"
                    "example: gputwin search --model gpt3-175b --gpus 64 --global-batch 64 --top 5");
   add_model_flags(parser);
@@ -60,7 +68,10 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)");
   parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
   parser.add_option("--cp", "LIST",
-                    "context-parallel sizes to try, e.g. 1,2,4,8 (default 1; needs --attention flash)");
+                    "context-parallel sizes to try, e.g. 1,2,4,8 (needs --attention flash; default 1,2,4,8 with flash "
+                    "attention and --seq-len >= 8192, else 1)");
+  parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
+                                     "overlap that applies and with none, the faster kept)");
   parser.add_option("--top", "K", "plans confirmed by the full simulation and printed (default 5)");
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
@@ -98,6 +109,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
     for (const Ranked& r : ranked) {
       w.begin_object();
       write_plan_json(w, r.estimate.candidate.plan);
+      write_overlaps_json(w, r.estimate.candidate.options);
       w.field("iteration_time_s", r.iteration_time_s);
       w.field("estimated_iteration_time_s", r.estimate.iteration_time_s);
       w.field("tokens_per_s", r.tokens_per_s);
@@ -114,11 +126,13 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   out << "model    " << model.name << " on " << gpus << " GPUs of " << cluster.name << ", global batch " << global_batch
       << "\n";
   out << "plans    " << plans.shapes << " valid splits; " << plans.too_big << " do not fit "
-      << gib(cluster.gpu.hbm_bytes) << " GiB even with full recompute; " << plans.fitting.size()
-      << " estimated; best " << confirmed << " simulated\n\n";
+      << gib(cluster.gpu.hbm_bytes) << " GiB even with full recompute; " << plans.fitting.size() << " estimated ("
+      << std::count_if(plans.fitting.begin(), plans.fitting.end(),
+                       [](const sim::PlanCandidate& c) { return any_overlap(c.options); })
+      << " with overlaps that apply, tried where they could rank); best " << confirmed << " simulated\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%4s  %-58s %10s %10s %12s %6s %7s %9s %8s\n", "rank", "plan", "sim s", "est s",
-                "tokens/s", "MFU", "bubble", "exp.comm", "mem GiB");
+  std::snprintf(line, sizeof line, "%4s  %-58s %-9s %-13s %10s %10s %12s %6s %7s %9s %8s\n", "rank", "plan",
+                "attention", "overlaps", "sim s", "est s", "tokens/s", "MFU", "bubble", "exp.comm", "mem GiB");
   out << line;
   for (size_t i = 0; i < ranked.size(); ++i) {
     const Ranked& r = ranked[i];
@@ -131,7 +145,8 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
                   p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
                   to_string(p.recompute).c_str(), p.sequence_parallel() ? " sp" : "", p.zero_stage ? " zero1" : "",
                   p.fp8 ? " fp8" : "");
-    std::snprintf(line, sizeof line, "%4zu  %-58s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1, plan_text,
+    std::snprintf(line, sizeof line, "%4zu  %-58s %-9s %-13s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1,
+                  plan_text, to_string(p.attention).c_str(), overlaps_text(r.estimate.candidate.options).c_str(),
                   r.iteration_time_s, r.estimate.iteration_time_s, r.tokens_per_s, 100 * r.mfu, r.bubble_fraction,
                   r.exposed_comm_s, gib(r.estimate.candidate.peak_memory_bytes).c_str());
     out << line;

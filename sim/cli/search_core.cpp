@@ -80,8 +80,11 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
     space.context_parallel = integer_list("--cp", *list);
     if (space.attention != AttentionKernel::Flash && space.context_parallel != std::vector<int64_t>{1})
       throw InputError("--cp: context parallelism needs --attention flash");
+  } else {
+    space.context_parallel = sim::default_context_parallel(model, space.attention);
   }
   space.fp8 = parsed.has("--fp8");
+  space.overlaps = !parsed.has("--no-overlaps");
   if (const auto list = parsed.value("--micro-batches")) {
     space.micro_batches = integer_list("--micro-batches", *list);
   }
@@ -123,12 +126,14 @@ struct SimulatedPlan {
   double iteration_time_s = 0, exposed_comm_s = 0, bubble_fraction = 0;
 };
 
-// The full flow-level simulation of `plan` in a child process: SimGrid 3.32 builds one platform per process, so
-// each confirmation forks, simulates and sends its figures back through a pipe.
-SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig& model, const ParallelPlan& plan,
-                                const GpuComputeModel& gpu, const FrameworkProfile& framework, const char* command,
+// The full flow-level simulation of `candidate` (its plan with its overlaps) in a child process: SimGrid 3.32 builds
+// one platform per process, so each confirmation forks, simulates and sends its figures back through a pipe.
+SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig& model,
+                                const sim::PlanCandidate& candidate, const GpuComputeModel& gpu,
+                                const FrameworkProfile& framework, const char* command,
                                 const std::function<void()>& tick)
 {
+  const ParallelPlan& plan = candidate.plan;
   const std::string prefix = std::string(command) + ": ";
   int fds[2];
   if (pipe(fds) != 0)
@@ -147,7 +152,7 @@ SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig
     SimulatedPlan r;
     try {
       const sim::IterationResult result =
-          sim::simulate_iteration(graph, make_workload(model, plan), gpu, {}, framework);
+          sim::simulate_iteration(graph, make_workload(model, plan, candidate.options), gpu, {}, framework);
       const sim::StageTimes& first = result.stages.front();
       const double window_s = first.pipeline_end_s - first.pipeline_start_s;
       r.iteration_time_s = result.iteration_time_s;
@@ -196,7 +201,8 @@ std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& clust
 {
   ProgressBar estimating("estimating plans", show_progress);
   const std::vector<sim::PlanEstimate> estimates = sim::rank_plans(
-      graph, model, fitting, gpu, framework, jobs, [&](size_t done, size_t total) { estimating.update(done, total); });
+      graph, model, fitting, gpu, framework, jobs, [&](size_t done, size_t total) { estimating.update(done, total); },
+      top);
   estimating.finish();
 
   const size_t confirmed = std::min(estimates.size(), top);
@@ -205,8 +211,8 @@ std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& clust
   simulating.update(0, confirmed);
   for (size_t i = 0; i < confirmed; ++i) {
     const ParallelPlan& plan = estimates[i].candidate.plan;
-    const SimulatedPlan simulated =
-        simulate_in_child(graph, model, plan, gpu, framework, command, [&] { simulating.tick(); });
+    const SimulatedPlan simulated = simulate_in_child(graph, model, estimates[i].candidate, gpu, framework, command,
+                                                      [&] { simulating.tick(); });
     SimulatedCandidate r{estimates[i], simulated.iteration_time_s};
     const int64_t batch = plan.effective_global_batch();
     r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
@@ -243,6 +249,23 @@ void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
   json.field("pp_last_stage_layers", p.pp_last_stage_layers);
   json.field("fp8", p.fp8);
   json.end_object();
+}
+
+void write_overlaps_json(traces::JsonWriter& json, const WorkloadOptions& options)
+{
+  json.field("tp_comm_overlap", options.tp_comm_overlap);
+  json.field("overlap_grad_reduce", options.overlap_grad_reduce);
+  json.field("overlap_param_gather", options.overlap_param_gather);
+}
+
+std::string overlaps_text(const WorkloadOptions& options)
+{
+  std::string text;
+  for (const auto& [on, name] : {std::pair{options.tp_comm_overlap, "tp"}, std::pair{options.overlap_grad_reduce, "grad"},
+                                 std::pair{options.overlap_param_gather, "param"}})
+    if (on)
+      text += (text.empty() ? "" : ",") + std::string(name);
+  return text.empty() ? "none" : text;
 }
 
 } // namespace gputwin::cli

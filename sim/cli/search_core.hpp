@@ -45,8 +45,8 @@ struct SearchRequest {
 };
 
 // Reads --gpus (required: `gpus_required` ends its error), --global-batch (default: the GPUs), --top (default
-// `default_top`), --jobs, --attention, --micro-batches (where the command has it), the cluster and GPU-model flags,
-// and enumerates the plans of `model`. InputError naming the flag for a bad value, GPUs that are not whole nodes,
+// `default_top`), --jobs, --attention, --cp (default: sim::default_context_parallel), --fp8, --no-overlaps,
+// --micro-batches (where the command has it), the cluster and GPU-model flags, and enumerates the plans of `model`. InputError naming the flag for a bad value, GPUs that are not whole nodes,
 // no plan that splits over the GPUs, or none that fits (with the smallest plan's memory against the GPU's).
 SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& model, int64_t default_top,
                                   const std::string& gpus_required);
@@ -57,5 +57,13 @@ std::string gib(int64_t bytes);
 // The member "plan": {tp, pp, dp, micro_batch, global_batch, schedule, chunks, recompute, sp, zero, attention},
 // as search and sweep print it.
 void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p);
+
+// The members "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather" (booleans, as simulate --json names
+// them): the Megatron-Core overlaps a searched plan runs with.
+void write_overlaps_json(traces::JsonWriter& json, const WorkloadOptions& options);
+
+// The overlaps that are on, for a table: "tp,grad,param" (--tp-comm-overlap, --overlap-grad-reduce,
+// --overlap-param-gather), or "none".
+std::string overlaps_text(const WorkloadOptions& options);
 
 } // namespace gputwin::cli

@@ -1,6 +1,7 @@
 // `gputwin simulate`: one training iteration of a GPT under a parallel plan on a simulated cluster.
 #include "commands.hpp"
 #include "link_report_output.hpp"
+#include "overlap_flags.hpp"
 #include "progress.hpp"
 #include "report_json.hpp"
 #include "resource_estimate.hpp"
@@ -110,6 +111,7 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   json.field("overlap_param_gather", options.overlap_param_gather);
   json.field("tp_comm_overlap", options.tp_comm_overlap);
   json.field("framework", framework.name);
+  json.field("cuda_graphs", framework.cuda_graphs);
   json.field("nodes", r.nodes);
   json.field("gpus", r.gpus);
   json.field("iteration_time_s", r.iteration_time_s);
@@ -217,13 +219,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                    "example: gputwin simulate --model gpt3-175b --plan paper --sp --recompute selective");
   add_model_flags(parser);
   add_plan_flags(parser);
-  parser.add_switch("--overlap-grad-reduce", "reduce each layer's gradients over dp while backward goes on");
-  parser.add_switch("--overlap-param-gather",
-                    "ZeRO-1: all-gather the updated parameters layer by layer overlapped with the first forward "
-                    "(Megatron-Core's distributed optimizer), instead of one all-gather after the step");
-  parser.add_switch("--tp-comm-overlap",
-                    "split each TP all-gather / reduce-scatter next to a linear layer into chunks overlapped with "
-                    "the neighbouring GEMM chunks (Megatron-Core with Transformer Engine; needs --sp)");
+  add_overlap_flags(parser);
   parser.add_switch("--allow-oom",
                     "simulate a plan whose busiest GPU needs more memory than the GPU has (default: an error)");
   add_gpu_model_flags(parser);
@@ -313,15 +309,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   }
 
   // Resources before anything large is allocated: the cluster graph, the workload, SimGrid's platform.
-  WorkloadOptions options;
-  options.overlap_grad_reduce = parsed.has("--overlap-grad-reduce");
-  options.overlap_param_gather = parsed.has("--overlap-param-gather");
-  options.tp_comm_overlap = parsed.has("--tp-comm-overlap");
-  if (options.tp_comm_overlap && !plan.sequence_parallel())
-    throw InputError("--tp-comm-overlap: needs --sp (it overlaps the sequence-parallel all-gather and "
-                     "reduce-scatter)");
-  if (options.overlap_param_gather && plan.zero_stage == 0)
-    throw InputError("--overlap-param-gather: needs --zero 1 (only the distributed optimizer gathers parameters)");
+  const WorkloadOptions options = overlap_options_from_flags(parsed, plan);
   const std::string chakra_ranks = parsed.value("--chakra-ranks").value_or("all");
   if (chakra_ranks != "all" && chakra_ranks != "folded")
     throw InputError("--chakra-ranks: expected all or folded, got '" + chakra_ranks + "'");

@@ -131,12 +131,13 @@ double positive_number(const ParsedArgs& parsed, const std::string& flag, bool a
 }
 
 // One point of the sweep with its best plan. A row read back from a CSV (--merge) has the plan's CSV columns only
-// (tp, pp, dp, micro-batch, schedule, chunks, recompute).
+// (tp, pp, dp, micro-batch, schedule, chunks, recompute, attention, cp, fp8, the overlaps).
 struct Row {
   size_t point = 0; // index in the whole sweep (model, then cluster, then GPU count), skipped points included
   std::string model, cluster;
   int64_t gpus = 0;
   ParallelPlan plan;
+  WorkloadOptions options; // the Megatron-Core overlaps the best plan runs with
   int64_t peak_memory_bytes = 0;
   double iteration_time_s = NAN, tokens_per_s = NAN, mfu = NAN;
   double time_to_train_s = NAN, gpu_hours = NAN, cost = NAN; // NaN without --tokens / --price-per-gpu-hour
@@ -183,7 +184,8 @@ std::string csv_text(const std::string& text)
 
 const char* const csv_header =
     "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,"
-    "gpu_hours,cost,model,schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point";
+    "gpu_hours,cost,model,schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point,attention,cp,fp8,"
+    "tp_comm_overlap,overlap_grad_reduce,overlap_param_gather";
 
 void write_csv(std::ostream& out, const std::vector<Row>& rows)
 {
@@ -195,7 +197,9 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows)
         << csv_number("%.6g", r.mfu) << ',' << csv_number("%.17g", r.time_to_train_s) << ','
         << csv_number("%.17g", r.gpu_hours) << ',' << csv_number("%.17g", r.cost) << ',' << csv_text(r.model) << ','
         << to_string(p.schedule) << ',' << p.chunks << ',' << to_string(p.recompute) << ',' << r.peak_memory_bytes
-        << ',' << csv_number("%.6g", r.scaling_efficiency) << ',' << r.point << '\n';
+        << ',' << csv_number("%.6g", r.scaling_efficiency) << ',' << r.point << ',' << to_string(p.attention) << ','
+        << p.cp << ',' << (p.fp8 ? 1 : 0) << ',' << (r.options.tp_comm_overlap ? 1 : 0) << ','
+        << (r.options.overlap_grad_reduce ? 1 : 0) << ',' << (r.options.overlap_param_gather ? 1 : 0) << '\n';
   }
 }
 
@@ -236,21 +240,24 @@ std::string point_name(const std::string& model, int64_t gpus, const std::string
 void write_table(std::ostream& out, const std::vector<Row>& rows)
 {
   char line[512];
-  std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-46s %9s %12s %6s %10s %12s %12s %7s\n", "model", "cluster",
-                "GPUs", "best plan", "iter s", "tokens/s", "MFU", "train days", "GPU-hours", "cost", "scaling");
+  std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-52s %-9s %-13s %9s %12s %6s %10s %12s %12s %7s\n", "model",
+                "cluster", "GPUs", "best plan", "attention", "overlaps", "iter s", "tokens/s", "MFU", "train days",
+                "GPU-hours", "cost", "scaling");
   out << line;
   for (const Row& r : rows) {
     const ParallelPlan& p = r.plan;
     char plan_text[128];
-    std::snprintf(plan_text, sizeof plan_text, "tp %lld pp %lld dp %lld mb %lld %s%s %s", static_cast<long long>(p.tp),
+    const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
+    std::snprintf(plan_text, sizeof plan_text, "%s pp %lld dp %lld mb %lld %s%s %s%s", tp_cp.c_str(),
                   static_cast<long long>(p.pp), static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch),
                   to_string(p.schedule).c_str(),
                   p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                  to_string(p.recompute).c_str());
+                  to_string(p.recompute).c_str(), p.fp8 ? " fp8" : "");
     const std::string scaling =
         std::isfinite(r.scaling_efficiency) ? csv_number("%.1f%%", 100 * r.scaling_efficiency) : "-";
-    std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-46s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
-                  r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_text, r.iteration_time_s,
+    std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-52s %-9s %-13s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
+                  r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_text,
+                  to_string(p.attention).c_str(), overlaps_text(r.options).c_str(), r.iteration_time_s,
                   r.tokens_per_s, 100 * r.mfu, csv_number("%.2f", r.time_to_train_s / 86400).c_str(),
                   csv_number("%.0f", r.gpu_hours).c_str(), csv_number("%.0f", r.cost).c_str(), scaling.c_str());
     out << line;
@@ -267,6 +274,7 @@ void write_json(std::ostream& out, const std::vector<Row>& rows)
     w.field("cluster", r.cluster);
     w.field("gpus", r.gpus);
     write_plan_json(w, r.plan);
+    write_overlaps_json(w, r.options);
     w.field("iteration_time_s", r.iteration_time_s);
     w.field("tokens_per_s", r.tokens_per_s);
     w.field("mfu", r.mfu);
@@ -483,6 +491,21 @@ std::vector<Row> read_sweep_csvs(const std::vector<std::string>& files)
       r.peak_memory_bytes = integer(16, 0);
       number(17, true); // scaling_efficiency: recomputed over every file below
       r.point = static_cast<size_t>(integer(18, 0));
+      const std::optional<AttentionKernel> attention = parse_attention(cell(19));
+      if (!attention)
+        throw InputError("--merge: " + where + ": attention: expected unfused|flash, got '" + cell(19) + "'");
+      r.plan.attention = *attention;
+      r.plan.cp = integer(20, 1);
+      const auto flag = [&](size_t i) {
+        const std::string& text = cell(i);
+        if (text != "0" && text != "1")
+          throw InputError("--merge: " + where + ": " + columns[i] + ": expected 0 or 1, got '" + text + "'");
+        return text == "1";
+      };
+      r.plan.fp8 = flag(21);
+      r.options.tp_comm_overlap = flag(22);
+      r.options.overlap_grad_reduce = flag(23);
+      r.options.overlap_param_gather = flag(24);
       if (r.cluster.empty() || r.model.empty())
         throw InputError("--merge: " + where + ": cluster and model must not be empty");
       if (r.tokens_per_s <= 0)
@@ -552,7 +575,8 @@ void render_outputs(const ParsedArgs& parsed, const std::vector<Row>& rows)
 int run_merge(const ParsedArgs& parsed, std::ostream& out)
 {
   for (const char* flag : {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--cluster", "--set",
-                           "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour", "--attention", "--fp8", "--top",
+                           "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour", "--attention", "--cp",
+                           "--no-overlaps", "--fp8", "--top",
                            "--gpu-model", "--framework", "--jobs", "--shard", "--json"})
     if (parsed.has(flag))
       throw InputError(std::string(flag) + ": not used with --merge (it joins CSV files: gputwin sweep --merge A.csv "
@@ -627,8 +651,14 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   parser.add_option("--global-batch", "B", "samples per iteration at every point (default: the point's GPUs)");
   parser.add_option("--tokens", "T", "tokens to train on (300e9): time to train, GPU-hours");
   parser.add_option("--price-per-gpu-hour", "P", "price of one GPU-hour: cost = GPU-hours x P");
-  parser.add_option("--attention", "KERNEL", "attention kernel of every plan: unfused|flash (default unfused)");
+  parser.add_option("--attention", "KERNEL",
+                    "attention kernel of every plan: unfused|flash (default: flash on Hopper, unfused on Ampere)");
+  parser.add_option("--cp", "LIST",
+                    "context-parallel sizes to try, e.g. 1,2,4,8 (needs flash attention; default 1,2,4,8 with flash "
+                    "attention and --seq-len >= 8192, else 1)");
   parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; every cluster H100/H200)");
+  parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
+                                     "overlap that applies and with none, the faster kept)");
   parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
@@ -703,14 +733,37 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   if (jobs < 1 || jobs > 1024)
     throw InputError("--jobs: expected an integer in [1, 1024], got " + *parsed.value("--jobs"));
   const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / static_cast<int>(jobs));
-  sim::SearchSpace space;
+  // The plans' attention kernel: --attention, else each cluster's default (default_attention_kernel); the
+  // context-parallel sizes: --cp, else each point's default (sim::default_context_parallel).
+  std::optional<AttentionKernel> attention;
   if (const auto kernel = parsed.value("--attention")) {
-    const auto parsed_kernel = parse_attention(*kernel);
-    if (!parsed_kernel)
+    attention = parse_attention(*kernel);
+    if (!attention)
       throw InputError("--attention: expected unfused|flash, got '" + *kernel + "'");
-    space.attention = *parsed_kernel;
   }
+  std::optional<std::vector<int64_t>> context_parallel;
+  if (const auto list = parsed.value("--cp")) {
+    context_parallel.emplace();
+    for (const std::string& item : split_list("--cp", *list)) {
+      int64_t cp = 0;
+      if (!parse_count(item, cp))
+        throw InputError("--cp: expected a comma-separated list of positive integers, got '" + *list + "'");
+      context_parallel->push_back(cp);
+    }
+  }
+  for (const topo::ClusterSpec& node : nodes) {
+    const AttentionKernel kernel = attention.value_or(default_attention_kernel(node.gpu.generation));
+    if (context_parallel && *context_parallel != std::vector<int64_t>{1} && kernel != AttentionKernel::Flash)
+      throw InputError("--cp: context parallelism needs flash attention, and the plans on " + node.name +
+                       " use unfused (expected --attention flash)");
+    if (!attention && kernel == AttentionKernel::Flash)
+      std::cerr << "gputwin sweep: note: --attention flash on " << node.name << ": the default on "
+                << to_string(node.gpu.generation) << " GPUs (Transformer Engine's fused attention; --attention "
+                << "unfused for Megatron 2022's kernels)\n";
+  }
+  sim::SearchSpace space;
   space.fp8 = parsed.has("--fp8");
+  space.overlaps = !parsed.has("--no-overlaps");
   const std::optional<std::string> plot = parsed.value("--plot");
   check_plot(plot);
   csv_output(parsed);
@@ -748,8 +801,12 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
     const topo::ClusterSpec cluster =
         topo::load_cluster(cluster_name, static_cast<int>(std::max<int64_t>(1, p.gpus / node_gpus)), sets);
     const int64_t batch = global_batch.value_or(p.gpus);
-    const sim::PlanEnumeration plans =
-        sim::enumerate_plans(model, p.gpus, batch, std::min<int64_t>(p.gpus, node_gpus), cluster.gpu.hbm_bytes, space);
+    sim::SearchSpace point_space = space;
+    point_space.attention = attention.value_or(default_attention_kernel(cluster.gpu.generation));
+    point_space.context_parallel =
+        context_parallel.value_or(sim::default_context_parallel(model, point_space.attention));
+    const sim::PlanEnumeration plans = sim::enumerate_plans(model, p.gpus, batch, std::min<int64_t>(p.gpus, node_gpus),
+                                                            cluster.gpu.hbm_bytes, point_space);
     if (plans.shapes == 0)
       return "Sno parallel plan splits it (tp must divide the heads " + std::to_string(model.heads) +
              ", pp the layers " + std::to_string(model.layers) + ", dp the global batch)";
@@ -791,6 +848,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
     row.cluster = cluster_names[p.cluster];
     row.gpus = p.gpus;
     row.plan = best->estimate.candidate.plan;
+    row.options = best->estimate.candidate.options;
     row.peak_memory_bytes = best->estimate.candidate.peak_memory_bytes;
     row.iteration_time_s = best->iteration_time_s;
     row.tokens_per_s = best->tokens_per_s;

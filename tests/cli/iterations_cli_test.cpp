@@ -1,6 +1,9 @@
 // `gputwin simulate --estimate`, `calibrate --iterations` and `compare --iterations` through the real binary.
+#include "json_report.hpp"
 #include "run_cli.hpp"
 #include "test_temp_path.hpp"
+
+#include "gputwin/traces/json_value.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -119,13 +122,120 @@ TEST(CalibrateIterations, BadTablesNameFileLineAndColumn)
   expect_one_line_error("compare --iterations '" + unknown + "'", unknown + ":1:8: unknown column 'hiden'");
   const std::string short_row = write_file("short_row.csv", "hidden,iteration_time_s\n1024\n");
   expect_one_line_error("compare --iterations '" + short_row + "'", short_row + ":2: expected 2 fields");
-  const std::string wrong_gpus = write_file("wrong_gpus.csv", "gpus,hidden,heads,layers,seq_len,tp,iteration_time_s\n"
-                                                              "4,1024,16,12,1024,2,0.1\n");
+  const std::string wrong_gpus = write_file("wrong_gpus.csv", "gpus,hidden,heads,layers,seq_len,tp,dp,iteration_time_s\n"
+                                                              "4,1024,16,12,1024,2,1,0.1\n");
   expect_one_line_error("compare --iterations '" + wrong_gpus + "' --vocab 50257",
-                        wrong_gpus + ":2: GPUs: the row says 4 but tp x pp x dp = 2");
+                        wrong_gpus + ":2: GPUs: the row says 4 but tp x cp x pp x dp = 2");
   expect_one_line_error("compare --iterations /nonexistent.csv", "/nonexistent.csv: cannot read");
   expect_one_line_error("simulate --model gpt-22b --plan paper --framework pytorch-xla",
                         "--framework: unknown framework 'pytorch-xla'");
+}
+
+// NVIDIA dgxc-benchmarking's step_times.csv (tests/data/nemotron4-h100-dgxc/): its header, and rows of it.
+const std::string dgxc_header = "model,precision,gpus,global_batch,micro_batch,grad_accum,tp,pp,vp,cp,seq_len,step_time_s\n";
+const std::string dgxc_15b_bf16 = "nemotron4-15b,bf16,16,64,4,4,4,1,1,1,4096,2.812\n";
+const std::string dgxc_15b_fp8 = "nemotron4-15b,fp8,16,64,4,4,4,1,1,1,4096,2.039\n";
+const std::string dgxc_340b_bf16 = "nemotron4-340b,bf16,128,32,1,16,8,8,12,1,4096,4.61\n";
+const std::string dgxc_340b_fp8 = "nemotron4-340b,fp8,128,32,1,16,8,8,12,1,4096,3.16\n";
+const std::string dgxc_flags =
+    " --cluster dgx-h100 --sp --zero 1 --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap";
+
+// Each row's plan as the compare report describes it, in row order.
+std::vector<traces::JsonValue> compared_rows(const std::string& csv, const std::string& flags)
+{
+  const CliResult r = run_gputwin("compare --iterations '" + csv + "'" + flags + " --json", false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0)
+    return {};
+  const traces::JsonValue report = traces::parse_json(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(member(report, "framework").text, "megatron-core"); // dgx-h100's default, as simulate's
+  return member(report, "rows").items;
+}
+
+// precision -> --fp8, vp > 1 -> the interleaved schedule with vp chunks, dp from gpus / (tp x cp x pp), cp, the
+// step time in seconds, dgx-h100's flash attention, and the command line's overlaps on every row.
+TEST(CompareIterations, ReadsDgxcStepTimes)
+{
+  const std::string csv = write_file("dgxc.csv", dgxc_header + dgxc_15b_bf16 + dgxc_15b_fp8 + dgxc_340b_bf16 +
+                                                     "nemotron4-15b,bf16,32,64,2,4,2,1,1,2,4096,3.0\n");
+  const std::vector<traces::JsonValue> rows = compared_rows(csv, dgxc_flags);
+  ASSERT_EQ(rows.size(), 4u);
+  const std::vector<std::string> plans = {
+      "tp 4 · pp 1 · dp 4 · micro-batch 4 · global batch 64 (4 micro-batches per pipeline) · SP · recompute none · "
+      "flash attention · 1f1b · ZeRO-1",
+      "tp 4 · pp 1 · dp 4 · micro-batch 4 · global batch 64 (4 micro-batches per pipeline) · SP · recompute none · "
+      "flash attention · 1f1b · ZeRO-1 · FP8 (FP8 param gather)",
+      "tp 8 · pp 8 · dp 2 · micro-batch 1 · global batch 32 (16 micro-batches per pipeline) · SP · recompute none · "
+      "flash attention · interleaved x12 chunks · ZeRO-1"};
+  for (size_t i = 0; i < plans.size(); ++i) {
+    EXPECT_EQ(member(rows[i], "plan").text, plans[i]);
+    EXPECT_TRUE(member(rows[i], "overlap_grad_reduce").boolean);
+    EXPECT_TRUE(member(rows[i], "overlap_param_gather").boolean);
+    EXPECT_TRUE(member(rows[i], "tp_comm_overlap").boolean);
+  }
+  EXPECT_NE(member(rows[3], "plan").text.find("tp 2 · cp 2 · pp 1 · dp 8"), std::string::npos)
+      << member(rows[3], "plan").text;
+  EXPECT_EQ(number(rows[2], "measured_s"), 4.61);
+  EXPECT_LT(number(rows[1], "simulated_s"), 0.8 * number(rows[0], "simulated_s")); // FP8 GEMMs
+  // The overlaps reach the workloads: without them every row takes another time (the 15B rows longer: their
+  // gradient reduction and TP transfers are exposed), and the report says they are off.
+  const std::vector<traces::JsonValue> plain = compared_rows(csv, " --cluster dgx-h100 --sp --zero 1");
+  ASSERT_EQ(plain.size(), 4u);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_FALSE(member(plain[i], "tp_comm_overlap").boolean);
+    EXPECT_GT(std::abs(number(plain[i], "simulated_s") / number(rows[i], "simulated_s") - 1), 1e-3) << i;
+    if (i != 2)
+      EXPECT_GT(number(plain[i], "simulated_s"), number(rows[i], "simulated_s")) << i;
+  }
+}
+
+TEST(CompareIterations, BadDgxcRowsAreOneLineErrors)
+{
+  const std::string fp16 = write_file("fp16.csv", dgxc_header + "nemotron4-15b,fp16,16,64,4,4,4,1,1,1,4096,2.8\n");
+  expect_one_line_error("compare --iterations '" + fp16 + "'" + dgxc_flags,
+                        fp16 + ":2:15: precision: expected bf16 or fp8, got 'fp16'");
+  const std::string accum = write_file("accum.csv", dgxc_header + dgxc_15b_bf16 +
+                                                        "nemotron4-15b,bf16,16,64,4,8,4,1,1,1,4096,2.8\n");
+  expect_one_line_error("compare --iterations '" + accum + "'" + dgxc_flags,
+                        accum + ":3:28: grad_accum: the row says 8 but global_batch / (micro_batch x dp) = 64 / (4 x "
+                                "4) = 4");
+  const std::string gpus = write_file("gpus.csv", dgxc_header + "nemotron4-15b,bf16,18,64,4,4,4,1,1,1,4096,2.8\n");
+  expect_one_line_error("compare --iterations '" + gpus + "'" + dgxc_flags,
+                        gpus + ":2: GPUs: 18 is not a multiple of tp x cp x pp = 4");
+  const std::string vp = write_file("vp.csv", dgxc_header + "nemotron4-340b,bf16,128,32,1,16,8,8,0,1,4096,4.6\n");
+  expect_one_line_error("compare --iterations '" + vp + "'" + dgxc_flags,
+                        vp + ":2:37: vp: expected a positive integer, got '0'");
+  const std::string good = write_file("good.csv", dgxc_header + dgxc_15b_bf16);
+  expect_one_line_error("compare --iterations '" + good + "' --cluster dgx-h100 --tp-comm-overlap",
+                        good + ":2: --tp-comm-overlap: needs --sp");
+  const std::string fp8 = write_file("fp8.csv", dgxc_header + dgxc_15b_fp8);
+  expect_one_line_error("compare --iterations '" + fp8 + "' --cluster dgx-a100 --sp --zero 1",
+                        fp8 + ":2: --fp8: the a100");
+}
+
+// A calibration on four rows of the dgxc table, 2 of each model: folds by model (fit on one, predict the other),
+// the uncalibrated error equal to compare's, the fit better than it on the rows it saw.
+TEST(CalibrateIterations, FoldsByModelOnDgxcRows)
+{
+  const std::string csv =
+      write_file("dgxc_fit.csv", dgxc_header + dgxc_15b_bf16 + dgxc_15b_fp8 + dgxc_340b_bf16 + dgxc_340b_fp8);
+  const std::string model = test_temp_path("dgxc.yaml");
+  const CliResult fit = run_gputwin("calibrate --iterations '" + csv + "'" + dgxc_flags +
+                                        " --max-evaluations 60 --threads 2 -o '" + model + "' --json",
+                                    false);
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  const traces::JsonValue report = traces::parse_json(fit.output.substr(fit.output.find('{')));
+  EXPECT_EQ(number(report, "rows"), 4);
+  EXPECT_EQ(number(report, "folds"), 2);
+  const std::vector<traces::JsonValue>& folds = member(report, "cross_validation").items;
+  ASSERT_EQ(folds.size(), 2u);
+  EXPECT_EQ(member(folds[0], "held_out").text, "nemotron4-15b");
+  EXPECT_EQ(member(folds[1], "held_out").text, "nemotron4-340b");
+  EXPECT_EQ(number(folds[0], "rows"), 2);
+  EXPECT_NEAR((number(folds[0], "mape") + number(folds[1], "mape")) / 2, number(report, "cross_validated_mape"), 1e-12);
+  const CliResult before = run_gputwin("compare --iterations '" + csv + "'" + dgxc_flags + " --json", false);
+  EXPECT_NEAR(json_number(before.output, "mean_absolute_percentage_error"), number(report, "uncalibrated_mape"), 1e-12);
+  EXPECT_LT(number(report, "fitted_mape"), number(report, "uncalibrated_mape"));
 }
 
 } // namespace

@@ -1,12 +1,16 @@
 // `gputwin search` through the real binary: the ranked list, its plans fitting memory, and bad input.
 #include "json_report.hpp"
 #include "run_cli.hpp"
+#include "test_temp_path.hpp"
 
 #include "gputwin/traces/json_value.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +39,11 @@ TEST(SearchCli, RanksPlansThatFitAndTheBestBeatsThePaperPlan)
     EXPECT_GT(number(row, "mfu"), 0.3);
     EXPECT_GE(number(row, "iteration_time_s"), previous) << "best first";
     previous = number(row, "iteration_time_s");
+    // No gradient reduction (dp x cp = 1, every plan here has cp 1): nothing for the DP overlaps to overlap.
+    if (number(plan, "dp") * number(plan, "cp") == 1) {
+      EXPECT_FALSE(member(row, "overlap_grad_reduce").boolean);
+      EXPECT_FALSE(member(row, "overlap_param_gather").boolean);
+    }
     // The fast estimate and the full simulation of the same plan agree closely on one rack of nodes.
     EXPECT_NEAR(number(row, "estimated_iteration_time_s") / number(row, "iteration_time_s"), 1.0, 0.05);
   }
@@ -64,6 +73,79 @@ TEST(SearchCli, Fp8SearchesFp8PlansOnlyOnGpusThatHaveThem)
   EXPECT_EQ(fp8.output.find("\"fp8\": false"), std::string::npos) << fp8.output;
   EXPECT_LT(number(fp8_list.items.front(), "iteration_time_s"), number(bf16_list.items.front(), "iteration_time_s"));
   expect_one_line_error("search --model llama3-8b --gpus 8 --cluster dgx-a100 --fp8", "--fp8: the a100");
+}
+
+// On Hopper the search evaluates plans as Megatron-Core runs them: flash attention, Megatron-Core's overlaps where
+// they apply (each plan estimated with them and without, the faster kept), and context parallelism 1, 2, 4, 8 on
+// llama3-8b's 8192-token sequence; JSON and CSV name the overlaps each plan runs with, and --no-overlaps turns
+// them off.
+TEST(SearchCli, OnHopperTriesMegatronCoreOverlapsAndContextParallelism)
+{
+  const std::string csv = test_temp_path("search-h100.csv");
+  std::remove(csv.c_str());
+  const std::string search = "search --model llama3-8b --gpus 16 --global-batch 16 --cluster dgx-h100 --top 3";
+  const CliResult r = run_gputwin(search + " --json --csv '" + csv + "'", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const traces::JsonValue list = traces::parse_json(r.output);
+  ASSERT_EQ(list.items.size(), 3u);
+  for (const traces::JsonValue& row : list.items) {
+    const traces::JsonValue& plan = member(row, "plan");
+    EXPECT_EQ(member(plan, "attention").text, "flash");
+    const bool reduced = number(plan, "dp") * number(plan, "cp") > 1;
+    for (const char* key : {"tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"})
+      EXPECT_EQ(member(row, key).type, traces::JsonValue::Type::Bool) << key;
+    if (!reduced) {
+      EXPECT_FALSE(member(row, "overlap_grad_reduce").boolean);
+      EXPECT_FALSE(member(row, "overlap_param_gather").boolean);
+    }
+    if (!member(plan, "sp").boolean)
+      EXPECT_FALSE(member(row, "tp_comm_overlap").boolean);
+  }
+  // The best plan reduces gradients over 8 or more GPUs: overlapping that reduction with the backward wins.
+  const traces::JsonValue& best = list.items.front();
+  EXPECT_GT(number(member(best, "plan"), "dp") * number(member(best, "plan"), "cp"), 1);
+  EXPECT_TRUE(member(best, "overlap_grad_reduce").boolean) << r.output;
+
+  // The CSV's last four columns: fp8 and the three overlaps, as the JSON has them.
+  std::ifstream in(csv);
+  std::string header, first;
+  std::getline(in, header);
+  std::getline(in, first);
+  const std::string tail = ",cp,fp8,tp_comm_overlap,overlap_grad_reduce,overlap_param_gather";
+  ASSERT_GE(header.size(), tail.size());
+  EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
+  const std::string flags = std::string(",0,") + (member(best, "tp_comm_overlap").boolean ? "1," : "0,") +
+                            (member(best, "overlap_grad_reduce").boolean ? "1," : "0,") +
+                            (member(best, "overlap_param_gather").boolean ? "1" : "0");
+  ASSERT_GE(first.size(), flags.size());
+  EXPECT_EQ(first.substr(first.size() - flags.size()), flags) << first;
+  std::remove(csv.c_str());
+
+  // Without --cp the space has context-parallel splits that --cp 1 leaves out.
+  const auto splits = [](const std::string& text) {
+    const size_t at = text.find("plans    ");
+    return at == std::string::npos ? -1L : std::stol(text.substr(at + 9));
+  };
+  const CliResult table = run_gputwin(search, false), cp1 = run_gputwin(search + " --cp 1", false);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  ASSERT_EQ(cp1.exit_code, 0) << cp1.output;
+  EXPECT_GT(splits(table.output), splits(cp1.output)) << table.output << cp1.output;
+  EXPECT_NE(table.output.find("attention overlaps"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("grad,param"), std::string::npos) << table.output;
+
+  // --no-overlaps: none anywhere, and the best estimate is no better than with the overlaps tried.
+  const CliResult off = run_gputwin(search + " --no-overlaps --json", false);
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  const traces::JsonValue off_list = traces::parse_json(off.output);
+  double best_off_s = 1e300, best_on_s = 1e300;
+  for (const traces::JsonValue& row : off_list.items) {
+    for (const char* key : {"tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"})
+      EXPECT_FALSE(member(row, key).boolean) << key;
+    best_off_s = std::min(best_off_s, number(row, "estimated_iteration_time_s"));
+  }
+  for (const traces::JsonValue& row : list.items)
+    best_on_s = std::min(best_on_s, number(row, "estimated_iteration_time_s"));
+  EXPECT_LT(best_on_s, best_off_s);
 }
 
 TEST(SearchCli, ProgressBarsOnATerminalButNotWithJsonOrAPipe)

@@ -167,7 +167,22 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
   const std::string whole = sweep_csv(six_points, "whole.csv");
   const std::vector<std::string> lines = split(whole, '\n');
   ASSERT_EQ(lines.size(), 8u) << "a header, 6 rows and the final newline: " << whole;
-  EXPECT_EQ(lines.front().substr(lines.front().size() - 24), "scaling_efficiency,point");
+  // The columns after `point` came later and are appended, so older columns keep their places.
+  const std::string tail = "scaling_efficiency,point,attention,cp,fp8,tp_comm_overlap,overlap_grad_reduce,"
+                           "overlap_param_gather";
+  ASSERT_GE(lines.front().size(), tail.size());
+  EXPECT_EQ(lines.front().substr(lines.front().size() - tail.size()), tail);
+  // Each cluster's default attention (flash on Hopper); gradients reduced (dp > 1) or not, never an overlap of a
+  // reduction that does not happen.
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    const std::vector<std::string> row = split(lines[i], ',');
+    ASSERT_EQ(row.size(), 25u) << lines[i];
+    EXPECT_EQ(row[19], row[0] == "dgx-h100" ? "flash" : "unfused") << lines[i];
+    EXPECT_EQ(row[20], "1") << "cp: gpt-22b's 2048-token sequence is not split by default: " << lines[i];
+    EXPECT_EQ(row[21], "0") << "fp8";
+    if (std::stoi(row[4]) == 1)
+      EXPECT_EQ(row[23] + row[24], "00") << "dp 1 overlaps no gradient reduction: " << lines[i];
+  }
 
   // Three slices: disjoint, none with a scaling efficiency (it depends on points of other slices).
   std::vector<std::string> parts;
@@ -194,9 +209,14 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
   const CliResult m =
       run_gputwin("sweep --merge '" + parts[2] + "' '" + parts[0] + "' '" + parts[1] + "' -o '" + merged + "'", false);
   ASSERT_EQ(m.exit_code, 0) << m.output;
-  // 79.1%: 16 GPUs' scaling on dgx-a100 (with compute-communication interference; Echo's NCCL latencies; the pipeline
-  // messages of its tp 4 pp 2 plan without SP scattered over the TP ranks and all-gathered, as Megatron-LM does).
-  EXPECT_NE(m.output.find("79.1%"), std::string::npos) << "the table, with the recomputed scaling: " << m.output;
+  // The table shows the scaling the merge recomputed: 16 GPUs of dgx-a100 against 8, as the unsharded run wrote it.
+  const std::vector<std::string> a100_16 = split(lines[2], ',');
+  ASSERT_EQ(a100_16[0] + "," + a100_16[1], "dgx-a100,16") << lines[2];
+  char scaling[32];
+  std::snprintf(scaling, sizeof scaling, " %.1f%%\n", 100 * std::stod(a100_16[17]));
+  EXPECT_NE(m.output.find(scaling), std::string::npos) << "the table, with the recomputed scaling " << scaling << ": "
+                                                       << m.output;
+  EXPECT_EQ(m.output.find(" -\n"), std::string::npos) << "no scaling left unknown: " << m.output;
   EXPECT_EQ(read_file(merged), whole);
   const CliResult to_stdout =
       run_gputwin("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[2] + "'", false);
@@ -222,6 +242,27 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
     std::remove(f.c_str());
   for (const std::string& f : {merged, whole_file, other_header})
     std::remove(f.c_str());
+}
+
+// The sweep's table and JSON name each point's attention, cp, fp8 and overlaps; --no-overlaps turns them off.
+TEST(SweepCli, TableAndJsonNameAttentionContextParallelismAndOverlaps)
+{
+  const std::string sweep = "sweep --model llama3-8b --layers 4 --cluster dgx-h100 --gpus 16 --global-batch 16";
+  const CliResult table = run_gputwin(sweep, false);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("attention overlaps"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find(" flash "), std::string::npos) << table.output;
+  const CliResult json = run_gputwin(sweep + " --json", false);
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  for (const char* key : {"\"attention\": \"flash\"", "\"cp\": ", "\"fp8\": false", "\"tp_comm_overlap\": ",
+                          "\"overlap_grad_reduce\": true", "\"overlap_param_gather\": "})
+    EXPECT_NE(json.output.find(key), std::string::npos) << key << "\n" << json.output;
+  const CliResult off = run_gputwin(sweep + " --no-overlaps --json", false);
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  for (const char* key : {"\"tp_comm_overlap\": true", "\"overlap_grad_reduce\": true", "\"overlap_param_gather\": true"})
+    EXPECT_EQ(off.output.find(key), std::string::npos) << key << "\n" << off.output;
+  expect_one_line_error("sweep --model llama3-8b --cluster dgx-a100 --gpus 16 --cp 1,2",
+                        "--cp: context parallelism needs flash attention");
 }
 
 TEST(SweepCli, ASlurmArraySlicesLikeShardAndAnEmptySliceIsHeaderOnly)

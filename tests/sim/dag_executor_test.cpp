@@ -182,5 +182,79 @@ TEST(FrameworkProfile, HostCostsPerKindStepAndOptimizer)
   EXPECT_THROW(builtin_framework_profile("pytorch-xla"), InputError);
 }
 
+Op p2p(int64_t id, OpKind kind, traces::Phase phase, int32_t micro_batch, int32_t chunk)
+{
+  Op op;
+  op.id = id;
+  op.kind = kind;
+  op.phase = phase;
+  op.micro_batch = micro_batch;
+  op.chunk = chunk;
+  return op;
+}
+
+Op layer_op(int64_t id, traces::Phase phase, int32_t layer, int32_t micro_batch, int32_t chunk = 0)
+{
+  Op op = compute(id);
+  op.phase = phase;
+  op.layer = layer;
+  op.micro_batch = micro_batch;
+  op.chunk = chunk;
+  return op;
+}
+
+// Megatron's combined p2p calls batch adjacent sends and receives and synchronise once, after the batch; the 2022
+// interleaved schedule does not synchronise between a steady-state forward and its backward; Megatron-Core's
+// interleaved schedule (overlap_p2p_comm) never does, its 1F1B still does.
+TEST(FrameworkProfile, P2pSyncsPerBatchAndPerSchedule)
+{
+  using traces::Phase;
+  // forward (chunk c), send + receive batch, backward, send + receive batch, forward.
+  const auto program = [](int32_t chunk) {
+    traces::RankProgram p;
+    p.ops = {layer_op(0, Phase::Forward, 0, 0, chunk),
+             p2p(1, OpKind::Send, Phase::Forward, 0, chunk),
+             p2p(2, OpKind::Recv, Phase::Backward, 0, chunk),
+             layer_op(3, Phase::Backward, 0, 0, chunk),
+             p2p(4, OpKind::Send, Phase::Backward, 0, chunk),
+             p2p(5, OpKind::Recv, Phase::Forward, 1, chunk),
+             layer_op(6, Phase::Forward, 0, 1, chunk)};
+    return p;
+  };
+  const std::vector<bool> batch_end = {false, false, true, false, false, true, false};
+  const std::vector<bool> backward_batch_only = {false, false, false, false, false, true, false};
+  const std::vector<bool> never(7, false);
+  const FrameworkProfile lm = builtin_framework_profile("megatron-lm");
+  const FrameworkProfile core = builtin_framework_profile("megatron-core");
+  EXPECT_EQ(host_program(lm, program(0)).syncs, batch_end);            // 1F1B: once per batch
+  EXPECT_EQ(host_program(core, program(0)).syncs, batch_end);          // Megatron-Core 1F1B: the same
+  EXPECT_EQ(host_program(lm, program(1)).syncs, backward_batch_only);  // 2022 interleaved: not between F and B
+  EXPECT_EQ(host_program(core, program(1)).syncs, never);              // overlap_p2p_comm
+  EXPECT_EQ(builtin_framework_profile("nemo").overlap_p2p_interleaved, true);
+}
+
+// Per-layer CUDA graphs: one launch per (layer, micro-batch, direction) group at its first op, nothing for the
+// rest; ops outside layers (p2p, optimizer) keep their eager costs.
+TEST(FrameworkProfile, CudaGraphsLaunchOncePerLayerStep)
+{
+  using traces::Phase;
+  FrameworkProfile f = builtin_framework_profile("none");
+  f.kernel_issue_s = 1;
+  f.gemm_issue_s = 2;
+  f.p2p_issue_s = 8;
+  f.cuda_graphs = true;
+  f.graph_launch_s = 100;
+  traces::RankProgram p;
+  p.ops = {layer_op(0, Phase::Forward, 0, 0), layer_op(1, Phase::Forward, 0, 0),   // layer 0: one launch
+           layer_op(2, Phase::Forward, 1, 0), layer_op(3, Phase::Forward, 1, 0),   // layer 1: one launch
+           p2p(4, OpKind::Send, Phase::Forward, 0, 0),                             // eager
+           layer_op(5, Phase::Backward, 1, 0), layer_op(6, Phase::Backward, 1, 0),  // backward of layer 1
+           layer_op(7, Phase::Recompute, 0, 0), layer_op(8, Phase::Backward, 0, 0)}; // recompute, backward: two
+  const HostProgram h = host_program(f, p);
+  EXPECT_EQ(h.issue_cost_s, (std::vector<double>{100, 0, 100, 0, 8, 100, 0, 100, 100}));
+  f.cuda_graphs = false;
+  EXPECT_EQ(host_program(f, p).issue_cost_s, (std::vector<double>{1, 1, 1, 1, 8, 1, 1, 1, 1}));
+}
+
 } // namespace
 } // namespace gputwin::sim

@@ -1,6 +1,10 @@
 // The plan enumeration of `gputwin search`: every plan valid, fitting, and the fixed choices as documented.
+#include "dgx_spec.hpp"
+
+#include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/model_catalog.hpp"
+#include "gputwin/sim/iteration_estimate.hpp"
 #include "gputwin/sim/plan_search.hpp"
 
 #include <gtest/gtest.h>
@@ -55,6 +59,105 @@ TEST(PlanSearch, NothingFitsReportsTheSmallestPlan)
   EXPECT_EQ(plans.too_big, plans.shapes);
   EXPECT_GT(plans.smallest.peak_memory_bytes, a100_80gb_bytes);
   EXPECT_EQ(plans.smallest.plan.recompute, Recompute::Full);
+}
+
+// Every candidate carries the Megatron-Core overlaps that have something to overlap in its plan, and no other:
+// no gradient reduction (dp x cp = 1) means no --overlap-grad-reduce or --overlap-param-gather, no SP no
+// --tp-comm-overlap; with `overlaps` off none at all.
+TEST(PlanSearch, CandidatesCarryTheOverlapsThatApplyAndNoOthers)
+{
+  const GptConfig model = find_catalog_model("gpt3-175b")->model;
+  const PlanEnumeration plans = enumerate_plans(model, 64, 64, 8, a100_80gb_bytes);
+  int with_grad_reduce = 0, with_dp_1 = 0;
+  for (const PlanCandidate& c : plans.fitting) {
+    const ParallelPlan& p = c.plan;
+    const bool reduced = p.dp * p.cp > 1;
+    EXPECT_EQ(c.options.overlap_grad_reduce, reduced) << describe_plan(p);
+    EXPECT_EQ(c.options.overlap_param_gather, reduced && p.zero_stage == 1) << describe_plan(p);
+    EXPECT_EQ(c.options.tp_comm_overlap, p.tp > 1 && p.sequence_parallel()) << describe_plan(p);
+    with_grad_reduce += c.options.overlap_grad_reduce ? 1 : 0;
+    with_dp_1 += p.dp == 1 ? 1 : 0;
+  }
+  EXPECT_GT(with_grad_reduce, 0);
+  EXPECT_GT(with_dp_1, 0);
+  SearchSpace none;
+  none.overlaps = false;
+  for (const PlanCandidate& c : enumerate_plans(model, 64, 64, 8, a100_80gb_bytes, none).fitting)
+    EXPECT_FALSE(any_overlap(c.options)) << describe_plan(c.plan);
+}
+
+// Context parallelism is tried by default with flash attention on long sequences only, and every size the
+// enumeration keeps divides N / tp and leaves the sequence divisible by 2 cp.
+TEST(PlanSearch, DefaultContextParallelismOnLongSequencesWithFlash)
+{
+  GptConfig model = find_catalog_model("llama3-8b")->model;
+  model.seq_len = 8192;
+  EXPECT_EQ(default_context_parallel(model, AttentionKernel::Flash), (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(default_context_parallel(model, AttentionKernel::Unfused), (std::vector<int64_t>{1}));
+  GptConfig short_model = model;
+  short_model.seq_len = 4096;
+  EXPECT_EQ(default_context_parallel(short_model, AttentionKernel::Flash), (std::vector<int64_t>{1}));
+
+  SearchSpace space;
+  space.attention = AttentionKernel::Flash;
+  space.context_parallel = default_context_parallel(model, space.attention);
+  const PlanEnumeration plans = enumerate_plans(model, 16, 16, 8, a100_80gb_bytes, space);
+  std::set<int64_t> sizes;
+  for (const PlanCandidate& c : plans.fitting) {
+    EXPECT_EQ((16 / c.plan.tp) % c.plan.cp, 0) << describe_plan(c.plan);
+    EXPECT_EQ(model.seq_len % (2 * c.plan.cp), 0) << describe_plan(c.plan);
+    EXPECT_EQ(c.plan.zero_stage, c.plan.dp * c.plan.cp > 1 ? 1 : 0) << "ZeRO-1 over dp x cp: " << describe_plan(c.plan);
+    sizes.insert(c.plan.cp);
+  }
+  EXPECT_EQ(sizes, (std::set<int64_t>{1, 2, 4, 8}));
+}
+
+// rank_plans keeps, for each plan, the faster of its variant with every applicable overlap and its variant with none.
+TEST(PlanSearch, RankingKeepsTheFasterOfWithAndWithoutOverlaps)
+{
+  GptConfig model = find_catalog_model("gpt-22b")->model;
+  model.layers = 4;
+  const topo::ClusterGraph graph(testing::dgx_like_spec(2, false));
+  const topo::GpuSpec& gpu_spec = graph.spec().gpu;
+  const GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Ampere, gpu_spec.kind, gpu_spec.peak_bf16_flops,
+                                                    gpu_spec.hbm_bytes_per_s);
+  const FrameworkProfile framework = builtin_framework_profile("megatron-lm");
+  SearchSpace space;
+  space.micro_batches = {1};
+  const PlanEnumeration plans = enumerate_plans(model, 16, 16, 8, a100_80gb_bytes, space);
+  ASSERT_FALSE(plans.fitting.empty());
+  const std::vector<PlanEstimate> ranked = rank_plans(graph, model, plans.fitting, gpu, framework, 2);
+  ASSERT_EQ(ranked.size(), plans.fitting.size());
+  int tried = 0;
+  for (const PlanEstimate& e : ranked) {
+    const ParallelPlan& p = e.candidate.plan;
+    const WorkloadOptions all = applicable_overlaps(p);
+    const auto estimate = [&](const WorkloadOptions& options) {
+      return estimate_iteration(graph, make_workload(model, p, options), gpu, framework).iteration_time_s;
+    };
+    const double with_s = estimate(all), without_s = estimate(WorkloadOptions{});
+    EXPECT_EQ(e.iteration_time_s, std::min(with_s, without_s)) << describe_plan(p);
+    const bool kept_overlaps = any_overlap(e.candidate.options);
+    EXPECT_EQ(kept_overlaps, any_overlap(all) && with_s <= without_s) << describe_plan(p);
+    if (kept_overlaps) {
+      EXPECT_EQ(e.candidate.options.tp_comm_overlap, all.tp_comm_overlap);
+      EXPECT_EQ(e.candidate.options.overlap_grad_reduce, all.overlap_grad_reduce);
+      EXPECT_EQ(e.candidate.options.overlap_param_gather, all.overlap_param_gather);
+    }
+    tried += any_overlap(all) ? 1 : 0;
+  }
+  EXPECT_GT(tried, 0);
+
+  // Asked for the best 2 only, it skips the overlap variants that could not reach them, and ranks the same 2 first.
+  for (const size_t top : {size_t{1}, size_t{2}}) {
+    const std::vector<PlanEstimate> best = rank_plans(graph, model, plans.fitting, gpu, framework, 2, {}, top);
+    ASSERT_EQ(best.size(), ranked.size());
+    for (size_t i = 0; i < top; ++i) {
+      EXPECT_EQ(describe_plan(best[i].candidate.plan), describe_plan(ranked[i].candidate.plan)) << i;
+      EXPECT_EQ(best[i].iteration_time_s, ranked[i].iteration_time_s) << i;
+      EXPECT_EQ(any_overlap(best[i].candidate.options), any_overlap(ranked[i].candidate.options)) << i;
+    }
+  }
 }
 
 } // namespace

@@ -177,6 +177,20 @@ std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
     classes[i].batched_with_next =
         classes[i].kind == HostOpClass::P2p && i + 1 < ops.size() && host_kind(ops[i + 1]) == HostOpClass::P2p;
   }
+  // Per-layer graph groups: the ops of one layer's forward (or recompute) or backward of one micro-batch.
+  const traces::Op* previous = nullptr; // the last op of a layer group so far
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const traces::Op& op = ops[i];
+    HostOpClass& c = classes[i];
+    c.in_layer = op.layer >= 0 && op.micro_batch >= 0 && op.phase != traces::Phase::Optimizer &&
+                 c.kind != HostOpClass::P2p;
+    if (!c.in_layer)
+      continue;
+    c.starts_layer = previous == nullptr || previous->layer != op.layer || previous->micro_batch != op.micro_batch ||
+                     previous->chunk != op.chunk || step_kind(*previous) != step_kind(op) ||
+                     (previous->phase == traces::Phase::Recompute) != (op.phase == traces::Phase::Recompute);
+    previous = &op;
+  }
   if (interleaved)
     for (size_t end = 0; end + 1 < ops.size(); ++end) {
       if (classes[end].kind != HostOpClass::P2p || classes[end].batched_with_next)
@@ -209,9 +223,11 @@ HostProgram host_program(const FrameworkProfile& f, const std::vector<HostOpClas
     const double unfused_op_s = c.unfused_softmax == HostOpClass::Forward    ? f.gemm_issue_s
                                 : c.unfused_softmax == HostOpClass::Backward ? f.kernel_issue_s
                                                                              : 0.0;
-    host.issue_cost_s[i] = cost_of_kind[c.kind] + (c.starts_step ? f.microbatch_issue_s : 0.0) +
-                           (c.starts_optimizer ? f.iteration_issue_s : 0.0) +
-                           f.unfused_softmax_extra_ops * unfused_op_s;
+    // With per-layer CUDA graphs a layer's kernels cost the host one graph launch, at the group's first op.
+    const double op_cost_s = f.cuda_graphs && c.in_layer ? (c.starts_layer ? f.graph_launch_s : 0.0)
+                                                         : cost_of_kind[c.kind] + f.unfused_softmax_extra_ops * unfused_op_s;
+    host.issue_cost_s[i] = op_cost_s + (c.starts_step ? f.microbatch_issue_s : 0.0) +
+                           (c.starts_optimizer ? f.iteration_issue_s : 0.0);
     // Megatron's p2p calls end in torch.cuda.synchronize(); before the update the host reads the gradients'
     // inf/NaN flag and norm, waiting for everything issued so far (the gradient reductions included).
     // Megatron-Core overlaps the interleaved schedule's p2p instead (no sync there).

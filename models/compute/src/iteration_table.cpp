@@ -14,17 +14,18 @@ namespace gputwin {
 
 namespace {
 
-enum class ColumnKind { Flag, NumberFlag, TimeSeconds, TimeMilliseconds, Gpus };
+enum class ColumnKind { Flag, NumberFlag, TimeSeconds, TimeMilliseconds, Gpus, Precision, VirtualStages, GradAccum };
 
 struct ColumnRule {
   const char* name;
   ColumnKind kind;
-  const char* flag; // for Flag / NumberFlag
+  const char* flag; // the plan flag the column sets (Flag, NumberFlag, Precision, VirtualStages)
 };
 
-// gputwin's own names and vTrain's (ground_truth_single.csv).
+// gputwin's own names, vTrain's (ground_truth_single.csv) and NVIDIA dgxc-benchmarking's (step_times.csv).
 constexpr ColumnRule rules[] = {
     {"iteration_time_s", ColumnKind::TimeSeconds, ""},
+    {"step_time_s", ColumnKind::TimeSeconds, ""},
     {"iteration_time_ms", ColumnKind::TimeMilliseconds, ""},
     {"iteration time (ms)", ColumnKind::TimeMilliseconds, ""},
     {"gpus", ColumnKind::Gpus, ""},
@@ -55,6 +56,10 @@ constexpr ColumnRule rules[] = {
     {"schedule", ColumnKind::Flag, "--schedule"},
     {"chunks", ColumnKind::NumberFlag, "--chunks"},
     {"zero", ColumnKind::NumberFlag, "--zero"},
+    {"cp", ColumnKind::NumberFlag, "--cp"},
+    {"precision", ColumnKind::Precision, "--fp8"},
+    {"vp", ColumnKind::VirtualStages, "--chunks"},
+    {"grad_accum", ColumnKind::GradAccum, ""},
 };
 
 std::string trim(const std::string& text)
@@ -93,7 +98,7 @@ std::vector<std::pair<std::string, int>> split(const std::string& line)
 // Two columns that would give the same value twice.
 bool same_quantity(const ColumnRule& a, const ColumnRule& b)
 {
-  const auto is_flag = [](const ColumnRule& r) { return r.kind == ColumnKind::Flag || r.kind == ColumnKind::NumberFlag; };
+  const auto is_flag = [](const ColumnRule& r) { return *r.flag != '\0'; };
   const auto is_time = [](const ColumnRule& r) {
     return r.kind == ColumnKind::TimeSeconds || r.kind == ColumnKind::TimeMilliseconds;
   };
@@ -147,8 +152,9 @@ IterationTable read_iteration_table(const std::string& path)
         if (rule == std::end(rules))
           throw InputError(path + ":" + std::to_string(line_number) + ":" + std::to_string(column) +
                            ": unknown column '" + raw +
-                           "' (expected iteration_time_s|iteration_time_ms, model and plan flag names such as hidden, "
-                           "layers, tp, pp, dp, micro_batch, global_batch, or vTrain's column names)");
+                           "' (expected iteration_time_s|iteration_time_ms|step_time_s, model and plan flag names "
+                           "such as hidden, layers, tp, pp, dp, cp, micro_batch, global_batch, precision, vp, "
+                           "grad_accum, or vTrain's column names)");
         for (size_t c = 0; c < columns.size(); ++c)
           if (same_quantity(*columns[c], *rule))
             throw InputError(path + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": column '" +
@@ -159,8 +165,8 @@ IterationTable read_iteration_table(const std::string& path)
       }
       if (!has_time)
         throw InputError(path + ":" + std::to_string(line_number) +
-                         ": no iteration time column (expected iteration_time_s, iteration_time_ms or "
-                         "'iteration time (ms)')");
+                         ": no iteration time column (expected iteration_time_s, iteration_time_ms, step_time_s "
+                         "or 'iteration time (ms)')");
       continue;
     }
     if (fields.size() != columns.size())
@@ -179,6 +185,13 @@ IterationTable read_iteration_table(const std::string& path)
         row.flags[rule.flag] = text;
         continue;
       }
+      if (rule.kind == ColumnKind::Precision) {
+        const std::string precision = lower(text);
+        if (precision != "bf16" && precision != "fp8")
+          throw InputError(where + "expected bf16 or fp8, got '" + text + "'");
+        row.flags[rule.flag] = precision == "fp8" ? "true" : "false";
+        continue;
+      }
       const std::optional<double> value = number(text);
       if (!value)
         throw InputError(where + "expected a number, got '" + text + "'");
@@ -190,10 +203,20 @@ IterationTable read_iteration_table(const std::string& path)
           throw InputError(where + "expected a time > 0, got '" + text + "'");
         break;
       case ColumnKind::Gpus:
+      case ColumnKind::VirtualStages:
+      case ColumnKind::GradAccum:
         // 2^53: above it the cast to int64 would be undefined (or the count inexact); no table has that many.
         if (*value < 1 || *value != std::floor(*value) || *value > 9007199254740992.0)
           throw InputError(where + "expected a positive integer, got '" + text + "'");
-        row.gpus = static_cast<int64_t>(*value);
+        if (rule.kind == ColumnKind::Gpus) {
+          row.gpus = static_cast<int64_t>(*value);
+        } else if (rule.kind == ColumnKind::GradAccum) {
+          row.grad_accum = static_cast<int64_t>(*value);
+          row.grad_accum_column = column;
+        } else if (*value > 1) { // virtual pipeline stages: Megatron's interleaved schedule with vp model chunks
+          row.flags["--schedule"] = "interleaved";
+          row.flags[rule.flag] = text;
+        }
         break;
       default:
         if (*value != std::floor(*value))

@@ -88,6 +88,21 @@ std::string to_string(GroupKind kind)
   return "unknown";
 }
 
+WorkloadOptions applicable_overlaps(const ParallelPlan& plan)
+{
+  const bool gradients_reduced = plan.dp * plan.cp > 1;
+  WorkloadOptions options;
+  options.tp_comm_overlap = plan.tp > 1 && plan.sequence_parallel();
+  options.overlap_grad_reduce = gradients_reduced;
+  options.overlap_param_gather = gradients_reduced && plan.zero_stage == 1;
+  return options;
+}
+
+bool any_overlap(const WorkloadOptions& options)
+{
+  return options.tp_comm_overlap || options.overlap_grad_reduce || options.overlap_param_gather;
+}
+
 int32_t Workload::stage_rank(int64_t stage) const
 {
   return static_cast<int32_t>(global_rank(plan, {stage, 0, 0}));

@@ -32,7 +32,7 @@ struct CompiledCase {
 
 CompiledCase compile_case(const topo::ClusterGraph& graph, const IterationCase& c)
 {
-  const Workload workload = make_workload(c.model, c.plan);
+  const Workload workload = make_workload(c.model, c.plan, c.options);
   std::vector<traces::RankProgram> programs;
   for (int64_t stage = 0; stage < c.plan.pp; ++stage)
     programs.push_back(stage_program(workload, stage));
@@ -321,22 +321,24 @@ IterationFit fit_iterations(const IterationSet& set, const FitParameters& start,
 {
   const std::vector<IterationCase>& cases = set.cases();
   IterationFit fit;
-  // Folds grouped by model shape: every row of one (hidden, layers) shape in the same fold, shapes dealt to
-  // folds in sorted order.
-  std::map<std::pair<int64_t, int64_t>, int> shape_index;
+  // Folds grouped by model: every row of one group (model name, else shape: hidden, layers) in the same fold, groups
+  // dealt to folds in sorted order.
+  using Group = std::tuple<std::string, int64_t, int64_t>;
+  auto group_of = [](const IterationCase& c) { return Group{c.group, c.model.hidden, c.model.layers}; };
+  std::map<Group, int> group_index;
   for (const IterationCase& c : cases)
-    shape_index.try_emplace({c.model.hidden, c.model.layers}, 0);
+    group_index.try_emplace(group_of(c), 0);
   int next = 0;
-  for (auto& [shape, index] : shape_index)
+  for (auto& [group, index] : group_index)
     index = next++;
-  fit.folds = std::max(1, std::min(options.folds, static_cast<int>(shape_index.size())));
+  fit.folds = std::max(1, std::min(options.folds, static_cast<int>(group_index.size())));
   std::vector<double> measured;
   for (const IterationCase& c : cases) {
-    fit.fold.push_back(shape_index.at({c.model.hidden, c.model.layers}) % fit.folds);
+    fit.fold.push_back(group_index.at(group_of(c)) % fit.folds);
     char shape[64];
     std::snprintf(shape, sizeof shape, "h%lld L%lld", static_cast<long long>(c.model.hidden),
                   static_cast<long long>(c.model.layers));
-    fit.shape.emplace_back(shape);
+    fit.shape.emplace_back(c.group.empty() ? shape : c.group);
     measured.push_back(c.measured_s);
   }
   fit.cross_validated_s.assign(cases.size(), 0);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -36,6 +37,13 @@ bool is_valid(const GptConfig& model, const ParallelPlan& plan)
 }
 
 } // namespace
+
+std::vector<int64_t> default_context_parallel(const GptConfig& model, AttentionKernel attention)
+{
+  if (attention == AttentionKernel::Flash && model.seq_len >= 8192)
+    return {1, 2, 4, 8};
+  return {1};
+}
 
 PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t gpus_per_node,
                                 int64_t hbm_bytes, const SearchSpace& space)
@@ -75,22 +83,23 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
           plan.schedule = schedule;
           plan.chunks = chunks;
           plan.tp_comm = tp > 1 ? TpComm::SequenceParallel : TpComm::AllReduce;
-          plan.zero_stage = dp > 1 ? 1 : 0;
+          plan.zero_stage = dp * cp > 1 ? 1 : 0;
           plan.attention = space.attention;
           plan.fp8 = space.fp8;
           if (!is_valid(model, plan))
             continue;
+          const WorkloadOptions options = space.overlaps ? applicable_overlaps(plan) : WorkloadOptions{};
           ++out.shapes;
           bool fitted = false;
           for (const Recompute recompute : {Recompute::None, Recompute::Selective, Recompute::Full}) {
             plan.recompute = recompute;
             const int64_t peak = busiest_stage_memory(model, plan).total_bytes;
             if (!have_smallest || peak < out.smallest.peak_memory_bytes) {
-              out.smallest = {plan, peak};
+              out.smallest = {plan, peak, options};
               have_smallest = true;
             }
             if (peak <= hbm_bytes) {
-              out.fitting.push_back({plan, peak});
+              out.fitting.push_back({plan, peak, options});
               fitted = true;
               break;
             }
@@ -108,28 +117,72 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
 std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptConfig& model,
                                      const std::vector<PlanCandidate>& candidates, const GpuComputeModel& gpu,
                                      const FrameworkProfile& framework, int threads,
-                                     const std::function<void(size_t done, size_t total)>& progress)
+                                     const std::function<void(size_t done, size_t total)>& progress, size_t top)
 {
-  std::vector<PlanEstimate> estimates(candidates.size());
-  std::atomic<size_t> next{0}, done{0};
+  // `work(i)` for every i < n on `threads` threads, progress counted on from `done_before` of `total`.
   std::mutex progress_mutex;
-  auto loop = [&] {
-    for (size_t i = next++; i < candidates.size(); i = next++) {
-      const Workload workload = make_workload(model, candidates[i].plan);
-      estimates[i] = {candidates[i], estimate_iteration(graph, workload, gpu, framework).iteration_time_s};
-      const size_t finished = ++done;
-      if (progress) {
-        const std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(finished, candidates.size());
+  const auto in_parallel = [&](size_t n, size_t done_before, size_t total, const std::function<void(size_t)>& work) {
+    std::atomic<size_t> next{0}, done{done_before};
+    auto loop = [&] {
+      for (size_t i = next++; i < n; i = next++) {
+        work(i);
+        const size_t finished = ++done;
+        if (progress) {
+          const std::lock_guard<std::mutex> lock(progress_mutex);
+          progress(finished, total);
+        }
       }
-    }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::max(1, threads); ++t)
+      pool.emplace_back(loop);
+    loop();
+    for (std::thread& t : pool)
+      t.join();
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t)
-    pool.emplace_back(loop);
-  loop();
-  for (std::thread& t : pool)
-    t.join();
+
+  // Every plan without overlaps, with the least it could take with them: the iteration shrunk by the largest share
+  // of a stage's busy time that was exposed communication (overlaps hide communication; they add compute, never
+  // remove it, and the bubble is made of the same steps).
+  std::vector<PlanEstimate> estimates(candidates.size());
+  std::vector<double> least_with_overlaps_s(candidates.size());
+  in_parallel(candidates.size(), 0, candidates.size(), [&](size_t i) {
+    const PlanCandidate& candidate = candidates[i];
+    const IterationResult result =
+        estimate_iteration(graph, make_workload(model, candidate.plan, WorkloadOptions{}), gpu, framework);
+    estimates[i] = {candidate, result.iteration_time_s};
+    estimates[i].candidate.options = WorkloadOptions{};
+    double compute_share = 1;
+    for (const StageTimes& stage : result.stages)
+      if (stage.compute_s + stage.exposed_comm_s > 0)
+        compute_share = std::min(compute_share, stage.compute_s / (stage.compute_s + stage.exposed_comm_s));
+    least_with_overlaps_s[i] = result.iteration_time_s * compute_share;
+  });
+
+  // The plans whose overlaps could bring them into the best `top`: the top-th time without overlaps bounds the
+  // final top-th time from above.
+  std::vector<double> without_s(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    without_s[i] = estimates[i].iteration_time_s;
+  double threshold_s = std::numeric_limits<double>::infinity();
+  if (top < without_s.size()) {
+    std::vector<double> sorted = without_s;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(top - 1), sorted.end());
+    threshold_s = sorted[top - 1];
+  }
+  std::vector<size_t> tried;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (any_overlap(candidates[i].options) && least_with_overlaps_s[i] <= threshold_s)
+      tried.push_back(i);
+  in_parallel(tried.size(), candidates.size(), candidates.size() + tried.size(), [&](size_t k) {
+    const size_t i = tried[k];
+    const double with_s =
+        estimate_iteration(graph, make_workload(model, candidates[i].plan, candidates[i].options), gpu, framework)
+            .iteration_time_s;
+    if (with_s <= estimates[i].iteration_time_s) // a tie keeps the overlaps, as Megatron-Core users run
+      estimates[i] = {candidates[i], with_s};
+  });
+
   std::stable_sort(estimates.begin(), estimates.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
     return a.iteration_time_s < b.iteration_time_s;
   });

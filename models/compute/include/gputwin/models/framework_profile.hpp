@@ -45,6 +45,13 @@ struct FrameworkProfile {
   // p2p_communication.py `_communicate` runs only with batch_p2p_comm and batch_p2p_sync, i.e. in the
   // non-interleaved 1F1B schedule. true: `sync_after_p2p` applies to programs without chunks only.
   bool overlap_p2p_interleaved = false;
+  // Per-layer CUDA graphs (Megatron-Core --enable-cuda-graph / --cuda-graph-scope: Transformer Engine's
+  // make_graphed_callables captures each layer's forward and backward per micro-batch): the host launches one graph
+  // per (layer, micro-batch, direction) instead of its kernels -- `graph_launch_s` for the first op of the group,
+  // nothing for the others (the TP collectives inside the layer are captured with it). Pipeline p2p, data-parallel
+  // collectives, the embedding, the loss and the optimizer stay eager. The GPU-side launch latency is unchanged.
+  bool cuda_graphs = false;
+  double graph_launch_s = 0;
   // Ops the framework issues beyond the one fused softmax kernel where that kernel does not support the shape.
   // Megatron's FusedScaleMaskSoftmax (megatron/model/fused_softmax.py is_kernel_available) runs its fused CUDA
   // kernel only when 16 < sk <= 4096, sq % 4 == 0 and the attention batches b x heads/t are a multiple of the
@@ -96,6 +103,8 @@ struct HostOpClass {
   // interleaved schedule runs the steady state's forward and backward back to back and exchanges both steps'
   // tensors afterwards in one call (send_forward_backward_recv_forward_backward), so no sync falls between them.
   bool forward_to_backward = false;
+  bool in_layer = false;      // a kernel, GEMM or collective of a transformer layer's forward, recompute or backward
+  bool starts_layer = false;  // ... the first of its (layer, micro-batch, chunk, direction) group
   // An attention softmax whose shape the fused softmax kernel does not support, forward (or recompute) or backward.
   enum UnfusedSoftmax : uint8_t { No, Forward, Backward } unfused_softmax = No;
 };

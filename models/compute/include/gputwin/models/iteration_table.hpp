@@ -3,15 +3,18 @@
 // iteration time. What `gputwin calibrate --iterations` fits to and `gputwin compare --iterations` checks.
 //
 // Columns (header row; names are case-insensitive, a leading '#' and a UTF-8 byte-order mark are ignored):
-//   time      iteration_time_s | iteration_time_ms | "iteration time (ms)"              (exactly one, required)
+//   time      iteration_time_s | step_time_s | iteration_time_ms | "iteration time (ms)" (exactly one, required)
 //   model     model, hidden | "hidden size", heads | "attention heads", layers | "# layers",
 //             seq_len | "sequence length", vocab
-//   plan      tp | "tensor parallelism", pp | "pipeline parallelism", dp | "data parallelism",
+//   plan      tp | "tensor parallelism", pp | "pipeline parallelism", dp | "data parallelism", cp,
 //             micro_batch | "micro batch", global_batch | "global batch", sp (true|false), recompute,
-//             attention, schedule, chunks, zero
-//   check     gpus | "# GPUs"  (must equal tp x pp x dp)
-// vTrain's ground_truth_single.csv is accepted as it is. A column the file lacks takes the value of the
-// command line's flag of the same name (e.g. --recompute full --vocab 50257). Other columns are errors.
+//             attention, schedule, chunks, zero, precision (bf16|fp8: --fp8), vp (virtual pipeline stages:
+//             > 1 is --schedule interleaved --chunks vp; 1 leaves the schedule to the command line)
+//   check     gpus | "# GPUs"  (must equal tp x cp x pp x dp; without a dp column (and no --dp) it gives dp),
+//             grad_accum (must equal global_batch / (micro_batch x dp))
+// vTrain's ground_truth_single.csv and NVIDIA dgxc-benchmarking's step_times.csv are accepted as they are. A
+// column the file lacks takes the value of the command line's flag of the same name (e.g. --recompute full
+// --vocab 50257). Other columns are errors.
 
 #include <map>
 #include <string>
@@ -24,6 +27,8 @@ struct MeasuredIteration {
   std::map<std::string, std::string> flags; // plan/model flag ("--hidden") -> the row's value ("1024")
   double iteration_time_s = 0;
   int64_t gpus = 0; // 0 when the file has no GPU count column
+  int64_t grad_accum = 0; // micro-batches per pipeline as the row states them; 0 when the file has no such column
+  int grad_accum_column = 0; // 1-based column of that field
 };
 
 struct IterationTable {
@@ -33,8 +38,8 @@ struct IterationTable {
 };
 
 // Reads and validates `path`. Throws InputError "FILE:LINE:COLUMN: ..." for an unreadable or empty file,
-// an unknown or duplicated column, a missing time column, a row with the wrong number of fields, an empty field
-// or a non-number where a number is expected.
+// an unknown or duplicated column, a missing time column, a row with the wrong number of fields, an empty field,
+// a non-number where a number is expected, or a precision other than bf16 and fp8.
 IterationTable read_iteration_table(const std::string& path);
 
 } // namespace gputwin

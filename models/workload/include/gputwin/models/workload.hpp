@@ -61,6 +61,13 @@ struct WorkloadOptions {
   bool tp_comm_overlap = false;
 };
 
+// Every overlap that has something to overlap under `plan` (what Megatron-Core users turn on): tp_comm_overlap with
+// sequence parallelism (tp > 1), overlap_grad_reduce when gradients are reduced (dp x cp > 1), overlap_param_gather
+// with ZeRO-1 over dp x cp > 1.
+WorkloadOptions applicable_overlaps(const ParallelPlan& plan);
+// True when `options` turns on at least one overlap.
+bool any_overlap(const WorkloadOptions& options);
+
 struct Workload {
   GptConfig model;
   ParallelPlan plan;

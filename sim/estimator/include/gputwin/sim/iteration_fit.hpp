@@ -2,8 +2,8 @@
 // Calibration from measured iteration times: the GPU compute model's efficiencies and the framework's host
 // costs fitted so that the estimated iterations (iteration_estimate.hpp: the same workload, compute model, host
 // model and folded communication as `simulate`) match a table of measured ones. Reported the way a paper
-// would: k-fold cross-validated error with folds grouped by model shape (hidden size x layers), so no shape
-// is ever predicted by a fit that saw it. Plain C++ (no SimGrid).
+// would: k-fold cross-validated error with folds grouped by model (the case's group: the table's model name, else
+// its shape, hidden size x layers), so no model is ever predicted by a fit that saw it. Plain C++ (no SimGrid).
 //
 // Fitted (in log space, within physical bounds): gemm_efficiency, gemm_k_half, memory_efficiency (GPU);
 // kernel_issue_s, gemm_issue_s, collective_issue_s, p2p_issue_s, microbatch_issue_s, iteration_issue_s
@@ -16,6 +16,7 @@
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/models/parallel_plan.hpp"
+#include "gputwin/models/workload.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
 #include <memory>
@@ -28,6 +29,10 @@ struct IterationCase {
   int line = 0; // of the table row
   GptConfig model;
   ParallelPlan plan;
+  WorkloadOptions options; // the overlaps the workload runs with
+  // The cross-validation group: the model's name where the table names one (a `model` column), else empty (the
+  // case is grouped by its shape, hidden x layers).
+  std::string group;
   double measured_s = 0;
 };
 
@@ -58,7 +63,7 @@ struct IterationFit {
   std::vector<double> predicted_s;      // per case, with `fitted`
   std::vector<double> cross_validated_s; // per case, by the fold that held it out
   std::vector<int> fold;                 // per case
-  std::vector<std::string> shape;        // per case: its group, "h1024 L24"
+  std::vector<std::string> shape;        // per case: its group, the model's name or its shape ("h1024 L24")
   double fitted_mape = 0, cross_validated_mape = 0;
   int folds = 0, evaluations = 0;
 };

@@ -5,21 +5,27 @@
 // simulation. Plain C++, no SimGrid.
 //
 // The space: tp over the divisors of N up to the GPUs of one node that divide the heads; cp over the given
-// context-parallel sizes that divide N / tp (default 1); pp over the divisors of N / (tp cp) that divide the
+// context-parallel sizes that divide N / tp (default_context_parallel); pp over the divisors of N / (tp cp) that divide the
 // layers; dp = N / (tp cp pp), dividing the global batch; micro-batches from
 // `micro_batches` dividing B / dp; 1F1B, and interleaved 1F1B with `chunks` chunks where the layers and the
 // micro-batches allow. Choices that cost no time but save memory are fixed rather than enumerated:
 // sequence parallelism whenever tp > 1 (the same bytes as the all-reduce, as reduce-scatter + all-gather, and
-// layernorm/dropout work split by t) and ZeRO-1 whenever dp > 1 (reduce-scatter + all-gather instead of
+// layernorm/dropout work split by t) and ZeRO-1 whenever dp x cp > 1 (reduce-scatter + all-gather instead of
 // all-reduce: the same bytes). Recompute is the cheapest that fits: none, else selective, else full.
 // GPipe is left out: it runs the same work as 1F1B with more activations in flight.
+// Megatron-Core's overlaps (WorkloadOptions: --tp-comm-overlap, --overlap-grad-reduce, --overlap-param-gather) are
+// tried rather than fixed: each candidate carries every overlap that applies to it (applicable_overlaps), and
+// rank_plans estimates it with those and with none, keeping the faster (the overlaps on a tie): chunked TP
+// communication costs GEMM efficiency, and on a plan with little to hide it can lose (gpt3-175b on 64 A100s).
 
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/models/parallel_plan.hpp"
+#include "gputwin/models/workload.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -32,14 +38,21 @@ struct SearchSpace {
   int64_t max_tp = 0; // 0: the GPUs of one node
   AttentionKernel attention = AttentionKernel::Unfused;
   // Context-parallel sizes to try (each dividing N / tp; plans need flash attention and the sequence divisible by
-  // 2 cp, checked by validate_plan). Default: no context parallelism.
+  // 2 cp, checked by validate_plan). Commands default it to default_context_parallel.
   std::vector<int64_t> context_parallel = {1};
   bool fp8 = false; // every plan's linear-layer GEMMs in FP8 (Transformer Engine; the GPU needs FP8 tensor cores)
+  bool overlaps = true; // candidates carry applicable_overlaps (rank_plans tries them); false: none
 };
+
+// The context-parallel sizes a search tries where the user names none: 1, 2, 4, 8 with flash attention on
+// sequences of 8192 tokens or more (where Megatron-Core users split the sequence), else 1 only. Sizes that do not
+// divide N / tp or leave the sequence indivisible by 2 cp are dropped by enumerate_plans.
+std::vector<int64_t> default_context_parallel(const GptConfig& model, AttentionKernel attention);
 
 struct PlanCandidate {
   ParallelPlan plan;
   int64_t peak_memory_bytes = 0; // busiest stage, one GPU
+  WorkloadOptions options;       // the overlaps it runs with (after rank_plans: the faster variant's)
 };
 
 struct PlanEnumeration {
@@ -59,10 +72,16 @@ struct PlanEstimate {
 };
 
 // Estimates every candidate (threads in parallel; `progress(done, total)` after each, from any thread, may be
-// empty) and returns them fastest first; ties keep enumeration order, so the result is deterministic.
+// empty; total grows once, when the second pass below is known) and returns them fastest first; ties keep
+// enumeration order, so the result is deterministic. Each candidate is estimated without overlaps, and a candidate
+// with overlaps also with them when they could bring it into the best `top` (its time without them, shrunk by the
+// largest share of a stage's busy time that was exposed communication, at most the top-th time without overlaps);
+// it keeps the faster (its options say which; the overlaps on a tie). The first `top` are the ones a search of
+// every variant would rank first; past them a plan may lack its overlaps. REQUIRES: top >= 1.
 std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptConfig& model,
                                      const std::vector<PlanCandidate>& candidates, const GpuComputeModel& gpu,
                                      const FrameworkProfile& framework, int threads,
-                                     const std::function<void(size_t done, size_t total)>& progress = {});
+                                     const std::function<void(size_t done, size_t total)>& progress = {},
+                                     size_t top = SIZE_MAX);
 
 } // namespace gputwin::sim

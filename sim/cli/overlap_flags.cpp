@@ -1,0 +1,32 @@
+#include "overlap_flags.hpp"
+
+#include "gputwin/common/input_error.hpp"
+
+namespace gputwin::cli {
+
+void add_overlap_flags(ArgParser& parser)
+{
+  parser.add_switch("--overlap-grad-reduce", "reduce each layer's gradients over dp while backward goes on");
+  parser.add_switch("--overlap-param-gather",
+                    "ZeRO-1: all-gather the updated parameters layer by layer overlapped with the first forward "
+                    "(Megatron-Core's distributed optimizer), instead of one all-gather after the step");
+  parser.add_switch("--tp-comm-overlap",
+                    "split each TP all-gather / reduce-scatter next to a linear layer into chunks overlapped with "
+                    "the neighbouring GEMM chunks (Megatron-Core with Transformer Engine; needs --sp)");
+}
+
+WorkloadOptions overlap_options_from_flags(const ParsedArgs& args, const ParallelPlan& plan)
+{
+  WorkloadOptions options;
+  options.overlap_grad_reduce = args.has("--overlap-grad-reduce");
+  options.overlap_param_gather = args.has("--overlap-param-gather");
+  options.tp_comm_overlap = args.has("--tp-comm-overlap");
+  if (options.tp_comm_overlap && !plan.sequence_parallel())
+    throw InputError("--tp-comm-overlap: needs --sp (it overlaps the sequence-parallel all-gather and "
+                     "reduce-scatter)");
+  if (options.overlap_param_gather && plan.zero_stage == 0)
+    throw InputError("--overlap-param-gather: needs --zero 1 (only the distributed optimizer gathers parameters)");
+  return options;
+}
+
+} // namespace gputwin::cli
