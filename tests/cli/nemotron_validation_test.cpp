@@ -8,6 +8,7 @@
 // Bounds: what the model achieves today, as a regression guard: mean absolute error <= 12.5%, every row within
 // 22%. The target (MAPE <= 8%, every row <= 15%) is NOT met yet: the simulated runs are faster than
 // measured, most in FP8 (README "Validation", the per-row table).
+#include "csv_cells.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
 
@@ -32,17 +33,9 @@ struct Row {
 
 std::vector<Row> rows()
 {
-  std::ifstream in(GPUTWIN_TEST_DATA_DIR "/nemotron4-h100-dgxc/step_times.csv");
+  // model,precision,gpus,global_batch,micro_batch,grad_accum,tp,pp,vp,cp,seq_len,step_time_s
   std::vector<Row> out;
-  std::string line;
-  std::getline(in, line); // model,precision,gpus,global_batch,micro_batch,grad_accum,tp,pp,vp,cp,seq_len,step_time_s
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string cell; std::getline(ss, cell, ',');)
-      f.push_back(cell);
-    if (f.size() != 12)
-      continue;
+  for (const std::vector<std::string>& f : csv_data_rows(GPUTWIN_TEST_DATA_DIR "/nemotron4-h100-dgxc/step_times.csv", 12)) {
     Row r;
     r.model = f[0];
     r.precision = f[1];

@@ -11,6 +11,8 @@
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/model_catalog.hpp"
 
+#include "csv_cells.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,19 +32,9 @@ struct Row {
 
 std::vector<Row> read_rows()
 {
-  std::ifstream in(std::string(GPUTWIN_TEST_DATA_DIR) + "/simumax-b200-one-node/measurements.csv");
-  EXPECT_TRUE(in.good());
-  std::string line;
-  std::getline(in, line); // header
   std::vector<Row> rows;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream cells(line);
-    for (std::string cell; std::getline(cells, cell, ',');)
-      f.push_back(cell);
-    EXPECT_EQ(f.size(), 14u) << line;
-    if (f.size() != 14)
-      continue;
+  for (const std::vector<std::string>& f :
+       testing::csv_data_rows(std::string(GPUTWIN_TEST_DATA_DIR) + "/simumax-b200-one-node/measurements.csv", 14)) {
     Row r;
     r.name = f[0];
     r.model = f[1];

@@ -18,6 +18,23 @@ CatalogEntry entry(const char* name, int64_t heads, int64_t hidden, int64_t laye
   e.source = "Korthikanti et al. 2022 (arXiv 2205.05198), Table 3";
   return e;
 }
+// Today's decoder layer (Llama 3, Nemotron-4): grouped-query attention with 8 K/V heads, RoPE, untied embeddings,
+// no biases, no dropout; the activation and norm are the model's own.
+GptConfig gqa_rope_model(const char* name, int64_t hidden, int64_t heads, int64_t layers, int64_t ffn, int64_t seq,
+                         int64_t vocab, Activation activation, Norm norm)
+{
+  GptConfig m{name, hidden, heads, layers, seq, vocab};
+  m.query_groups = 8;
+  m.ffn_hidden = ffn;
+  m.activation = activation;
+  m.norm = norm;
+  m.position = PositionEmbedding::Rope;
+  m.tie_embeddings = false;
+  m.bias = false;
+  m.dropout = false;
+  return m;
+}
+
 // Llama 3 (Grattafiori et al. 2024, "The Llama 3 Herd of Models", Table 3): grouped-query attention with 8 K/V
 // heads, SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, no dropout, vocabulary 128256, sequence 8192.
 // Their plan: the 405B run's TP 8, PP 16 with the first and last stage one layer lighter (Section 3.3.2), on
@@ -26,15 +43,8 @@ CatalogEntry llama3(const char* name, int64_t hidden, int64_t heads, int64_t lay
                     int64_t pp, int64_t first_last)
 {
   CatalogEntry e;
-  e.model = GptConfig{name, hidden, heads, layers, /*seq_len=*/8192, /*vocab=*/128256};
-  e.model.query_groups = 8;
-  e.model.ffn_hidden = ffn;
-  e.model.activation = Activation::SwiGlu;
-  e.model.norm = Norm::RmsNorm;
-  e.model.position = PositionEmbedding::Rope;
-  e.model.tie_embeddings = false;
-  e.model.bias = false;
-  e.model.dropout = false;
+  e.model = gqa_rope_model(name, hidden, heads, layers, ffn, /*seq=*/8192, /*vocab=*/128256, Activation::SwiGlu,
+                           Norm::RmsNorm);
   e.paper_plan.tp = tp;
   e.paper_plan.pp = pp;
   e.paper_plan.dp = 1;
@@ -55,15 +65,8 @@ CatalogEntry nemotron4(const char* name, int64_t hidden, int64_t heads, int64_t 
                        int64_t pp, int64_t chunks, int64_t micro_batch, int64_t global_batch)
 {
   CatalogEntry e;
-  e.model = GptConfig{name, hidden, heads, layers, /*seq_len=*/4096, /*vocab=*/256000};
-  e.model.query_groups = 8;
-  e.model.ffn_hidden = ffn;
-  e.model.activation = Activation::SquaredRelu;
-  e.model.norm = Norm::LayerNorm;
-  e.model.position = PositionEmbedding::Rope;
-  e.model.tie_embeddings = false;
-  e.model.bias = false;
-  e.model.dropout = false;
+  e.model = gqa_rope_model(name, hidden, heads, layers, ffn, /*seq=*/4096, /*vocab=*/256000, Activation::SquaredRelu,
+                           Norm::LayerNorm);
   e.paper_plan.tp = tp;
   e.paper_plan.pp = pp;
   e.paper_plan.dp = 1;
