@@ -8,6 +8,7 @@
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/models/workload_unfolding.hpp"
+#include "gputwin/traces/json_value.hpp"
 #include "test_temp_path.hpp"
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -96,6 +97,10 @@ void check_export(const std::string& flags, const Workload& workload, const std:
     SCOPED_TRACE("rank " + std::to_string(program.rank));
     const DecodedRank decoded = decode(dir / ("workload." + std::to_string(program.rank) + ".et"));
     EXPECT_EQ(decoded.metadata.version(), "0.0.4");
+    const auto convention = std::find_if(decoded.metadata.attr().begin(), decoded.metadata.attr().end(),
+                                         [](const auto& a) { return a.name() == "comm_convention"; });
+    ASSERT_NE(convention, decoded.metadata.attr().end()); // what tells gputwin's import the sizes are ASTRA-sim's
+    EXPECT_EQ(convention->string_val(), "astra-sim");
     ASSERT_EQ(decoded.nodes.size(), program.ops.size());
 
     std::map<ChakraProtoMsg::NodeType, int64_t> by_type, expected_by_type;
@@ -131,10 +136,17 @@ void check_export(const std::string& flags, const Workload& workload, const std:
         ++expected_by_comm[expected];
         ASSERT_NE(attr(node, "comm_type"), nullptr);
         ++by_comm[static_cast<ChakraProtoMsg::CollectiveCommType>(attr(node, "comm_type")->int64_val())];
+        // ASTRA-sim's sizes: an all-gather's comm_size is each rank's share (its ring multiplies by the group
+        // size), the others' the nccl-tests bytes; communicator ids from 1 (0 is ASTRA-sim's all-ranks group).
+        const size_t members = graph.groups.at(static_cast<size_t>(op.group)).ranks.size();
         ASSERT_NE(attr(node, "comm_size"), nullptr);
-        EXPECT_EQ(attr(node, "comm_size")->int64_val(), std::llround(op.bytes));
+        EXPECT_EQ(attr(node, "comm_size")->int64_val(),
+                  std::llround(op.collective == CollectiveOp::AllGather ? op.bytes / static_cast<double>(members)
+                                                                        : op.bytes))
+            << op.name;
         ASSERT_NE(attr(node, "pg_name"), nullptr);
-        EXPECT_EQ(attr(node, "pg_name")->string_val(), std::to_string(op.group));
+        EXPECT_EQ(attr(node, "pg_name")->string_val(), std::to_string(op.group + 1));
+        EXPECT_GE(std::stol(attr(node, "pg_name")->string_val()), 1);
         break;
       }
       case traces::OpKind::Send:
@@ -163,6 +175,26 @@ void check_export(const std::string& flags, const Workload& workload, const std:
   }
   EXPECT_GT(total_nodes, 0);
   EXPECT_GT(total_collectives, 0);
+
+  // The communicator file's keys are the pg_names: every one >= 1.
+  std::ifstream groups_file(dir / "workload.comm_groups.json");
+  std::stringstream groups_text;
+  groups_text << groups_file.rdbuf();
+  const traces::JsonValue groups = traces::parse_json(groups_text.str());
+  ASSERT_FALSE(groups.keys.empty());
+  for (const std::string& key : groups.keys)
+    EXPECT_GE(std::stol(key), 1) << groups_text.str();
+}
+
+// The all-gather nodes' comm_size values of a decoded rank file.
+std::multiset<int64_t> all_gather_sizes(const DecodedRank& rank)
+{
+  std::multiset<int64_t> sizes;
+  for (const auto& node : rank.nodes)
+    if (node.type() == ChakraProtoMsg::COMM_COLL_NODE &&
+        attr(node, "comm_type")->int64_val() == ChakraProtoMsg::ALL_GATHER)
+      sizes.insert(attr(node, "comm_size")->int64_val());
+  return sizes;
 }
 
 TEST(ChakraExport, PaperPlanOfGpt22bOnOneNode)
@@ -174,6 +206,12 @@ TEST(ChakraExport, PaperPlanOfGpt22bOnOneNode)
   paper.tp_comm = TpComm::SequenceParallel;
   paper.recompute = Recompute::Selective;
   check_export("--model gpt-22b --plan paper --nodes 1", make_workload(entry->model, paper), "chakra_22b");
+  // SP's TP all-gather gathers s·b·h bf16 values: 2048 · 4 · 6144 · 2 = 100,663,296 B in nccl-tests' count, which
+  // ASTRA-sim (Ring.cc, All_Gather: final_data_size = data_size * nodes_in_ring) wants as the share of one of 8.
+  const fs::path rank0 = fs::path(test_temp_path("chakra_22b")) / "workload.0.et";
+  const std::multiset<int64_t> sizes = all_gather_sizes(decode(rank0));
+  EXPECT_GT(sizes.count(100'663'296 / 8), 0u);
+  EXPECT_EQ(sizes.count(100'663'296), 0u);
 }
 
 TEST(ChakraExport, PipelinedPlanHasAFilePerRankWithItsOwnCommunicatorsAndPeers)
@@ -199,7 +237,7 @@ TEST(ChakraExport, PipelinedPlanHasAFilePerRankWithItsOwnCommunicatorsAndPeers)
   groups_text << groups_file.rdbuf();
   for (size_t g = 0; g < graph.groups.size(); ++g) {
     std::ostringstream entry;
-    entry << '"' << g << "\": [" << graph.groups[g].ranks[0] << ", " << graph.groups[g].ranks[1] << ']';
+    entry << '"' << g + 1 << "\": [" << graph.groups[g].ranks[0] << ", " << graph.groups[g].ranks[1] << ']';
     EXPECT_NE(groups_text.str().find(entry.str()), std::string::npos) << groups_text.str();
   }
   std::multiset<std::tuple<int32_t, int32_t, int32_t, int64_t>> sends, recvs;
@@ -207,7 +245,7 @@ TEST(ChakraExport, PipelinedPlanHasAFilePerRankWithItsOwnCommunicatorsAndPeers)
     std::set<int32_t> partners;
     for (const auto& node : decode(dir / ("workload." + std::to_string(rank) + ".et")).nodes) {
       if (node.type() == ChakraProtoMsg::COMM_COLL_NODE) {
-        const auto& members = graph.groups.at(std::stoul(attr(node, "pg_name")->string_val())).ranks;
+        const auto& members = graph.groups.at(std::stoul(attr(node, "pg_name")->string_val()) - 1).ranks;
         EXPECT_NE(std::find(members.begin(), members.end(), rank), members.end()) << "rank " << rank;
         partners.insert(members.begin(), members.end());
       }

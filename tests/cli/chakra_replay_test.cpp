@@ -10,6 +10,9 @@
 #include "gputwin/models/workload.hpp"
 #include "gputwin/models/workload_unfolding.hpp"
 
+#include "et_def.pb.h"
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/delimited_message_util.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -100,6 +103,81 @@ TEST(ChakraReplayCli, ExportThenReplayRoundTrips)
   // Compute ops keep the exported durations (the compute model's, rounded to microseconds), collectives and
   // messages are simulated again: within 5% of simulate's own iteration.
   EXPECT_NEAR(number(r, "iteration_time_s"), simulated_s, 0.05 * simulated_s);
+  fs::remove_all(dir);
+}
+
+// Rewrites gputwin's export in `dir` as gputwin wrote it before it followed ASTRA-sim's convention: no
+// comm_convention attribute, pg_name = group index (from 0), all-gather comm_size = nccl-tests bytes.
+void rewrite_in_old_convention(const fs::path& dir, const traces::OpGraph& graph)
+{
+  for (const traces::RankProgram& p : graph.ranks) {
+    const fs::path path = dir / ("workload." + std::to_string(p.rank) + ".et");
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream s;
+      s << in.rdbuf();
+      bytes = s.str();
+    }
+    google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+    ChakraProtoMsg::GlobalMetadata meta;
+    ASSERT_TRUE(google::protobuf::util::ParseDelimitedFromZeroCopyStream(&meta, &stream, nullptr)) << path;
+    ChakraProtoMsg::GlobalMetadata old_meta = meta;
+    old_meta.clear_attr();
+    for (const auto& a : meta.attr())
+      if (a.name() != "comm_convention")
+        *old_meta.add_attr() = a;
+    std::ostringstream out;
+    google::protobuf::util::SerializeDelimitedToOstream(old_meta, &out);
+    for (ChakraProtoMsg::Node node; google::protobuf::util::ParseDelimitedFromZeroCopyStream(&node, &stream, nullptr);
+         node.Clear()) { // parsing merges into the message
+      if (node.type() == ChakraProtoMsg::COMM_COLL_NODE) {
+        ChakraProtoMsg::AttributeProto *pg = nullptr, *size = nullptr, *type = nullptr;
+        for (auto& a : *node.mutable_attr()) {
+          if (a.name() == "pg_name")
+            pg = &a;
+          else if (a.name() == "comm_size")
+            size = &a;
+          else if (a.name() == "comm_type")
+            type = &a;
+        }
+        ASSERT_TRUE(pg && size && type) << path << ": node " << node.id();
+        const size_t group = std::stoul(pg->string_val()) - 1;
+        pg->set_string_val(std::to_string(group));
+        if (type->int64_val() == ChakraProtoMsg::ALL_GATHER)
+          size->set_int64_val(size->int64_val() * static_cast<int64_t>(graph.groups.at(group).ranks.size()));
+      }
+      google::protobuf::util::SerializeDelimitedToOstream(node, &out);
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << out.str();
+  }
+  std::ofstream groups(dir / "workload.comm_groups.json", std::ios::trunc);
+  groups << "{";
+  for (size_t g = 0; g < graph.groups.size(); ++g) {
+    groups << (g ? ",\n" : "\n") << "  \"" << g << "\": [";
+    for (size_t i = 0; i < graph.groups[g].ranks.size(); ++i)
+      groups << (i ? ", " : "") << graph.groups[g].ranks[i];
+    groups << "]";
+  }
+  groups << "\n}\n";
+}
+
+TEST(ChakraReplayCli, ExportsOfBothConventionsReplayAlike)
+{
+  // A fresh export (communicators from 1, all-gathers as each rank's share: ASTRA-sim's convention) and the same
+  // export in the convention gputwin wrote before (communicators from 0, every size in nccl-tests bytes) read back
+  // to the same collectives, bytes and iteration time: the import knows each by the GlobalMetadata attribute.
+  const fs::path dir = fs::path(::testing::TempDir()) / ("chakra_conventions." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const std::string flags = testing::chakra_test_plan_flags;
+  const CliResult simulated = run_gputwin("simulate " + flags + " --chakra '" + dir.string() + "'", false);
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.output;
+  const traces::JsonValue fresh = replay_json(quoted((dir / "workload.0.et").string()));
+  rewrite_in_old_convention(dir, unfolded_workload_graph(testing::chakra_test_plan_workload()));
+  const traces::JsonValue old = replay_json(quoted((dir / "workload.0.et").string()));
+  EXPECT_EQ(number(old, "collectives"), number(fresh, "collectives"));
+  EXPECT_EQ(number(old, "collective_bytes"), number(fresh, "collective_bytes"));
+  EXPECT_EQ(number(old, "iteration_time_s"), number(fresh, "iteration_time_s"));
   fs::remove_all(dir);
 }
 

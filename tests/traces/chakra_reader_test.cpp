@@ -265,6 +265,11 @@ TEST(ChakraEt, ExportThenImportGivesTheSameOpsCollectivesAndFlops)
   }
   EXPECT_NEAR(imported_flops, flops, 1e-9 * flops);
   EXPECT_NEAR(t.stats.flops, flops, 1e-9 * flops);
+  double collective_bytes = 0; // nccl-tests bytes, whatever comm_size the file holds
+  for (const traces::RankProgram& p : graph.ranks)
+    for (const traces::Op& op : p.ops)
+      collective_bytes += op.kind == traces::OpKind::Collective ? op.bytes : 0.0;
+  EXPECT_NEAR(t.stats.collective_bytes, collective_bytes, 1e-9 * collective_bytes);
   EXPECT_EQ(t.stats.collectives, summary.collectives);
   EXPECT_EQ(t.stats.nodes, summary.nodes);
   EXPECT_EQ(t.graph.metadata.at("tp"), "2");
@@ -278,6 +283,46 @@ std::string delimited(const std::vector<const google::protobuf::MessageLite*>& m
   for (const auto* m : messages)
     google::protobuf::util::SerializeDelimitedToOstream(*m, &out);
   return out.str();
+}
+
+TEST(ChakraEt, AllGatherSizesFollowTheConventionTheFileNames)
+{
+  // An all-gather of 800 B (nccl-tests: the gathered tensor) over ranks {0, 1}: ASTRA-sim's comm_size is a rank's
+  // 400 B (Ring.cc: final_data_size = data_size * nodes_in_ring), an export without the attribute holds 800 B.
+  ChakraProtoMsg::GlobalMetadata old_meta;
+  old_meta.set_version("0.0.4");
+  ChakraProtoMsg::GlobalMetadata meta = old_meta;
+  ChakraProtoMsg::AttributeProto* convention = meta.add_attr();
+  convention->set_name(chakra_convention_attr);
+  convention->set_string_val(chakra_astra_sim_convention);
+  const auto all_gather = [](int64_t comm_size, const std::string& pg_name) {
+    ChakraProtoMsg::Node n;
+    n.set_id(1);
+    n.set_name("ag");
+    n.set_type(ChakraProtoMsg::COMM_COLL_NODE);
+    for (const auto& [name, value] : {std::pair<const char*, int64_t>{"comm_type", ChakraProtoMsg::ALL_GATHER},
+                                      {"comm_size", comm_size}}) {
+      ChakraProtoMsg::AttributeProto* a = n.add_attr();
+      a->set_name(name);
+      a->set_int64_val(value);
+    }
+    ChakraProtoMsg::AttributeProto* a = n.add_attr();
+    a->set_name("pg_name");
+    a->set_string_val(pg_name);
+    return n;
+  };
+  const ChakraProtoMsg::Node share = all_gather(400, "1"), whole = all_gather(800, "0");
+  const ChakraTrace fresh = parse_chakra_et(delimited({&meta, &share}), "new.et", 0, {{"1", {0, 1}}});
+  const ChakraTrace old = parse_chakra_et(delimited({&old_meta, &whole}), "old.et", 0, {{"0", {0, 1}}});
+  for (const ChakraTrace* t : {&fresh, &old}) {
+    SCOPED_TRACE(t->source);
+    EXPECT_EQ(t->graph.ranks.at(0).ops.at(0).bytes, 800);
+    EXPECT_EQ(t->stats.collective_bytes, 800);
+    EXPECT_EQ(t->graph.groups.at(0).ranks, (std::vector<int32_t>{0, 1}));
+  }
+  convention->set_string_val("nccl");
+  expect_error([&] { parse_chakra_et(delimited({&meta, &share}), "x.et", 0, {{"1", {0, 1}}}); },
+               {"x.et", "comm_convention", "'nccl'"});
 }
 
 TEST(ChakraEt, BadInputIsOneLineNamingTheFile)

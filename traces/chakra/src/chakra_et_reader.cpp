@@ -1,6 +1,7 @@
 // Chakra protobuf ET (length-delimited GlobalMetadata + Nodes, schema et_def.proto 0.0.4) -> op graph
 // (traces/chakra/README.md, "Import: Chakra protobuf ET").
 #include "gputwin/chakra/chakra_reader.hpp"
+#include "gputwin/chakra/chakra_writer.hpp"
 
 #include "et_def.pb.h"
 #include "gputwin/traces/json_value.hpp"
@@ -84,6 +85,9 @@ struct RankParse {
   std::map<int64_t, std::string> pg_of_op; // collective op id -> pg_name ("" when absent)
   std::map<std::string, std::string> metadata;
   std::string version;
+  // comm_size convention: ASTRA-sim's (all-gather sizes are each rank's share) when the GlobalMetadata says so,
+  // nccl-tests bytes otherwise (other producers, gputwin exports without the attribute).
+  bool astra_sim_sizes = false;
   ChakraImportStats stats;
 };
 
@@ -128,6 +132,12 @@ RankParse parse_rank(std::string_view bytes, const std::string& source, int32_t 
     if (*rank < 0 || *rank >= (1 << 24))
       fail_at(source, "GlobalMetadata attribute 'rank' " + std::to_string(*rank) + " out of range");
     r.program.rank = static_cast<int32_t>(*rank);
+  }
+  if (const auto convention = string_attr(meta.attr(), chakra_convention_attr)) {
+    if (*convention != chakra_astra_sim_convention)
+      fail_at(source, std::string("GlobalMetadata attribute '") + chakra_convention_attr + "' is '" +
+                          printable(*convention) + "' (expected " + chakra_astra_sim_convention + ")");
+    r.astra_sim_sizes = true;
   }
   for (const AttributeProto& a : meta.attr())
     if (a.name().rfind("gputwin.", 0) == 0 && a.value_case() == AttributeProto::kStringVal)
@@ -388,6 +398,11 @@ ChakraTrace assemble(std::vector<std::pair<std::string, RankParse>> files,
       if (std::find(ranks.begin(), ranks.end(), r.program.rank) == ranks.end())
         throw TraceError(source + ": op " + std::to_string(op.id) + ": rank " + std::to_string(r.program.rank) +
                          " is not a member of pg_name '" + printable(pg) + "'");
+      if (r.astra_sim_sizes) { // back to the nccl-tests bytes the op graph holds
+        const double bytes = nccl_tests_bytes_from_astra_sim(op.collective, op.bytes, ranks.size());
+        r.stats.collective_bytes += bytes - op.bytes;
+        op.bytes = bytes;
+      }
     }
     // Sequence numbers: the n-th collective of its group on this rank.
     std::map<int32_t, int64_t> sequence;

@@ -107,6 +107,13 @@ int32_t ring_tag(const traces::Op& op)
   return ring_tag_base + static_cast<int32_t>(op.sequence);
 }
 
+// pg_name of group index `group`: from 1, ASTRA-sim's CommunicatorGroup::set_id asserts id > 0 and its
+// Workload::extract_comm_group takes "0" for the group of all ranks.
+std::string chakra_pg_name(int32_t group)
+{
+  return std::to_string(int64_t{group} + 1);
+}
+
 void write_delimited(const google::protobuf::MessageLite& message, std::ostream& out)
 {
   if (!google::protobuf::util::SerializeDelimitedToOstream(message, &out))
@@ -127,6 +134,9 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
     a = meta.add_attr();
     a->set_name("rank");
     a->set_int32_val(program.rank);
+    a = meta.add_attr();
+    a->set_name(chakra_convention_attr);
+    a->set_string_val(chakra_astra_sim_convention);
     for (const auto& [key, value] : graph.metadata) {
       a = meta.add_attr();
       a->set_name("gputwin." + key);
@@ -198,13 +208,16 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
       add_int64(node, "num_ops", static_cast<int64_t>(non_negative_round(op.flops)));
       add_uint64(node, "tensor_size", non_negative_round(op.bytes));
       break;
-    case traces::OpKind::Collective:
+    case traces::OpKind::Collective: {
       node.set_type(ChakraProtoMsg::COMM_COLL_NODE);
       add_bool(node, "is_cpu_op", false);
       add_int64(node, "comm_type", comm_type(op.collective, program, op));
-      add_int64(node, "comm_size", static_cast<int64_t>(non_negative_round(op.bytes)));
-      add_string(node, "pg_name", std::to_string(op.group));
+      const size_t members = graph.groups.at(static_cast<size_t>(op.group)).ranks.size();
+      add_int64(node, "comm_size",
+                static_cast<int64_t>(non_negative_round(astra_sim_comm_bytes(op.collective, op.bytes, members))));
+      add_string(node, "pg_name", chakra_pg_name(op.group));
       break;
+    }
     case traces::OpKind::Send:
     case traces::OpKind::Recv: {
       const bool send = op.kind == traces::OpKind::Send;
@@ -229,7 +242,7 @@ void write_chakra_comm_groups(std::ostream& out, const traces::OpGraph& graph)
   for (size_t g = 0; g < graph.groups.size(); ++g) {
     if (graph.groups[g].ranks.empty())
       continue;
-    out << (first ? "\n" : ",\n") << "  \"" << g << "\": [";
+    out << (first ? "\n" : ",\n") << "  \"" << chakra_pg_name(static_cast<int32_t>(g)) << "\": [";
     first = false;
     for (size_t i = 0; i < graph.groups[g].ranks.size(); ++i)
       out << (i ? ", " : "") << graph.groups[g].ranks[i];

@@ -7,6 +7,7 @@
 
 #include "gputwin/traces/op_graph.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -17,6 +18,27 @@
 namespace gputwin::chakra {
 
 inline constexpr const char* chakra_schema_version = "0.0.4";
+
+// GlobalMetadata attribute (string) naming the convention the file's communicators and collective sizes follow
+// (sim/README.md "Chakra export"). "astra-sim": pg_name = group index + 1 (ASTRA-sim reserves 0 for all ranks)
+// and an all-gather's comm_size is each rank's share. A file without it (an export of an earlier gputwin): pg_name
+// = group index and every comm_size the nccl-tests byte count.
+inline constexpr const char* chakra_convention_attr = "comm_convention";
+inline constexpr const char* chakra_astra_sim_convention = "astra-sim";
+
+// comm_size of a collective as ASTRA-sim reads it, from its nccl-tests bytes over `group_size` ranks: an
+// all-gather's share (ASTRA-sim's ring multiplies it by the group size), every other collective unchanged.
+// REQUIRES: group_size > 0.
+inline double astra_sim_comm_bytes(CollectiveOp op, double nccl_tests_bytes, size_t group_size)
+{
+  return op == CollectiveOp::AllGather ? nccl_tests_bytes / static_cast<double>(group_size) : nccl_tests_bytes;
+}
+
+// The inverse of astra_sim_comm_bytes: nccl-tests bytes of a collective read from an ASTRA-sim comm_size.
+inline double nccl_tests_bytes_from_astra_sim(CollectiveOp op, double comm_size, size_t group_size)
+{
+  return op == CollectiveOp::AllGather ? comm_size * static_cast<double>(group_size) : comm_size;
+}
 
 struct ChakraExportOptions {
   std::string prefix = "workload"; // files are <prefix>.<rank>.et
@@ -40,8 +62,8 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
 ChakraExportSummary write_chakra_traces(const traces::OpGraph& graph, const std::filesystem::path& dir,
                                         const ChakraExportOptions& options);
 
-// The communicators as ASTRA-sim's --comm-group-configuration JSON: {"<pg_name>": [ranks...], ...}; groups
-// without ranks are left out.
+// The communicators as ASTRA-sim's --comm-group-configuration JSON: {"<pg_name>": [ranks...], ...}, pg_name =
+// group index + 1; groups without ranks are left out.
 void write_chakra_comm_groups(std::ostream& out, const traces::OpGraph& graph);
 
 } // namespace gputwin::chakra
