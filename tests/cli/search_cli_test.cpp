@@ -190,5 +190,15 @@ TEST(SearchCli, BadInputIsOneLineAndNamesTheReason)
   expect_one_line_error("search --model gpt3-175b --gpus 64 --jobs 0", "--jobs");
 }
 
+// Issue 30: a plan the failed fabric cannot route is an InputError inside an estimator thread; it must come out as
+// one line and exit status 2 with the default --jobs, as with --jobs 1 (it aborted: "terminate called ...").
+TEST(SearchCli, AnErrorInAnEstimatorThreadIsOneLine)
+{
+  for (const std::string jobs : {"", " --jobs 1", " --jobs 2"})
+    expect_one_line_error("search --hidden 1024 --heads 16 --layers 8 --seq-len 1024 --vocab 51200 --gpus 16 "
+                          "--global-batch 16 --fail-link n1.gpu0-\\>n1.nvswitch" + jobs,
+                          "the failure disconnects the job");
+}
+
 } // namespace
 } // namespace gputwin::testing

@@ -5,10 +5,14 @@
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
+#include "gputwin/common/input_error.hpp"
+#include "gputwin/sim/parallel_for.hpp"
 #include "gputwin/sim/plan_search.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
 #include <set>
 #include <tuple>
 
@@ -158,6 +162,28 @@ TEST(PlanSearch, RankingKeepsTheFasterOfWithAndWithoutOverlaps)
       EXPECT_EQ(any_overlap(best[i].candidate.options), any_overlap(ranked[i].candidate.options)) << i;
     }
   }
+}
+
+// Issue 30: an error in a worker thread reaches the caller (no std::terminate), and the other threads stop
+// taking items.
+TEST(ParallelFor, AWorkersExceptionIsRethrownOnTheCaller)
+{
+  std::atomic<int> ran{0};
+  EXPECT_THROW(parallel_for(1000, 4,
+                            [&](size_t i) {
+                              ++ran;
+                              if (i == 5)
+                                throw InputError("--fail-link: the failure disconnects the job");
+                            }),
+               InputError);
+  EXPECT_LT(ran.load(), 1000);
+  int sum = 0;
+  std::mutex m;
+  parallel_for(10, 3, [&](size_t i) {
+    const std::lock_guard<std::mutex> lock(m);
+    sum += static_cast<int>(i);
+  });
+  EXPECT_EQ(sum, 45);
 }
 
 } // namespace

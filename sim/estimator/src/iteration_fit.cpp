@@ -1,5 +1,7 @@
 #include "gputwin/sim/iteration_fit.hpp"
 
+#include "gputwin/sim/parallel_for.hpp"
+
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/comm_expansion.hpp"
 #include "gputwin/sim/dag_executor.hpp"
@@ -70,22 +72,6 @@ CompiledCase compile_case(const topo::ClusterGraph& graph, const IterationCase& 
     compiled.host.push_back(host_op_classes(program));
   }
   return compiled;
-}
-
-// Runs `work(i)` for i in [0, count) on `threads` threads; each i is independent.
-template <class Work> void parallel_for(size_t count, int threads, Work&& work)
-{
-  std::atomic<size_t> next{0};
-  auto loop = [&] {
-    for (size_t i = next++; i < count; i = next++)
-      work(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back(loop);
-  loop();
-  for (std::thread& t : pool)
-    t.join();
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
+#include "gputwin/sim/parallel_for.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -122,23 +123,15 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   // `work(i)` for every i < n on `threads` threads, progress counted on from `done_before` of `total`.
   std::mutex progress_mutex;
   const auto in_parallel = [&](size_t n, size_t done_before, size_t total, const std::function<void(size_t)>& work) {
-    std::atomic<size_t> next{0}, done{done_before};
-    auto loop = [&] {
-      for (size_t i = next++; i < n; i = next++) {
-        work(i);
-        const size_t finished = ++done;
-        if (progress) {
-          const std::lock_guard<std::mutex> lock(progress_mutex);
-          progress(finished, total);
-        }
+    std::atomic<size_t> done{done_before};
+    parallel_for(n, threads, [&](size_t i) {
+      work(i);
+      const size_t finished = ++done;
+      if (progress) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(finished, total);
       }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < std::max(1, threads); ++t)
-      pool.emplace_back(loop);
-    loop();
-    for (std::thread& t : pool)
-      t.join();
+    });
   };
 
   // Every plan without overlaps, with the least it could take with them: the iteration shrunk by the largest share
