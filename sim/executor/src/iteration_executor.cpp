@@ -2,48 +2,14 @@
 
 #include "gputwin/sim/comm_expansion.hpp"
 #include "gputwin/sim/interference.hpp"
+#include "gputwin/sim/parallel_for.hpp"
 #include "gputwin/sim/straggler_unfolding.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <stdexcept>
 #include <thread>
 
 namespace gputwin::sim {
-
-namespace {
-
-// Runs f(0) ... f(n - 1) on up to the machine's cores. Each call writes only its own result slot, so the
-// outcome does not depend on the interleaving; the first exception is rethrown here.
-template <class F>
-void for_each_index_in_parallel(size_t n, F f)
-{
-  const size_t threads = std::min<size_t>(n, std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8));
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::atomic<bool> failed{false};
-  auto work = [&] {
-    for (size_t i = next++; i < n && !failed; i = next++) {
-      try {
-        f(i);
-      } catch (...) {
-        if (!failed.exchange(true))
-          error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t)
-    pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool)
-    t.join();
-  if (error)
-    std::rethrow_exception(error);
-}
-
-} // namespace
 
 IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
                                    const GpuComputeModel& gpu, const IterationOptions& options_in,
@@ -54,7 +20,10 @@ IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Worklo
   // thousand-stage plan has millions of ops.
   std::vector<traces::RankProgram> programs(static_cast<size_t>(workload.plan.pp));
   std::vector<HostProgram> hosts(programs.size());
-  for_each_index_in_parallel(programs.size(), [&](size_t stage) {
+  // Each stage writes only its own result slot: the outcome does not depend on the interleaving.
+  const int threads = static_cast<int>(
+      std::min<size_t>(programs.size(), std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8)));
+  parallel_for(programs.size(), threads, [&](size_t stage) {
     programs[stage] = stage_program(workload, static_cast<int64_t>(stage));
     hosts[stage] = host_program(framework, programs[stage]);
   });
