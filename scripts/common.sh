@@ -9,10 +9,12 @@ say() { printf '==> %s\n' "$*"; }
 
 # Debian packages the build needs (see README "Dependencies"): compiler and build tools, GoogleTest,
 # SimGrid 3.32, yaml-cpp 0.7, Boost.Graph 1.74, zlib (Kineto .json.gz traces), protobuf + protoc (Chakra
-# execution traces); GNU time for scripts/bench.sh; gnuplot for `gputwin sweep --plot`. CUDA is optional and never installed here.
+# execution traces); GNU time for scripts/bench.sh; gnuplot for `gputwin sweep --plot`; the Python headers and
+# pybind11 for the Python module (python/), pytest, matplotlib and NumPy for its tests and example. CUDA is
+# optional and never installed here.
 required_packages=(g++ cmake make pkg-config libgtest-dev libgmock-dev libsimgrid-dev libyaml-cpp-dev
                    libboost-graph-dev zlib1g-dev libprotobuf-dev protobuf-compiler time
-                   gnuplot-nox)
+                   gnuplot-nox python3-dev python3-pybind11 python3-pytest python3-matplotlib python3-numpy)
 
 # Installs those of the Debian packages named that are missing, with apt-get; says so when all are there.
 install_packages_if_missing() {

@@ -2,7 +2,7 @@
 """One GPT layer (pre-LN, hidden 8192, 64 heads, seq 2048, micro-batch 1, tp 1, no recompute) forward+backward:
 PyTorch eager bf16 (same math: unfused attention, no flash attention, tanh GeLU, dropout 0.1 on the attention
 probabilities and both residual branches as Megatron-LM and the engine have it) against the gputwin CUDA engine,
-measured in the same run on the same GPU (issue 7, Speed). Prints figures; not a test.
+measured in the same run on the same GPU (the engine's speed against PyTorch). Prints figures; not a test.
 
     python3 scripts/gpu-bench-layer.py --engine build-gpu/gputwin-engine
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of the engine (issue 7): on a machine with CUDA and nothing else (no apt, no SimGrid), builds the
+# GPU check of the engine: on a machine with CUDA and nothing else (no apt, no SimGrid), builds the
 # engine alone, runs the `gpu` tests (every CUDA kernel against the CPU reference), runs a calibration set of
 # plans with --backend cuda, captures their traces under traces/captured/<gpu>/ and writes summary.md there
 # (achieved TFLOP/s per GEMM shape, per-op times, iteration times, peak memory against the memory model).

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <sstream>
+#include <stdexcept>
 
 namespace gputwin::cli {
 
@@ -71,6 +72,12 @@ void ArgParser::add_optional_value(const std::string& name, const std::string& v
   sections_.back().second.push_back(FlagSpec{name, value_name, help, false, true});
 }
 
+void ArgParser::add_expanding_option(const std::string& name, const std::string& value_name, const std::string& help,
+                                     Expander expand)
+{
+  sections_.back().second.push_back(FlagSpec{name, value_name, help, false, false, std::move(expand)});
+}
+
 void ArgParser::allow_positional(const std::string& usage, size_t max_count)
 {
   positional_usage_ = usage;
@@ -89,6 +96,41 @@ const FlagSpec* ArgParser::find(const std::string& name) const
 ParsedArgs ArgParser::parse(const std::vector<std::string>& args)
 {
   ParsedArgs parsed;
+  read_arguments(args, parsed, nullptr);
+  if (help_requested_)
+    return parsed;
+  for (const auto& section : sections_)
+    for (const FlagSpec& spec : section.second)
+      if (spec.expand && parsed.has(spec.name))
+        expand(spec, parsed);
+  return parsed;
+}
+
+void ArgParser::expand(const FlagSpec& spec, ParsedArgs& parsed)
+{
+  const std::string value = *parsed.value(spec.name);
+  const Expansion expansion = spec.expand(value, parsed);
+  ParsedArgs expanded;
+  std::vector<std::string> unknown;
+  read_arguments(expansion.args, expanded, &unknown);
+  if (!expanded.positional_.empty())
+    throw std::logic_error(spec.name + ": the expansion holds an argument that is no flag: '" +
+                           expanded.positional_.front() + "'");
+  for (const auto& [name, values] : expanded.values_)
+    if (!parsed.has(name)) // the command line's own flags win
+      parsed.values_[name] = values;
+  parsed.notes_.insert(parsed.notes_.end(), expansion.notes.begin(), expansion.notes.end());
+  if (!unknown.empty()) {
+    std::string names;
+    for (const std::string& name : unknown)
+      names += " " + name;
+    parsed.notes_.push_back(spec.name + " " + value + ": not used by " + command_ + ":" + names);
+  }
+}
+
+void ArgParser::read_arguments(const std::vector<std::string>& args, ParsedArgs& parsed,
+                               std::vector<std::string>* unknown)
+{
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--help" || arg == "-h") {
@@ -96,7 +138,7 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args)
       continue;
     }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
-      if (parsed.positional_.size() >= max_positional_)
+      if (unknown == nullptr && parsed.positional_.size() >= max_positional_)
         throw InputError("unexpected argument '" + arg + "' for '" + command_ + "' (see " + command_ + " --help)");
       parsed.positional_.push_back(arg);
       continue;
@@ -104,6 +146,12 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args)
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(0, eq);
     const FlagSpec* spec = find(name);
+    if (spec == nullptr && unknown != nullptr) {
+      unknown->push_back(name);
+      if (eq == std::string::npos && i + 1 < args.size() && args[i + 1].compare(0, 2, "--") != 0)
+        ++i;
+      continue;
+    }
     if (spec == nullptr)
       throw InputError("unknown option '" + name + "' for '" + command_ + "' (see " + command_ + " --help)");
     std::string value;
@@ -125,7 +173,6 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args)
       slot.clear();
     slot.push_back(value);
   }
-  return parsed;
 }
 
 std::string ArgParser::help() const

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -107,6 +108,8 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   if (parsed.value("--comm") == std::optional<std::string>("tcp") && parsed.value("--backend").value_or("cpu") != "cpu")
     throw InputError("--comm tcp: expected --backend cpu (TCP moves host memory; --comm nccl is the GPU path), got "
                      "--backend " + *parsed.value("--backend")); // before the backend's own check (a GPU?)
+  for (const std::string& note : parsed.notes()) // what --megatron-args noted
+    std::cerr << "gputwin-engine train: note: " << note << "\n";
   TrainConfig config;
   config.backend = parse_backend(parsed.value("--backend").value_or("cpu"));
   check_backend_available(config.backend);

@@ -57,14 +57,9 @@ void write_ignored_json(traces::JsonWriter& json, const chakra::ChakraImportStat
   json.end_object();
 }
 
-} // namespace
-
-int run_chakra_replay(const ParsedArgs& parsed, const std::string& path, const std::string& text, std::ostream& out)
+// The Chakra trace at `path` (`text`: its content) read and checked; throws InputError naming the file.
+chakra::ChakraTrace read_chakra_trace(const std::string& path, const std::string& text)
 {
-  for (const char* flag : {"--dp", "--pp", "--layers", "--global-batch", "--step", "--comm-scale", "--compute-scale"})
-    if (parsed.has(flag))
-      throw InputError(std::string(flag) + ": not available for a Chakra execution trace (" + path +
-                       "; it records no plan to scale and no measured step: use --cluster, --gpu or --gpu-model)");
   chakra::ChakraTrace trace;
   try {
     trace =
@@ -79,6 +74,12 @@ int run_chakra_replay(const ParsedArgs& parsed, const std::string& path, const s
         path + ": " + e.what() +
         (trace.input == chakra::ChakraInput::ProtobufEt ? " (is a rank's .et file missing beside it?)" : ""));
   }
+  return trace;
+}
+
+// The cluster of --cluster, --nodes and --set, with as many nodes as the trace's world needs unless --nodes is given.
+topo::ClusterSpec chakra_cluster(const ParsedArgs& parsed, const chakra::ChakraTrace& trace)
+{
   const std::string cluster_name = parsed.value("--cluster").value_or(topo::default_cluster);
   const int64_t nodes_flag = parsed.integer("--nodes").value_or(0);
   if (parsed.has("--nodes") && (nodes_flag <= 0 || nodes_flag > 1000000))
@@ -93,63 +94,67 @@ int run_chakra_replay(const ParsedArgs& parsed, const std::string& path, const s
     const int64_t nodes = (trace.world_size + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
     cluster = topo::load_cluster(cluster_name, static_cast<int>(nodes), parsed.values("--set"));
   }
-  const GpuComputeModel gpu = chakra_compute_model(parsed, cluster);
-  const bool retargeted = parsed.has("--gpu") || parsed.has("--gpu-model");
-  double ops = 0;
-  for (const traces::RankProgram& program : trace.graph.ranks)
-    ops += static_cast<double>(program.ops.size());
-  check_resources(estimate_programs(cluster.gpus(), ops), max_memory_bytes(parsed), parsed, "the replay");
+  return cluster;
+}
 
-  const auto wall_start = std::chrono::steady_clock::now();
-  const topo::ClusterGraph graph(cluster);
-  sim::IterationOptions options;
-  options.record_timeline = parsed.has("--timeline");
-  sim::TraceCommSource comm(cluster, trace.graph.groups);
-  const sim::IterationResult result = sim::execute_programs(graph, trace.graph.ranks, trace.graph.groups, comm,
-                                                            sim::chakra_compute_duration(gpu, !retargeted), options);
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  if (const auto file = parsed.value("--timeline"))
-    write_chrome_timeline_file(*file, result, 1);
+// A Chakra trace's replay: where and how it ran, and what it gave.
+struct ChakraReplay {
+  topo::ClusterSpec cluster;
+  GpuComputeModel gpu;     // what compute ops without a recorded duration are timed on
+  bool retargeted = false; // --gpu or --gpu-model: recorded durations ignored
+  double ops = 0;          // ops of every simulated rank
+  sim::IterationResult result;
+  double wall_s = 0; // the replay's wall-clock time
+};
 
+// The JSON report: the trace, what was read and how each op was timed, what was ignored, the iteration time.
+void write_chakra_json(std::ostream& out, const std::string& path, const chakra::ChakraTrace& trace,
+                       const ChakraReplay& replay)
+{
   const chakra::ChakraImportStats& s = trace.stats;
-  if (parsed.has("--json")) {
-    traces::JsonWriter json(out);
-    json.begin_object();
-    json.field("trace", path);
-    json.field("format", chakra::to_string(trace.input));
-    json.field("schema", trace.schema);
-    json.key("model");
-    json.null();
-    json.key("plan");
-    json.null();
-    write_cluster_json(json, cluster);
-    json.field("mode", retargeted ? "retargeted" : "as-recorded");
-    json.field("compute_model", gpu.gpu_kind);
-    json.field("trace_rank", static_cast<int64_t>(trace.rank));
-    json.field("world_size", static_cast<int64_t>(trace.world_size));
-    json.field("simulated_ranks", static_cast<int64_t>(trace.graph.ranks.size()));
-    json.field("nodes", s.nodes);
-    json.field("ops", static_cast<int64_t>(ops));
-    json.field("compute_ops", s.compute_ops());
-    json.field("timed_by_duration", s.timed_by_duration);
-    json.field("timed_by_flops", s.timed_by_flops);
-    json.field("timed_by_bytes", s.timed_by_bytes);
-    json.field("memcpys", s.memcpys);
-    json.field("collectives", s.collectives);
-    json.field("sends", s.sends);
-    json.field("recvs", s.recvs);
-    json.field("waits", s.waits);
-    json.field("structure_nodes", s.structure);
-    json.field("ignored_nodes", s.ignored_nodes());
-    json.field("flops", s.flops);
-    json.field("collective_bytes", s.collective_bytes);
-    write_ignored_json(json, s);
-    json.field("iteration_time_s", result.iteration_time_s);
-    json.field("simulated_events", result.executed_ops + result.simulated_flows);
-    json.field("sim_wall_time_s", wall_s);
-    json.end_object();
-    return 0;
-  }
+  traces::JsonWriter json(out);
+  json.begin_object();
+  json.field("trace", path);
+  json.field("format", chakra::to_string(trace.input));
+  json.field("schema", trace.schema);
+  json.key("model");
+  json.null();
+  json.key("plan");
+  json.null();
+  write_cluster_json(json, replay.cluster);
+  json.field("mode", replay.retargeted ? "retargeted" : "as-recorded");
+  json.field("compute_model", replay.gpu.gpu_kind);
+  json.field("trace_rank", static_cast<int64_t>(trace.rank));
+  json.field("world_size", static_cast<int64_t>(trace.world_size));
+  json.field("simulated_ranks", static_cast<int64_t>(trace.graph.ranks.size()));
+  json.field("nodes", s.nodes);
+  json.field("ops", static_cast<int64_t>(replay.ops));
+  json.field("compute_ops", s.compute_ops());
+  json.field("timed_by_duration", s.timed_by_duration);
+  json.field("timed_by_flops", s.timed_by_flops);
+  json.field("timed_by_bytes", s.timed_by_bytes);
+  json.field("memcpys", s.memcpys);
+  json.field("collectives", s.collectives);
+  json.field("sends", s.sends);
+  json.field("recvs", s.recvs);
+  json.field("waits", s.waits);
+  json.field("structure_nodes", s.structure);
+  json.field("ignored_nodes", s.ignored_nodes());
+  json.field("flops", s.flops);
+  json.field("collective_bytes", s.collective_bytes);
+  write_ignored_json(json, s);
+  json.field("iteration_time_s", replay.result.iteration_time_s);
+  json.field("simulated_events", replay.result.executed_ops + replay.result.simulated_flows);
+  json.field("sim_wall_time_s", replay.wall_s);
+  json.end_object();
+}
+
+// The text report: the trace, what was read and how each op was timed, each reason nodes were ignored (with a few
+// of their names), the cluster and compute model, the iteration time.
+void print_chakra_table(std::ostream& out, const std::string& path, const chakra::ChakraTrace& trace,
+                        const ChakraReplay& replay)
+{
+  const chakra::ChakraImportStats& s = trace.stats;
   char line[512];
   std::snprintf(line, sizeof line, "trace      %s (%s, schema %s, rank %d of %d; %zu rank(s) simulated)\n",
                 path.c_str(), chakra::to_string(trace.input).c_str(), trace.schema.c_str(), trace.rank,
@@ -176,11 +181,44 @@ int run_chakra_replay(const ParsedArgs& parsed, const std::string& path, const s
                   examples.c_str(), examples.size() >= 80 ? ", ..." : "");
     out << line;
   }
-  out << "cluster    " << cluster.name << ", compute timed on " << gpu.gpu_kind
-      << (retargeted ? " (re-targeted: recorded durations ignored)" : "") << "\n";
+  out << "cluster    " << replay.cluster.name << ", compute timed on " << replay.gpu.gpu_kind
+      << (replay.retargeted ? " (re-targeted: recorded durations ignored)" : "") << "\n";
   std::snprintf(line, sizeof line, "simulated  %.6f s per iteration (the trace records no measured time)\n",
-                result.iteration_time_s);
+                replay.result.iteration_time_s);
   out << line;
+}
+
+} // namespace
+
+int run_chakra_replay(const ParsedArgs& parsed, const std::string& path, const std::string& text, std::ostream& out)
+{
+  for (const char* flag : {"--dp", "--pp", "--layers", "--global-batch", "--step", "--comm-scale", "--compute-scale"})
+    if (parsed.has(flag))
+      throw InputError(std::string(flag) + ": not available for a Chakra execution trace (" + path +
+                       "; it records no plan to scale and no measured step: use --cluster, --gpu or --gpu-model)");
+  const chakra::ChakraTrace trace = read_chakra_trace(path, text);
+  ChakraReplay replay;
+  replay.cluster = chakra_cluster(parsed, trace);
+  replay.gpu = chakra_compute_model(parsed, replay.cluster);
+  replay.retargeted = parsed.has("--gpu") || parsed.has("--gpu-model");
+  for (const traces::RankProgram& program : trace.graph.ranks)
+    replay.ops += static_cast<double>(program.ops.size());
+  check_resources(estimate_programs(replay.cluster.gpus(), replay.ops), max_memory_bytes(parsed), parsed, "the replay");
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  const topo::ClusterGraph graph(replay.cluster);
+  sim::IterationOptions options;
+  options.record_timeline = parsed.has("--timeline");
+  sim::TraceCommSource comm(replay.cluster, trace.graph.groups);
+  replay.result = sim::execute_programs(graph, trace.graph.ranks, trace.graph.groups, comm,
+                                        sim::chakra_compute_duration(replay.gpu, !replay.retargeted), options);
+  replay.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  if (const auto file = parsed.value("--timeline"))
+    write_chrome_timeline_file(*file, replay.result, 1);
+  if (parsed.has("--json"))
+    write_chakra_json(out, path, trace, replay);
+  else
+    print_chakra_table(out, path, trace, replay);
   return 0;
 }
 

@@ -61,9 +61,35 @@ std::string column(double value, int width, int precision)
   return text;
 }
 
+// The collective the flags ask for: the op, its sizes, and the algorithm and protocol forced on NCCL.
+struct CollectiveRequest {
+  CollectiveOp op{};
+  std::vector<int64_t> sizes_bytes;
+  sim::CollectiveOptions options; // --algo and --proto; gpus_per_thread set once the ranks are placed
+};
+
+// The collective's ranks on the cluster (sized to hold them when --nodes is not given).
+struct Placement {
+  topo::ClusterSpec cluster;
+  int64_t ranks = 0;
+  int64_t ranks_per_node = 0;
+  int64_t memory_limit_bytes = 0; // the resource guard's limit (--max-memory, else this machine's memory)
+  std::vector<int> gpus;          // rank r runs on GPU gpus[r]
+};
+
+// What SimGrid gave for the plans, one per size, run back to back in one stream.
+struct CollectiveRun {
+  std::vector<sim::PlanTiming> timings;   // one per plan, in order
+  std::optional<sim::LinkReport> links;   // with --link-report, when the run took any time
+  size_t link_count = 0, route_count = 0; // the platform's
+  double wall_s = 0;                      // the simulation's wall-clock time
+};
+
+// The nccl-tests table of the rows, then how much was simulated in what wall-clock time.
 void print_table(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveOp op, int64_t ranks,
-                 const sim::CollectivePlan& first, const std::vector<Row>& rows)
+                 const std::vector<sim::CollectivePlan>& plans, const std::vector<Row>& rows, const CollectiveRun& run)
 {
+  const sim::CollectivePlan& first = plans.front();
   char line[256];
   std::snprintf(line, sizeof line, "# gputwin collective: %s, %lld ranks on %d node(s) of %s, %d channel(s)\n",
                 to_string(op).c_str(), static_cast<long long>(ranks), first.nodes, cluster.name.c_str(),
@@ -77,18 +103,25 @@ void print_table(std::ostream& out, const topo::ClusterSpec& cluster, Collective
                   column(r.busbw_gbps, 9, 2).c_str(), r.algorithm.c_str(), r.protocol.c_str());
     out << line;
   }
+  size_t flow_count = 0;
+  for (const auto& p : plans)
+    flow_count += p.flows.size();
+  std::snprintf(line, sizeof line, "# simulated %zu flows over %zu links and %zu routes in %.2f s wall\n", flow_count,
+                run.link_count, run.route_count, run.wall_s);
+  out << line;
 }
 
-void print_json(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveOp op, int64_t ranks, int64_t per_node,
-                int64_t gpus_per_thread, const sim::CollectiveOptions& options, const std::vector<Row>& rows,
-                const topo::ClusterGraph& graph, const sim::LinkReport* links)
+void print_json(std::ostream& out, const Placement& placement, const CollectiveRequest& request,
+                int64_t gpus_per_thread, const std::vector<Row>& rows, const topo::ClusterGraph& graph,
+                const sim::LinkReport* links)
 {
+  const sim::CollectiveOptions& options = request.options;
   traces::JsonWriter json(out);
   json.begin_object();
-  write_cluster_json(json, cluster);
-  json.field("op", to_string(op));
-  json.field("ranks", ranks);
-  json.field("ranks_per_node", per_node);
+  write_cluster_json(json, placement.cluster);
+  json.field("op", to_string(request.op));
+  json.field("ranks", placement.ranks);
+  json.field("ranks_per_node", placement.ranks_per_node);
   json.field("gpus_per_thread", gpus_per_thread);
   json.field("forced_algorithm", options.algorithm ? to_string(*options.algorithm) : std::string("none"));
   json.field("forced_protocol", options.protocol ? to_string(*options.protocol) : std::string("none"));
@@ -110,9 +143,8 @@ void print_json(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveO
   json.end_object();
 }
 
-} // namespace
-
-int run_collective(const std::vector<std::string>& args, std::ostream& out)
+// The flags of `gputwin collective`.
+ArgParser collective_parser()
 {
   ArgParser parser(
       "gputwin collective",
@@ -142,51 +174,59 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   parser.add_optional_value("--link-report", "FILE",
                             "bytes and busy fraction per link and link kind over the whole run, the busiest links; "
                             "JSON into FILE if given");
-  const ParsedArgs parsed = parser.parse(args);
-  if (parser.help_requested()) {
-    out << parser.help();
-    return 0;
-  }
+  return parser;
+}
 
+// --op, --bytes or --sweep, --algo and --proto; throws InputError for a missing or bad one.
+CollectiveRequest read_collective_request(const ParsedArgs& parsed)
+{
+  CollectiveRequest request;
   const std::optional<std::string> op_text = parsed.value("--op");
   if (!op_text)
     throw InputError("--op: required (expected " + collective_op_names() + ")");
   const std::optional<CollectiveOp> op = parse_collective_op(*op_text);
   if (!op)
     throw InputError("--op: expected " + collective_op_names() + ", got '" + *op_text + "'");
-  std::vector<int64_t> sizes;
+  request.op = *op;
   if (parsed.has("--bytes") == parsed.has("--sweep"))
     throw InputError("--bytes: expected exactly one of --bytes SIZE or --sweep MIN:MAX");
   if (parsed.has("--bytes"))
-    sizes.push_back(parse_byte_size("--bytes", *parsed.value("--bytes")));
+    request.sizes_bytes.push_back(parse_byte_size("--bytes", *parsed.value("--bytes")));
   else
-    sizes = parse_size_sweep("--sweep", *parsed.value("--sweep"));
-  sim::CollectiveOptions options;
+    request.sizes_bytes = parse_size_sweep("--sweep", *parsed.value("--sweep"));
   if (const auto a = parsed.value("--algo")) {
-    options.algorithm = sim::parse_nccl_algorithm(*a);
-    if (!options.algorithm)
+    request.options.algorithm = sim::parse_nccl_algorithm(*a);
+    if (!request.options.algorithm)
       throw InputError("--algo: expected ring|tree, got '" + *a + "'");
   }
   if (const auto p = parsed.value("--proto")) {
-    options.protocol = sim::parse_nccl_protocol(*p);
-    if (!options.protocol)
+    request.options.protocol = sim::parse_nccl_protocol(*p);
+    if (!request.options.protocol)
       throw InputError("--proto: expected ll|ll128|simple, got '" + *p + "'");
   }
+  return request;
+}
 
+// The cluster and the ranks on it from the cluster flags, --ranks and --ranks-per-node.
+Placement place_collective_ranks(const ParsedArgs& parsed)
+{
+  Placement placement;
   // Without --nodes the cluster is sized to hold the ranks.
-  topo::ClusterSpec cluster = topo::read_cluster(parsed);
+  topo::ClusterSpec& cluster = placement.cluster;
+  cluster = topo::read_cluster(parsed);
   const int64_t per_node = parsed.integer("--ranks-per-node").value_or(cluster.gpus_per_node);
   if (per_node <= 0)
     throw InputError("--ranks-per-node: expected a positive integer, got " + std::to_string(per_node));
   const std::optional<int64_t> ranks_flag = parsed.integer("--ranks");
   if (ranks_flag && *ranks_flag <= 0)
     throw InputError("--ranks: expected a positive integer, got " + std::to_string(*ranks_flag));
-  const int64_t limit = max_memory_bytes(parsed);
+  placement.memory_limit_bytes = max_memory_bytes(parsed);
   if (ranks_flag && !parsed.has("--nodes")) {
     const int64_t nodes = (*ranks_flag + per_node - 1) / per_node;
     if (nodes > 100000)
       throw InputError("--ranks: " + std::to_string(*ranks_flag) + " ranks need more than 100000 nodes");
-    check_resources(estimate_platform(nodes * cluster.gpus_per_node), limit, parsed, "the collective");
+    check_resources(estimate_platform(nodes * cluster.gpus_per_node), placement.memory_limit_bytes, parsed,
+                    "the collective");
     cluster = topo::read_cluster(parsed, static_cast<int>(nodes)); // the fault flags kept
   }
   const int64_t ranks = ranks_flag.value_or(static_cast<int64_t>(cluster.nodes) * per_node);
@@ -194,72 +234,118 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   if (ranks < 2)
     throw InputError("--ranks: a collective needs at least 2 ranks, got " + std::to_string(ranks) +
                      " (one rank moves no data over any link)");
-  const std::vector<int> gpus = place_ranks(cluster, ranks, per_node);
-  const topo::ClusterGraph graph(cluster);
+  placement.ranks = ranks;
+  placement.ranks_per_node = per_node;
+  placement.gpus = place_ranks(cluster, ranks, per_node);
+  return placement;
+}
 
-  const int64_t gpus_per_thread = parsed.integer("--gpus-per-thread").value_or(ranks <= per_node ? ranks : 1);
+// --gpus-per-thread, 1 to the ranks; by default all the ranks when they fit one node, else 1.
+int64_t gpus_per_thread_flag(const ParsedArgs& parsed, const Placement& placement)
+{
+  const int64_t ranks = placement.ranks;
+  const int64_t gpus_per_thread =
+      parsed.integer("--gpus-per-thread").value_or(ranks <= placement.ranks_per_node ? ranks : 1);
   if (gpus_per_thread <= 0 || gpus_per_thread > ranks)
     throw InputError("--gpus-per-thread: expected 1.." + std::to_string(ranks) + ", got " +
                      std::to_string(gpus_per_thread));
-  options.gpus_per_thread = static_cast<int>(gpus_per_thread);
-  if (*op == CollectiveOp::AllToAll) // n^2 flows per size, allocated while planning: estimated before
-    check_resources(estimate_collective(cluster.gpus(), static_cast<double>(ranks) * static_cast<double>(ranks) *
-                                                            static_cast<double>(sizes.size())),
-                    limit, parsed, "the collective");
+  return gpus_per_thread;
+}
+
+// NCCL's plan of the collective at each size (its algorithm, protocol and flows), within the resource guard.
+std::vector<sim::CollectivePlan> plan_sizes(const ParsedArgs& parsed, const topo::ClusterGraph& graph,
+                                            const CollectiveRequest& request, const Placement& placement)
+{
+  const int64_t ranks = placement.ranks;
+  const int64_t gpus = placement.cluster.gpus();
+  if (request.op == CollectiveOp::AllToAll) // n^2 flows per size, allocated while planning: estimated before
+    check_resources(estimate_collective(gpus, static_cast<double>(ranks) * static_cast<double>(ranks) *
+                                                  static_cast<double>(request.sizes_bytes.size())),
+                    placement.memory_limit_bytes, parsed, "the collective");
   std::vector<sim::CollectivePlan> plans;
   try {
-    for (const int64_t bytes : sizes)
-      plans.push_back(sim::plan_collective(graph.spec(), *op, gpus, static_cast<double>(bytes), options));
+    for (const int64_t bytes : request.sizes_bytes)
+      plans.push_back(
+          sim::plan_collective(graph.spec(), request.op, placement.gpus, static_cast<double>(bytes), request.options));
   } catch (const std::invalid_argument& e) {
     throw InputError(std::string(parsed.has("--algo") ? "--algo: " : "--op: ") + e.what());
   }
-  std::vector<const sim::CollectivePlan*> stream;
   double flows = 0;
-  for (const sim::CollectivePlan& p : plans) {
-    stream.push_back(&p);
+  for (const sim::CollectivePlan& p : plans)
     flows += static_cast<double>(p.flows.size());
-  }
-  check_resources(estimate_collective(cluster.gpus(), flows), limit, parsed, "the collective");
+  check_resources(estimate_collective(gpus, flows), placement.memory_limit_bytes, parsed, "the collective");
+  return plans;
+}
 
+// The plans run back to back in one stream on SimGrid; with `link_report`, the links' load over the run.
+CollectiveRun run_plans(const topo::ClusterGraph& graph, const std::vector<sim::CollectivePlan>& plans,
+                        bool link_report)
+{
+  std::vector<const sim::CollectivePlan*> stream;
+  for (const sim::CollectivePlan& p : plans)
+    stream.push_back(&p);
+  CollectiveRun run;
   const auto wall_start = std::chrono::steady_clock::now();
   const sim::SimgridPlatform platform(graph, sim::flow_pairs(stream));
   sim::FlowLog flow_log;
-  const bool link_report = parsed.has("--link-report");
-  const std::vector<std::vector<sim::PlanTiming>> timings =
+  std::vector<std::vector<sim::PlanTiming>> timings =
       sim::run_collective_streams(platform, graph, {stream}, true, link_report ? &flow_log : nullptr);
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  run.timings = std::move(timings[0]);
+  run.link_count = platform.link_count();
+  run.route_count = platform.route_count();
+  if (link_report && !run.timings.empty() && run.timings.back().end_s > 0)
+    run.links = sim::link_report(graph, flow_log, run.timings.back().end_s);
+  return run;
+}
 
+// One row per size: its time per call, algbw and busbw (nccl-tests' definitions), and NCCL's choice.
+std::vector<Row> result_rows(const CollectiveRequest& request, int64_t ranks,
+                             const std::vector<sim::CollectivePlan>& plans, const std::vector<sim::PlanTiming>& timings)
+{
   std::vector<Row> rows;
   for (size_t i = 0; i < plans.size(); ++i) {
     Row r;
-    r.bytes = sizes[i];
+    r.bytes = request.sizes_bytes[i];
     // nccl-tests times calls issued back to back: the host's issue time bounds each from below.
-    r.time_s = sim::nccl_back_to_back_call_s(timings[0][i].duration_s(), plans[i].host_issue_s);
+    r.time_s = sim::nccl_back_to_back_call_s(timings[i].duration_s(), plans[i].host_issue_s);
     r.algbw_gbps = r.time_s > 0 ? static_cast<double>(r.bytes) / r.time_s / 1e9 : 0.0;
-    r.busbw_gbps = r.algbw_gbps * bus_bandwidth_factor(*op, static_cast<int>(ranks));
+    r.busbw_gbps = r.algbw_gbps * bus_bandwidth_factor(request.op, static_cast<int>(ranks));
     r.algorithm = to_string(plans[i].choice.algorithm);
     r.protocol = to_string(plans[i].choice.protocol);
     rows.push_back(r);
   }
-  std::optional<sim::LinkReport> links;
-  const std::string link_file = parsed.value("--link-report").value_or("");
-  if (link_report && !timings[0].empty() && timings[0].back().end_s > 0) {
-    links = sim::link_report(graph, flow_log, timings[0].back().end_s);
-    if (!link_file.empty())
-      write_link_report_file(link_file, graph, *links);
+  return rows;
+}
+
+} // namespace
+
+int run_collective(const std::vector<std::string>& args, std::ostream& out)
+{
+  ArgParser parser = collective_parser();
+  const ParsedArgs parsed = parser.parse(args);
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
   }
-  const sim::LinkReport* inline_links = links && link_file.empty() ? &*links : nullptr;
+
+  CollectiveRequest request = read_collective_request(parsed);
+  const Placement placement = place_collective_ranks(parsed);
+  const topo::ClusterGraph graph(placement.cluster);
+  const int64_t gpus_per_thread = gpus_per_thread_flag(parsed, placement);
+  request.options.gpus_per_thread = static_cast<int>(gpus_per_thread);
+  const std::vector<sim::CollectivePlan> plans = plan_sizes(parsed, graph, request, placement);
+
+  const CollectiveRun run = run_plans(graph, plans, parsed.has("--link-report"));
+  const std::vector<Row> rows = result_rows(request, placement.ranks, plans, run.timings);
+  const std::string link_file = parsed.value("--link-report").value_or("");
+  if (run.links && !link_file.empty())
+    write_link_report_file(link_file, graph, *run.links);
+  const sim::LinkReport* inline_links = run.links && link_file.empty() ? &*run.links : nullptr;
   if (parsed.has("--json")) {
-    print_json(out, cluster, *op, ranks, per_node, gpus_per_thread, options, rows, graph, inline_links);
+    print_json(out, placement, request, gpus_per_thread, rows, graph, inline_links);
   } else {
-    print_table(out, cluster, *op, ranks, plans.front(), rows);
-    size_t flow_count = 0;
-    for (const auto& p : plans)
-      flow_count += p.flows.size();
-    char line[200];
-    std::snprintf(line, sizeof line, "# simulated %zu flows over %zu links and %zu routes in %.2f s wall\n", flow_count,
-                  platform.link_count(), platform.route_count(), wall_s);
-    out << line;
+    print_table(out, placement.cluster, request.op, placement.ranks, plans, rows, run);
     if (inline_links)
       print_link_report(out, graph, *inline_links);
   }

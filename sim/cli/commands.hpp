@@ -7,6 +7,8 @@
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/models/parallel_plan.hpp"
+#include "gputwin/models/subcommands.hpp"
+#include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
 #include <ostream>
@@ -14,6 +16,9 @@
 #include <vector>
 
 namespace gputwin::cli {
+
+// Every subcommand of `gputwin` with its one-line description, in help order.
+const std::vector<Subcommand>& gputwin_subcommands();
 
 // `gputwin memory`: per-GPU memory of the busiest pipeline stage.
 int run_memory(const std::vector<std::string>& args, std::ostream& out);
@@ -61,9 +66,9 @@ GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComput
 // not given. The cluster GPU's FP8 peak is also given to a --gpu-model file without one of its own.
 GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpec& gpu);
 
-// Throws InputError naming --fp8 when `plan.fp8` and the cluster's GPU has no FP8 peak (gpu.peak_fp8_tflops
-// absent: an A100). Called by every command that takes plan flags and a cluster, after reading the cluster.
-void check_fp8_supported(const ParallelPlan& plan, const topo::ClusterSpec& cluster);
+// FP8 needs FP8 tensor cores: the Scenario's rule (sim/scenario.hpp), checked by every command that takes plan
+// flags and a cluster right after reading the cluster.
+using sim::check_fp8_supported;
 
 // `--gpu-model FILE` and `--force` (use a model of another GPU kind than the cluster's), declared on `parser`.
 void add_gpu_model_flags(ArgParser& parser);

@@ -1,5 +1,5 @@
 // `gputwin compare`: the engine's measured iteration times beside the simulator's, one row per trace.
-#include "child_pool.hpp"
+#include "gputwin/sim/isolated_run.hpp"
 #include "commands.hpp"
 #include "resource_estimate.hpp"
 
@@ -50,6 +50,8 @@ std::vector<std::string> plan_args(const PlanMetadata& run)
   flag("--schedule", to_string(p.schedule));
   flag("--chunks", std::to_string(p.schedule == Schedule::Interleaved ? p.chunks : 1));
   flag("--zero", std::to_string(p.zero_stage));
+  if (p.fsdp)
+    args.emplace_back("--fsdp");
   if (p.sequence_parallel())
     args.emplace_back("--sp");
   return args;
@@ -94,13 +96,26 @@ struct Row {
   double measured_s = 0, replayed_s = 0, predicted_s = NAN;
 };
 
-} // namespace
+// Each trace is replayed once, and with --gpu-model its plan simulated once, each in a child process of its own
+// (SimGrid allows one platform per process); the tasks run in trace order.
+struct Task {
+  size_t row;
+  bool replay; // else the simulation from scratch
+};
 
-int run_compare(const std::vector<std::string>& args, std::ostream& out)
+// The traces read for the comparison: a row each (measured time, simulated columns still empty), and the tasks
+// that fill the simulated columns in.
+struct CompareInputs {
+  std::vector<Row> rows;
+  std::vector<traces::OpGraph> graphs;
+  std::vector<PlanMetadata> runs; // each trace's model and plan, read once
+  std::vector<std::string> clusters;
+  std::vector<Task> tasks;
+};
+
+// The flags of `gputwin compare` (`gputwin compare --iterations` has its own).
+ArgParser compare_parser()
 {
-  for (const std::string& arg : args) // a table of measured iterations (compare_iterations_command.cpp)
-    if (arg == "--iterations")
-      return run_compare_iterations(args, out);
   ArgParser parser("gputwin compare",
                    "The engine's measured iteration times beside the simulator's, one row per trace: the trace\n"
                    "replayed as measured (compute as measured, communication re-simulated), and -- with\n"
@@ -111,25 +126,13 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--cluster", "NAME|FILE", "cluster to replay and simulate on (default: localhost for CPU traces)");
   parser.add_option("--gpu-model", "FILE", "compute model fitted by gputwin calibrate: adds the simulated column");
   parser.add_switch("--json", "machine-readable rows");
-  const ParsedArgs parsed = parser.parse(args);
-  if (parser.help_requested()) {
-    out << parser.help();
-    return 0;
-  }
-  if (parsed.positional().empty())
-    throw InputError("compare: expected one or more trace files");
+  return parser;
+}
 
-  // Each trace is replayed once, and with --gpu-model its plan simulated once, each in a child process of its
-  // own (SimGrid allows one platform per process); the tasks run in trace order.
-  struct Task {
-    size_t row;
-    bool replay; // else the simulation from scratch
-  };
-  std::vector<Row> rows;
-  std::vector<traces::OpGraph> graphs;
-  std::vector<PlanMetadata> runs; // each trace's model and plan, read once
-  std::vector<std::string> clusters;
-  std::vector<Task> tasks;
+// The traces given, read and checked in order; throws InputError for a bad trace or one without a measured time.
+CompareInputs read_compare_inputs(const ParsedArgs& parsed)
+{
+  CompareInputs inputs;
   for (const std::string& path : parsed.positional()) {
     traces::OpGraph g;
     try {
@@ -140,8 +143,8 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
     }
     Row row;
     row.trace = path;
-    runs.push_back(read_plan_metadata(g.metadata, path));
-    const ParallelPlan& plan = runs.back().plan;
+    inputs.runs.push_back(read_plan_metadata(g.metadata, path));
+    const ParallelPlan& plan = inputs.runs.back().plan;
     row.plan = "tp " + std::to_string(plan.tp) + " pp " + std::to_string(plan.pp) + " dp " + std::to_string(plan.dp) +
                " mb " + std::to_string(plan.micro_batch) + (plan.sequence_parallel() ? " sp" : "") + " " +
                to_string(plan.recompute);
@@ -149,58 +152,84 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
     if (row.measured_s <= 0)
       throw InputError(path + ": the trace records no measured iteration time (expected a trace of gputwin-engine "
                               "train)");
-    clusters.push_back(parsed.value("--cluster").value_or(meta(g, "device") == "cpu" ? "localhost" : "dgx-a100"));
-    tasks.push_back(Task{rows.size(), true});
+    inputs.clusters.push_back(
+        parsed.value("--cluster").value_or(meta(g, "device") == "cpu" ? "localhost" : "dgx-a100"));
+    inputs.tasks.push_back(Task{inputs.rows.size(), true});
     if (parsed.has("--gpu-model"))
-      tasks.push_back(Task{rows.size(), false});
-    rows.push_back(row);
-    graphs.push_back(std::move(g));
+      inputs.tasks.push_back(Task{inputs.rows.size(), false});
+    inputs.rows.push_back(row);
+    inputs.graphs.push_back(std::move(g));
   }
-  const std::vector<std::string> results = run_in_children(tasks.size(), 1, [&](size_t t) {
+  return inputs;
+}
+
+// Runs the tasks, each in a child process, and fills in the rows' replayed and simulated times.
+void run_compare_tasks(const ParsedArgs& parsed, CompareInputs& inputs)
+{
+  const std::vector<Task>& tasks = inputs.tasks;
+  const std::vector<std::string> results = sim::run_isolated(tasks.size(), 1, [&](size_t t) {
     const Task& task = tasks[t];
     if (task.replay)
-      return exact_text(replayed_iteration_s(graphs[task.row], clusters[task.row]));
-    std::vector<std::string> simulate_args = plan_args(runs[task.row]);
+      return exact_text(replayed_iteration_s(inputs.graphs[task.row], inputs.clusters[task.row]));
+    std::vector<std::string> simulate_args = plan_args(inputs.runs[task.row]);
     simulate_args.insert(simulate_args.end(),
-                         {"--cluster", clusters[task.row], "--gpu-model", *parsed.value("--gpu-model")});
+                         {"--cluster", inputs.clusters[task.row], "--gpu-model", *parsed.value("--gpu-model")});
     return exact_text(simulated_iteration_s(simulate_args));
   });
   for (size_t t = 0; t < tasks.size(); ++t)
-    (tasks[t].replay ? rows[tasks[t].row].replayed_s : rows[tasks[t].row].predicted_s) =
+    (tasks[t].replay ? inputs.rows[tasks[t].row].replayed_s : inputs.rows[tasks[t].row].predicted_s) =
         std::strtod(results[t].c_str(), nullptr);
+}
 
-  double replay_error_sum = 0, predicted_error_sum = 0;
+// The relative errors |replayed - measured| / measured and |simulated - measured| / measured summed over the rows.
+struct ErrorSums {
+  double replay = 0, predicted = 0;
+};
+
+ErrorSums relative_error_sums(const std::vector<Row>& rows)
+{
+  ErrorSums sums;
   for (const Row& r : rows) {
-    replay_error_sum += std::abs(r.replayed_s - r.measured_s) / r.measured_s;
-    predicted_error_sum += std::abs(r.predicted_s - r.measured_s) / r.measured_s;
+    sums.replay += std::abs(r.replayed_s - r.measured_s) / r.measured_s;
+    sums.predicted += std::abs(r.predicted_s - r.measured_s) / r.measured_s;
   }
+  return sums;
+}
+
+// The rows and their mean absolute errors as JSON; the simulated columns when `predicted` (--gpu-model).
+void write_compare_json(std::ostream& out, const std::vector<Row>& rows, bool predicted)
+{
+  const ErrorSums sums = relative_error_sums(rows);
   const double n = static_cast<double>(rows.size());
-  const bool predicted = parsed.has("--gpu-model");
-  if (parsed.has("--json")) {
-    traces::JsonWriter json(out);
+  traces::JsonWriter json(out);
+  json.begin_object();
+  json.key("runs");
+  json.begin_array();
+  for (const Row& r : rows) {
     json.begin_object();
-    json.key("runs");
-    json.begin_array();
-    for (const Row& r : rows) {
-      json.begin_object();
-      json.field("trace", r.trace);
-      json.field("plan", r.plan);
-      json.field("measured_iteration_time_s", r.measured_s);
-      json.field("replayed_iteration_time_s", r.replayed_s);
-      json.field("replay_relative_error", (r.replayed_s - r.measured_s) / r.measured_s);
-      if (predicted) {
-        json.field("simulated_iteration_time_s", r.predicted_s);
-        json.field("simulated_relative_error", (r.predicted_s - r.measured_s) / r.measured_s);
-      }
-      json.end_object();
+    json.field("trace", r.trace);
+    json.field("plan", r.plan);
+    json.field("measured_iteration_time_s", r.measured_s);
+    json.field("replayed_iteration_time_s", r.replayed_s);
+    json.field("replay_relative_error", (r.replayed_s - r.measured_s) / r.measured_s);
+    if (predicted) {
+      json.field("simulated_iteration_time_s", r.predicted_s);
+      json.field("simulated_relative_error", (r.predicted_s - r.measured_s) / r.measured_s);
     }
-    json.end_array();
-    json.field("replay_mean_absolute_error", replay_error_sum / n);
-    if (predicted)
-      json.field("simulated_mean_absolute_error", predicted_error_sum / n);
     json.end_object();
-    return 0;
   }
+  json.end_array();
+  json.field("replay_mean_absolute_error", sums.replay / n);
+  if (predicted)
+    json.field("simulated_mean_absolute_error", sums.predicted / n);
+  json.end_object();
+}
+
+// The rows as a table, the last row the mean absolute errors; the simulated columns when `predicted`.
+void print_compare_table(std::ostream& out, const std::vector<Row>& rows, bool predicted)
+{
+  const ErrorSums sums = relative_error_sums(rows);
+  const double n = static_cast<double>(rows.size());
   char line[512];
   std::snprintf(line, sizeof line, "%-36s %-34s %11s %11s %8s%s\n", "trace", "plan", "measured s", "replayed s",
                 "error", predicted ? "  simulated s    error" : "");
@@ -218,13 +247,36 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
     out << "\n";
   }
   std::snprintf(line, sizeof line, "%-36s %-34s %11s %11s %7.1f%%", "mean absolute error", "", "", "",
-                100 * replay_error_sum / n);
+                100 * sums.replay / n);
   out << line;
   if (predicted) {
-    std::snprintf(line, sizeof line, "  %11s %7.1f%%", "", 100 * predicted_error_sum / n);
+    std::snprintf(line, sizeof line, "  %11s %7.1f%%", "", 100 * sums.predicted / n);
     out << line;
   }
   out << "\n";
+}
+
+} // namespace
+
+int run_compare(const std::vector<std::string>& args, std::ostream& out)
+{
+  for (const std::string& arg : args) // a table of measured iterations (compare_iterations_command.cpp)
+    if (arg == "--iterations")
+      return run_compare_iterations(args, out);
+  ArgParser parser = compare_parser();
+  const ParsedArgs parsed = parser.parse(args);
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
+  }
+  if (parsed.positional().empty())
+    throw InputError("compare: expected one or more trace files");
+  CompareInputs inputs = read_compare_inputs(parsed);
+  run_compare_tasks(parsed, inputs);
+  if (parsed.has("--json"))
+    write_compare_json(out, inputs.rows, parsed.has("--gpu-model"));
+  else
+    print_compare_table(out, inputs.rows, parsed.has("--gpu-model"));
   return 0;
 }
 

@@ -53,6 +53,8 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
 
   if (attention_note)
     std::cerr << "gputwin compare: note: " << *attention_note << "\n";
+  for (const std::string& note : parsed.notes()) // what --megatron-args noted
+    std::cerr << "gputwin compare: note: " << note << "\n";
   if (parsed.has("--json")) {
     traces::JsonWriter json(out);
     json.begin_object();

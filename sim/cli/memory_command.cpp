@@ -10,6 +10,7 @@
 #include "gputwin/models/parameter_count.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/models/plan_flags.hpp"
+#include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
@@ -96,8 +97,14 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   if (megatron_core_te_memory(plan))
     print_row(out, "wgrad placeholders (TE)", m.state.wgrad_placeholder_bytes);
   print_row(out, plan.grad_reduce_bf16 ? "gradients (bf16)" : "gradients (fp32)", m.state.gradient_bytes);
-  print_row(out, plan.zero_stage ? "optimizer states (fp32, ZeRO-1)" : "optimizer states (fp32)",
+  print_row(out,
+            plan.zero_stage ? "optimizer states (fp32, ZeRO-" + std::to_string(plan.zero_stage) + ")"
+                            : std::string("optimizer states (fp32)"),
             m.state.optimizer_bytes);
+  if (plan.zero_stage >= 3) { // the units gathered at once (the current and the prefetched)
+    print_row(out, "gathered weights (transient)", m.state.gathered_weight_bytes);
+    print_row(out, "gathered gradients (transient)", m.state.gathered_gradient_bytes);
+  }
   print_row(out, "total allocated", m.total_bytes);
   const int64_t reserve_bytes = reserve.bytes(m.total_bytes);
   print_row(out, "reserve (" + reserve.framework + ")", reserve_bytes);
@@ -128,6 +135,8 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   json.field("wgrad_placeholder_bytes", m.state.wgrad_placeholder_bytes);
   json.field("gradient_bytes", m.state.gradient_bytes);
   json.field("optimizer_bytes", m.state.optimizer_bytes);
+  json.field("gathered_weight_bytes", m.state.gathered_weight_bytes);     // ZeRO-3 / FSDP: the units gathered
+  json.field("gathered_gradient_bytes", m.state.gathered_gradient_bytes); // at once, before their reduce-scatter
   json.field("total_bytes", m.total_bytes); // the allocated peak
   json.field("reserve_bytes", reserve_bytes);
   json.field("reserve_source", reserve.source);
@@ -196,17 +205,12 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
       throw InputError("--memory-reserve: expected GiB >= 0, got '" + *text + "'");
     reserve = flat_memory_reserve(static_cast<int64_t>(std::llround(value * bytes_per_gib)));
   }
-  topo::ClusterSpec cluster = topo::read_cluster(parsed);
-  check_fp8_supported(plan, cluster);
   // As simulate: without --nodes the cluster is sized to the plan; --nodes is checked, not ignored.
-  const int64_t nodes_needed = (plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
-  if (parsed.has("--nodes") && plan.gpus() > cluster.gpus())
-    throw InputError("--nodes: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) + " GPUs but " +
-                     std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
-                     std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
-                     " or more)");
-  if (!parsed.has("--nodes") && nodes_needed != cluster.nodes && nodes_needed <= std::numeric_limits<int>::max())
-    cluster = topo::read_cluster(parsed, static_cast<int>(nodes_needed));
+  sim::Scenario scenario;
+  scenario.plan = plan;
+  scenario.cluster = topo::read_cluster_request(parsed);
+  check_fp8_supported(plan, topo::load_cluster(scenario.cluster));
+  const topo::ClusterSpec cluster = sim::size_cluster(scenario);
   const StageMemory busiest = busiest_stage_memory(model, plan);
   std::vector<std::string> notes = plan_notes(parsed, plan);
   if (filled) // replaces plan_notes' "one micro-batch per pipeline"

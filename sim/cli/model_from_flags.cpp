@@ -2,11 +2,14 @@
 
 #include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/config/gpu_model_yaml.hpp"
+#include "gputwin/config/hf_config.hpp"
 #include "gputwin/config/model_yaml.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
+#include "gputwin/sim/scenario.hpp"
 
 #include <cctype>
+#include <iostream>
 #include <optional>
 #include <stdexcept>
 
@@ -14,7 +17,14 @@ namespace gputwin::cli {
 
 GptConfig model_from_flags(const ParsedArgs& args)
 {
-  return read_model(args, [](const std::string& path) { return config::load_model_yaml(path); });
+  return read_model(args, [](const std::string& path) {
+    if (path.rfind("hf:", 0) != 0)
+      return config::load_model_yaml(path);
+    config::HfModel hf = config::load_hf_config(path.substr(3)); // --model hf:CONFIG.json
+    for (const std::string& note : hf.notes)
+      std::cerr << "gputwin: note: " << note << "\n";
+    return hf.model;
+  });
 }
 
 void add_framework_flag(ArgParser& parser)
@@ -149,13 +159,7 @@ GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpe
       model.peak_fp8_flops = gpu.peak_fp8_flops;
     return with_interference_flag(args, model);
   }
-  try {
-    return with_interference_flag(args, builtin_compute_model(gpu.generation, gpu.kind, gpu.peak_bf16_flops,
-                                                              gpu.hbm_bytes_per_s, gpu.peak_fp8_flops));
-  } catch (const std::invalid_argument&) {
-    throw InputError("--gpu-model: the cluster's GPU '" + gpu.kind + "' (generation " + to_string(gpu.generation) +
-                     ") has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");
-  }
+  return with_interference_flag(args, sim::builtin_gpu_model(gpu));
 }
 
 std::vector<std::string> with_long_output_flag(std::vector<std::string> args)

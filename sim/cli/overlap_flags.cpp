@@ -6,10 +6,13 @@ namespace gputwin::cli {
 
 void add_overlap_flags(ArgParser& parser)
 {
-  parser.add_switch("--overlap-grad-reduce", "reduce each layer's gradients over dp while backward goes on");
+  parser.add_switch("--overlap-grad-reduce",
+                    "reduce each layer's gradients over dp while backward goes on (built into ZeRO-2/3 and --fsdp: "
+                    "per-layer reduce-scatter)");
   parser.add_switch("--overlap-param-gather",
-                    "ZeRO-1: all-gather the updated parameters layer by layer overlapped with the first forward "
-                    "(Megatron-Core's distributed optimizer), instead of one all-gather after the step");
+                    "ZeRO-1/2: all-gather the updated parameters layer by layer overlapped with the first forward "
+                    "(Megatron-Core's distributed optimizer), instead of one all-gather after the step; built into "
+                    "ZeRO-3 / --fsdp (per-layer gathers prefetched)");
   parser.add_switch("--tp-comm-overlap",
                     "split each TP all-gather / reduce-scatter next to a linear layer into chunks overlapped with "
                     "the neighbouring GEMM chunks (Megatron-Core with Transformer Engine; needs --sp)");

@@ -9,6 +9,7 @@
 
 #include "gputwin/chakra/chakra_reader.hpp"
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/models/plan_metadata.hpp"
 #include "gputwin/sim/as_measured.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/sim/kineto_replay.hpp"
@@ -66,53 +67,14 @@ double scale_flag(const ParsedArgs& parsed, const std::string& flag)
 // valid run; nullopt otherwise (a hand-written trace: the report then says null).
 std::optional<std::pair<GptConfig, ParallelPlan>> captured_run(const traces::OpGraph& trace)
 {
-  auto number = [&](const char* key) -> std::optional<int64_t> {
-    const auto it = trace.metadata.find(key);
-    if (it == trace.metadata.end())
-      return std::nullopt;
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(it->second, &used);
-      return used == it->second.size() ? std::optional<int64_t>(v) : std::nullopt;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-  };
-  auto text = [&](const char* key, const std::string& fallback) {
-    const auto it = trace.metadata.find(key);
-    return it == trace.metadata.end() ? fallback : it->second;
-  };
-  GptConfig model;
-  ParallelPlan plan;
-  model.name = text("model", "traced");
-  const std::pair<const char*, int64_t*> fields[] = {{"hidden", &model.hidden},
-                                                     {"heads", &model.heads},
-                                                     {"layers", &model.layers},
-                                                     {"seq_len", &model.seq_len},
-                                                     {"vocab", &model.vocab},
-                                                     {"tp", &plan.tp},
-                                                     {"pp", &plan.pp},
-                                                     {"dp", &plan.dp},
-                                                     {"micro_batch", &plan.micro_batch},
-                                                     {"global_batch", &plan.global_batch}};
-  for (const auto& [key, field] : fields) {
-    const std::optional<int64_t> v = number(key);
-    if (!v)
-      return std::nullopt;
-    *field = *v;
-  }
-  plan.chunks = number("chunks").value_or(1);
-  plan.zero_stage = static_cast<int>(number("zero").value_or(0));
-  plan.tp_comm = text("sequence_parallel", "false") == "true" ? TpComm::SequenceParallel : TpComm::AllReduce;
-  plan.recompute = parse_recompute(text("recompute", "none")).value_or(Recompute::None);
-  plan.schedule = parse_schedule(text("schedule", "1f1b")).value_or(Schedule::OneFOneB);
-  plan.attention = parse_attention(text("attention", "unfused")).value_or(AttentionKernel::Unfused);
   try {
-    validate_plan(model, plan);
+    const PlanMetadata run = read_plan_metadata(trace.metadata, "the trace");
+    validate_model(run.model);
+    validate_plan(run.model, run.plan);
+    return std::make_pair(run.model, run.plan);
   } catch (const InputError&) {
     return std::nullopt;
   }
-  return std::make_pair(model, plan);
 }
 
 // "model", "plan" (null when the trace does not record them) and "cluster" of a replay's JSON report.
@@ -129,6 +91,84 @@ void write_run_json(traces::JsonWriter& json, const std::optional<std::pair<GptC
     json.null();
   }
   write_cluster_json(json, cluster);
+}
+
+// The replay of a Kineto step runs it as measured: neither compute nor network made faster.
+bool kineto_as_measured(const sim::KinetoScales& scales)
+{
+  return scales.compute == 1 && scales.comm == 1;
+}
+
+// The JSON report of a Kineto step's replay on `cluster`.
+void write_kineto_json(std::ostream& out, const std::string& path, const traces::KinetoTrace& kineto,
+                       const topo::ClusterSpec& cluster, const sim::KinetoScales& scales,
+                       const sim::IterationResult& result, double wall_s)
+{
+  const traces::KinetoStep& step = kineto.steps[kineto.selected];
+  const double measured_s = kineto.measured_step_s();
+  const bool as_measured = kineto_as_measured(scales);
+  const double relative_error = (result.iteration_time_s - measured_s) / measured_s;
+  traces::JsonWriter json(out);
+  json.begin_object();
+  json.field("trace", path);
+  json.field("format", "pytorch-kineto");
+  write_run_json(json, std::nullopt, cluster); // a profiler trace records neither model nor plan
+  json.field("mode", as_measured ? "as-measured" : "what-if");
+  json.field("step", step.name);
+  json.field("steps", static_cast<int64_t>(kineto.steps.size()));
+  json.field("trace_rank", static_cast<int64_t>(kineto.trace_rank));
+  json.field("world_size", static_cast<int64_t>(kineto.world_size));
+  json.field("kernels", kineto.kernels);
+  json.field("collectives", kineto.collectives);
+  json.field("memcpys", kineto.memcpys);
+  json.field("host_syncs", kineto.host_syncs);
+  json.field("launch_latency_s", static_cast<double>(kineto.host.launch_latency_ns) * 1e-9);
+  json.field("compute_scale", scales.compute);
+  json.field("comm_scale", scales.comm);
+  json.field("iteration_time_s", result.iteration_time_s);
+  json.field("measured_iteration_time_s", measured_s);
+  if (as_measured)
+    json.field("relative_error", relative_error);
+  else
+    json.field("speedup_vs_measured", measured_s / result.iteration_time_s);
+  json.field("simulated_events", result.executed_ops + result.simulated_flows);
+  json.field("sim_wall_time_s", wall_s);
+  json.end_object();
+}
+
+// The text report of a Kineto step's replay: the step, the mode, simulated beside measured.
+void print_kineto_table(std::ostream& out, const std::string& path, const traces::KinetoTrace& kineto,
+                        const sim::KinetoScales& scales, const sim::IterationResult& result)
+{
+  const traces::KinetoStep& step = kineto.steps[kineto.selected];
+  const double measured_s = kineto.measured_step_s();
+  const bool as_measured = kineto_as_measured(scales);
+  const double relative_error = (result.iteration_time_s - measured_s) / measured_s;
+  char line[512];
+  std::snprintf(line, sizeof line, "trace      %s (PyTorch profiler, rank %d of %d, device %s)\n", path.c_str(),
+                kineto.trace_rank, kineto.world_size, kineto.graph.metadata.at("device").c_str());
+  out << line;
+  std::snprintf(
+      line, sizeof line,
+      "step       %s (%zu steps in the file): %lld kernels, %lld NCCL collectives, %lld copies, %lld host syncs\n",
+      step.name.c_str(), kineto.steps.size(), static_cast<long long>(kineto.kernels),
+      static_cast<long long>(kineto.collectives), static_cast<long long>(kineto.memcpys),
+      static_cast<long long>(kineto.host_syncs));
+  out << line;
+  out << "mode       "
+      << (as_measured ? std::string("as measured (collectives take their measured duration: rank-local file)")
+                      : "what-if: compute x" + std::to_string(scales.compute) + " faster, network x" +
+                            std::to_string(scales.comm) + " faster")
+      << "\n";
+  std::snprintf(line, sizeof line, "simulated  %.6f s per step\n", result.iteration_time_s);
+  out << line;
+  std::snprintf(line, sizeof line, "measured   %.6f s per step\n", measured_s);
+  out << line;
+  if (as_measured)
+    std::snprintf(line, sizeof line, "error      %+.2f %%\n", 100 * relative_error);
+  else
+    std::snprintf(line, sizeof line, "speedup    %.3fx over measured\n", measured_s / result.iteration_time_s);
+  out << line;
 }
 
 // A PyTorch profiler (Kineto) trace: one ProfilerStep replayed as measured (traces/KINETO.md).
@@ -169,72 +209,17 @@ int run_kineto_replay(const ParsedArgs& parsed, const std::string& path, const s
                                                             compute_s, options, {sim::kineto_host_program(kineto)});
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
-  const traces::KinetoStep& step = kineto.steps[kineto.selected];
-  const double measured_s = kineto.measured_step_s();
-  const bool as_measured = scales.compute == 1 && scales.comm == 1;
-  const double relative_error = (result.iteration_time_s - measured_s) / measured_s;
   if (const auto file = parsed.value("--timeline"))
     write_chrome_timeline_file(*file, result, 1);
-  if (parsed.has("--json")) {
-    traces::JsonWriter json(out);
-    json.begin_object();
-    json.field("trace", path);
-    json.field("format", "pytorch-kineto");
-    write_run_json(json, std::nullopt, cluster); // a profiler trace records neither model nor plan
-    json.field("mode", as_measured ? "as-measured" : "what-if");
-    json.field("step", step.name);
-    json.field("steps", static_cast<int64_t>(kineto.steps.size()));
-    json.field("trace_rank", static_cast<int64_t>(kineto.trace_rank));
-    json.field("world_size", static_cast<int64_t>(kineto.world_size));
-    json.field("kernels", kineto.kernels);
-    json.field("collectives", kineto.collectives);
-    json.field("memcpys", kineto.memcpys);
-    json.field("host_syncs", kineto.host_syncs);
-    json.field("launch_latency_s", static_cast<double>(kineto.host.launch_latency_ns) * 1e-9);
-    json.field("compute_scale", scales.compute);
-    json.field("comm_scale", scales.comm);
-    json.field("iteration_time_s", result.iteration_time_s);
-    json.field("measured_iteration_time_s", measured_s);
-    if (as_measured)
-      json.field("relative_error", relative_error);
-    else
-      json.field("speedup_vs_measured", measured_s / result.iteration_time_s);
-    json.field("simulated_events", result.executed_ops + result.simulated_flows);
-    json.field("sim_wall_time_s", wall_s);
-    json.end_object();
-    return 0;
-  }
-  char line[512];
-  std::snprintf(line, sizeof line, "trace      %s (PyTorch profiler, rank %d of %d, device %s)\n", path.c_str(),
-                kineto.trace_rank, kineto.world_size, kineto.graph.metadata.at("device").c_str());
-  out << line;
-  std::snprintf(
-      line, sizeof line,
-      "step       %s (%zu steps in the file): %lld kernels, %lld NCCL collectives, %lld copies, %lld host syncs\n",
-      step.name.c_str(), kineto.steps.size(), static_cast<long long>(kineto.kernels),
-      static_cast<long long>(kineto.collectives), static_cast<long long>(kineto.memcpys),
-      static_cast<long long>(kineto.host_syncs));
-  out << line;
-  out << "mode       "
-      << (as_measured ? std::string("as measured (collectives take their measured duration: rank-local file)")
-                      : "what-if: compute x" + std::to_string(scales.compute) + " faster, network x" +
-                            std::to_string(scales.comm) + " faster")
-      << "\n";
-  std::snprintf(line, sizeof line, "simulated  %.6f s per step\n", result.iteration_time_s);
-  out << line;
-  std::snprintf(line, sizeof line, "measured   %.6f s per step\n", measured_s);
-  out << line;
-  if (as_measured)
-    std::snprintf(line, sizeof line, "error      %+.2f %%\n", 100 * relative_error);
+  if (parsed.has("--json"))
+    write_kineto_json(out, path, kineto, cluster, scales, result, wall_s);
   else
-    std::snprintf(line, sizeof line, "speedup    %.3fx over measured\n", measured_s / result.iteration_time_s);
-  out << line;
+    print_kineto_table(out, path, kineto, scales, result);
   return 0;
 }
 
-} // namespace
-
-int run_replay(const std::vector<std::string>& args, std::ostream& out)
+// The flags of `gputwin replay`.
+ArgParser replay_parser()
 {
   ArgParser parser("gputwin replay",
                    "Replays a trace captured by gputwin-engine (or any trace in traces/FORMAT.md) on a cluster:\n"
@@ -268,6 +253,225 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable report (with the model, plan and cluster it ran)");
   parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
+  return parser;
+}
+
+// How a gputwin trace is replayed: the flags read and checked against each other before anything runs.
+struct ReplaySetup {
+  std::string cluster_name;                // --cluster, else localhost for a CPU trace, else the default
+  std::vector<std::string> sets;           // --set, kept to size the cluster again for a scaled-out plan
+  bool cores_set = false;                  // --set gives node.host_cores
+  std::optional<GpuComputeModel> retarget; // --gpu or --gpu-model
+  bool scaled = false;                     // --dp, --pp or --layers: the layer ops replayed in a larger plan
+  double compute_scale = 1;                // --compute-scale
+  topo::ClusterSpec cluster;               // the named cluster as the machine of the trace
+};
+
+// `spec` as the machine the trace ran on. On a shared host (localhost) the ranks share as many cores as the trace
+// says its machine had, unless --set gives the count; re-targeted to a GPU, every rank has a device of its own and
+// shares nothing.
+topo::ClusterSpec machine_of_trace(topo::ClusterSpec spec, const traces::OpGraph& trace, const ReplaySetup& setup)
+{
+  spec = sim::cluster_for_trace(std::move(spec), trace, setup.cores_set);
+  if (setup.retarget && gpu_family(setup.retarget->gpu_kind) != "cpu")
+    spec.host_cores = 0;
+  return spec;
+}
+
+// The replay's cluster, compute model and mode from the flags; throws InputError for bad values and for flags the
+// mode would ignore.
+ReplaySetup replay_setup(const ParsedArgs& parsed, const traces::OpGraph& trace)
+{
+  ReplaySetup setup;
+  const auto device = trace.metadata.find("device");
+  const bool cpu_trace = device != trace.metadata.end() && device->second == "cpu";
+  // A CPU trace replays on the machine it was captured on unless told otherwise.
+  setup.cluster_name = parsed.value("--cluster").value_or(cpu_trace ? "localhost" : topo::default_cluster);
+  const int64_t nodes_flag = parsed.integer("--nodes").value_or(0);
+  if (parsed.has("--nodes") && (nodes_flag <= 0 || nodes_flag > 1000000))
+    throw InputError("--nodes: expected a positive integer, got " + *parsed.value("--nodes"));
+  setup.sets = parsed.values("--set");
+  const topo::ClusterSpec named = topo::load_cluster(setup.cluster_name, static_cast<int>(nodes_flag), setup.sets);
+
+  if (parsed.has("--gpu") && parsed.has("--gpu-model"))
+    throw InputError("--gpu-model: and --gpu both re-target compute (expected one of them)");
+  if (const auto gpu = parsed.value("--gpu"))
+    setup.retarget = retarget_model(*gpu);
+  if (parsed.has("--gpu-model"))
+    setup.retarget = compute_model_from_flags(parsed, {});
+  setup.cores_set = std::any_of(setup.sets.begin(), setup.sets.end(),
+                                [](const std::string& s) { return s.rfind("node.host_cores=", 0) == 0; });
+  setup.cluster = machine_of_trace(named, trace, setup);
+  setup.scaled = parsed.has("--dp") || parsed.has("--pp") || parsed.has("--layers");
+  // Flags a mode would ignore are errors: an as-measured or re-targeted replay runs the captured batch.
+  if (parsed.has("--global-batch") && !setup.scaled)
+    throw InputError("--global-batch: applies to a scaled-out replay (with --dp, --pp or --layers); this replay "
+                     "runs the trace's own iteration");
+  setup.compute_scale = scale_flag(parsed, "--compute-scale");
+  if (setup.compute_scale != 1 && (setup.scaled || setup.retarget))
+    throw InputError(
+        "--compute-scale: applies to an as-measured replay (not with --gpu, --gpu-model, --dp, --pp or --layers)");
+  return setup;
+}
+
+// What the replay of a gputwin trace gave, and where it ran.
+struct ReplayOutcome {
+  topo::ClusterSpec cluster; // the setup's, sized again for the GPUs of a scaled-out plan
+  // The model and plan replayed (the scaled plan when scaled out); nullopt when the trace does not record them.
+  std::optional<std::pair<GptConfig, ParallelPlan>> run;
+  sim::IterationResult result;
+  int64_t ranks_per_program = 1; // ranks each simulated program stands for (for the timeline)
+  double wall_s = 0;             // the replay's wall-clock time
+};
+
+// The trace's per-layer ops replayed in the larger plan of --dp/--pp/--layers/--global-batch, with their captured
+// durations or the re-targeted model's, on the cluster sized to the plan's GPUs unless --nodes fixed it.
+ReplayOutcome replay_scaled_out(const ParsedArgs& parsed, const traces::OpGraph& trace, const ReplaySetup& setup,
+                                const sim::IterationOptions& options)
+{
+  sim::ScaleOut scale;
+  scale.dp = parsed.integer("--dp");
+  scale.pp = parsed.integer("--pp");
+  scale.layers = parsed.integer("--layers");
+  scale.global_batch = parsed.integer("--global-batch");
+  const sim::TraceWorkload tw = sim::make_trace_workload(trace, scale);
+  ReplayOutcome outcome;
+  outcome.cluster = setup.cluster;
+  topo::ClusterSpec& cluster = outcome.cluster;
+  const int64_t nodes = (tw.plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+  const int64_t limit = max_memory_bytes(parsed);
+  if (tw.plan.gpus() > cluster.gpus()) {
+    if (parsed.has("--nodes"))
+      throw InputError("--nodes: the scaled plan needs " + std::to_string(tw.plan.gpus()) + " GPUs but " +
+                       std::to_string(cluster.gpus()) + " are in the cluster");
+    check_resources(estimate_platform(nodes * cluster.gpus_per_node), limit, parsed, "the replay");
+    if (nodes > std::numeric_limits<int>::max())
+      throw InputError("--dp: the scaled plan needs " + std::to_string(tw.plan.gpus()) +
+                       " GPUs, more than a cluster can have");
+    cluster =
+        machine_of_trace(topo::load_cluster(setup.cluster_name, static_cast<int>(nodes), setup.sets), trace, setup);
+  }
+  // The analytic workload of the same model and plan stands for the captured layer ops in the estimate.
+  check_resources(estimate_simulation(cluster, tw.model, tw.plan, {}, true, parsed.has("--timeline"), limit), limit,
+                  parsed, "the replay");
+  outcome.run = std::make_pair(tw.model, tw.plan);
+  const topo::ClusterGraph graph(cluster);
+  const GpuComputeModel model = setup.retarget ? *setup.retarget : sim::template_compute_model(cluster);
+  const Workload workload = setup.retarget ? tw.with_modelled_durations() : tw.with_measured_durations();
+  outcome.result = sim::simulate_iteration(graph, workload, model, options);
+  outcome.ranks_per_program = tw.plan.tp * tw.plan.cp * tw.plan.dp;
+  return outcome;
+}
+
+// The trace's own iteration replayed, every op as measured (made faster by --compute-scale) or re-targeted.
+ReplayOutcome replay_as_captured(const ParsedArgs& parsed, const traces::OpGraph& trace, const ReplaySetup& setup,
+                                 const sim::IterationOptions& options)
+{
+  ReplayOutcome outcome;
+  outcome.cluster = setup.cluster;
+  outcome.run = captured_run(trace);
+  double ops = 0;
+  for (const traces::RankProgram& program : trace.ranks)
+    ops += static_cast<double>(program.ops.size());
+  check_resources(estimate_programs(outcome.cluster.gpus(), ops), max_memory_bytes(parsed), parsed, "the replay");
+  sim::TraceReplayOptions replay;
+  replay.retarget = setup.retarget;
+  replay.compute_scale = setup.compute_scale;
+  replay.iteration = options;
+  outcome.result = sim::replay_trace(trace, outcome.cluster, replay);
+  return outcome;
+}
+
+// The gputwin trace replayed as `setup` says, timed on the wall clock.
+ReplayOutcome replay_gputwin_trace(const ParsedArgs& parsed, const traces::OpGraph& trace, const ReplaySetup& setup)
+{
+  const auto wall_start = std::chrono::steady_clock::now();
+  sim::IterationOptions options;
+  options.record_timeline = parsed.has("--timeline");
+  ReplayOutcome outcome = setup.scaled ? replay_scaled_out(parsed, trace, setup, options)
+                                       : replay_as_captured(parsed, trace, setup, options);
+  outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return outcome;
+}
+
+// The replay beside the iteration the trace measured: comparable only for the captured plan, as measured.
+struct Comparison {
+  double measured_s = 0;     // the trace's measured iteration time; 0 when it records none
+  bool comparable = false;   // the replay runs the captured plan with the captured durations
+  double relative_error = 0; // (simulated - measured) / measured when comparable, else 0
+};
+
+Comparison compare_with_measured(const traces::OpGraph& trace, const ReplaySetup& setup,
+                                 const sim::IterationResult& result)
+{
+  Comparison c;
+  c.measured_s = sim::measured_iteration_s(trace);
+  c.comparable = !setup.scaled && !setup.retarget && setup.compute_scale == 1 && c.measured_s > 0;
+  c.relative_error = c.comparable ? (result.iteration_time_s - c.measured_s) / c.measured_s : 0;
+  return c;
+}
+
+// The JSON report of a gputwin trace's replay: the run, the mode, simulated beside measured.
+void write_replay_json(std::ostream& out, const std::string& path, const ReplaySetup& setup,
+                       const ReplayOutcome& outcome, const Comparison& c)
+{
+  const topo::ClusterSpec& cluster = outcome.cluster;
+  traces::JsonWriter json(out);
+  json.begin_object();
+  json.field("trace", path);
+  write_run_json(json, outcome.run, cluster);
+  json.field("mode", setup.scaled               ? "scaled"
+                     : setup.retarget           ? "retargeted"
+                     : setup.compute_scale != 1 ? "what-if"
+                                                : "as-measured");
+  if (cluster.host_cores > 0) // the ranks are threads sharing this many cores (sim/README.md, shared hosts)
+    json.field("host_cores", static_cast<int64_t>(cluster.host_cores));
+  json.field("iteration_time_s", outcome.result.iteration_time_s);
+  if (c.measured_s > 0)
+    json.field("measured_iteration_time_s", c.measured_s);
+  if (c.comparable)
+    json.field("relative_error", c.relative_error);
+  json.field("simulated_events", outcome.result.executed_ops + outcome.result.simulated_flows);
+  json.field("sim_wall_time_s", outcome.wall_s);
+  json.end_object();
+}
+
+// The text report of a gputwin trace's replay: the trace, the cluster and mode, simulated beside measured.
+void print_replay_table(std::ostream& out, const std::string& path, const traces::OpGraph& trace,
+                        const ReplaySetup& setup, const ReplayOutcome& outcome, const Comparison& c)
+{
+  const topo::ClusterSpec& cluster = outcome.cluster;
+  const auto device = trace.metadata.find("device");
+  char line[256];
+  std::snprintf(line, sizeof line, "trace      %s (%zu ranks, device %s)\n", path.c_str(), trace.ranks.size(),
+                device == trace.metadata.end() ? "?" : device->second.c_str());
+  out << line;
+  out << "cluster    " << cluster.name
+      << (cluster.host_cores > 0 ? " (ranks share " + std::to_string(cluster.host_cores) + " CPU cores)" : "")
+      << ", mode "
+      << (setup.scaled               ? "scaled out"
+          : setup.retarget           ? "re-targeted to " + setup.retarget->gpu_kind
+          : setup.compute_scale != 1 ? "what-if: compute x" + std::to_string(setup.compute_scale) + " faster"
+                                     : std::string("as measured"))
+      << "\n";
+  std::snprintf(line, sizeof line, "simulated  %.6f s per iteration\n", outcome.result.iteration_time_s);
+  out << line;
+  if (c.measured_s > 0) {
+    std::snprintf(line, sizeof line, "measured   %.6f s per iteration%s\n", c.measured_s,
+                  c.comparable ? "" : " (captured plan and device; not comparable with this replay)");
+    out << line;
+  }
+  if (c.comparable) {
+    std::snprintf(line, sizeof line, "error      %+.2f %%\n", 100 * c.relative_error);
+    out << line;
+  }
+}
+
+} // namespace
+
+int run_replay(const std::vector<std::string>& args, std::ostream& out)
+{
+  ArgParser parser = replay_parser();
   const ParsedArgs parsed = parser.parse(args);
   if (parser.help_requested()) {
     out << parser.help();
@@ -292,138 +496,15 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   } catch (const traces::TraceError& e) {
     throw InputError(e.what());
   }
-  const auto device = trace.metadata.find("device");
-  const bool cpu_trace = device != trace.metadata.end() && device->second == "cpu";
-  // A CPU trace replays on the machine it was captured on unless told otherwise.
-  const std::string cluster_name = parsed.value("--cluster").value_or(cpu_trace ? "localhost" : topo::default_cluster);
-  const int64_t nodes_flag = parsed.integer("--nodes").value_or(0);
-  if (parsed.has("--nodes") && (nodes_flag <= 0 || nodes_flag > 1000000))
-    throw InputError("--nodes: expected a positive integer, got " + *parsed.value("--nodes"));
-  const std::vector<std::string> sets = parsed.values("--set");
-  const topo::ClusterSpec named = topo::load_cluster(cluster_name, static_cast<int>(nodes_flag), sets);
-
-  std::optional<GpuComputeModel> retarget;
-  if (parsed.has("--gpu") && parsed.has("--gpu-model"))
-    throw InputError("--gpu-model: and --gpu both re-target compute (expected one of them)");
-  if (const auto gpu = parsed.value("--gpu"))
-    retarget = retarget_model(*gpu);
-  if (parsed.has("--gpu-model"))
-    retarget = compute_model_from_flags(parsed, {});
-  // On a shared host (localhost) the ranks share as many cores as the trace says its machine had, unless --set
-  // gives the count; re-targeted to a GPU, every rank has a device of its own and shares nothing.
-  const bool cores_set =
-      std::any_of(sets.begin(), sets.end(), [](const std::string& s) { return s.rfind("node.host_cores=", 0) == 0; });
-  const bool on_gpus = retarget && gpu_family(retarget->gpu_kind) != "cpu";
-  const auto machine_of_trace = [&](topo::ClusterSpec spec) {
-    spec = sim::cluster_for_trace(std::move(spec), trace, cores_set);
-    if (on_gpus)
-      spec.host_cores = 0;
-    return spec;
-  };
-  topo::ClusterSpec cluster = machine_of_trace(named);
-  const bool scaled = parsed.has("--dp") || parsed.has("--pp") || parsed.has("--layers");
-  // Flags a mode would ignore are errors: an as-measured or re-targeted replay runs the captured batch.
-  if (parsed.has("--global-batch") && !scaled)
-    throw InputError("--global-batch: applies to a scaled-out replay (with --dp, --pp or --layers); this replay "
-                     "runs the trace's own iteration");
-  const double compute_scale = scale_flag(parsed, "--compute-scale");
-  if (compute_scale != 1 && (scaled || retarget))
-    throw InputError(
-        "--compute-scale: applies to an as-measured replay (not with --gpu, --gpu-model, --dp, --pp or --layers)");
-
-  const auto wall_start = std::chrono::steady_clock::now();
-  sim::IterationOptions options;
-  options.record_timeline = parsed.has("--timeline");
-  sim::IterationResult result;
-  int64_t ranks_per_program = 1;
-  std::optional<std::pair<GptConfig, ParallelPlan>> run = captured_run(trace); // the scaled plan when scaled out
-  if (scaled) {
-    sim::ScaleOut scale;
-    scale.dp = parsed.integer("--dp");
-    scale.pp = parsed.integer("--pp");
-    scale.layers = parsed.integer("--layers");
-    scale.global_batch = parsed.integer("--global-batch");
-    const sim::TraceWorkload tw = sim::make_trace_workload(trace, scale);
-    const int64_t nodes = (tw.plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
-    const int64_t limit = max_memory_bytes(parsed);
-    if (tw.plan.gpus() > cluster.gpus()) {
-      if (parsed.has("--nodes"))
-        throw InputError("--nodes: the scaled plan needs " + std::to_string(tw.plan.gpus()) + " GPUs but " +
-                         std::to_string(cluster.gpus()) + " are in the cluster");
-      check_resources(estimate_platform(nodes * cluster.gpus_per_node), limit, parsed, "the replay");
-      if (nodes > std::numeric_limits<int>::max())
-        throw InputError("--dp: the scaled plan needs " + std::to_string(tw.plan.gpus()) +
-                         " GPUs, more than a cluster can have");
-      cluster = machine_of_trace(topo::load_cluster(cluster_name, static_cast<int>(nodes), sets));
-    }
-    // The analytic workload of the same model and plan stands for the captured layer ops in the estimate.
-    check_resources(estimate_simulation(cluster, tw.model, tw.plan, {}, true, parsed.has("--timeline"), limit), limit,
-                    parsed, "the replay");
-    run = std::make_pair(tw.model, tw.plan);
-    const topo::ClusterGraph graph(cluster);
-    const GpuComputeModel model = retarget ? *retarget : sim::template_compute_model(cluster);
-    const Workload workload = retarget ? tw.with_modelled_durations() : tw.with_measured_durations();
-    result = sim::simulate_iteration(graph, workload, model, options);
-    ranks_per_program = tw.plan.tp * tw.plan.cp * tw.plan.dp;
-  } else {
-    double ops = 0;
-    for (const traces::RankProgram& program : trace.ranks)
-      ops += static_cast<double>(program.ops.size());
-    check_resources(estimate_programs(cluster.gpus(), ops), max_memory_bytes(parsed), parsed, "the replay");
-    sim::TraceReplayOptions replay;
-    replay.retarget = retarget;
-    replay.compute_scale = compute_scale;
-    replay.iteration = options;
-    result = sim::replay_trace(trace, cluster, replay);
-  }
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-
-  const double measured_s = sim::measured_iteration_s(trace);
-  const bool comparable = !scaled && !retarget && compute_scale == 1 && measured_s > 0;
-  const double relative_error = comparable ? (result.iteration_time_s - measured_s) / measured_s : 0;
+  const ReplaySetup setup = replay_setup(parsed, trace);
+  const ReplayOutcome outcome = replay_gputwin_trace(parsed, trace, setup);
+  const Comparison comparison = compare_with_measured(trace, setup, outcome.result);
   if (const auto file = parsed.value("--timeline"))
-    write_chrome_timeline_file(*file, result, ranks_per_program);
-  if (parsed.has("--json")) {
-    traces::JsonWriter json(out);
-    json.begin_object();
-    json.field("trace", path);
-    write_run_json(json, run, cluster);
-    json.field("mode", scaled ? "scaled" : retarget ? "retargeted" : compute_scale != 1 ? "what-if" : "as-measured");
-    if (cluster.host_cores > 0) // the ranks are threads sharing this many cores (sim/README.md, shared hosts)
-      json.field("host_cores", static_cast<int64_t>(cluster.host_cores));
-    json.field("iteration_time_s", result.iteration_time_s);
-    if (measured_s > 0)
-      json.field("measured_iteration_time_s", measured_s);
-    if (comparable)
-      json.field("relative_error", relative_error);
-    json.field("simulated_events", result.executed_ops + result.simulated_flows);
-    json.field("sim_wall_time_s", wall_s);
-    json.end_object();
-    return 0;
-  }
-  char line[256];
-  std::snprintf(line, sizeof line, "trace      %s (%zu ranks, device %s)\n", path.c_str(), trace.ranks.size(),
-                device == trace.metadata.end() ? "?" : device->second.c_str());
-  out << line;
-  out << "cluster    " << cluster.name
-      << (cluster.host_cores > 0 ? " (ranks share " + std::to_string(cluster.host_cores) + " CPU cores)" : "")
-      << ", mode "
-      << (scaled               ? "scaled out"
-          : retarget           ? "re-targeted to " + retarget->gpu_kind
-          : compute_scale != 1 ? "what-if: compute x" + std::to_string(compute_scale) + " faster"
-                               : std::string("as measured"))
-      << "\n";
-  std::snprintf(line, sizeof line, "simulated  %.6f s per iteration\n", result.iteration_time_s);
-  out << line;
-  if (measured_s > 0) {
-    std::snprintf(line, sizeof line, "measured   %.6f s per iteration%s\n", measured_s,
-                  comparable ? "" : " (captured plan and device; not comparable with this replay)");
-    out << line;
-  }
-  if (comparable) {
-    std::snprintf(line, sizeof line, "error      %+.2f %%\n", 100 * relative_error);
-    out << line;
-  }
+    write_chrome_timeline_file(*file, outcome.result, outcome.ranks_per_program);
+  if (parsed.has("--json"))
+    write_replay_json(out, path, setup, outcome, comparison);
+  else
+    print_replay_table(out, path, trace, setup, outcome, comparison);
   return 0;
 }
 

@@ -129,16 +129,6 @@ std::string count_text(double n)
 
 } // namespace
 
-std::string format_gib(double bytes)
-{
-  char text[48];
-  if (bytes >= 1073741824.0)
-    std::snprintf(text, sizeof text, "%.1f GiB", bytes / 1073741824.0);
-  else
-    std::snprintf(text, sizeof text, "%.0f MiB", bytes / 1048576.0);
-  return text;
-}
-
 void add_max_memory_flag(ArgParser& parser)
 {
   const int64_t machine = host_physical_memory_bytes();

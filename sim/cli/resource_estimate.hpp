@@ -14,6 +14,7 @@
 // linear in the micro-batches and in the layers per chunk, so the probes give them exactly.
 
 #include "gputwin/common/arg_parser.hpp"
+#include "gputwin/common/byte_text.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"
 #include "gputwin/models/workload.hpp"
@@ -62,8 +63,5 @@ ResourceEstimate estimate_collective(int64_t gpus, double flows);
 // the limit, and the flag that overrides it. `what` names the run ("the simulation").
 void check_resources(const ResourceEstimate& estimate, int64_t limit_bytes, const ParsedArgs& args,
                      const std::string& what);
-
-// "12.3 GiB" (or MiB under 1 GiB).
-std::string format_gib(double bytes);
 
 } // namespace gputwin::cli

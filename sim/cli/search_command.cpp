@@ -38,8 +38,9 @@ void write_csv(std::ostream& out, const std::vector<Ranked>& ranked)
                   i + 1, static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                   static_cast<long long>(p.micro_batch), static_cast<long long>(p.effective_global_batch()),
                   to_string(p.schedule).c_str(), static_cast<long long>(p.chunks), to_string(p.recompute).c_str(),
-                  p.sequence_parallel() ? 1 : 0, p.zero_stage, to_string(p.attention).c_str(), r.iteration_time_s,
-                  r.estimate.iteration_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction, r.exposed_comm_s,
+                  p.sequence_parallel() ? 1 : 0, p.zero_stage, to_string(p.attention).c_str(), r.report.iteration_time_s,
+                  r.estimate.iteration_time_s, r.report.tokens_per_s, r.report.mfu_bf16, r.report.bubble_fraction,
+                  r.report.exposed_comm_s,
                   static_cast<long long>(r.estimate.candidate.peak_memory_bytes), static_cast<long long>(p.cp),
                   p.fp8 ? 1 : 0, o.tp_comm_overlap ? 1 : 0, o.overlap_grad_reduce ? 1 : 0,
                   o.overlap_param_gather ? 1 : 0);
@@ -110,12 +111,12 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
       w.begin_object();
       write_plan_json(w, r.estimate.candidate.plan);
       write_overlaps_json(w, r.estimate.candidate.options);
-      w.field("iteration_time_s", r.iteration_time_s);
+      w.field("iteration_time_s", r.report.iteration_time_s);
       w.field("estimated_iteration_time_s", r.estimate.iteration_time_s);
-      w.field("tokens_per_s", r.tokens_per_s);
-      w.field("mfu", r.mfu);
-      w.field("bubble_fraction", r.bubble_fraction);
-      w.field("exposed_communication_s", r.exposed_comm_s);
+      w.field("tokens_per_s", r.report.tokens_per_s);
+      w.field("mfu", r.report.mfu_bf16);
+      w.field("bubble_fraction", r.report.bubble_fraction);
+      w.field("exposed_communication_s", r.report.exposed_comm_s);
       w.field("peak_memory_bytes", r.estimate.candidate.peak_memory_bytes);
       w.end_object();
     }
@@ -143,12 +144,13 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
                   static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                   static_cast<long long>(p.micro_batch), to_string(p.schedule).c_str(),
                   p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                  to_string(p.recompute).c_str(), p.sequence_parallel() ? " sp" : "", p.zero_stage ? " zero1" : "",
+                  to_string(p.recompute).c_str(), p.sequence_parallel() ? " sp" : "",
+                  p.fsdp ? " fsdp" : p.zero_stage ? (" zero" + std::to_string(p.zero_stage)).c_str() : "",
                   p.fp8 ? " fp8" : "");
     std::snprintf(line, sizeof line, "%4zu  %-58s %-9s %-13s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1,
                   plan_text, to_string(p.attention).c_str(), overlaps_text(r.estimate.candidate.options).c_str(),
-                  r.iteration_time_s, r.estimate.iteration_time_s, r.tokens_per_s, 100 * r.mfu, r.bubble_fraction,
-                  r.exposed_comm_s, gib(r.estimate.candidate.peak_memory_bytes).c_str());
+                  r.report.iteration_time_s, r.estimate.iteration_time_s, r.report.tokens_per_s, 100 * r.report.mfu_bf16,
+                  r.report.bubble_fraction, r.report.exposed_comm_s, gib(r.estimate.candidate.peak_memory_bytes).c_str());
     out << line;
   }
   return 0;

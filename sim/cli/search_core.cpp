@@ -1,12 +1,16 @@
 #include "search_core.hpp"
 
 #include "commands.hpp"
+#include "gputwin/sim/isolated_run.hpp"
 #include "progress.hpp"
 
 #include "gputwin/models/flops.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
+#include "gputwin/models/plan_metadata.hpp"
+#include "gputwin/traces/json_value.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/sim/iteration_report.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 
 #include <poll.h>
@@ -19,6 +23,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <functional>
+#include <sstream>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
@@ -119,80 +124,6 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
 }
 
 
-namespace {
-
-// What the search reports of one full simulation.
-struct SimulatedPlan {
-  double iteration_time_s = 0, exposed_comm_s = 0, bubble_fraction = 0;
-};
-
-// The full flow-level simulation of `candidate` (its plan with its overlaps) in a child process: SimGrid 3.32 builds
-// one platform per process, so each confirmation forks, simulates and sends its figures back through a pipe.
-SimulatedPlan simulate_in_child(const topo::ClusterGraph& graph, const GptConfig& model,
-                                const sim::PlanCandidate& candidate, const GpuComputeModel& gpu,
-                                const FrameworkProfile& framework, const char* command,
-                                const std::function<void()>& tick)
-{
-  const ParallelPlan& plan = candidate.plan;
-  const std::string prefix = std::string(command) + ": ";
-  int fds[2];
-  if (pipe(fds) != 0)
-    throw std::runtime_error(prefix + "cannot create a pipe for the simulation of " + describe_plan(plan));
-  std::cout.flush();
-  std::cerr.flush();
-  const pid_t parent = getpid();
-  const pid_t child = fork();
-  if (child < 0)
-    throw std::runtime_error(prefix + "cannot fork the simulation of " + describe_plan(plan));
-  if (child == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM); // a sweep point's process stopped: its simulation stops too
-    if (getppid() != parent)
-      _exit(1);
-    close(fds[0]);
-    SimulatedPlan r;
-    try {
-      const sim::IterationResult result =
-          sim::simulate_iteration(graph, make_workload(model, plan, candidate.options), gpu, {}, framework);
-      const sim::StageTimes& first = result.stages.front();
-      const double window_s = first.pipeline_end_s - first.pipeline_start_s;
-      r.iteration_time_s = result.iteration_time_s;
-      r.exposed_comm_s = first.exposed_comm_s;
-      r.bubble_fraction = first.pipeline_compute_s > 0
-                              ? (window_s - first.pipeline_compute_s - first.pipeline_comm_s) / first.pipeline_compute_s
-                              : 0;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "gputwin %s: simulation of %s failed: %s\n", command, describe_plan(plan).c_str(), e.what());
-      _exit(1);
-    }
-    const ssize_t written = write(fds[1], &r, sizeof r);
-    _exit(written == static_cast<ssize_t>(sizeof r) ? 0 : 1);
-  }
-  close(fds[1]);
-  SimulatedPlan r;
-  size_t got = 0;
-  while (got < sizeof r) {
-    pollfd polled{fds[0], POLLIN, 0};
-    const int ready = poll(&polled, 1, 500);
-    if (ready == 0 || (ready < 0 && errno == EINTR)) {
-      if (tick)
-        tick();
-      continue;
-    }
-    const ssize_t n = read(fds[0], reinterpret_cast<char*>(&r) + got, sizeof r - got);
-    if (n <= 0)
-      break;
-    got += static_cast<size_t>(n);
-  }
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  if (got != sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(prefix + "the simulation of " + describe_plan(plan) + " did not complete");
-  return r;
-}
-
-} // namespace
-
 std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& cluster, const topo::ClusterGraph& graph,
                                                   const GptConfig& model,
                                                   const std::vector<sim::PlanCandidate>& fitting,
@@ -205,28 +136,86 @@ std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& clust
       top);
   estimating.finish();
 
+  // The best `top` in full, each in a process of its own (SimGrid builds one platform per process), its report
+  // coming back as JSON.
   const size_t confirmed = std::min(estimates.size(), top);
-  std::vector<SimulatedCandidate> ranked;
   ProgressBar simulating("simulating the best plans", show_progress);
   simulating.update(0, confirmed);
-  for (size_t i = 0; i < confirmed; ++i) {
-    const ParallelPlan& plan = estimates[i].candidate.plan;
-    const SimulatedPlan simulated = simulate_in_child(graph, model, estimates[i].candidate, gpu, framework, command,
-                                                      [&] { simulating.tick(); });
-    SimulatedCandidate r{estimates[i], simulated.iteration_time_s};
-    const int64_t batch = plan.effective_global_batch();
-    r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
-    r.mfu = flops_utilization(model_flops_per_iteration(model, batch), r.iteration_time_s, plan.gpus(),
-                              cluster.gpu.peak_bf16_flops);
-    r.bubble_fraction = simulated.bubble_fraction;
-    r.exposed_comm_s = simulated.exposed_comm_s;
-    ranked.push_back(r);
-    simulating.update(i + 1, confirmed);
-  }
+  size_t finished = 0;
+  sim::IsolatedRunCallbacks callbacks;
+  callbacks.on_idle = [&] { simulating.tick(); };
+  callbacks.on_done = [&](size_t, const std::string&) { simulating.update(++finished, confirmed); };
+  callbacks.describe = [&](size_t i) {
+    return std::string("the simulation of ") + describe_plan(estimates[i].candidate.plan) + " (" + command + ")";
+  };
+  const std::vector<std::string> reports = sim::run_isolated(
+      confirmed, 1,
+      [&](size_t i) {
+        const sim::PlanCandidate& candidate = estimates[i].candidate;
+        const sim::IterationResult result = sim::SimgridExecutor().run(
+            graph, make_workload(model, candidate.plan, candidate.options), gpu, framework, {}, {});
+        std::ostringstream out;
+        traces::JsonWriter json(out, 0);
+        sim::write_iteration_report(json, sim::iteration_report(model, candidate.plan, cluster, result));
+        return out.str();
+      },
+      callbacks);
+  std::vector<SimulatedCandidate> ranked;
+  for (size_t i = 0; i < confirmed; ++i)
+    ranked.push_back(SimulatedCandidate{estimates[i], sim::read_iteration_report(traces::parse_json(reports[i]))});
   std::stable_sort(ranked.begin(), ranked.end(), [](const SimulatedCandidate& a, const SimulatedCandidate& b) {
-    return a.iteration_time_s < b.iteration_time_s;
+    return a.report.iteration_time_s < b.report.iteration_time_s;
   });
   return ranked;
+}
+
+std::string simulated_candidate_json(const GptConfig& model, const SimulatedCandidate& c)
+{
+  Metadata plan;
+  write_plan_metadata(model, c.estimate.candidate.plan, plan);
+  std::ostringstream out;
+  traces::JsonWriter json(out, 0);
+  json.begin_object();
+  json.key("plan");
+  json.begin_object();
+  for (const auto& [key, value] : plan)
+    json.field(key, value);
+  json.end_object();
+  json.key("overlaps");
+  json.begin_object();
+  write_overlaps_json(json, c.estimate.candidate.options);
+  json.end_object();
+  json.field("peak_memory_bytes", c.estimate.candidate.peak_memory_bytes);
+  json.field("estimated_iteration_time_s", c.estimate.iteration_time_s);
+  json.key("report");
+  sim::write_iteration_report(json, c.report);
+  json.end_object();
+  return out.str();
+}
+
+SimulatedCandidate parse_simulated_candidate_json(const std::string& text)
+{
+  const traces::JsonValue root = traces::parse_json(text);
+  auto member = [&](const traces::JsonValue& object, const char* name) -> const traces::JsonValue& {
+    const traces::JsonValue* v = object.find(name);
+    if (v == nullptr)
+      throw std::runtime_error(std::string("simulated candidate: member '") + name + "' missing");
+    return *v;
+  };
+  SimulatedCandidate c;
+  Metadata plan;
+  const traces::JsonValue& plan_json = member(root, "plan");
+  for (size_t i = 0; i < plan_json.keys.size(); ++i)
+    plan[plan_json.keys[i]] = plan_json.items[i].text;
+  c.estimate.candidate.plan = read_plan_metadata(plan, "simulated candidate").plan;
+  const traces::JsonValue& overlaps = member(root, "overlaps");
+  c.estimate.candidate.options.tp_comm_overlap = member(overlaps, "tp_comm_overlap").boolean;
+  c.estimate.candidate.options.overlap_grad_reduce = member(overlaps, "overlap_grad_reduce").boolean;
+  c.estimate.candidate.options.overlap_param_gather = member(overlaps, "overlap_param_gather").boolean;
+  c.estimate.candidate.peak_memory_bytes = member(root, "peak_memory_bytes").as_int64().value_or(-1);
+  c.estimate.iteration_time_s = member(root, "estimated_iteration_time_s").as_double().value_or(-1);
+  c.report = sim::read_iteration_report(member(root, "report"));
+  return c;
 }
 
 void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
@@ -244,6 +233,8 @@ void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
   json.field("recompute", to_string(p.recompute));
   json.field("sp", p.sequence_parallel());
   json.field("zero", static_cast<int64_t>(p.zero_stage));
+  if (p.fsdp) // FSDP2's ZeRO-3 (--fsdp)
+    json.field("fsdp", true);
   json.field("attention", to_string(p.attention));
   json.field("pp_first_stage_layers", p.pp_first_stage_layers);
   json.field("pp_last_stage_layers", p.pp_last_stage_layers);

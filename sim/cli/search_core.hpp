@@ -7,6 +7,7 @@
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/common/arg_parser.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
+#include "gputwin/sim/iteration_report.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
@@ -21,9 +22,14 @@ namespace gputwin::cli {
 // One plan confirmed by the full simulation.
 struct SimulatedCandidate {
   sim::PlanEstimate estimate;
-  double iteration_time_s = 0; // full simulation
-  double tokens_per_s = 0, mfu = 0, bubble_fraction = 0, exposed_comm_s = 0;
+  sim::IterationReport report; // of the full simulation
 };
+
+// A simulated candidate of `model` as one JSON object, and back (the plan through plan_metadata, the report as
+// iteration_report_json): how a sweep point's process answers. The reader throws std::runtime_error on anything
+// it did not write.
+std::string simulated_candidate_json(const GptConfig& model, const SimulatedCandidate& candidate);
+SimulatedCandidate parse_simulated_candidate_json(const std::string& json);
 
 // Ranks `fitting` with the fast estimator (`jobs` threads), simulates the best `top` in full and returns them
 // fastest (simulated) first. `command` names the subcommand in error messages ("search"); `show_progress`

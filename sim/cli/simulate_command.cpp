@@ -19,6 +19,7 @@
 #include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/sim/straggler_unfolding.hpp"
 #include "gputwin/sim/link_report.hpp"
+#include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 
@@ -41,16 +42,13 @@ namespace {
 // folded export (one file per stage) is the way.
 constexpr int64_t max_chakra_nodes = 20'000'000;
 
+// What simulate prints beside the iteration's report (sim/iteration_report.hpp).
 struct Report {
-  double iteration_time_s = 0, tokens_per_s = 0, model_flops = 0, hardware_flops = 0, mfu = 0, hfu = 0;
-  double mfu_bf16 = 0, mfu_peak_flops = 0; // MFU against the BF16 peak; the peak `mfu` is against
-  std::string mfu_precision = "bf16";      // the precision of the GEMMs: bf16, or fp8 with --fp8
-  double bubble_fraction = 0, compute_s = 0, exposed_comm_s = 0;
-  int64_t peak_memory_bytes = 0, peak_memory_stage = 0, gpus = 0, nodes = 0, simulated_events = 0;
+  sim::IterationReport run;
+  int64_t peak_memory_bytes = 0, peak_memory_stage = 0;
   double sim_wall_time_s = 0;
-  Stragglers stragglers;          // --slow-gpu / --slow-node as given
-  RankSpeeds rank_speeds;         // what they make of each rank's speed
-  int64_t simulated_programs = 0; // programs run: one per stage, more where stragglers break a stage's symmetry
+  Stragglers stragglers;  // --slow-gpu / --slow-node as given
+  RankSpeeds rank_speeds; // what they make of each rank's speed
 };
 
 // The stragglers beside the cluster they slow down (only when some were given: reports without them unchanged).
@@ -87,7 +85,7 @@ void write_stragglers_json(traces::JsonWriter& json, const Report& r)
     json.end_object();
   }
   json.end_array();
-  json.field("simulated_programs", r.simulated_programs);
+  json.field("simulated_programs", r.run.simulated_programs);
   json.end_object();
 }
 
@@ -112,25 +110,25 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   json.field("tp_comm_overlap", options.tp_comm_overlap);
   json.field("framework", framework.name);
   json.field("cuda_graphs", framework.cuda_graphs);
-  json.field("nodes", r.nodes);
-  json.field("gpus", r.gpus);
-  json.field("iteration_time_s", r.iteration_time_s);
-  json.field("tokens_per_s", r.tokens_per_s);
-  json.field("model_flops", r.model_flops);
-  json.field("hardware_flops", r.hardware_flops);
-  json.field("mfu", r.mfu);
-  json.field("mfu_precision", r.mfu_precision);
-  json.field("mfu_peak_flops_per_gpu", r.mfu_peak_flops);
-  json.field("mfu_bf16", r.mfu_bf16);
-  json.field("hfu", r.hfu);
-  json.field("bubble_fraction", r.bubble_fraction);
-  json.field("compute_time_s", r.compute_s);
-  json.field("exposed_communication_s", r.exposed_comm_s);
+  json.field("nodes", r.run.nodes);
+  json.field("gpus", r.run.gpus);
+  json.field("iteration_time_s", r.run.iteration_time_s);
+  json.field("tokens_per_s", r.run.tokens_per_s);
+  json.field("model_flops", r.run.model_flops);
+  json.field("hardware_flops", r.run.hardware_flops);
+  json.field("mfu", r.run.mfu);
+  json.field("mfu_precision", r.run.mfu_precision);
+  json.field("mfu_peak_flops_per_gpu", r.run.mfu_peak_flops);
+  json.field("mfu_bf16", r.run.mfu_bf16);
+  json.field("hfu", r.run.hfu);
+  json.field("bubble_fraction", r.run.bubble_fraction);
+  json.field("compute_time_s", r.run.compute_s);
+  json.field("exposed_communication_s", r.run.exposed_comm_s);
   json.field("peak_memory_bytes", r.peak_memory_bytes);
   json.field("peak_memory_stage", r.peak_memory_stage);
   json.field("gpu_memory_bytes", cluster.gpu.hbm_bytes);
   json.field("fits_gpu_memory", r.peak_memory_bytes <= cluster.gpu.hbm_bytes);
-  json.field("simulated_events", r.simulated_events);
+  json.field("simulated_events", r.run.simulated_events);
   json.key("resource_estimate"); // what the guard estimated before the run (--max-memory)
   json.begin_object();
   json.field("ops", static_cast<int64_t>(std::llround(estimate.ops)));
@@ -152,7 +150,7 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
       << ", s " << model.seq_len << ", v " << model.vocab << ")\n";
   out << "plan     " << describe_plan(plan) << "\n";
   std::snprintf(line, sizeof line, "cluster  %s: %lld nodes, %lld GPUs used of %d\n", cluster.name.c_str(),
-                static_cast<long long>(r.nodes), static_cast<long long>(r.gpus), cluster.gpus());
+                static_cast<long long>(r.run.nodes), static_cast<long long>(r.run.gpus), cluster.gpus());
   out << line;
   if (!r.stragglers.empty()) {
     std::string slow; // runs of consecutive ranks at one speed as a range: "32-39 at 0.9"
@@ -170,7 +168,7 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
       it = std::next(last);
     }
     out << "slow     " << (slow.empty() ? "none (every factor 1)" : "ranks " + slow + " of normal speed") << "; "
-        << r.simulated_programs << " programs simulated\n";
+        << r.run.simulated_programs << " programs simulated\n";
   }
   out << "\n";
   auto row = [&](const char* label, const std::string& value) {
@@ -187,29 +185,85 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
     std::snprintf(text, sizeof text, format.c_str(), v);
     return std::string(text);
   };
-  row("iteration time", fmt("%.4f s", r.iteration_time_s));
-  row("throughput", fmt("%.0f tokens/s", r.tokens_per_s));
-  row("model FLOPs / iteration", fmt("%.4g", r.model_flops));
-  row("hardware FLOPs / iteration", fmt("%.4g", r.hardware_flops));
+  row("iteration time", fmt("%.4f s", r.run.iteration_time_s));
+  row("throughput", fmt("%.0f tokens/s", r.run.tokens_per_s));
+  row("model FLOPs / iteration", fmt("%.4g", r.run.model_flops));
+  row("hardware FLOPs / iteration", fmt("%.4g", r.run.hardware_flops));
   // MFU: model FLOPs (dense attention, the papers' convention) against the peak of the GEMMs' precision; HFU:
   // the FLOPs executed, each against its own precision's peak.
-  row("MFU", fmt("%.1f %%", 100 * r.mfu) + " of " + r.mfu_precision + " peak " + fmt("%.0f", r.mfu_peak_flops / 1e12) +
+  row("MFU", fmt("%.1f %%", 100 * r.run.mfu) + " of " + r.run.mfu_precision + " peak " + fmt("%.0f", r.run.mfu_peak_flops / 1e12) +
                  " TF/s");
-  if (r.mfu_precision != "bf16")
-    row("MFU of bf16 peak", fmt("%.1f %%", 100 * r.mfu_bf16));
-  row("HFU", fmt("%.1f %%", 100 * r.hfu) + " (executed FLOPs)");
-  row("pipeline bubble (stage 0)", fmt("%.3f of compute", r.bubble_fraction));
-  row("compute (stage 0)", fmt("%.4f s", r.compute_s));
-  row("exposed communication (stage 0)", fmt("%.4f s", r.exposed_comm_s));
+  if (r.run.mfu_precision != "bf16")
+    row("MFU of bf16 peak", fmt("%.1f %%", 100 * r.run.mfu_bf16));
+  row("HFU", fmt("%.1f %%", 100 * r.run.hfu) + " (executed FLOPs)");
+  row("pipeline bubble (stage 0)", fmt("%.3f of compute", r.run.bubble_fraction));
+  row("compute (stage 0)", fmt("%.4f s", r.run.compute_s));
+  row("exposed communication (stage 0)", fmt("%.4f s", r.run.exposed_comm_s));
   row("peak memory (busiest GPU)", fmt("%.2f GiB", static_cast<double>(r.peak_memory_bytes) / (1 << 30)) + " (stage " +
                                        std::to_string(r.peak_memory_stage) + ")");
-  row("simulated events", std::to_string(r.simulated_events));
+  row("simulated events", std::to_string(r.run.simulated_events));
   row("simulator wall time", fmt("%.2f s", r.sim_wall_time_s));
 }
 
-} // namespace
+// --chakra DIR: the workload as Chakra execution traces, every rank's (all) or one per pipeline stage (folded).
+void export_chakra(const std::string& dir, const Workload& workload, const GpuComputeModel& gpu, bool all_ranks)
+{
+  chakra::ChakraExportOptions chakra_options;
+  chakra_options.compute_duration_s = [&gpu](const traces::Op& op) { return compute_duration_s(gpu, op); };
+  if (!all_ranks) {
+    chakra::write_chakra_traces(workload_graph(workload), dir, chakra_options);
+    return;
+  }
+  const int64_t nodes = unfolded_node_count(workload);
+  if (nodes > max_chakra_nodes)
+    throw InputError("--chakra: every rank's trace would hold " + std::to_string(nodes) + " nodes over " +
+                     std::to_string(workload.plan.gpus()) + " files (at most " + std::to_string(max_chakra_nodes) +
+                     " are written; expected --chakra-ranks folded, one file per pipeline stage)");
+  chakra::write_chakra_traces(unfolded_workload_graph(workload), dir, chakra_options);
+}
 
-int run_simulate(const std::vector<std::string>& args, std::ostream& out)
+// Everything after the run: the link report and the timeline files, the notes on stderr, the report on stdout.
+void write_outputs(const ParsedArgs& parsed, std::ostream& out, const sim::Scenario& scenario,
+                   const topo::ClusterSpec& cluster, const topo::ClusterGraph& graph, const FrameworkProfile& framework,
+                   const ResourceEstimate& estimate, const sim::IterationResult& result, const sim::FlowLog* flow_log,
+                   const Report& r, const std::vector<std::string>& notes)
+{
+  const GptConfig& model = scenario.model;
+  const ParallelPlan& plan = scenario.plan;
+  std::optional<sim::LinkReport> links;
+  if (flow_log && r.run.iteration_time_s > 0) {
+    links = sim::link_report(graph, *flow_log, r.run.iteration_time_s);
+    links->exposed = sim::attribute_exposed(graph, *flow_log, result.programs, 0, result.stages.front().exposed_spans);
+  }
+  if (const auto file = parsed.value("--timeline")) {
+    std::vector<CounterTrack> counters;
+    if (links)
+      for (const sim::LinkUse* use : sim::busiest_links(*links, 8))
+        counters.push_back(CounterTrack{graph.links()[static_cast<size_t>(use->link)].name,
+                                        sim::link_utilisation_steps(graph, *flow_log, use->link)});
+    // (with stragglers programs stand for different numbers of ranks: the label leaves it out)
+    write_chrome_timeline_file(*file, result, r.rank_speeds.empty() ? plan.tp * plan.cp * plan.dp : 1, counters);
+  }
+  const std::string link_file = parsed.value("--link-report").value_or("");
+  if (links && !link_file.empty())
+    write_link_report_file(link_file, graph, *links);
+  const bool links_inline = links && parsed.has("--link-report") && link_file.empty();
+  // What the defaults were and what to watch, after every file is written (a failed write stays one line) and
+  // before the report (a reader of stdout + stderr finds the JSON last).
+  for (const std::string& note : notes)
+    std::cerr << "gputwin simulate: " << (note.rfind("warning: ", 0) == 0 ? "" : "note: ") << note << "\n";
+  if (parsed.has("--json")) {
+    print_json(out, model, plan, cluster, framework, scenario.options, estimate, r,
+               links_inline ? LinkReportJson{&graph, &*links} : LinkReportJson{});
+  } else {
+    print_table(out, model, plan, cluster, r);
+    if (links_inline)
+      print_link_report(out, graph, *links);
+  }
+}
+
+// The flags of `gputwin simulate`.
+ArgParser simulate_parser()
 {
   ArgParser parser("gputwin simulate",
                    "Simulates one training iteration of a GPT under a parallel plan on a cluster: every kernel\n"
@@ -242,6 +296,14 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--chakra-ranks", "all|folded",
                     "with --chakra: a file for every rank (all, the default: what ASTRA-sim runs) or one per "
                     "pipeline stage, the representative rank the simulator runs (folded)");
+  return parser;
+}
+
+} // namespace
+
+int run_simulate(const std::vector<std::string>& args, std::ostream& out)
+{
+  ArgParser parser = simulate_parser();
   ParsedArgs parsed = parser.parse(args);
   const std::optional<std::string> attention_note =
       default_attention_for_gpu(parsed, topo::read_cluster(parsed).gpu.generation);
@@ -249,76 +311,50 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
     out << parser.help();
     return 0;
   }
-  const GptConfig model = model_from_flags(parsed);
-  const ParallelPlan plan = read_plan(parsed, model);
+  sim::Scenario scenario;
+  scenario.model = model_from_flags(parsed);
+  scenario.plan = read_plan(parsed, scenario.model);
+  scenario.stragglers = read_stragglers(parsed);
+  scenario.cluster = topo::read_cluster_request(parsed);
+  scenario.allow_oom = parsed.has("--allow-oom");
+  const GptConfig& model = scenario.model;
+  const ParallelPlan& plan = scenario.plan;
   Report r;
-  r.stragglers = read_stragglers(parsed);
-  topo::ClusterSpec cluster = topo::read_cluster(parsed);
-  check_fp8_supported(plan, cluster);
-  const int64_t nodes_needed = (plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
-  // GPU memory first (the GPU is the file's whatever the node count): a plan whose busiest GPU does not fit is
-  // an error unless --allow-oom.
-  for (const StageMemory& m : all_stage_memory(model, plan))
-    if (m.total_bytes > r.peak_memory_bytes) {
-      r.peak_memory_bytes = m.total_bytes;
-      r.peak_memory_stage = m.stage;
-    }
+  r.stragglers = scenario.stragglers;
+  // The rules first, on the cluster as named (its GPU is the same at any node count): FP8, memory, stragglers.
+  const topo::ClusterSpec as_named = topo::load_cluster(scenario.cluster);
+  const sim::ScenarioCheck check = sim::validate(scenario, as_named);
+  r.peak_memory_bytes = check.busiest.total_bytes;
+  r.peak_memory_stage = check.busiest.stage;
   std::vector<std::string> notes = plan_notes(parsed, plan); // stated on stderr once the run has succeeded
   if (attention_note)
     notes.insert(notes.begin(), *attention_note);
-  if (r.peak_memory_bytes > cluster.gpu.hbm_bytes) {
-    const std::string need = "pipeline stage " + std::to_string(r.peak_memory_stage) + " needs " +
-                             format_gib(static_cast<double>(r.peak_memory_bytes)) + " per GPU but the " +
-                             cluster.gpu.kind + " of " + cluster.name + " has " +
-                             format_gib(static_cast<double>(cluster.gpu.hbm_bytes));
-    if (!parsed.has("--allow-oom"))
-      throw InputError("--allow-oom: not given, and the plan does not fit: " + need +
-                       " (expected more --tp or --pp, --sp, --recompute selective|full, --zero 1 or a smaller "
-                       "--micro-batch; gputwin memory shows where it goes)");
-    notes.push_back("warning: the plan does not fit: " + need + "; simulated anyway (--allow-oom)");
-  }
-  if (const std::optional<std::string> warning = pipeline_fill_warning(plan))
-    notes.push_back("warning: " + *warning);
+  for (const std::string& warning : check.warnings)
+    notes.push_back("warning: " + warning);
 
   const int64_t limit = max_memory_bytes(parsed);
   if (!parsed.has("--estimate")) // SimGrid's platform grows with the GPUs: refuse a huge cluster before building it
-    check_resources(estimate_platform(parsed.has("--nodes") ? cluster.gpus() : nodes_needed * cluster.gpus_per_node),
+    check_resources(estimate_platform(scenario.cluster.nodes > 0 ? as_named.gpus()
+                                                                 : sim::nodes_needed(plan, as_named) *
+                                                                       as_named.gpus_per_node),
                     limit, parsed, "the simulation");
-  if (!parsed.has("--nodes")) {
-    if (nodes_needed > std::numeric_limits<int>::max())
-      throw InputError("--dp: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) +
-                       " GPUs, more nodes than a cluster can have");
-    cluster = topo::read_cluster(parsed, static_cast<int>(nodes_needed)); // the fault flags kept
-  } else if (plan.gpus() > cluster.gpus()) {
-    throw InputError("--nodes: the plan needs tp x pp x dp = " + std::to_string(plan.gpus()) + " GPUs but " +
-                     std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
-                     std::to_string(cluster.gpus()) + " (expected --nodes " + std::to_string(nodes_needed) +
-                     " or more)");
-  }
-  const GpuComputeModel gpu =
-      compute_model_for_gpu(parsed, cluster.gpu);
+  const topo::ClusterSpec cluster = sim::size_cluster(scenario);
+  const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));
   r.rank_speeds = rank_speeds(r.stragglers, plan.gpus(), cluster.gpus_per_node);
-  if (!r.stragglers.empty()) {
-    const std::string flag = r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu";
-    if (parsed.has("--chakra"))
-      throw InputError(flag + ": not with --chakra (the export writes every rank at the normal speed)");
-    if (cluster.host_cores > 0)
-      throw InputError(flag + ": the GPUs of " + cluster.name +
-                       " are threads sharing host cores (node.host_cores); slow GPUs need devices of their own");
-  }
+  if (!r.stragglers.empty() && parsed.has("--chakra"))
+    throw InputError(std::string(r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu") +
+                     ": not with --chakra (the export writes every rank at the normal speed)");
 
   // Resources before anything large is allocated: the cluster graph, the workload, SimGrid's platform.
-  const WorkloadOptions options = overlap_options_from_flags(parsed, plan);
+  scenario.options = overlap_options_from_flags(parsed, plan);
+  const WorkloadOptions& options = scenario.options;
   const std::string chakra_ranks = parsed.value("--chakra-ranks").value_or("all");
   if (chakra_ranks != "all" && chakra_ranks != "folded")
     throw InputError("--chakra-ranks: expected all or folded, got '" + chakra_ranks + "'");
   if (parsed.has("--chakra-ranks") && !parsed.has("--chakra"))
     throw InputError("--chakra-ranks: needs --chakra DIR");
   const bool chakra_all_ranks = chakra_ranks == "all";
-  if (plan.cp > 1 && !r.stragglers.empty())
-    throw InputError(std::string(r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu") +
-                     ": not with --cp (slow ranks are unfolded over tp, dp and pp only)");
   ResourceEstimate estimate =
       estimate_simulation(cluster, model, plan, options, !parsed.has("--estimate"), parsed.has("--timeline"), limit);
   if (!r.rank_speeds.empty()) { // every stage's program repeated for each class of ranks stragglers leave
@@ -332,20 +368,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   const auto wall_start = std::chrono::steady_clock::now();
   const topo::ClusterGraph graph(cluster);
   const Workload workload = make_workload(model, plan, options);
-  if (const auto dir = parsed.value("--chakra")) { // before the run: a bad DIR fails at once
-    chakra::ChakraExportOptions chakra_options;
-    chakra_options.compute_duration_s = [&gpu](const traces::Op& op) { return compute_duration_s(gpu, op); };
-    if (chakra_all_ranks) {
-      const int64_t nodes = unfolded_node_count(workload);
-      if (nodes > max_chakra_nodes)
-        throw InputError("--chakra: every rank's trace would hold " + std::to_string(nodes) + " nodes over " +
-                         std::to_string(plan.gpus()) + " files (at most " + std::to_string(max_chakra_nodes) +
-                         " are written; expected --chakra-ranks folded, one file per pipeline stage)");
-      chakra::write_chakra_traces(unfolded_workload_graph(workload), *dir, chakra_options);
-    } else {
-      chakra::write_chakra_traces(workload_graph(workload), *dir, chakra_options);
-    }
-  }
+  if (const auto dir = parsed.value("--chakra")) // before the run: a bad DIR fails at once
+    export_chakra(*dir, workload, gpu, chakra_all_ranks);
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");
   // Every flow on the network, for the link report and the timeline's link counters (results unchanged).
@@ -360,71 +384,16 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   run_options.progress = [&bar](int64_t done, int64_t total) {
     bar.update(static_cast<size_t>(done), static_cast<size_t>(total));
   };
-  const sim::IterationResult result =
-      parsed.has("--estimate") ? sim::estimate_iteration(graph, workload, gpu, framework, run_options, r.rank_speeds)
-                               : sim::simulate_iteration(graph, workload, gpu, run_options, framework, r.rank_speeds);
+  const sim::EstimateExecutor estimator;
+  const sim::SimgridExecutor simgrid;
+  const sim::IterationExecutor& executor =
+      parsed.has("--estimate") ? static_cast<const sim::IterationExecutor&>(estimator) : simgrid;
+  const sim::IterationResult result = executor.run(graph, workload, gpu, framework, run_options, r.rank_speeds);
   bar.finish();
   r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  r.run = sim::iteration_report(model, plan, cluster, result);
 
-  const int64_t batch = plan.effective_global_batch();
-  r.iteration_time_s = result.iteration_time_s;
-  r.gpus = plan.gpus();
-  r.nodes = cluster.nodes;
-  r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
-  r.model_flops = model_flops_per_iteration(model, batch);
-  r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute, plan.attention, plan.cp);
-  // MFU against the peak of the precision the linear GEMMs run in (FP8 with --fp8), and against BF16's; HFU
-  // weighs each executed FLOP by its own peak (FP8 linears, BF16 rest), so it cannot pass 100%.
-  const double bf16_peak = cluster.gpu.peak_bf16_flops;
-  r.mfu_precision = plan.fp8 ? "fp8" : "bf16";
-  r.mfu_peak_flops = plan.fp8 ? cluster.gpu.peak_fp8_flops : bf16_peak;
-  r.mfu = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, r.mfu_peak_flops);
-  r.mfu_bf16 = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, bf16_peak);
-  const double fp8_flops = plan.fp8 ? linear_flops_per_iteration(model, batch, plan.recompute) : 0.0;
-  r.hfu = flops_utilization(r.hardware_flops - fp8_flops, r.iteration_time_s, r.gpus, bf16_peak) +
-          (plan.fp8 ? flops_utilization(fp8_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_fp8_flops) : 0.0);
-  const sim::StageTimes& first = result.stages.front();
-  const double window_s = first.pipeline_end_s - first.pipeline_start_s;
-  // Megatron's definition: idle time of the first stage during the pipeline over its compute time; on a
-  // communication-free cluster (p - 1)/m for 1F1B and GPipe, (p - 1)/(v m) interleaved.
-  r.bubble_fraction = first.pipeline_compute_s > 0
-                          ? (window_s - first.pipeline_compute_s - first.pipeline_comm_s) / first.pipeline_compute_s
-                          : 0;
-  r.compute_s = first.compute_s;
-  r.exposed_comm_s = first.exposed_comm_s;
-  r.simulated_events = result.executed_ops + result.simulated_flows;
-  r.simulated_programs = static_cast<int64_t>(result.programs.size());
-
-  std::optional<sim::LinkReport> links;
-  if (run_options.flow_log && r.iteration_time_s > 0) {
-    links = sim::link_report(graph, flow_log, r.iteration_time_s);
-    links->exposed = sim::attribute_exposed(graph, flow_log, result.programs, 0, first.exposed_spans);
-  }
-  if (const auto file = parsed.value("--timeline")) {
-    std::vector<CounterTrack> counters;
-    if (links)
-      for (const sim::LinkUse* use : sim::busiest_links(*links, 8))
-        counters.push_back(CounterTrack{graph.links()[static_cast<size_t>(use->link)].name,
-                                        sim::link_utilisation_steps(graph, flow_log, use->link)});
-    // (with stragglers programs stand for different numbers of ranks: the label leaves it out)
-    write_chrome_timeline_file(*file, result, r.rank_speeds.empty() ? plan.tp * plan.cp * plan.dp : 1, counters);
-  }
-  const std::string link_file = parsed.value("--link-report").value_or("");
-  if (links && !link_file.empty())
-    write_link_report_file(link_file, graph, *links);
-  const bool links_inline = links && parsed.has("--link-report") && link_file.empty();
-  // What the defaults were and what to watch, after every file is written (a failed write stays one line) and
-  // before the report (a reader of stdout + stderr finds the JSON last).
-  for (const std::string& note : notes)
-    std::cerr << "gputwin simulate: " << (note.rfind("warning: ", 0) == 0 ? "" : "note: ") << note << "\n";
-  if (parsed.has("--json")) {
-    print_json(out, model, plan, cluster, framework, options, estimate, r,
-               links_inline ? LinkReportJson{&graph, &*links} : LinkReportJson{});
-  } else {
-    print_table(out, model, plan, cluster, r);
-    if (links_inline)
-      print_link_report(out, graph, *links);
-  }
+  write_outputs(parsed, out, scenario, cluster, graph, framework, estimate, result, run_options.flow_log, r, notes);
   return 0;
 }
 

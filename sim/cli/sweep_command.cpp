@@ -2,14 +2,14 @@
 // (search_core.hpp) at each point, the fastest simulated plan kept — with time to train, GPU-hours and cost,
 // as a table, JSON or CSV, and plotted by gnuplot.
 //
-// Scale-out: every point runs in its own forked process (child_pool.hpp), `--jobs N` of them at once, their
+// Scale-out: every point runs in its own forked process (sim/isolated_run.hpp), `--jobs N` of them at once, their
 // results collected in point order, so the output does not depend on N. `--shard K/N` (or a Slurm job array's
 // environment, shard.hpp) runs the points i with i mod N = K - 1, and `--merge A.csv B.csv ...` joins the shards'
 // CSVs: it orders the rows by their `point` column (the point's index in the whole sweep) and recomputes the
 // one column that depends on other points (scaling efficiency, against the smallest point of the same model and
 // cluster; a shard leaves it empty) from the rows' tokens/s, which the CSV writes exactly (%.17g round-trips), so
 // the merged file is byte for byte the one an unsharded run writes.
-#include "child_pool.hpp"
+#include "gputwin/sim/isolated_run.hpp"
 #include "commands.hpp"
 #include "progress.hpp"
 #include "search_core.hpp"
@@ -399,6 +399,84 @@ void render_plot(const std::string& path, const std::vector<Row>& rows, bool hav
   write_file_atomically(path, content.str(), "--plot");
 }
 
+// One row of a sweep CSV (`where` is its file:line for the messages).
+Row parse_csv_row(const std::string& line, const std::string& where, const std::vector<std::string>& columns)
+{
+  const std::optional<std::vector<std::string>> cells = csv_cells(line);
+  if (!cells || cells->size() != columns.size())
+    throw InputError("--merge: " + where + ": expected " + std::to_string(columns.size()) +
+                     " comma-separated cells as in the header, got " +
+                     (cells ? std::to_string(cells->size()) : std::string("an unclosed quote")));
+  const auto cell = [&](size_t i) -> const std::string& { return (*cells)[i]; };
+  const auto integer = [&](size_t i, int64_t low) {
+    int64_t v = 0;
+    const std::string& text = cell(i);
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size() || v < low)
+      throw InputError("--merge: " + where + ": " + columns[i] + ": expected an integer of at least " +
+                       std::to_string(low) + ", got '" + text + "'");
+    return v;
+  };
+  const auto number = [&](size_t i, bool may_be_empty) {
+    const std::string& text = cell(i);
+    if (text.empty() && may_be_empty)
+      return static_cast<double>(NAN);
+    char* rest = nullptr;
+    const double v = std::strtod(text.c_str(), &rest);
+    if (text.empty() || *rest != '\0' || !std::isfinite(v) || v < 0)
+      throw InputError("--merge: " + where + ": " + columns[i] + ": expected a non-negative number" +
+                       (may_be_empty ? " or nothing" : "") + ", got '" + text + "'");
+    return v;
+  };
+  Row r;
+  r.cluster = cell(0);
+  r.gpus = integer(1, 1);
+  r.plan.tp = integer(2, 1);
+  r.plan.pp = integer(3, 1);
+  r.plan.dp = integer(4, 1);
+  r.plan.micro_batch = integer(5, 1);
+  r.iteration_time_s = number(6, false);
+  r.tokens_per_s = number(7, false);
+  r.mfu = number(8, false);
+  r.time_to_train_s = number(9, true);
+  r.gpu_hours = number(10, true);
+  r.cost = number(11, true);
+  r.model = cell(12);
+  const std::optional<Schedule> schedule = parse_schedule(cell(13));
+  if (!schedule)
+    throw InputError("--merge: " + where + ": schedule: expected 1f1b|interleaved|gpipe, got '" + cell(13) + "'");
+  r.plan.schedule = *schedule;
+  r.plan.chunks = integer(14, 1);
+  const std::optional<Recompute> recompute = parse_recompute(cell(15));
+  if (!recompute)
+    throw InputError("--merge: " + where + ": recompute: expected none|selective|full, got '" + cell(15) + "'");
+  r.plan.recompute = *recompute;
+  r.peak_memory_bytes = integer(16, 0);
+  number(17, true); // scaling_efficiency: recomputed over every file below
+  r.point = static_cast<size_t>(integer(18, 0));
+  const std::optional<AttentionKernel> attention = parse_attention(cell(19));
+  if (!attention)
+    throw InputError("--merge: " + where + ": attention: expected unfused|flash, got '" + cell(19) + "'");
+  r.plan.attention = *attention;
+  r.plan.cp = integer(20, 1);
+  const auto flag = [&](size_t i) {
+    const std::string& text = cell(i);
+    if (text != "0" && text != "1")
+      throw InputError("--merge: " + where + ": " + columns[i] + ": expected 0 or 1, got '" + text + "'");
+    return text == "1";
+  };
+  r.plan.fp8 = flag(21);
+  r.options.tp_comm_overlap = flag(22);
+  r.options.overlap_grad_reduce = flag(23);
+  r.options.overlap_param_gather = flag(24);
+  if (r.cluster.empty() || r.model.empty())
+    throw InputError("--merge: " + where + ": cluster and model must not be empty");
+  if (r.tokens_per_s <= 0)
+    throw InputError("--merge: " + where + ": tokens_per_s: expected a positive number, got '" + cell(7) + "'");
+
+  return r;
+}
+
 // The rows of sweep CSVs (--merge), in point order, with the scaling efficiency recomputed over all of them.
 // Throws InputError naming `file:line` when a file is not a sweep CSV, the headers differ, or two files hold the
 // same point (shards overlap).
@@ -439,78 +517,7 @@ std::vector<Row> read_sweep_csvs(const std::vector<std::string>& files)
       if (line.empty())
         continue;
       const std::string where = file + ":" + std::to_string(line_number);
-      const std::optional<std::vector<std::string>> cells = csv_cells(line);
-      if (!cells || cells->size() != columns.size())
-        throw InputError("--merge: " + where + ": expected " + std::to_string(columns.size()) +
-                         " comma-separated cells as in the header, got " +
-                         (cells ? std::to_string(cells->size()) : std::string("an unclosed quote")));
-      const auto cell = [&](size_t i) -> const std::string& { return (*cells)[i]; };
-      const auto integer = [&](size_t i, int64_t low) {
-        int64_t v = 0;
-        const std::string& text = cell(i);
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (text.empty() || error != std::errc() || end != text.data() + text.size() || v < low)
-          throw InputError("--merge: " + where + ": " + columns[i] + ": expected an integer of at least " +
-                           std::to_string(low) + ", got '" + text + "'");
-        return v;
-      };
-      const auto number = [&](size_t i, bool may_be_empty) {
-        const std::string& text = cell(i);
-        if (text.empty() && may_be_empty)
-          return static_cast<double>(NAN);
-        char* rest = nullptr;
-        const double v = std::strtod(text.c_str(), &rest);
-        if (text.empty() || *rest != '\0' || !std::isfinite(v) || v < 0)
-          throw InputError("--merge: " + where + ": " + columns[i] + ": expected a non-negative number" +
-                           (may_be_empty ? " or nothing" : "") + ", got '" + text + "'");
-        return v;
-      };
-      Row r;
-      r.cluster = cell(0);
-      r.gpus = integer(1, 1);
-      r.plan.tp = integer(2, 1);
-      r.plan.pp = integer(3, 1);
-      r.plan.dp = integer(4, 1);
-      r.plan.micro_batch = integer(5, 1);
-      r.iteration_time_s = number(6, false);
-      r.tokens_per_s = number(7, false);
-      r.mfu = number(8, false);
-      r.time_to_train_s = number(9, true);
-      r.gpu_hours = number(10, true);
-      r.cost = number(11, true);
-      r.model = cell(12);
-      const std::optional<Schedule> schedule = parse_schedule(cell(13));
-      if (!schedule)
-        throw InputError("--merge: " + where + ": schedule: expected 1f1b|interleaved|gpipe, got '" + cell(13) + "'");
-      r.plan.schedule = *schedule;
-      r.plan.chunks = integer(14, 1);
-      const std::optional<Recompute> recompute = parse_recompute(cell(15));
-      if (!recompute)
-        throw InputError("--merge: " + where + ": recompute: expected none|selective|full, got '" + cell(15) + "'");
-      r.plan.recompute = *recompute;
-      r.peak_memory_bytes = integer(16, 0);
-      number(17, true); // scaling_efficiency: recomputed over every file below
-      r.point = static_cast<size_t>(integer(18, 0));
-      const std::optional<AttentionKernel> attention = parse_attention(cell(19));
-      if (!attention)
-        throw InputError("--merge: " + where + ": attention: expected unfused|flash, got '" + cell(19) + "'");
-      r.plan.attention = *attention;
-      r.plan.cp = integer(20, 1);
-      const auto flag = [&](size_t i) {
-        const std::string& text = cell(i);
-        if (text != "0" && text != "1")
-          throw InputError("--merge: " + where + ": " + columns[i] + ": expected 0 or 1, got '" + text + "'");
-        return text == "1";
-      };
-      r.plan.fp8 = flag(21);
-      r.options.tp_comm_overlap = flag(22);
-      r.options.overlap_grad_reduce = flag(23);
-      r.options.overlap_param_gather = flag(24);
-      if (r.cluster.empty() || r.model.empty())
-        throw InputError("--merge: " + where + ": cluster and model must not be empty");
-      if (r.tokens_per_s <= 0)
-        throw InputError("--merge: " + where + ": tokens_per_s: expected a positive number, got '" + cell(7) + "'");
-
+      const Row r = parse_csv_row(line, where, columns);
       const std::string name = point_name(r.model, r.gpus, r.cluster);
       if (const auto it = where_point.find(r.point); it != where_point.end())
         throw InputError("--merge: " + where + ": point " + std::to_string(r.point) + " (" + name + ") is also in " +
@@ -530,7 +537,7 @@ std::vector<Row> read_sweep_csvs(const std::vector<std::string>& files)
                          (pattern.second ? "given" : "empty") + " in " + where_pattern +
                          " (shards of sweeps with different --tokens/--price-per-gpu-hour)");
       }
-      rows.push_back(std::move(r));
+      rows.push_back(r);
     }
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.point < b.point; });
@@ -596,106 +603,61 @@ int run_merge(const ParsedArgs& parsed, std::ostream& out)
   return 0;
 }
 
-// What the process of one point sends back: 'R' and the best plan's bytes, or 'S' and why the point is skipped.
-static_assert(std::is_trivially_copyable_v<SimulatedCandidate>, "sent through a pipe as bytes");
-
-std::string encode_best(const SimulatedCandidate& best)
-{
-  return "R" + std::string(reinterpret_cast<const char*>(&best), sizeof best);
-}
-
-std::optional<SimulatedCandidate> decode_best(const std::string& message)
-{
-  if (message.size() != 1 + sizeof(SimulatedCandidate) || message[0] != 'R')
-    return std::nullopt;
-  SimulatedCandidate best;
-  std::memcpy(static_cast<void*>(&best), message.data() + 1, sizeof best);
-  return best;
-}
+// What the process of one point sends back: 'R' and the best plan as JSON (simulated_candidate_json), or 'S' and
+// why the point is skipped.
 
 struct PointSpec {
   size_t model = 0, cluster = 0;
   int64_t gpus = 0;
 };
 
-} // namespace
-
-int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
-{
-  ArgParser parser(
-      "gputwin sweep",
-      "Sweeps models, clusters and GPU counts: at every (model, cluster, GPUs) point runs the search of\n"
-      "`gputwin search` (every plan that fits, ranked by the fast estimator, the best K simulated in full) and\n"
-      "keeps the fastest simulated plan; prints one row per point with time to train (--tokens), GPU-hours, cost\n"
-      "(--price-per-gpu-hour) and scaling efficiency against the smallest point of the same model and cluster.\n"
-      "Points where no plan fits are skipped with a warning. Points run in parallel processes (--jobs), in\n"
-      "slices on several machines (--shard K/N, or a Slurm job array: scripts/sweep.sbatch) joined by --merge.\n"
-      "A progress bar is drawn on stderr when it is a terminal (not with --json).\n\n"
-      "example: gputwin sweep --model gpt3-175b --cluster dgx-a100,dgx-h100 --gpus 64:1024:x2 --global-batch 1536\n"
-      "         --tokens 300e9 --price-per-gpu-hour 2 --csv sweep.csv --plot sweep.png\n"
-      "         gputwin sweep ... --shard 2/3 --csv part2.csv        (likewise 1/3 and 3/3, anywhere)\n"
-      "         gputwin sweep --merge part1.csv part2.csv part3.csv -o sweep.csv");
-  parser.allow_positional("[--merge CSV...]", 1000000);
-  parser.add_section("model");
-  parser.add_option("--model", "NAME|FILE[,...]", "built-in models or model .yaml files, comma-separated");
-  parser.add_option("--hidden", "H", "hidden size h (overrides every model's)");
-  parser.add_option("--heads", "A", "attention heads a");
-  parser.add_option("--layers", "L", "transformer layers L");
-  parser.add_option("--seq-len", "S", "sequence length s, tokens");
-  parser.add_option("--vocab", "V", "vocabulary size v");
-  parser.add_section("sweep");
-  parser.add_option("--cluster", "NAME|FILE[,...]", "clusters, comma-separated (default dgx-a100)");
-  parser.add_option("--set", "KEY=VALUE", "override a field of every cluster, as in gputwin topo (repeatable)", true);
-  parser.add_option("--gpus", "LIST|RANGE",
-                    "GPU counts: 64,128,256 or START:END:xFACTOR (64:1024:x2) or START:END:+STEP");
-  parser.add_option("--global-batch", "B", "samples per iteration at every point (default: the point's GPUs)");
-  parser.add_option("--tokens", "T", "tokens to train on (300e9): time to train, GPU-hours");
-  parser.add_option("--price-per-gpu-hour", "P", "price of one GPU-hour: cost = GPU-hours x P");
-  parser.add_option("--attention", "KERNEL",
-                    "attention kernel of every plan: unfused|flash (default: flash on Hopper, unfused on Ampere)");
-  parser.add_option("--cp", "LIST",
-                    "context-parallel sizes to try, e.g. 1,2,4,8 (needs flash attention; default 1,2,4,8 with flash "
-                    "attention and --seq-len >= 8192, else 1)");
-  parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; every cluster H100/H200)");
-  parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
-                                     "overlap that applies and with none, the faster kept)");
-  parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
-  add_gpu_model_flags(parser);
-  add_framework_flag(parser);
-  parser.add_section("scale-out");
-  parser.add_option("--jobs", "N", "points at once, one process each (default 1)");
-  parser.add_option("--shard", "K/N", "only the K-th of N slices of the points, K from 1 (default: a Slurm array's)");
-  parser.add_switch("--merge", "join the CSV files given (a sweep's shards) as one run writes them");
-  parser.add_section("output");
-  parser.add_switch("--json", "machine-readable list of the points");
-  parser.add_option("--csv", "FILE", "also write the points as CSV");
-  parser.add_option("--output", "FILE", "the same as --csv (-o FILE); with --merge, without it the CSV goes to stdout");
-  parser.add_option("--plot", "FILE",
-                    "also plot tokens/s, MFU, time to train and cost vs GPUs (.png or .svg; gnuplot)");
-  const ParsedArgs parsed = parser.parse(with_long_output_flag(arguments));
-  if (parser.help_requested()) {
-    out << parser.help();
-    return 0;
+// Every input of a sweep, checked before the first point runs, and the points this shard runs.
+struct SweepSetup {
+  std::vector<GptConfig> models;
+  std::vector<int64_t> gpu_counts;
+  std::vector<std::string> cluster_names, sets;
+  std::vector<topo::ClusterSpec> nodes; // one node of each cluster: its name, GPU and node size
+  std::optional<int64_t> global_batch;
+  bool have_tokens = false, have_price = false;
+  double tokens = NAN, price = NAN;
+  int64_t top = 1, jobs = 1;
+  int threads = 1;
+  std::optional<AttentionKernel> attention;
+  std::optional<std::vector<int64_t>> context_parallel;
+  sim::SearchSpace space;
+  FrameworkProfile ampere_framework, hopper_framework;
+  bool json = false;
+  Shard shard;
+  std::vector<PointSpec> points; // in sweep order (model, cluster, GPU count)
+  std::vector<size_t> selected;  // this shard's
+  // "gpt-22b on 16 dgx-a100 GPUs, global batch 16"
+  std::string describe(size_t i) const
+  {
+    const PointSpec& p = points[i];
+    return point_name(models[p.model].name, p.gpus, nodes[p.cluster].name) + ", global batch " +
+           std::to_string(global_batch.value_or(p.gpus));
   }
-  if (parsed.has("--merge"))
-    return run_merge(parsed, out);
-  if (!parsed.positional().empty())
-    throw InputError("unexpected argument '" + parsed.positional().front() +
-                     "' for 'gputwin sweep' (CSV files are read with --merge; see gputwin sweep --help)");
+};
 
-  // Every input checked before the first point runs.
+// The models of --model NAME[,...], each with the other model flags applied.
+std::vector<GptConfig> sweep_models(const ParsedArgs& parsed)
+{
   std::vector<GptConfig> models;
   for (const std::string& name : split_list("--model", parsed.value("--model").value_or("gpt3-175b"))) {
     std::vector<std::string> model_args = {"--model", name};
-    for (const char* flag : {"--hidden", "--heads", "--layers", "--seq-len", "--vocab"})
-      if (const auto v = parsed.value(flag)) {
-        model_args.push_back(flag);
-        model_args.push_back(*v);
-      }
+    for (const std::string& arg : model_flag_arguments(parsed))
+      model_args.push_back(arg);
     ArgParser model_parser("gputwin sweep", "");
     add_model_flags(model_parser);
     models.push_back(model_from_flags(model_parser.parse(model_args)));
   }
+  return models;
+}
+
+SweepSetup read_sweep_setup(const ParsedArgs& parsed)
+{
+  // Every input checked before the first point runs.
+  std::vector<GptConfig> models = sweep_models(parsed);
   if (!parsed.has("--gpus"))
     throw InputError("--gpus: required (GPU counts: 64,128,256 or 64:1024:x2)");
   const std::vector<int64_t> gpu_counts = parse_gpu_counts(*parsed.value("--gpus"));
@@ -785,83 +747,101 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   for (size_t i = 0; i < points.size(); ++i)
     if (shard.contains(i))
       selected.push_back(i);
-  const auto describe = [&](size_t i) {
-    const PointSpec& p = points[i];
-    return point_name(models[p.model].name, p.gpus, nodes[p.cluster].name) + ", global batch " +
-           std::to_string(global_batch.value_or(p.gpus));
-  };
 
-  // One process per point, `jobs` at once: the search at that point, the best plan's bytes or the reason it is
-  // skipped sent back.
-  const auto run_point = [&](size_t k) -> std::string {
-    const PointSpec& p = points[selected[k]];
-    const GptConfig& model = models[p.model];
-    const std::string& cluster_name = cluster_names[p.cluster];
-    const int64_t node_gpus = nodes[p.cluster].gpus_per_node;
-    const topo::ClusterSpec cluster =
-        topo::load_cluster(cluster_name, static_cast<int>(std::max<int64_t>(1, p.gpus / node_gpus)), sets);
-    const int64_t batch = global_batch.value_or(p.gpus);
-    sim::SearchSpace point_space = space;
-    point_space.attention = attention.value_or(default_attention_kernel(cluster.gpu.generation));
-    point_space.context_parallel =
-        context_parallel.value_or(sim::default_context_parallel(model, point_space.attention));
-    const sim::PlanEnumeration plans = sim::enumerate_plans(model, p.gpus, batch, std::min<int64_t>(p.gpus, node_gpus),
-                                                            cluster.gpu.hbm_bytes, point_space);
-    if (plans.shapes == 0)
-      return "Sno parallel plan splits it (tp must divide the heads " + std::to_string(model.heads) +
-             ", pp the layers " + std::to_string(model.layers) + ", dp the global batch)";
-    if (plans.fitting.empty())
-      return "Sno plan fits: the smallest, " + describe_plan(plans.smallest.plan) + ", needs " +
-             gib(plans.smallest.peak_memory_bytes) + " GiB per GPU but the " + cluster.gpu.kind + " has " +
-             gib(cluster.gpu.hbm_bytes) + " GiB";
-    const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu);
-    const topo::ClusterGraph graph(cluster);
-    const FrameworkProfile& framework =
-        cluster.gpu.generation == GpuGeneration::Hopper ? hopper_framework : ampere_framework;
-    const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
-        cluster, graph, model, plans.fitting, gpu, framework, threads, static_cast<size_t>(top), "sweep", false);
-    return encode_best(ranked.front());
-  };
-  ProgressBar progress("sweep points", !json);
-  size_t done = 0;
-  progress.update(0, selected.size());
-  const std::vector<std::string> outcomes = run_in_children(
-      selected.size(), static_cast<int>(jobs), run_point,
-      ChildPoolCallbacks{[&](size_t, const std::string&) { progress.update(++done, selected.size()); },
-                         [&] { progress.tick(); }, [&](size_t k) { return "the point " + describe(selected[k]); }});
-  progress.finish();
+  SweepSetup setup;
+  setup.models = std::move(models);
+  setup.gpu_counts = gpu_counts;
+  setup.cluster_names = cluster_names;
+  setup.sets = sets;
+  setup.nodes = std::move(nodes);
+  setup.global_batch = global_batch;
+  setup.have_tokens = have_tokens;
+  setup.have_price = have_price;
+  setup.tokens = tokens;
+  setup.price = price;
+  setup.top = top;
+  setup.jobs = jobs;
+  setup.threads = threads;
+  setup.attention = attention;
+  setup.context_parallel = context_parallel;
+  setup.space = space;
+  setup.ampere_framework = ampere_framework;
+  setup.hopper_framework = hopper_framework;
+  setup.json = json;
+  setup.shard = shard;
+  setup.points = std::move(points);
+  setup.selected = std::move(selected);
+  return setup;
+}
 
+// One process per point, `jobs` at once: the search at that point, the best plan's bytes or the reason it is
+// skipped sent back.
+std::string run_sweep_point(const ParsedArgs& parsed, const SweepSetup& s, size_t k)
+{
+  const PointSpec& p = s.points[s.selected[k]];
+  const GptConfig& model = s.models[p.model];
+  const std::string& cluster_name = s.cluster_names[p.cluster];
+  const int64_t node_gpus = s.nodes[p.cluster].gpus_per_node;
+  const topo::ClusterSpec cluster =
+      topo::load_cluster(cluster_name, static_cast<int>(std::max<int64_t>(1, p.gpus / node_gpus)), s.sets);
+  const int64_t batch = s.global_batch.value_or(p.gpus);
+  sim::SearchSpace point_space = s.space;
+  point_space.attention = s.attention.value_or(default_attention_kernel(cluster.gpu.generation));
+  point_space.context_parallel =
+      s.context_parallel.value_or(sim::default_context_parallel(model, point_space.attention));
+  const sim::PlanEnumeration plans = sim::enumerate_plans(model, p.gpus, batch, std::min<int64_t>(p.gpus, node_gpus),
+                                                          cluster.gpu.hbm_bytes, point_space);
+  if (plans.shapes == 0)
+    return "Sno parallel plan splits it (tp must divide the heads " + std::to_string(model.heads) +
+           ", pp the layers " + std::to_string(model.layers) + ", dp the global batch)";
+  if (plans.fitting.empty())
+    return "Sno plan fits: the smallest, " + describe_plan(plans.smallest.plan) + ", needs " +
+           gib(plans.smallest.peak_memory_bytes) + " GiB per GPU but the " + cluster.gpu.kind + " has " +
+           gib(cluster.gpu.hbm_bytes) + " GiB";
+  const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu);
+  const topo::ClusterGraph graph(cluster);
+  const FrameworkProfile& framework =
+      cluster.gpu.generation == GpuGeneration::Hopper ? s.hopper_framework : s.ampere_framework;
+  const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
+      cluster, graph, model, plans.fitting, gpu, framework, s.threads, static_cast<size_t>(s.top), "sweep", false);
+  return "R" + simulated_candidate_json(s.models[p.model], ranked.front());
+}
+
+// The rows of the points that ran (in point order) from what their processes answered; the skipped points'
+// reasons on stderr. InputError when no point of a whole sweep has a plan that fits.
+std::vector<Row> collect_rows(const SweepSetup& s, const std::vector<std::string>& outcomes)
+{
   std::vector<Row> rows;
   std::vector<std::string> skipped; // warnings, in point order
-  for (size_t k = 0; k < selected.size(); ++k) {
-    const PointSpec& p = points[selected[k]];
+  for (size_t k = 0; k < s.selected.size(); ++k) {
+    const PointSpec& p = s.points[s.selected[k]];
     if (outcomes[k].rfind("S", 0) == 0) {
-      skipped.push_back(describe(selected[k]) + ": " + outcomes[k].substr(1));
+      skipped.push_back(s.describe(s.selected[k]) + ": " + outcomes[k].substr(1));
       continue;
     }
-    const std::optional<SimulatedCandidate> best = decode_best(outcomes[k]);
-    if (!best)
-      throw std::runtime_error("the process of the point " + describe(selected[k]) + " sent a malformed answer");
+    if (outcomes[k].rfind("R", 0) != 0)
+      throw std::runtime_error("the process of the point " + s.describe(s.selected[k]) + " sent a malformed answer");
+    const std::optional<SimulatedCandidate> best = parse_simulated_candidate_json(outcomes[k].substr(1));
     Row row;
-    row.point = selected[k];
-    row.model = models[p.model].name;
-    row.cluster = cluster_names[p.cluster];
+    row.point = s.selected[k];
+    row.model = s.models[p.model].name;
+    row.cluster = s.cluster_names[p.cluster];
     row.gpus = p.gpus;
     row.plan = best->estimate.candidate.plan;
     row.options = best->estimate.candidate.options;
     row.peak_memory_bytes = best->estimate.candidate.peak_memory_bytes;
-    row.iteration_time_s = best->iteration_time_s;
-    row.tokens_per_s = best->tokens_per_s;
-    row.mfu = best->mfu;
-    if (have_tokens) {
-      row.time_to_train_s = tokens / row.tokens_per_s;
+    row.iteration_time_s = best->report.iteration_time_s;
+    row.tokens_per_s = best->report.tokens_per_s;
+    row.mfu = best->report.mfu_bf16;
+    if (s.have_tokens) {
+      row.time_to_train_s = s.tokens / row.tokens_per_s;
       row.gpu_hours = static_cast<double>(p.gpus) * row.time_to_train_s / 3600;
     }
-    if (have_price)
-      row.cost = row.gpu_hours * price;
+    if (s.have_price)
+      row.cost = row.gpu_hours * s.price;
     rows.push_back(row);
   }
-  if (rows.empty() && !shard.sliced()) {
+  if (rows.empty() && !s.shard.sliced()) {
     if (skipped.size() == 1)
       throw InputError(skipped.front());
     throw InputError("no plan fits at any of the " + std::to_string(skipped.size()) +
@@ -869,18 +849,92 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   }
   for (const std::string& reason : skipped)
     std::cerr << "gputwin sweep: skipping " << reason << "\n";
-  if (shard.sliced()) {
-    if (selected.empty())
-      std::cerr << "gputwin sweep: shard " << to_string(shard) << " has no points (the sweep has " << points.size()
+  if (s.shard.sliced()) {
+    if (s.selected.empty())
+      std::cerr << "gputwin sweep: shard " << to_string(s.shard) << " has no points (the sweep has " << s.points.size()
                 << "); its CSV has the header only\n";
     else if (rows.empty())
-      std::cerr << "gputwin sweep: shard " << to_string(shard)
+      std::cerr << "gputwin sweep: shard " << to_string(s.shard)
                 << ": no point has a plan that fits; its CSV has the "
                    "header only\n";
   } else {
     compute_scaling_efficiency(rows);
   }
 
+  return rows;
+}
+
+} // namespace
+
+int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
+{
+  ArgParser parser(
+      "gputwin sweep",
+      "Sweeps models, clusters and GPU counts: at every (model, cluster, GPUs) point runs the search of\n"
+      "`gputwin search` (every plan that fits, ranked by the fast estimator, the best K simulated in full) and\n"
+      "keeps the fastest simulated plan; prints one row per point with time to train (--tokens), GPU-hours, cost\n"
+      "(--price-per-gpu-hour) and scaling efficiency against the smallest point of the same model and cluster.\n"
+      "Points where no plan fits are skipped with a warning. Points run in parallel processes (--jobs), in\n"
+      "slices on several machines (--shard K/N, or a Slurm job array: scripts/sweep.sbatch) joined by --merge.\n"
+      "A progress bar is drawn on stderr when it is a terminal (not with --json).\n\n"
+      "example: gputwin sweep --model gpt3-175b --cluster dgx-a100,dgx-h100 --gpus 64:1024:x2 --global-batch 1536\n"
+      "         --tokens 300e9 --price-per-gpu-hour 2 --csv sweep.csv --plot sweep.png\n"
+      "         gputwin sweep ... --shard 2/3 --csv part2.csv        (likewise 1/3 and 3/3, anywhere)\n"
+      "         gputwin sweep --merge part1.csv part2.csv part3.csv -o sweep.csv");
+  parser.allow_positional("[--merge CSV...]", 1000000);
+  add_model_flags(parser, true);
+  parser.add_section("sweep");
+  parser.add_option("--cluster", "NAME|FILE[,...]", "clusters, comma-separated (default dgx-a100)");
+  parser.add_option("--set", "KEY=VALUE", "override a field of every cluster, as in gputwin topo (repeatable)", true);
+  parser.add_option("--gpus", "LIST|RANGE",
+                    "GPU counts: 64,128,256 or START:END:xFACTOR (64:1024:x2) or START:END:+STEP");
+  parser.add_option("--global-batch", "B", "samples per iteration at every point (default: the point's GPUs)");
+  parser.add_option("--tokens", "T", "tokens to train on (300e9): time to train, GPU-hours");
+  parser.add_option("--price-per-gpu-hour", "P", "price of one GPU-hour: cost = GPU-hours x P");
+  parser.add_option("--attention", "KERNEL",
+                    "attention kernel of every plan: unfused|flash (default: flash on Hopper, unfused on Ampere)");
+  parser.add_option("--cp", "LIST",
+                    "context-parallel sizes to try, e.g. 1,2,4,8 (needs flash attention; default 1,2,4,8 with flash "
+                    "attention and --seq-len >= 8192, else 1)");
+  parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; every cluster H100/H200)");
+  parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
+                                     "overlap that applies and with none, the faster kept)");
+  parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
+  add_gpu_model_flags(parser);
+  add_framework_flag(parser);
+  parser.add_section("scale-out");
+  parser.add_option("--jobs", "N", "points at once, one process each (default 1)");
+  parser.add_option("--shard", "K/N", "only the K-th of N slices of the points, K from 1 (default: a Slurm array's)");
+  parser.add_switch("--merge", "join the CSV files given (a sweep's shards) as one run writes them");
+  parser.add_section("output");
+  parser.add_switch("--json", "machine-readable list of the points");
+  parser.add_option("--csv", "FILE", "also write the points as CSV");
+  parser.add_option("--output", "FILE", "the same as --csv (-o FILE); with --merge, without it the CSV goes to stdout");
+  parser.add_option("--plot", "FILE",
+                    "also plot tokens/s, MFU, time to train and cost vs GPUs (.png or .svg; gnuplot)");
+  const ParsedArgs parsed = parser.parse(with_long_output_flag(arguments));
+  if (parser.help_requested()) {
+    out << parser.help();
+    return 0;
+  }
+  if (parsed.has("--merge"))
+    return run_merge(parsed, out);
+  if (!parsed.positional().empty())
+    throw InputError("unexpected argument '" + parsed.positional().front() +
+                     "' for 'gputwin sweep' (CSV files are read with --merge; see gputwin sweep --help)");
+
+  const SweepSetup setup = read_sweep_setup(parsed);
+  const bool json = setup.json;
+  ProgressBar progress("sweep points", !json);
+  size_t done = 0;
+  progress.update(0, setup.selected.size());
+  const std::vector<std::string> outcomes = sim::run_isolated(
+      setup.selected.size(), static_cast<int>(setup.jobs), [&](size_t k) { return run_sweep_point(parsed, setup, k); },
+      sim::IsolatedRunCallbacks{[&](size_t, const std::string&) { progress.update(++done, setup.selected.size()); },
+                         [&] { progress.tick(); }, [&](size_t k) { return "the point " + setup.describe(setup.selected[k]); }});
+  progress.finish();
+
+  const std::vector<Row> rows = collect_rows(setup, outcomes);
   render_outputs(parsed, rows);
   if (json)
     write_json(out, rows);

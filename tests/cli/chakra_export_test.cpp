@@ -199,7 +199,7 @@ std::multiset<int64_t> all_gather_sizes(const DecodedRank& rank)
 
 TEST(ChakraExport, PaperPlanOfGpt22bOnOneNode)
 {
-  // The check of issue 13: tp 8, pp 1 — eight ranks, one simulated.
+  // The paper plan: tp 8, pp 1 — eight ranks, one simulated.
   const CatalogEntry* entry = find_catalog_model("gpt-22b");
   ASSERT_NE(entry, nullptr);
   ParallelPlan paper = entry->paper_plan; // --plan paper: Table 3's plan with SP and selective recompute (Table 5)

@@ -1,4 +1,4 @@
-// No silent nonsense (issue 17): validation holes closed, honest defaults and resource guards, through the real
+// No silent nonsense: validation holes closed, honest defaults and resource guards, through the real
 // binaries. Every refusal is one line on stderr and exit status 2.
 #include "run_cli.hpp"
 #include "test_temp_path.hpp"
@@ -322,9 +322,8 @@ std::pair<CliResult, double> timed(const std::string& arguments)
 
 TEST(ResourceGuards, OversizedRunsAreRefusedAtOnceWithTheEstimateAndTheOverride)
 {
-  // The check of issue 17: 102400 GPUs. Its busiest GPU needs 99.3 GiB of an H100's 79.6 GiB (with the unfused
-  // attention of issue 17's time; Hopper now defaults to flash), which is known from the plan alone, before any
-  // cluster is built.
+  // 102400 GPUs. Its busiest GPU needs 99.3 GiB of an H100's 79.6 GiB (with unfused attention, asked for: Hopper
+  // defaults to flash), which is known from the plan alone, before any cluster is built.
   const auto [oom, oom_s] = timed(
       "simulate --model gpt3-175b --tp 8 --pp 8 --dp 1600 --cluster dgx-h100 --global-batch 12800 --attention unfused");
   EXPECT_EQ(oom.exit_code, 2) << oom.output;

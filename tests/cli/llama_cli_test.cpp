@@ -1,5 +1,5 @@
-// Issue 14 through the real binary: Llama 3 on H100 clusters (memory, the 8192- and 16384-GPU and long-context
-// simulations of the issue's checks) and one-line errors for every new flag's bad values.
+// Llama-style models through the real binary: Llama 3 on H100 clusters (memory, the 8192- and 16384-GPU and
+// long-context simulations) and one-line errors for every new flag's bad values.
 #include "json_report.hpp"
 #include "run_cli.hpp"
 

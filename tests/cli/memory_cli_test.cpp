@@ -83,6 +83,8 @@ TEST(MemoryCli, GoldenJsonForThe175BPaperPlan)
   "wgrad_placeholder_bytes": 0,
   "gradient_bytes": 11290927104,
   "optimizer_bytes": 33872781312,
+  "gathered_weight_bytes": 0,
+  "gathered_gradient_bytes": 0,
   "total_bytes": 64373551104,
   "reserve_bytes": 3541819270,
   "reserve_source": "CUDA context + workspaces 0.5 GiB, NCCL buffers 1 GiB, allocator fragmentation 3 % of the allocated peak (SimuMax B200 runs: 2.8-9.3 %)",
@@ -165,7 +167,7 @@ TEST(MemoryCli, BadInputIsOneLineAndNonZeroExit)
     expect_one_line_error(args, expected);
 }
 
-// Issue 25's check: Llama 3.1 8B FP8 at TP 1, CP 2, DP 4, seq 8192 with the distributed optimizer runs in NVIDIA's
+// Llama 3.1 8B FP8 at TP 1, CP 2, DP 4, seq 8192 with the distributed optimizer runs in NVIDIA's
 // NeMo performance tables on 8 x 80 GB H100, whose FP8 recipe keeps FP8 parameters (bf16_with_fp8_mixed:
 // fp8_param_gather = True); with the default reserve it must fit. Keeping the BF16 weights next to TE's FP8
 // caches (2 bytes more per layer parameter, 13 GiB) it does not.

@@ -1,4 +1,4 @@
-// Validation against measured production runs of today's stack (issue 25): NeMo + Transformer Engine training
+// Validation against measured production runs of today's stack: NeMo + Transformer Engine training
 // Nemotron-4 15B and 340B on DGX H100, BF16 and FP8, 16-2048 GPUs (tests/data/nemotron4-h100-dgxc/, NVIDIA
 // dgxc-benchmarking v25.02.01, Apache-2.0). Every row is simulated as a user would: the catalogue model, the
 // recipe's plan and overlaps, the built-in H100 compute model and the cluster's default framework
@@ -6,7 +6,7 @@
 // simulation to 0.1% on these plans: FullSimulationAgreesWithTheEstimate).
 //
 // Bounds: what the model achieves today, as a regression guard: mean absolute error <= 12.5%, every row within
-// 22%. The issue's target (MAPE <= 8%, every row <= 15%) is NOT met yet: the simulated runs are faster than
+// 22%. The target (MAPE <= 8%, every row <= 15%) is NOT met yet: the simulated runs are faster than
 // measured, most in FP8 (README "Validation", the per-row table).
 #include "csv_cells.hpp"
 #include "json_report.hpp"

@@ -68,10 +68,10 @@ TEST(ReplayCli, MultiRankAsMeasuredReportsItsError)
 
 TEST(ReplayCli, CommittedMultiRankCaptureReplaysWithinTenPercent)
 {
-  // tests/data/traces/cpu-tp2-pp2.json: tp 2, pp 2, four engine threads on this machine kind's 2 cores (issue 13's
-  // 10% target for multi-rank CPU captures). A committed capture, so the bound does not depend on what else the
-  // machine runs while the tests do. It was -27.6% before the wait for a core after each collective was counted
-  // (sim/README.md, "CPU traces and shared hosts"); +3.8% since.
+  // tests/data/traces/cpu-tp2-pp2.json: tp 2, pp 2, four engine threads on this machine kind's 2 cores (the 10%
+  // target for multi-rank CPU captures). A committed capture, so the bound does not depend on what else the machine
+  // runs while the tests do. It replays at +3.8%, the wait for a core after each collective counted (sim/README.md,
+  // "CPU traces and shared hosts").
   const std::string trace = std::string(GPUTWIN_SOURCE_DIR) + "/tests/data/traces/cpu-tp2-pp2.json";
   const CliResult r = run_gputwin("replay '" + trace + "' --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -120,7 +120,7 @@ TEST(ReplayCli, ScaledOutFollowsTheScheduleAndKeepsTheCapturedComputePerMicroBat
 TEST(ReplayCli, CapturedH100TracesReplayWithinFivePercent)
 {
   // Single-rank traces gputwin-engine (CUDA backend) captured on a lent H100 with scripts/gpu-check.sh,
-  // replayed as measured on dgx-h100 (issue 7's calibration evidence; traces/captured/.../summary.md).
+  // replayed as measured on dgx-h100 (the engine's calibration evidence; traces/captured/.../summary.md).
   const std::string dir = std::string(GPUTWIN_SOURCE_DIR) + "/traces/captured/NVIDIA-H100-80GB-HBM3/";
   for (const char* name : {"h1024-tp1", "h2048-tp1", "h2048-tp1-full", "h4096-tp1"}) {
     SCOPED_TRACE(name);

@@ -1,6 +1,6 @@
 // The pieces of `gputwin sweep`'s scale-out: --shard K/N and a Slurm job array's environment (sim/cli/shard.hpp),
-// and tasks in forked children collected in order (sim/cli/child_pool.hpp).
-#include "../../sim/cli/child_pool.hpp"
+// and tasks in forked children collected in order (sim/isolated_run.hpp).
+#include "gputwin/sim/isolated_run.hpp"
 #include "../../sim/cli/shard.hpp"
 
 #include "gputwin/common/input_error.hpp"
@@ -132,7 +132,7 @@ TEST(Shard, RejectsASlurmEnvironmentThatIsNotAnEvenArray)
   }
 }
 
-TEST(ChildPool, ResultsComeBackInIndexOrderWhateverTheJobs)
+TEST(IsolatedRun, ResultsComeBackInIndexOrderWhateverTheJobs)
 {
   // Each task sleeps longer the smaller its index, so they finish out of order with several jobs.
   const auto task = [](size_t i) {
@@ -140,28 +140,28 @@ TEST(ChildPool, ResultsComeBackInIndexOrderWhateverTheJobs)
     return "task " + std::to_string(i) + " " + std::string(70000, 'x');
   };
   std::vector<size_t> completion;
-  const std::vector<std::string> one = run_in_children(8, 1, task);
-  const std::vector<std::string> four = run_in_children(
-      8, 4, task, ChildPoolCallbacks{[&](size_t i, const std::string&) { completion.push_back(i); }, {}, {}});
+  const std::vector<std::string> one = sim::run_isolated(8, 1, task);
+  const std::vector<std::string> four = sim::run_isolated(
+      8, 4, task, sim::IsolatedRunCallbacks{[&](size_t i, const std::string&) { completion.push_back(i); }, {}, {}});
   ASSERT_EQ(one.size(), 8u);
   EXPECT_EQ(one, four);
   for (size_t i = 0; i < 8; ++i)
     EXPECT_EQ(one[i].rfind("task " + std::to_string(i) + " ", 0), 0u)
         << "results larger than a pipe's buffer arrive whole";
   EXPECT_EQ(completion.size(), 8u);
-  EXPECT_TRUE(run_in_children(0, 3, task).empty());
+  EXPECT_TRUE(sim::run_isolated(0, 3, task).empty());
 }
 
-TEST(ChildPool, TasksRunInChildProcesses)
+TEST(IsolatedRun, TasksRunInChildProcesses)
 {
   const pid_t parent = getpid();
-  const std::vector<std::string> pids = run_in_children(3, 2, [](size_t) { return std::to_string(getpid()); });
+  const std::vector<std::string> pids = sim::run_isolated(3, 2, [](size_t) { return std::to_string(getpid()); });
   std::set<std::string> distinct(pids.begin(), pids.end());
   EXPECT_EQ(distinct.size(), 3u);
   EXPECT_EQ(distinct.count(std::to_string(parent)), 0u);
 }
 
-TEST(ChildPool, AnExceptionInATaskIsRethrownWithItsKind)
+TEST(IsolatedRun, AnExceptionInATaskIsRethrownWithItsKind)
 {
   const auto failing = [](size_t i) -> std::string {
     if (i == 2)
@@ -169,27 +169,27 @@ TEST(ChildPool, AnExceptionInATaskIsRethrownWithItsKind)
     return "ok";
   };
   try {
-    run_in_children(5, 2, failing);
+    sim::run_isolated(5, 2, failing);
     ADD_FAILURE() << "no exception";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "--gpus: bad point");
   }
-  EXPECT_THROW(run_in_children(2, 2, [](size_t) -> std::string { throw std::logic_error("bug"); }), std::logic_error);
-  EXPECT_THROW(run_in_children(2, 1, [](size_t) -> std::string { throw std::runtime_error("disk"); }),
+  EXPECT_THROW(sim::run_isolated(2, 2, [](size_t) -> std::string { throw std::logic_error("bug"); }), std::logic_error);
+  EXPECT_THROW(sim::run_isolated(2, 1, [](size_t) -> std::string { throw std::runtime_error("disk"); }),
                std::runtime_error);
 }
 
-TEST(ChildPool, AChildThatDiesIsNamed)
+TEST(IsolatedRun, AChildThatDiesIsNamed)
 {
   try {
-    run_in_children(
+    sim::run_isolated(
         3, 3,
         [](size_t i) -> std::string {
           if (i == 1)
             raise(SIGKILL);
           return "ok";
         },
-        ChildPoolCallbacks{{}, {}, [](size_t i) { return "the point " + std::to_string(i); }});
+        sim::IsolatedRunCallbacks{{}, {}, [](size_t i) { return "the point " + std::to_string(i); }});
     ADD_FAILURE() << "no exception";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("the point 1 was killed by signal 9"), std::string::npos) << e.what();

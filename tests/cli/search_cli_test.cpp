@@ -190,8 +190,8 @@ TEST(SearchCli, BadInputIsOneLineAndNamesTheReason)
   expect_one_line_error("search --model gpt3-175b --gpus 64 --jobs 0", "--jobs");
 }
 
-// Issue 30: a plan the failed fabric cannot route is an InputError inside an estimator thread; it must come out as
-// one line and exit status 2 with the default --jobs, as with --jobs 1 (it aborted: "terminate called ...").
+// A plan the failed fabric cannot route is an InputError inside an estimator thread; it must come out as one line
+// and exit status 2 with the default --jobs, as with --jobs 1 (never as std::terminate).
 TEST(SearchCli, AnErrorInAnEstimatorThreadIsOneLine)
 {
   for (const std::string jobs : {"", " --jobs 1", " --jobs 2"})

@@ -1,4 +1,4 @@
-// Duplicate keys in YAML files: yaml-cpp 0.7 keeps both and looks up the first, so a repeated key used to be
+// Duplicate keys in YAML files: yaml-cpp 0.7 keeps both and looks up the first, so a repeated key would otherwise be
 // ignored in silence. The one loader (yaml_fields) rejects it for every kind of file, naming file, line and key.
 #include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/config/gpu_model_yaml.hpp"

@@ -13,7 +13,7 @@
 namespace gputwin::engine::testing {
 
 // Tiny GPT: h 64, a 4 (head_dim 16), L 4, s 16, v 128.
-// The acceptance run of the engine issue: 4 layers, hidden 128, 4 heads, tp 2, pp 2, SP, selective, 1F1B,
+// The engine's end-to-end training run: 4 layers, hidden 128, 4 heads, tp 2, pp 2, SP, selective, 1F1B,
 // micro-batch 2, global batch 8, Adam at 3e-3 (as gputwin-engine train), for `steps` steps.
 inline TrainConfig small_tp2_pp2_sp_selective(int64_t steps)
 {
@@ -32,7 +32,7 @@ inline TrainConfig small_tp2_pp2_sp_selective(int64_t steps)
   return config;
 }
 
-// The acceptance run of issue 14 item 6: the same small model Llama-style (grouped-query attention with 2 K/V
+// The same run with the small model Llama-style (grouped-query attention with 2 K/V
 // groups, SwiGLU, RMSNorm, rotary positions; the flags of `gputwin-engine train --num-query-groups 2 --activation
 // swiglu --norm rmsnorm --position rope`), the same plan and optimizer.
 inline TrainConfig small_llama_tp2_pp2_sp_selective(int64_t steps)

@@ -1,8 +1,7 @@
-// The acceptance run of issue #5: a small GPT (4 layers, h 128, 4 heads) with tp 2, pp 2, sequence
-// parallelism, selective recompute and 1F1B trains 50 steps on the synthetic corpus in well under two
-// minutes on two cores, at least halves its loss, and writes a trace the reader validates. And issue 14's: the
-// same model Llama-style (GQA, SwiGLU, RMSNorm, RoPE) under the same plan halves its loss too and tracks the
-// single-rank run of the same model.
+// End-to-end training: a small GPT (4 layers, h 128, 4 heads) with tp 2, pp 2, sequence parallelism,
+// selective recompute and 1F1B trains 50 steps on the synthetic corpus in well under two minutes on two cores,
+// at least halves its loss, and writes a trace the reader validates. The same model Llama-style (GQA, SwiGLU,
+// RMSNorm, RoPE) under the same plan halves its loss too and tracks the single-rank run of the same model.
 #include "engine_test_support.hpp"
 #include "gputwin/engine/train/trainer.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"

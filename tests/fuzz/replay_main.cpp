@@ -364,17 +364,18 @@ std::string current_exception_type()
   return result;
 }
 
-} // namespace
-
-int main(int argc, char** argv)
-{
-  target_name = std::filesystem::path(argv[0]).filename().string();
-  if (LLVMFuzzerInitialize)
-    LLVMFuzzerInitialize(&argc, &argv);
+struct DriverOptions {
   uint64_t mutations = 0, seed = 17;
   double timeout_s = 25;
-  size_t max_len = 0;
+  size_t max_len = 0; // 0: twice the largest corpus input, at least 4096
   std::vector<std::string> dictionary, paths;
+};
+
+// The command line (see the top of this file); --artifacts sets artifacts_dir. Exits through usage() on bad
+// arguments.
+DriverOptions parse_arguments(int argc, char** argv)
+{
+  DriverOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -384,33 +385,41 @@ int main(int argc, char** argv)
     };
     try {
       if (arg == "--mutations")
-        mutations = std::stoull(value());
+        options.mutations = std::stoull(value());
       else if (arg == "--seed")
-        seed = std::stoull(value());
+        options.seed = std::stoull(value());
       else if (arg == "--timeout")
-        timeout_s = std::stod(value());
+        options.timeout_s = std::stod(value());
       else if (arg == "--max-len")
-        max_len = std::stoull(value());
+        options.max_len = std::stoull(value());
       else if (arg == "--dict") {
         const std::vector<std::string> tokens = read_dictionary(value());
-        dictionary.insert(dictionary.end(), tokens.begin(), tokens.end());
+        options.dictionary.insert(options.dictionary.end(), tokens.begin(), tokens.end());
       } else if (arg == "--artifacts")
         artifacts_dir = value();
       else if (arg.rfind("--", 0) == 0)
         usage("unknown option " + arg);
       else
-        paths.push_back(arg);
+        options.paths.push_back(arg);
     } catch (const std::logic_error&) {
       usage("bad value for " + arg);
     } catch (const std::runtime_error& e) {
       usage(e.what());
     }
   }
-  if (paths.empty())
+  if (options.paths.empty())
     usage("no corpus given");
+  return options;
+}
 
-  // The corpus: every regular file of the directories (sorted), and the files named.
-  std::vector<std::string> names, corpus;
+struct Corpus {
+  std::vector<std::string> names, inputs;
+};
+
+// Every regular file of the directories (sorted, hidden files left out), and the files named.
+Corpus read_corpus(const std::vector<std::string>& paths)
+{
+  Corpus corpus;
   for (const std::string& path : paths) {
     std::vector<std::filesystem::path> files;
     if (std::filesystem::is_directory(path)) {
@@ -424,24 +433,35 @@ int main(int argc, char** argv)
       usage(path + ": not a file or directory");
     }
     for (const auto& file : files) {
-      names.push_back(file.string());
-      corpus.push_back(read_file(file));
+      corpus.names.push_back(file.string());
+      corpus.inputs.push_back(read_file(file));
     }
   }
-  if (corpus.empty())
+  if (corpus.inputs.empty())
     usage("the corpus is empty");
-  if (max_len == 0) {
-    max_len = 4096;
-    for (const std::string& input : corpus)
-      max_len = std::max(max_len, 2 * input.size());
-  }
+  return corpus;
+}
 
+// The default --max-len: twice the largest corpus input, at least 4096 bytes.
+size_t default_max_len_bytes(const std::vector<std::string>& corpus)
+{
+  size_t max_len = 4096;
+  for (const std::string& input : corpus)
+    max_len = std::max(max_len, 2 * input.size());
+  return max_len;
+}
+
+void install_crash_handlers()
+{
   for (const int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
     std::signal(signal, on_signal);
   if (__sanitizer_set_death_callback)
     __sanitizer_set_death_callback(write_crash_input);
+}
 
-  // The watchdog: an execution running longer than the timeout is a hang.
+// The watchdog: an execution running longer than the timeout is a hang.
+void start_watchdog(double timeout_s)
+{
   std::thread([timeout_s] {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -456,64 +476,110 @@ int main(int argc, char** argv)
       }
     }
   }).detach();
+}
 
-  Mutator mutator{corpus, dictionary, max_len, Rng(seed)};
+struct RunSummary {
   uint64_t executions = 0, findings = 0;
   double slowest_s = 0;
   std::string slowest_name;
-  const int64_t begin = now_ns();
-  const uint64_t total = corpus.size() + mutations;
-  for (uint64_t index = 0; index < total; ++index) {
-    const std::string input = index < corpus.size() ? corpus[index] : mutator.next();
-    const std::string name =
-        index < corpus.size() ? names[index] : "mutation " + std::to_string(index - corpus.size()) + " (seed " +
-                                                   std::to_string(seed) + ")";
-    char hash[17];
-    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a(input)));
-    std::snprintf(crash_path, sizeof crash_path, "%s/%s-%s-crash", artifacts_dir.c_str(), target_name.c_str(), hash);
-    current_input = &input;
-    current_index = index;
-    const int64_t start = now_ns();
-    current_start_ns = start;
+};
+
+struct Execution {
+  bool finding = false;
+  double seconds = 0;
+};
+
+// Runs the harness on `input` (called `name` in the log) with the crash handlers' state set; an exception it lets
+// through is a finding (printed, input saved).
+Execution run_one(uint64_t index, const std::string& input, const std::string& name)
+{
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a(input)));
+  std::snprintf(crash_path, sizeof crash_path, "%s/%s-%s-crash", artifacts_dir.c_str(), target_name.c_str(), hash);
+  current_input = &input;
+  current_index = index;
+  const int64_t start = now_ns();
+  current_start_ns = start;
+  Execution execution;
+  try {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  } catch (...) {
+    execution.finding = true;
+    std::string what;
     try {
-      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+      throw;
+    } catch (const std::exception& e) {
+      what = e.what();
     } catch (...) {
-      ++findings;
-      std::string what;
-      try {
-        throw;
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
-      std::fprintf(stderr, "fuzz finding: %s: %s: unexpected exception %s: %s\n  input saved as %s: \"%s\"\n",
-                   target_name.c_str(), name.c_str(), current_exception_type().c_str(), what.c_str(),
-                   save_input("exception", input).c_str(), preview(input).c_str());
     }
-    current_start_ns = 0;
-    current_input = nullptr;
-    const double seconds = static_cast<double>(now_ns() - start) * 1e-9;
-    if (seconds > slowest_s) {
-      slowest_s = seconds;
-      slowest_name = name;
-    }
-    ++executions;
+    std::fprintf(stderr, "fuzz finding: %s: %s: unexpected exception %s: %s\n  input saved as %s: \"%s\"\n",
+                 target_name.c_str(), name.c_str(), current_exception_type().c_str(), what.c_str(),
+                 save_input("exception", input).c_str(), preview(input).c_str());
   }
-  const double wall_s = static_cast<double>(now_ns() - begin) * 1e-9;
+  current_start_ns = 0;
+  current_input = nullptr;
+  execution.seconds = static_cast<double>(now_ns() - start) * 1e-9;
+  return execution;
+}
+
+// Every corpus input, then `options.mutations` mutations of the corpus.
+RunSummary run_all(const Corpus& corpus, const DriverOptions& options, size_t max_len)
+{
+  Mutator mutator{corpus.inputs, options.dictionary, max_len, Rng(options.seed)};
+  RunSummary summary;
+  const uint64_t total = corpus.inputs.size() + options.mutations;
+  for (uint64_t index = 0; index < total; ++index) {
+    const bool from_corpus = index < corpus.inputs.size();
+    const std::string input = from_corpus ? corpus.inputs[index] : mutator.next();
+    const std::string name = from_corpus ? corpus.names[index]
+                                         : "mutation " + std::to_string(index - corpus.inputs.size()) + " (seed " +
+                                               std::to_string(options.seed) + ")";
+    const Execution execution = run_one(index, input, name);
+    if (execution.finding)
+      ++summary.findings;
+    if (execution.seconds > summary.slowest_s) {
+      summary.slowest_s = execution.seconds;
+      summary.slowest_name = name;
+    }
+    ++summary.executions;
+  }
+  return summary;
+}
+
+void print_summary(const RunSummary& summary, size_t corpus_files, const DriverOptions& options, double wall_s)
+{
   std::printf("%s: %zu corpus files + %llu mutations (seed %llu) = %llu executions, %llu accepted by the reader, "
               "%llu findings, 0 hangs; %.2f s (%.0f exec/s), slowest %.3f s (%s)\n",
-              target_name.c_str(), corpus.size(), static_cast<unsigned long long>(mutations),
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(executions),
+              target_name.c_str(), corpus_files, static_cast<unsigned long long>(options.mutations),
+              static_cast<unsigned long long>(options.seed), static_cast<unsigned long long>(summary.executions),
               static_cast<unsigned long long>(gputwin::fuzz::accepted_inputs),
-              static_cast<unsigned long long>(findings), wall_s, static_cast<double>(executions) / wall_s, slowest_s,
-              slowest_name.c_str());
+              static_cast<unsigned long long>(summary.findings), wall_s,
+              static_cast<double>(summary.executions) / wall_s, summary.slowest_s, summary.slowest_name.c_str());
   if (gputwin::fuzz::multiline_messages > 0) {
     std::string first = gputwin::fuzz::first_multiline_message;
     for (size_t at = 0; (at = first.find('\n', at)) != std::string::npos;)
       first.replace(at, 1, "\\n");
     std::printf("%s: %llu error messages span several lines (not counted as findings; first: %s)\n",
-                target_name.c_str(), static_cast<unsigned long long>(gputwin::fuzz::multiline_messages),
-                first.c_str());
+                target_name.c_str(), static_cast<unsigned long long>(gputwin::fuzz::multiline_messages), first.c_str());
   }
-  return findings == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  target_name = std::filesystem::path(argv[0]).filename().string();
+  if (LLVMFuzzerInitialize)
+    LLVMFuzzerInitialize(&argc, &argv);
+  const DriverOptions options = parse_arguments(argc, argv);
+  const Corpus corpus = read_corpus(options.paths);
+  const size_t max_len = options.max_len != 0 ? options.max_len : default_max_len_bytes(corpus.inputs);
+  install_crash_handlers();
+  start_watchdog(options.timeout_s);
+
+  const int64_t begin = now_ns();
+  const RunSummary summary = run_all(corpus, options, max_len);
+  const double wall_s = static_cast<double>(now_ns() - begin) * 1e-9;
+  print_summary(summary, corpus.inputs.size(), options, wall_s);
+  return summary.findings == 0 ? 0 : 1;
 }

@@ -1,7 +1,7 @@
-// Issue 25, item 3: invariants of the compute model over a grid of today's models, sequence lengths 2k-128k and
-// BF16/FP8 on H100: no op of a generated workload executes faster than the GPU's peak for its precision (FP8
-// GEMMs the FP8 peak, everything else BF16's), fused attention no faster than its measured curve, and the
-// hardware FLOPs the report's HFU counts are the FLOPs the ops carry (so HFU <= 100% follows from the first).
+// Invariants of the compute model over a grid of today's models, sequence lengths 2k-128k and BF16/FP8 on H100:
+// no op of a generated workload executes faster than the GPU's peak for its precision (FP8 GEMMs the FP8 peak,
+// everything else BF16's), fused attention no faster than its measured curve, and the hardware FLOPs the report's
+// HFU counts are the FLOPs the ops carry (so HFU <= 100% follows from the first).
 #include "gputwin/models/flops.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/models/model_catalog.hpp"

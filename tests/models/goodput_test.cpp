@@ -196,5 +196,29 @@ TEST(Goodput, CheckpointIsWeightsAndOptimizerStatesOfEveryRank)
   EXPECT_LT(sharded.largest_rank_bytes, replicated.largest_rank_bytes);
 }
 
+TEST(Goodput, ShardedCheckpointsWriteTheWholeModelOnce)
+{
+  // llama3-8b on dp 4 x cp 2 (p = 1): whatever the ZeRO stage, the job writes 14 bytes per parameter (BF16 weights
+  // + FP32 master weights and Adam moments), every one of the 8 ranks that share the parameters its shard; FSDP2
+  // keeps no BF16 copy: 12 (its FP32 parameters are the master weights).
+  const GptConfig& llama = find_catalog_model("llama3-8b")->model;
+  ParallelPlan plan;
+  plan.dp = 4;
+  plan.cp = 2;
+  plan.attention = AttentionKernel::Flash;
+  const int64_t params = model_parameters(llama, 1);
+  ASSERT_EQ(params % 8, 0);
+  EXPECT_EQ(checkpoint_size(llama, plan).bytes, 14 * params);
+  for (const int zero : {1, 2, 3}) {
+    plan.zero_stage = zero;
+    const CheckpointSize size = checkpoint_size(llama, plan);
+    EXPECT_EQ(size.bytes, 14 * params) << zero;
+    EXPECT_EQ(size.writing_ranks, 8) << zero;
+    EXPECT_EQ(size.largest_rank_bytes, (zero == 3 ? 14 : 2 * 8 + 12) * params / 8) << zero;
+  }
+  plan.fsdp = true;
+  EXPECT_EQ(checkpoint_size(llama, plan).bytes, 12 * params);
+}
+
 } // namespace
 } // namespace gputwin

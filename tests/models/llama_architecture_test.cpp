@@ -1,6 +1,6 @@
-// Issue 14: Llama-style architectures (grouped-query attention, SwiGLU, RMSNorm, RoPE, untied embeddings, no
-// biases, no dropout), context parallelism and uneven pipeline stages in the analytic models and the generated
-// workload. Every figure below is derived by hand in the test from the published architectures.
+// Llama-style architectures (grouped-query attention, SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, no
+// dropout), context parallelism and uneven pipeline stages in the analytic models and the generated workload.
+// Every figure below is derived by hand in the test from the published architectures.
 #include "gputwin/models/activation_memory.hpp"
 #include "gputwin/models/flops.hpp"
 #include "gputwin/common/input_error.hpp"

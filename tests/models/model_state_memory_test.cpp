@@ -1,4 +1,4 @@
-// Parameter counts and model-state memory (weights, gradients, Adam states; ZeRO-1).
+// Parameter counts and model-state memory (weights, gradients, Adam states; ZeRO-1, 2, 3 and FSDP).
 #include "data/korthikanti2022.hpp"
 
 #include "gputwin/models/memory_report.hpp"
@@ -6,6 +6,8 @@
 #include "gputwin/models/parameter_count.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 namespace gputwin {
 namespace {
@@ -62,6 +64,132 @@ TEST(ModelStateMemory, EighteenBytesPerParameterAndZero1)
   EXPECT_EQ(m.total_bytes, 9000);
   plan.dp = 7; // 12000 / 7 rounded up: every replica owns a whole shard
   EXPECT_EQ(model_state_memory(1000, plan).optimizer_bytes, 1715);
+}
+
+TEST(ModelStateMemory, Zero2ShardsTheGradientsZero3TheWeightsFsdpKeepsNoBf16Copy)
+{
+  ParallelPlan plan;
+  plan.dp = 2;
+  plan.cp = 2; // shards over dp x cp = 4
+  plan.zero_stage = 2;
+  ModelStateMemory m = model_state_memory(1000, plan);
+  EXPECT_EQ(m.weight_bytes, 2000);
+  EXPECT_EQ(m.gradient_bytes, 1000);
+  EXPECT_EQ(m.optimizer_bytes, 3000);
+  plan.zero_stage = 3;
+  m = model_state_memory(1000, plan);
+  EXPECT_EQ(m.weight_bytes, 500);
+  EXPECT_EQ(m.total_bytes, 18000 / 4);
+  plan.fsdp = true; // FSDP2: FP32 parameter (the master weight) + FP32 gradient + Adam moments, 16 bytes, sharded
+  m = model_state_memory(1000, plan);
+  EXPECT_EQ(m.weight_bytes, 0);
+  EXPECT_EQ(m.total_bytes, 16000 / 4);
+  plan.fsdp = false;
+  plan.grad_reduce_bf16 = true;
+  EXPECT_EQ(model_state_memory(1000, plan).gradient_bytes, 500);
+  plan.dp = 7;
+  plan.cp = 1; // rounded up: every rank owns a whole shard
+  EXPECT_EQ(model_state_memory(1000, plan).weight_bytes, 286);
+}
+
+TEST(ModelStateMemory, ShardedUnitsAddUpToTheStage)
+{
+  // Tied GPT with p = 1: the output unit owns the final norm and gathers the word embedding again.
+  const GptConfig& gpt = find_catalog_model("gpt-22b")->model; // h 6144, L 48, v 51200, s 2048, LayerNorm
+  ParallelPlan plan;
+  plan.tp = 8;
+  ShardedUnits u = sharded_units(gpt, plan, 0);
+  EXPECT_EQ(u.embedding, 51200LL / 8 * 6144 + 2048LL * 6144);
+  EXPECT_EQ(u.layer, layer_parameters_per_gpu(gpt, 8));
+  EXPECT_EQ(u.layers, 48);
+  EXPECT_EQ(u.output, 2 * 6144);
+  EXPECT_EQ(u.output_gathered, 2 * 6144 + 51200LL / 8 * 6144);
+  for (const int64_t pp : {1, 2, 4}) {
+    plan.pp = pp;
+    for (int64_t stage = 0; stage < pp; ++stage) {
+      u = sharded_units(gpt, plan, stage);
+      EXPECT_EQ(u.embedding + u.layers * u.layer + u.output, stage_parameters_per_gpu(gpt, plan, stage)) << pp;
+    }
+  }
+  // The peak of two units: embedding + layer, two layers, layer + output, each at its own bytes.
+  ShardedUnits toy;
+  toy.embedding = 50;
+  toy.layer = 30;
+  toy.layers = 3;
+  toy.output_gathered = 20;
+  EXPECT_EQ(peak_two_unit_bytes(toy, 2, 2), 2 * (50 + 30));
+  EXPECT_EQ(peak_two_unit_bytes(toy, 4, 1), 2 * 4 * 30);
+  toy.layers = 1;
+  EXPECT_EQ(peak_two_unit_bytes(toy, 4, 1), 50 + 4 * 30);
+}
+
+// `gputwin memory --model llama3-70b --cluster dgx-h100 --dp 64 --zero 3` (flash attention, Megatron-Core + TE),
+// term by term: 18 bytes per parameter over 64 ranks, plus two units' whole weights (BF16) and gradients (FP32)
+// and TE's weight-gradient placeholders.
+TEST(ModelStateMemory, Llama3_70bZero3OverSixtyFourRanksByHand)
+{
+  const GptConfig& llama = find_catalog_model("llama3-70b")->model;
+  ParallelPlan plan;
+  plan.dp = 64;
+  plan.attention = AttentionKernel::Flash;
+  plan.zero_stage = 3;
+  ASSERT_NO_THROW(validate_plan(llama, plan));
+  const int64_t h = 8192, kv = 8 * 128, f = 28672, v = 128256, layers = 80;
+  // QKV h (h + 2 g d), projection h^2, fc1 h 2F (SwiGLU's gate and up), fc2 F h, two RMSNorms; no biases.
+  const int64_t layer = h * (h + 2 * kv) + h * h + h * 2 * f + f * h + 2 * h;
+  const int64_t embedding = v * h;  // 128256 is already a multiple of 128
+  const int64_t output = v * h + h; // untied output matrix + final RMSNorm
+  const int64_t params = layers * layer + embedding + output;
+  EXPECT_EQ(layer, 855654400);
+  EXPECT_EQ(params, 70553706496);
+  ASSERT_EQ(params % 64, 0);
+  const int64_t shard = params / 64;
+
+  const ModelStateMemory m = stage_model_state_memory(llama, plan, 0);
+  EXPECT_EQ(m.parameters, params);
+  EXPECT_EQ(m.weight_bytes, 2 * shard);
+  EXPECT_EQ(m.gradient_bytes, 4 * shard);
+  EXPECT_EQ(m.optimizer_bytes, 12 * shard);
+  EXPECT_EQ(m.weight_bytes + m.gradient_bytes + m.optimizer_bytes, 18 * shard); // 18 B/param / 64
+  // Two units alive: the output layer is the larger of the two ends (its final norm), so layer + output.
+  ASSERT_GT(output, embedding);
+  EXPECT_EQ(m.gathered_weight_bytes, 2 * (layer + output));
+  EXPECT_EQ(m.gathered_gradient_bytes, 4 * (layer + output));
+  EXPECT_EQ(m.fp8_cache_bytes, 0);
+  const int64_t placeholder = 2 * h * (h + 2 * kv + h + 2 * f + f); // one layer's linear weights in BF16 (TE)
+  EXPECT_EQ(m.wgrad_placeholder_bytes, placeholder);
+  EXPECT_EQ(m.total_bytes, 18 * shard + 6 * (layer + output) + placeholder);
+  EXPECT_EQ(busiest_stage_memory(llama, plan).state.total_bytes, m.total_bytes);
+
+  // ZeRO-2 keeps the weights whole and gathers nothing; the gradient buffers of two units stay.
+  plan.zero_stage = 2;
+  const ModelStateMemory z2 = stage_model_state_memory(llama, plan, 0);
+  EXPECT_EQ(z2.weight_bytes, 2 * params);
+  EXPECT_EQ(z2.gradient_bytes, 4 * shard);
+  EXPECT_EQ(z2.gathered_weight_bytes, 0);
+  EXPECT_EQ(z2.gathered_gradient_bytes, 4 * (layer + output));
+  // ZeRO-1: as before, nothing gathered.
+  plan.zero_stage = 1;
+  const ModelStateMemory z1 = stage_model_state_memory(llama, plan, 0);
+  EXPECT_EQ(z1.gradient_bytes, 4 * params);
+  EXPECT_EQ(z1.gathered_weight_bytes + z1.gathered_gradient_bytes, 0);
+
+  // --fsdp: 16 sharded bytes per parameter (no BF16 copy), the same gathered units.
+  plan.zero_stage = 3;
+  plan.fsdp = true;
+  const ModelStateMemory fsdp = stage_model_state_memory(llama, plan, 0);
+  EXPECT_EQ(fsdp.weight_bytes + fsdp.gradient_bytes + fsdp.optimizer_bytes, 16 * shard);
+  EXPECT_EQ(fsdp.gathered_weight_bytes, m.gathered_weight_bytes);
+
+  // FP8 parameters under ZeRO-3: layers gathered at 1 byte (the output layer stays BF16), the transposes of the
+  // two gathered layers only, the weights' shard without the BF16 layer copy.
+  plan.fsdp = false;
+  plan.fp8 = true;
+  plan.fp8_param_gather = true;
+  const ModelStateMemory fp8 = stage_model_state_memory(llama, plan, 0);
+  EXPECT_EQ(fp8.gathered_weight_bytes, std::max(1 * layer + 2 * output, 2 * 1 * layer));
+  EXPECT_EQ(fp8.fp8_cache_bytes, 2 * layer);
+  EXPECT_EQ(fp8.weight_bytes, (2 * params - layers * layer + 63) / 64);
 }
 
 TEST(ModelStateMemory, Figure1ParametersAndOptimizerPerGpu)

@@ -2,6 +2,7 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/plan_flags.hpp"
+#include "gputwin/models/plan_metadata.hpp"
 
 #include <gtest/gtest.h>
 
@@ -151,7 +152,17 @@ TEST(PlanFlags, ErrorsNameTheFlag)
       {{"--model", "gpt-22b", "--schedule", "zb"}, "--schedule: expected 1f1b|interleaved|gpipe, got 'zb'"},
       {{"--model", "gpt-22b", "--attention", "fused"}, "--attention: expected unfused|flash, got 'fused'"},
       {{"--model", "gpt-22b", "--attention"}, "--attention: expected a value (KERNEL)"},
-      {{"--model", "gpt-22b", "--zero", "3"}, "--zero: expected 0 or 1, got 3"},
+      {{"--model", "gpt-22b", "--zero", "4"}, "--zero: expected 0, 1, 2 or 3, got 4"},
+      {{"--model", "gpt-22b", "--zero", "-1"}, "--zero: expected 0, 1, 2 or 3, got -1"},
+      {{"--model", "gpt-22b", "--zero", "2", "--pp", "2"},
+       "--zero: 2 shards the gradients, which needs --pp 1 (got --pp 2;"},
+      {{"--model", "gpt-22b", "--fsdp", "--pp", "4"}, "--fsdp: shards the gradients, which needs --pp 1 (got --pp 4;"},
+      {{"--model", "gpt-22b", "--fsdp", "--zero", "1"},
+       "--fsdp: shards the weights, gradients and optimizer states (ZeRO-3), got --zero 1"},
+      {{"--model", "gpt-22b", "--fsdp", "--fp8"}, "--fsdp: FP8 is modelled as Transformer Engine runs it"},
+      {{"--model", "gpt-22b", "--zero", "3", "--fp8", "--no-fp8-param-gather"},
+       "--no-fp8-param-gather: with --zero 3 --fp8 the weights are gathered as FP8 parameters"},
+      {{"--model", "gpt-22b", "--zero", "0", "--fp8", "--fp8-param-gather"}, "--fp8-param-gather: needs --zero 1, 2 or 3"},
       {{"--model", "gpt-22b", "--heads", "7"}, "--heads: hidden size 6144 of model 'gpt-22b' is not divisible by 7"},
       {{"--model", "gpt-22b", "--plan", "best"}, "--plan: expected 'paper', got 'best'"},
       {{"--model", "gpt-22b", "--seq-len", "1001", "--tp", "8", "--sp"}, "--sp: sequence length 1001"},
@@ -165,6 +176,64 @@ TEST(PlanFlags, ErrorsNameTheFlag)
   }
 }
 
+TEST(PlanFlags, ZeroStagesAndFsdp)
+{
+  for (const int zero : {0, 1, 2, 3}) {
+    const Parsed p = parse({"--model", "llama3-8b", "--dp", "8", "--zero", std::to_string(zero)});
+    EXPECT_EQ(p.plan.zero_stage, zero);
+    EXPECT_FALSE(p.plan.fsdp);
+  }
+  // --fsdp is ZeRO-3 with FSDP2's state layout; --zero 3 beside it is allowed.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--model", "llama3-8b", "--dp", "8", "--fsdp"},
+        std::vector<std::string>{"--model", "llama3-8b", "--dp", "8", "--fsdp", "--zero", "3"}}) {
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.plan.zero_stage, 3);
+    EXPECT_TRUE(p.plan.fsdp);
+  }
+  // FP8 with ZeRO-2/3 gathers FP8 parameters by default, as with ZeRO-1 (Megatron-LM allows --fp8-param-gather with
+  // the distributed optimizer or FSDP); ZeRO-2 may keep the BF16 weights.
+  EXPECT_TRUE(parse({"--model", "llama3-8b", "--dp", "8", "--zero", "3", "--fp8"}).plan.fp8_param_gather);
+  EXPECT_TRUE(parse({"--model", "llama3-8b", "--dp", "8", "--zero", "2", "--fp8"}).plan.fp8_param_gather);
+  EXPECT_FALSE(
+      parse({"--model", "llama3-8b", "--dp", "8", "--zero", "2", "--fp8", "--no-fp8-param-gather"}).plan.fp8_param_gather);
+}
+
+TEST(PlanFlags, ZeroStageAndFsdpRoundTripThroughPlanMetadata)
+{
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--model", "llama3-8b", "--dp", "8", "--zero", "2"},
+        std::vector<std::string>{"--model", "llama3-8b", "--dp", "8", "--zero", "3", "--recompute", "full"},
+        std::vector<std::string>{"--model", "llama3-8b", "--dp", "8", "--fsdp"},
+        std::vector<std::string>{"--model", "llama3-8b", "--dp", "8", "--zero", "1"}}) {
+    const Parsed p = parse(args);
+    Metadata md;
+    write_plan_metadata(p.model, p.plan, md);
+    EXPECT_EQ(md.at("zero"), std::to_string(p.plan.zero_stage));
+    EXPECT_EQ(md.count("fsdp"), p.plan.fsdp ? 1U : 0U); // written only where set: older readers see ZeRO-3
+    const PlanMetadata back = read_plan_metadata(md, "test");
+    EXPECT_EQ(back.plan.zero_stage, p.plan.zero_stage);
+    EXPECT_EQ(back.plan.fsdp, p.plan.fsdp);
+    EXPECT_EQ(describe_plan(back.plan), describe_plan(p.plan));
+    EXPECT_NO_THROW(validate_plan(back.model, back.plan));
+  }
+  // A trace that says zero 5 or fsdp with zero 1 is refused when validated, naming the flag.
+  Metadata md;
+  write_plan_metadata(find_catalog_model("llama3-8b")->model, ParallelPlan{}, md);
+  md["zero"] = "5";
+  const PlanMetadata five = read_plan_metadata(md, "test");
+  EXPECT_THROW(validate_plan(five.model, five.plan), InputError);
+  md["zero"] = "1";
+  md["fsdp"] = "true";
+  const PlanMetadata mixed = read_plan_metadata(md, "test");
+  try {
+    validate_plan(mixed.model, mixed.plan);
+    ADD_FAILURE() << "fsdp with zero 1 validated";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--fsdp: ", 0), 0U) << e.what();
+  }
+}
+
 TEST(PlanFlags, HelpListsEveryPlanFlag)
 {
   ArgParser parser("gputwin memory", "summary");
@@ -173,7 +242,7 @@ TEST(PlanFlags, HelpListsEveryPlanFlag)
   const std::string help = parser.help();
   for (const char* flag :
        {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--tp", "--pp", "--dp", "--micro-batch",
-        "--global-batch", "--sp", "--recompute", "--attention", "--schedule", "--chunks", "--zero", "--plan"})
+        "--global-batch", "--sp", "--recompute", "--attention", "--schedule", "--chunks", "--zero", "--fsdp", "--plan"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
 }
 

@@ -2,7 +2,7 @@
 // release table (tests/data/simumax-b200-one-node/README.md; MooreThreads/SimuMax docs/b200/
 // b200_release_v1.2_summary.md at commit 1b8ca90, Apache-2.0), the largest torch.cuda.max_memory_allocated() of
 // eight ranks, Megatron-LM 23e00ed0 + TE 2.11, BF16, distributed optimizer, SP, flash attention, TE's fused cross
-// entropy, no recompute, micro-batch 1. The bound is issue 25's: every row within 3 %.
+// entropy, no recompute, micro-batch 1. The bound: every row within 3 %.
 //
 // No B200 GPU model exists yet: the rows run as an H100-class GPU with B200's memory, which the memory model does
 // not need (it counts bytes; only its verdict looks at a GPU). The context-parallel rows ran TE's all-to-all CP

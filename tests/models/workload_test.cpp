@@ -2,12 +2,14 @@
 // order, and matched pipeline messages. Plain C++.
 #include "gputwin/models/flops.hpp"
 #include "gputwin/models/model_catalog.hpp"
+#include "gputwin/models/parameter_count.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/models/workload.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace gputwin {
@@ -144,6 +146,125 @@ TEST(Workload, DataParallelReduction)
   EXPECT_EQ(names(plan, true), (std::map<std::string, int>{{"dp.all_reduce", 4}})); // one bucket per layer
   plan.zero_stage = 1;
   EXPECT_EQ(names(plan, false), (std::map<std::string, int>{{"dp.all_gather", 1}, {"dp.reduce_scatter", 1}}));
+}
+
+// ZeRO-2/3 over dp 4 (pp 1), two micro-batches: counts and bytes from the units' sizes (sharded_units).
+TEST(Workload, Zero2And3ReduceScatterEveryUnitAndZero3GathersEveryUnitTwice)
+{
+  const GptConfig m = small_model(); // the paper's GPT: h 1024, L 8, s 512, v 51200, tied embeddings
+  ParallelPlan plan = plan_of(1, 1, 4, 8, false, Recompute::None);
+  ASSERT_EQ(plan.micro_batches(), 2);
+  const int64_t h = 1024, layers = 8, micro_batches = 2;
+  const double layer = 12.0 * h * h + 13.0 * h;
+  const double word = 51200.0 * h, positions = 512.0 * h, final_norm = 2.0 * h;
+  const double embedding = word + positions;
+  const double output = final_norm;               // its own parameters (tied: the matrix is the embedding's)
+  const double output_gathered = final_norm + word; // what its gather moves
+  const double params = layers * layer + embedding + output;
+  ASSERT_EQ(params, static_cast<double>(stage_parameters_per_gpu(m, plan, 0)));
+
+  struct Tally {
+    int ops = 0;
+    double bytes = 0;
+    int in_optimizer = 0;
+    std::set<int32_t> streams;
+  };
+  auto tally = [&](const ParallelPlan& p, bool overlaps) {
+    std::map<std::string, Tally> out;
+    const WorkloadOptions options = overlaps ? applicable_overlaps(p) : WorkloadOptions{};
+    for (const auto& op : stage_program(make_workload(m, p, options), 0).ops)
+      if (op.kind == traces::OpKind::Collective && op.name.rfind("dp.", 0) == 0) {
+        Tally& t = out[op.name];
+        ++t.ops;
+        t.bytes += op.bytes;
+        t.in_optimizer += op.phase == traces::Phase::Optimizer ? 1 : 0;
+        t.streams.insert(op.stream);
+      }
+    return out;
+  };
+  const double gradient_bytes = 4 * params; // FP32 main grads, reduced once per micro-batch
+  for (const bool overlaps : {false, true}) {
+    SCOPED_TRACE(overlaps ? "with the applicable overlaps" : "without overlaps");
+    // ZeRO-2: a reduce-scatter per unit (8 layers, embedding, output) and micro-batch; after the step, the updated
+    // parameters all-gathered as ZeRO-1 does (bucket by bucket with --overlap-param-gather).
+    plan.zero_stage = 2;
+    std::map<std::string, Tally> t = tally(plan, overlaps);
+    EXPECT_EQ(t.count("dp.all_reduce"), 0U);
+    EXPECT_EQ(t["dp.reduce_scatter"].ops, micro_batches * (layers + 2));
+    EXPECT_DOUBLE_EQ(t["dp.reduce_scatter"].bytes, micro_batches * gradient_bytes);
+    EXPECT_EQ(t["dp.reduce_scatter"].streams, (std::set<int32_t>{dp_stream}));
+    EXPECT_EQ(t["dp.all_gather"].ops, overlaps ? layers : 1);
+    EXPECT_DOUBLE_EQ(t["dp.all_gather"].bytes, 2.0 * static_cast<double>(data_parallel_buffer_elements(
+                                                          static_cast<int64_t>(params), 4)));
+
+    // ZeRO-3: the same reduce-scatters; every unit gathered before its forward (embedding, layers, output) and the
+    // layers and the embedding again before their backward (the output layer stays gathered); nothing after the
+    // step.
+    plan.zero_stage = 3;
+    t = tally(plan, overlaps);
+    EXPECT_EQ(t.count("dp.all_reduce"), 0U);
+    EXPECT_EQ(t["dp.reduce_scatter"].ops, micro_batches * (layers + 2));
+    EXPECT_DOUBLE_EQ(t["dp.reduce_scatter"].bytes, micro_batches * gradient_bytes);
+    EXPECT_EQ(t["dp.all_gather"].ops, micro_batches * ((layers + 2) + (layers + 1)));
+    const double forward = 2 * (embedding + layers * layer + output_gathered);
+    const double backward = 2 * (layers * layer + embedding);
+    EXPECT_DOUBLE_EQ(t["dp.all_gather"].bytes, micro_batches * (forward + backward));
+    EXPECT_EQ(t["dp.all_gather"].in_optimizer, 0);
+    EXPECT_EQ(t["dp.all_gather"].streams, (std::set<int32_t>{param_gather_stream}));
+  }
+  // BF16 gradients halve the reduce-scatters; FP8 parameters halve the layers' gathers.
+  plan.grad_reduce_bf16 = true;
+  EXPECT_DOUBLE_EQ(tally(plan, false)["dp.reduce_scatter"].bytes, micro_batches * 2 * params);
+  plan.grad_reduce_bf16 = false;
+  plan.fp8 = true;
+  plan.fp8_param_gather = true;
+  EXPECT_DOUBLE_EQ(tally(plan, false)["dp.all_gather"].bytes,
+                   micro_batches * (2 * (embedding + output_gathered + embedding) + 2 * layers * layer));
+}
+
+// ZeRO-3's prefetch: each layer's first op waits for its own gather, which was issued before the previous layer's
+// first op and waited for the end of the layer before that (two layers gathered at once), forward and backward.
+TEST(Workload, Zero3GathersOneUnitAheadAndEachUnitWaitsForItsGather)
+{
+  ParallelPlan plan = plan_of(1, 1, 4, 8, false, Recompute::Full);
+  plan.zero_stage = 3;
+  const traces::RankProgram program = stage_program(make_workload(small_model(), plan), 0);
+  const std::vector<traces::Op>& ops = program.ops;
+  // Per (phase, micro-batch, layer): the index of its first and last compute op; per (phase, layer) the gathers.
+  using Key = std::tuple<bool, int32_t, int32_t>; // backward, micro-batch, layer
+  std::map<Key, size_t> first, last;
+  std::map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    index_of[ops[i].id] = i;
+    const traces::Op& op = ops[i];
+    if (op.kind != traces::OpKind::Compute || op.layer < 0 || op.micro_batch < 0)
+      continue;
+    const Key key{op.phase != traces::Phase::Forward, op.micro_batch, op.layer};
+    first.emplace(key, i);
+    last[key] = i;
+  }
+  int checked = 0;
+  for (const auto& [key, i] : first) {
+    const auto [backward, mb, layer] = key;
+    const traces::Op& op = ops[i];
+    // Its gather: a dp.all_gather of the same layer among its dependencies.
+    const traces::Op* gather = nullptr;
+    for (const int64_t dep : op.deps)
+      if (ops[index_of.at(dep)].name == "dp.all_gather" && ops[index_of.at(dep)].layer == layer)
+        gather = &ops[index_of.at(dep)];
+    ASSERT_NE(gather, nullptr) << "layer " << layer << " mb " << mb << (backward ? " backward" : " forward");
+    EXPECT_EQ(gather->stream, param_gather_stream);
+    // Issued before the unit before it began, after the one before that ended (layers 2 .. L-1 forward, L-3 .. 0
+    // backward: their two predecessors are layers).
+    const int32_t previous = backward ? layer + 1 : layer - 1, before_previous = backward ? layer + 2 : layer - 2;
+    if (before_previous < 0 || before_previous >= 8)
+      continue;
+    EXPECT_LT(index_of.at(gather->id), first.at(Key{backward, mb, previous}));
+    ASSERT_EQ(gather->deps.size(), 1U);
+    EXPECT_EQ(index_of.at(gather->deps[0]), last.at(Key{backward, mb, before_previous}));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2 * 2 * (8 - 2)); // micro-batches x directions x layers with two layers before them
 }
 
 } // namespace

@@ -1,5 +1,5 @@
 // The fast estimator (sim/estimator: estimate_iteration, longest paths, no SimGrid) against the full flow-level
-// simulation (sim/executor: simulate_iteration on SimGrid), the check of issue 12:
+// simulation (sim/executor: simulate_iteration on SimGrid), on two checks:
 //  - Table 5 of Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
 //    arXiv 2205.05198): its 8 configurations (4 models x {full recompute, selective recompute + SP}, the Table 3
 //    plans) estimated within 5% of their full simulation, each;
@@ -9,6 +9,7 @@
 // Both figures are printed (per configuration and per plan, then the worst error and rho). SimGrid 3.32 builds
 // one platform per process, so every full simulation runs in a forked child (as `gputwin search` does,
 // sim/cli/search_core.cpp), two at a time; the estimates too, so that both cores work.
+#include "gputwin/sim/isolated_run.hpp"
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
@@ -47,62 +48,18 @@ struct ClusterSetup {
   }
 };
 
-// Runs each job in a forked child, at most `parallel` at once, and returns what each returned. A job that fails
-// (throws, crashes) gives NaN.
+// Runs each job in a process of its own (sim::run_isolated: one SimGrid platform per process), at most `parallel`
+// at once, and returns what each returned, exactly.
 std::vector<double> run_in_children(const std::vector<std::function<double()>>& jobs, int parallel)
 {
-  std::vector<double> out(jobs.size(), std::nan(""));
-  std::map<pid_t, std::pair<size_t, int>> running; // pid -> (job, read end)
-  size_t next = 0;
-  auto reap_one = [&] {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    const auto it = running.find(pid);
-    if (it == running.end())
-      return;
-    double value = std::nan("");
-    size_t got = 0;
-    while (got < sizeof value) {
-      const ssize_t n = read(it->second.second, reinterpret_cast<char*>(&value) + got, sizeof value - got);
-      if (n <= 0)
-        break;
-      got += static_cast<size_t>(n);
-    }
-    close(it->second.second);
-    if (got == sizeof value && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      out[it->second.first] = value;
-    running.erase(it);
-  };
-  std::fflush(stdout);
-  std::fflush(stderr);
-  while (next < jobs.size() || !running.empty()) {
-    if (next < jobs.size() && static_cast<int>(running.size()) < parallel) {
-      int fds[2];
-      if (pipe(fds) != 0)
-        throw std::runtime_error("pipe failed");
-      const pid_t child = fork();
-      if (child < 0)
-        throw std::runtime_error("fork failed");
-      if (child == 0) {
-        close(fds[0]);
-        double value = std::nan("");
-        try {
-          value = jobs[next]();
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "child %zu: %s\n", next, e.what());
-          _exit(1);
-        }
-        // A pipe of the default 64 KiB holds the 8 bytes without a reader, so the child never blocks here.
-        const ssize_t written = write(fds[1], &value, sizeof value);
-        _exit(written == static_cast<ssize_t>(sizeof value) ? 0 : 1);
-      }
-      close(fds[1]);
-      running[child] = {next, fds[0]};
-      ++next;
-      continue;
-    }
-    reap_one();
-  }
+  const std::vector<std::string> texts = sim::run_isolated(jobs.size(), parallel, [&](size_t i) {
+    char text[32]; // 17 significant digits: the double itself
+    std::snprintf(text, sizeof text, "%.17g", jobs[i]());
+    return std::string(text);
+  });
+  std::vector<double> out;
+  for (const std::string& text : texts)
+    out.push_back(std::strtod(text.c_str(), nullptr));
   return out;
 }
 
@@ -159,8 +116,8 @@ TEST(EstimatorRanks, Ranks)
 }
 
 // Korthikanti et al. 2022, Table 5: the Table 3 plans of 22B, 175B, 530B and 1T (tp 8, pp 1/8/35/64, dp 1), with
-// full recompute and with selective recompute + sequence parallelism; no host costs (framework `none`), as in
-// iteration_validation_test.cpp. Bound: each estimate within 5% of its full simulation.
+// full recompute and with selective recompute + sequence parallelism; no host costs (framework `none`). Bound:
+// each estimate within 5% of its full simulation.
 TEST(EstimatorAccuracy, Table5ConfigurationsWithinFivePercentOfTheFullSimulation)
 {
   const auto t0 = std::chrono::steady_clock::now();

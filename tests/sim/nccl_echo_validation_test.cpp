@@ -1,5 +1,5 @@
 // The built-in nd-a100-v4 cluster's all-reduce against Echo's nccl-tests logs (2-128 A100, 8 B-4 GiB), one
-// parameter set for every GPU count, simulated on SimGrid as `gputwin collective` does. Target of issue 11:
+// parameter set for every GPU count, simulated on SimGrid as `gputwin collective` does. Target:
 // within 15% at >= 90% of the sizes and median |error| <= 8% per log; the bounds asserted are what the model
 // reaches today (143 of 148 sizes; misses left: the warm-up outliers of 32-128 GPUs, 16 KiB at 128 GPUs, 8 MiB at
 // 16), so a regression fails. Both targets are met at every N.

@@ -35,7 +35,16 @@ TEST(PlanSearch, EveryCandidateIsValidFitsAndUsesTheCheapestRecompute)
     EXPECT_EQ(p.effective_global_batch(), 64);
     EXPECT_LE(p.tp, 8) << "TP stays inside a node";
     EXPECT_EQ(p.sequence_parallel(), p.tp > 1);
-    EXPECT_EQ(p.zero_stage, p.dp > 1 ? 1 : 0);
+    // ZeRO-1 whenever dp > 1; ZeRO-2/3 only with pp = 1, where the stage below does not fit even with full
+    // recompute.
+    EXPECT_EQ(p.zero_stage == 0, p.dp == 1) << describe_plan(p);
+    if (p.zero_stage >= 2) {
+      EXPECT_EQ(p.pp, 1) << describe_plan(p);
+      ParallelPlan lower = p;
+      lower.zero_stage = p.zero_stage - 1;
+      lower.recompute = Recompute::Full;
+      EXPECT_GT(busiest_stage_memory(model, lower).total_bytes, a100_80gb_bytes) << describe_plan(p);
+    }
     EXPECT_EQ(c.peak_memory_bytes, busiest_stage_memory(model, p).total_bytes);
     EXPECT_LE(c.peak_memory_bytes, a100_80gb_bytes);
     // A cheaper recompute would not have fitted.
@@ -76,8 +85,9 @@ TEST(PlanSearch, CandidatesCarryTheOverlapsThatApplyAndNoOthers)
   for (const PlanCandidate& c : plans.fitting) {
     const ParallelPlan& p = c.plan;
     const bool reduced = p.dp * p.cp > 1;
-    EXPECT_EQ(c.options.overlap_grad_reduce, reduced) << describe_plan(p);
-    EXPECT_EQ(c.options.overlap_param_gather, reduced && p.zero_stage == 1) << describe_plan(p);
+    // ZeRO-2/3 reduce every unit in its backward anyway, ZeRO-3 prefetches its gathers anyway.
+    EXPECT_EQ(c.options.overlap_grad_reduce, reduced && p.zero_stage <= 1) << describe_plan(p);
+    EXPECT_EQ(c.options.overlap_param_gather, reduced && (p.zero_stage == 1 || p.zero_stage == 2)) << describe_plan(p);
     EXPECT_EQ(c.options.tp_comm_overlap, p.tp > 1 && p.sequence_parallel()) << describe_plan(p);
     with_grad_reduce += c.options.overlap_grad_reduce ? 1 : 0;
     with_dp_1 += p.dp == 1 ? 1 : 0;
@@ -110,10 +120,55 @@ TEST(PlanSearch, DefaultContextParallelismOnLongSequencesWithFlash)
   for (const PlanCandidate& c : plans.fitting) {
     EXPECT_EQ((16 / c.plan.tp) % c.plan.cp, 0) << describe_plan(c.plan);
     EXPECT_EQ(model.seq_len % (2 * c.plan.cp), 0) << describe_plan(c.plan);
-    EXPECT_EQ(c.plan.zero_stage, c.plan.dp * c.plan.cp > 1 ? 1 : 0) << "ZeRO-1 over dp x cp: " << describe_plan(c.plan);
+    EXPECT_EQ(c.plan.zero_stage == 0, c.plan.dp * c.plan.cp == 1) << "ZeRO over dp x cp: " << describe_plan(c.plan);
     sizes.insert(c.plan.cp);
   }
   EXPECT_EQ(sizes, (std::set<int64_t>{1, 2, 4, 8}));
+}
+
+// A model that fits only sharded: Llama 3 70B's layers, 83 of them (a prime: no pipeline split), on 64 GPUs without
+// tensor parallelism fits as ZeRO-3 (18 bytes per parameter over 64 ranks) but not as ZeRO-1 or ZeRO-2 (the whole
+// weights alone are 136 GiB); the search finds it, with the cheapest recompute that fits. With 80 layers pipelines
+// fit with ZeRO-1, and ZeRO-3 is tried beside them only when asked (ShardedStages::Always).
+TEST(PlanSearch, FindsZero3WhereOnlyShardedWeightsFit)
+{
+  GptConfig model = find_catalog_model("llama3-70b")->model;
+  model.layers = 83;
+  SearchSpace space;
+  space.max_tp = 1;
+  space.micro_batches = {1};
+  space.attention = AttentionKernel::Flash;
+  PlanEnumeration plans = enumerate_plans(model, 64, 64, 8, a100_80gb_bytes, space);
+  ASSERT_EQ(plans.fitting.size(), 1U);
+  ParallelPlan p = plans.fitting[0].plan;
+  EXPECT_EQ(p.zero_stage, 3) << describe_plan(p);
+  EXPECT_EQ(p.pp, 1);
+  EXPECT_EQ(p.dp, 64);
+  EXPECT_EQ(plans.fitting[0].peak_memory_bytes, busiest_stage_memory(model, p).total_bytes);
+  EXPECT_LE(plans.fitting[0].peak_memory_bytes, a100_80gb_bytes);
+  for (const int lower : {1, 2}) {
+    ParallelPlan q = p;
+    q.zero_stage = lower;
+    q.recompute = Recompute::Full;
+    EXPECT_GT(busiest_stage_memory(model, q).total_bytes, a100_80gb_bytes) << describe_plan(q);
+  }
+  if (p.recompute != Recompute::None) {
+    p.recompute = p.recompute == Recompute::Full ? Recompute::Selective : Recompute::None;
+    EXPECT_GT(busiest_stage_memory(model, p).total_bytes, a100_80gb_bytes) << describe_plan(p);
+  }
+
+  model.layers = 80;
+  auto stages = [](const PlanEnumeration& e) {
+    std::set<std::pair<int64_t, int>> pp_and_zero;
+    for (const PlanCandidate& c : e.fitting)
+      pp_and_zero.insert({c.plan.pp == 1 ? 1 : 2, c.plan.zero_stage});
+    return pp_and_zero;
+  };
+  plans = enumerate_plans(model, 64, 64, 8, a100_80gb_bytes, space);
+  EXPECT_EQ(stages(plans), (std::set<std::pair<int64_t, int>>{{2, 1}})) << "pipelines with ZeRO-1 only";
+  space.sharded = ShardedStages::Always;
+  plans = enumerate_plans(model, 64, 64, 8, a100_80gb_bytes, space);
+  EXPECT_EQ(stages(plans), (std::set<std::pair<int64_t, int>>{{1, 3}, {2, 1}}));
 }
 
 // rank_plans keeps, for each plan, the faster of its variant with every applicable overlap and its variant with none.
@@ -164,7 +219,7 @@ TEST(PlanSearch, RankingKeepsTheFasterOfWithAndWithoutOverlaps)
   }
 }
 
-// Issue 30: an error in a worker thread reaches the caller (no std::terminate), and the other threads stop
+// An error in a worker thread reaches the caller (no std::terminate), and the other threads stop
 // taking items.
 TEST(ParallelFor, AWorkersExceptionIsRethrownOnTheCaller)
 {

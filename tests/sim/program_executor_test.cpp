@@ -1,7 +1,7 @@
 // execute_programs (sim/executor/program_executor.hpp) on hand-made programs, timed by hand: streams of a rank
 // run concurrently unless an op depends on another; a collective starts when its last member reaches it and
-// pays its flows and latency; a pipeline message is received after its send's flow. (Issue 13's direct unit
-// tests of the executor; check_progress has its own in tests/cli/replay_cli_test.cpp.)
+// pays its flows and latency; a pipeline message is received after its send's flow. (Direct unit tests of the
+// executor; check_progress has its own in tests/cli/replay_cli_test.cpp.)
 #include "gputwin/sim/program_executor.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 

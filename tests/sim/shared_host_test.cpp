@@ -1,4 +1,4 @@
-// Shared hosts (issue 13, item 4): a node whose "GPUs" are threads sharing its CPU cores (ClusterSpec::host_cores,
+// Shared hosts: a node whose "GPUs" are threads sharing its CPU cores (ClusterSpec::host_cores,
 // localhost). The as-measured durations of a trace (sim/replay/as_measured.hpp: issue gaps, a core's share of
 // each op) by hand, and the SimGrid executor's sharing of the cores (each test is its own process under ctest:
 // one SimGrid platform per process).

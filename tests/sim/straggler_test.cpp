@@ -1,7 +1,8 @@
-// Stragglers (issue 15): the classes of ranks a slowdown leaves interchangeable, the unfolded programs, and
+// Stragglers: the classes of ranks a slowdown leaves interchangeable, the unfolded programs, and
 // iterations against closed forms on an ideal-compute cluster (a plain roofline: every kernel's time is known).
 // The SimGrid executor allows one platform per process: one simulate_iteration per test; the DAG executor
 // (same programs, any number per process) checks the rest. sim/README.md "Stragglers".
+#include "gputwin/sim/isolated_run.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/models/rank_layout.hpp"
@@ -304,7 +305,7 @@ TEST(StragglerUnfolding, AtFullSpeedMatchesTheFoldedEstimate)
   EXPECT_NEAR(unfolded.iteration_time_s, folded, 1e-9 * folded);
 }
 
-// The same on the SimGrid executor, flows and host model included (the folded run in a forked child: one
+// The same on the SimGrid executor, flows and host model included (the folded run in a process of its own: one
 // platform per process).
 TEST(StragglerUnfolding, AtFullSpeedMatchesTheFoldedSimulation)
 {
@@ -312,19 +313,11 @@ TEST(StragglerUnfolding, AtFullSpeedMatchesTheFoldedSimulation)
   const topo::ClusterGraph graph(cluster_for(plan));
   const Workload w = make_workload(small_model, plan);
   const FrameworkProfile host = builtin_framework_profile("megatron-lm");
-  int fd[2];
-  ASSERT_EQ(pipe(fd), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const double t = simulate_iteration(graph, w, full_speed_gpu(), {}, host).iteration_time_s;
-    _exit(write(fd[1], &t, sizeof t) == sizeof t ? 0 : 1);
-  }
-  double folded = 0;
-  ASSERT_EQ(read(fd[0], &folded, sizeof folded), static_cast<ssize_t>(sizeof folded));
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const double folded = std::stod(sim::run_isolated(1, 1, [&](size_t) {
+    char text[32]; // exact: 17 significant digits
+    std::snprintf(text, sizeof text, "%.17g", simulate_iteration(graph, w, full_speed_gpu(), {}, host).iteration_time_s);
+    return std::string(text);
+  })[0]);
   const int32_t rank = static_cast<int32_t>(global_rank(plan, {1, 2, 1}));
   const IterationResult unfolded = simulate_iteration(graph, w, full_speed_gpu(), {}, host, {{rank, 1.0}});
   EXPECT_EQ(unfolded.programs.size(), 8u);

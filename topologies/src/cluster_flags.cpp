@@ -65,15 +65,23 @@ FabricFaults read_fabric_faults(const cli::ParsedArgs& args)
   return faults;
 }
 
-ClusterSpec read_cluster(const cli::ParsedArgs& args)
+ClusterRequest read_cluster_request(const cli::ParsedArgs& args)
 {
-  int nodes = 0; // 0: the file's
+  ClusterRequest request;
   if (const std::optional<int64_t> value = args.integer("--nodes")) {
     if (*value <= 0 || *value > std::numeric_limits<int>::max())
       throw InputError("--nodes: expected a positive integer, got " + std::to_string(*value));
-    nodes = static_cast<int>(*value);
+    request.nodes = static_cast<int>(*value);
   }
-  return read_cluster(args, nodes);
+  request.faults = read_fabric_faults(args); // malformed values first: no file is read for them
+  request.name_or_path = args.value("--cluster").value_or(default_cluster);
+  request.set_overrides = args.values("--set");
+  return request;
+}
+
+ClusterSpec read_cluster(const cli::ParsedArgs& args)
+{
+  return load_cluster(read_cluster_request(args));
 }
 
 ClusterSpec read_cluster(const cli::ParsedArgs& args, int nodes)

@@ -173,4 +173,11 @@ ClusterSpec load_cluster(const std::string& name_or_path, int nodes, const std::
   return spec;
 }
 
+ClusterSpec load_cluster(const ClusterRequest& request, int nodes)
+{
+  ClusterSpec spec = load_cluster(request.name_or_path, nodes > 0 ? nodes : request.nodes, request.set_overrides);
+  spec.faults = request.faults;
+  return spec;
+}
+
 } // namespace gputwin::topo

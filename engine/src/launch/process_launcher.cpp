@@ -127,82 +127,74 @@ void signal_groups(const std::vector<Child>& children, int signal_number)
       ::kill(-c.pid, signal_number); // the rank's process group: the command and whatever it started
 }
 
-} // namespace
-
-int launch_processes(const LaunchOptions& options, std::ostream& log)
+// A run id unique on this host: the launcher's pid and the clock.
+std::string make_run_id()
 {
-  if (options.processes < 1)
-    throw InputError("--nproc: expected a number of ranks >= 1, got " + std::to_string(options.processes));
-  if (options.command.empty())
-    throw InputError("expected the command to run after '--' (gputwin-engine launch --nproc N -- COMMAND ARGS...)");
-  const std::string directory = make_rendezvous_directory(options.rendezvous_parent);
   char run_id[64];
   std::snprintf(run_id, sizeof run_id, "run-%ld-%llx", static_cast<long>(::getpid()),
                 static_cast<unsigned long long>(std::chrono::system_clock::now().time_since_epoch().count()));
+  return run_id;
+}
 
-  std::vector<std::string> arguments = options.command;
-  std::vector<char*> argv = pointers(arguments);
-  const SignalForwarding forwarding;
-  std::cout.flush(); // a child must not inherit (and print again) what the launcher has buffered
-  std::cerr.flush();
-  log.flush();
-  const pid_t launcher = ::getpid();
-  std::vector<Child> children;
-  for (int rank = 0; rank < options.processes; ++rank) {
-    std::vector<std::string> environment = rank_environment({{"GPUTWIN_RANK", std::to_string(rank)},
-                                                             {"GPUTWIN_WORLD_SIZE", std::to_string(options.processes)},
-                                                             {"GPUTWIN_LOCAL_RANK", std::to_string(rank)},
-                                                             {"GPUTWIN_RENDEZVOUS_DIR", directory},
-                                                             {"GPUTWIN_RUN_ID", run_id}});
-    std::vector<char*> envp = pointers(environment);
-    // SIGINT/SIGTERM wait while a rank starts: until it has restored the default handlers, a signal the launcher
-    // forwards would run the launcher's handler in the rank and be lost (the rank would then outlive it).
-    sigset_t stop_signals, previous_mask;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    ::sigprocmask(SIG_BLOCK, &stop_signals, &previous_mask);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
-      log << "gputwin-engine launch: cannot start rank " << rank << ": fork failed: " << std::strerror(errno)
-          << "; stopping the other ranks\n";
-      signal_groups(children, SIGKILL);
-      for (Child& c : children)
-        ::waitpid(c.pid, nullptr, 0);
-      std::filesystem::remove_all(directory);
-      return 1;
-    }
-    if (pid == 0) { // the rank: its own process group (so stopping it stops what it started), default signals
-      ::setpgid(0, 0);
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGTERM, SIG_DFL);
-      ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr); // a signal forwarded meanwhile now stops the rank
+// The rank's side of the fork: its own process group (so stopping it stops what it started), the default signal
+// handlers, then the command. Exits 127 when the command cannot run.
+[[noreturn]] void exec_rank(int rank, std::vector<char*>& argv, std::vector<char*>& envp, const sigset_t& previous_mask,
+                            [[maybe_unused]] pid_t launcher)
+{
+  ::setpgid(0, 0);
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr); // a signal forwarded meanwhile now stops the rank
 #ifdef __linux__
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM); // the launcher died (even by SIGKILL): stop too
-      if (::getppid() != launcher)
-        ::_exit(128 + SIGTERM);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM); // the launcher died (even by SIGKILL): stop too
+  if (::getppid() != launcher)
+    ::_exit(128 + SIGTERM);
 #endif
-      environ = envp.data();
-      ::execvp(argv[0], argv.data());
-      const std::string message = "gputwin-engine launch: rank " + std::to_string(rank) + ": cannot run '" +
-                                  arguments[0] + "': " + std::strerror(errno) + "\n";
-      [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, message.data(), message.size());
-      ::_exit(127);
-    }
-    ::setpgid(pid, pid); // also here: a signal sent before the child ran setpgid must still reach its group
-    children.push_back(Child{rank, pid, true});
-    ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr); // the launcher's own pending signal: handled now
-  }
+  environ = envp.data();
+  ::execvp(argv[0], argv.data());
+  const std::string message = "gputwin-engine launch: rank " + std::to_string(rank) + ": cannot run '" +
+                              std::string(argv[0]) + "': " + std::strerror(errno) + "\n";
+  [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, message.data(), message.size());
+  ::_exit(127);
+}
 
-  int running = options.processes;
+// Forks rank `rank` running `argv` with `environment`. Returns its pid (the leader of its own process group), or
+// -1 when fork failed (errno says why).
+pid_t start_rank(int rank, std::vector<char*>& argv, std::vector<std::string> environment, pid_t launcher)
+{
+  std::vector<char*> envp = pointers(environment);
+  // SIGINT/SIGTERM wait while a rank starts: until it has restored the default handlers, a signal the launcher
+  // forwards would run the launcher's handler in the rank and be lost (the rank would then outlive it).
+  sigset_t stop_signals, previous_mask;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &stop_signals, &previous_mask);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+    return -1;
+  }
+  if (pid == 0)
+    exec_rank(rank, argv, envp, previous_mask, launcher);
+  ::setpgid(pid, pid); // also here: a signal sent before the child ran setpgid must still reach its group
+  ::sigprocmask(SIG_SETMASK, &previous_mask, nullptr); // the launcher's own pending signal: handled now
+  return pid;
+}
+
+// Waits for every rank. The first rank that fails (non-zero exit or a signal) or a signal the launcher receives
+// stops the others: SIGTERM (or the received signal) to their process groups, SIGKILL after `grace`. Returns the
+// launcher's exit status (see launch_processes).
+int supervise_ranks(std::vector<Child>& children, std::chrono::milliseconds grace, std::ostream& log)
+{
+  int running = static_cast<int>(children.size());
   int exit_code = 0;
   bool stopping = false, killed = false;
   std::chrono::steady_clock::time_point kill_at{};
   auto stop_all = [&](int signal_number) {
     signal_groups(children, signal_number);
     if (!stopping)
-      kill_at = std::chrono::steady_clock::now() + options.grace;
+      kill_at = std::chrono::steady_clock::now() + grace;
     stopping = true;
   };
   while (running > 0) {
@@ -233,8 +225,8 @@ int launch_processes(const LaunchOptions& options, std::ostream& log)
       received_signal = 0;
       if (exit_code == 0)
         exit_code = 128 + signal_number;
-      log << "gputwin-engine launch: received signal " << signal_number << "; forwarding it to " << running
-          << " rank" << (running == 1 ? "" : "s") << "\n";
+      log << "gputwin-engine launch: received signal " << signal_number << "; forwarding it to " << running << " rank"
+          << (running == 1 ? "" : "s") << "\n";
       log.flush();
       stop_all(signal_number);
     }
@@ -248,6 +240,49 @@ int launch_processes(const LaunchOptions& options, std::ostream& log)
   if (stopping) // leftovers of the ranks' process groups
     for (const Child& c : children)
       ::kill(-c.pid, SIGKILL);
+  return exit_code;
+}
+
+} // namespace
+
+int launch_processes(const LaunchOptions& options, std::ostream& log)
+{
+  if (options.processes < 1)
+    throw InputError("--nproc: expected a number of ranks >= 1, got " + std::to_string(options.processes));
+  if (options.command.empty())
+    throw InputError("expected the command to run after '--' (gputwin-engine launch --nproc N -- COMMAND ARGS...)");
+  const std::string directory = make_rendezvous_directory(options.rendezvous_parent);
+  const std::string run_id = make_run_id();
+
+  std::vector<std::string> arguments = options.command;
+  std::vector<char*> argv = pointers(arguments);
+  const SignalForwarding forwarding;
+  std::cout.flush(); // a child must not inherit (and print again) what the launcher has buffered
+  std::cerr.flush();
+  log.flush();
+  const pid_t launcher = ::getpid();
+  std::vector<Child> children;
+  for (int rank = 0; rank < options.processes; ++rank) {
+    const pid_t pid = start_rank(rank, argv,
+                                 rank_environment({{"GPUTWIN_RANK", std::to_string(rank)},
+                                                   {"GPUTWIN_WORLD_SIZE", std::to_string(options.processes)},
+                                                   {"GPUTWIN_LOCAL_RANK", std::to_string(rank)},
+                                                   {"GPUTWIN_RENDEZVOUS_DIR", directory},
+                                                   {"GPUTWIN_RUN_ID", run_id}}),
+                                 launcher);
+    if (pid < 0) {
+      log << "gputwin-engine launch: cannot start rank " << rank << ": fork failed: " << std::strerror(errno)
+          << "; stopping the other ranks\n";
+      signal_groups(children, SIGKILL);
+      for (Child& c : children)
+        ::waitpid(c.pid, nullptr, 0);
+      std::filesystem::remove_all(directory);
+      return 1;
+    }
+    children.push_back(Child{rank, pid, true});
+  }
+
+  const int exit_code = supervise_ranks(children, options.grace, log);
   std::error_code ignored;
   std::filesystem::remove_all(directory, ignored);
   return exit_code;

@@ -18,6 +18,10 @@ void check_engine_supports_plan(const GptConfig& model, const ParallelPlan& plan
   if (plan.fp8)
     throw InputError("--fp8: the engine does not run FP8 linear layers yet (expected bf16, without --fp8; the "
                      "simulator models them)");
+  if (plan.zero_stage > 1 || plan.fsdp)
+    throw InputError("--zero: the engine implements ZeRO 0 and 1 (got " +
+                     (plan.fsdp ? std::string("--fsdp") : "--zero " + std::to_string(plan.zero_stage)) +
+                     "; the simulator models ZeRO-2, ZeRO-3 and FSDP)");
 }
 
 } // namespace gputwin::engine

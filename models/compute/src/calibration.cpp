@@ -187,24 +187,18 @@ std::vector<CollectiveFit> fit_collectives(const std::vector<traces::OpGraph>& t
   return fits;
 }
 
-} // namespace
-
-GpuComputeModel nominal_cpu_compute_model()
-{
-  return nominal_roofline_model("cpu", 1e11, 1e10,
-                                "nominal CPU reference (1e11 FLOP/s, 1e10 B/s); efficiencies are relative to it");
-}
-
-Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuComputeModel& nominal)
-{
-  Calibration result;
-  result.gpu = nominal;
-  result.traces = static_cast<int64_t>(traces.size());
-  GpuComputeModel& gpu = result.gpu;
+// The measured compute ops of the traces: GEMMs, and memory-bound ops as points (bytes, seconds), also per named
+// kernel class.
+struct ComputeSamples {
   std::vector<const traces::Op*> gemms, memory_ops;
   std::vector<double> gemm_s;
   Points memory;
   std::map<KernelClass, Points> by_class; // memory-bound ops of a named class
+};
+
+ComputeSamples measured_compute_ops(const std::vector<traces::OpGraph>& traces)
+{
+  ComputeSamples samples;
   for (const traces::OpGraph& graph : traces)
     for (const traces::RankProgram& program : graph.ranks)
       for (const traces::Op& op : program.ops) {
@@ -212,46 +206,57 @@ Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuCompu
           continue;
         const double seconds = static_cast<double>(op.duration_ns) * 1e-9;
         if (is_gemm(op)) {
-          gemms.push_back(&op);
-          gemm_s.push_back(seconds);
+          samples.gemms.push_back(&op);
+          samples.gemm_s.push_back(seconds);
         } else {
-          memory_ops.push_back(&op);
-          memory.x.push_back(op.bytes);
-          memory.t.push_back(seconds);
+          samples.memory_ops.push_back(&op);
+          samples.memory.x.push_back(op.bytes);
+          samples.memory.t.push_back(seconds);
           const KernelClass c = classify_kernel(op.name, false);
           if (c != KernelClass::Other) {
-            by_class[c].x.push_back(op.bytes);
-            by_class[c].t.push_back(seconds);
+            samples.by_class[c].x.push_back(op.bytes);
+            samples.by_class[c].t.push_back(seconds);
           }
         }
       }
+  return samples;
+}
 
+// Fits kernel_overhead_s and memory_efficiency of `gpu` to the memory-bound ops (one line over all of them).
+void fit_memory_line(GpuComputeModel& gpu, const Points& memory, double nominal_overhead_s,
+                     std::vector<std::string>& notes)
+{
   if (memory.t.empty()) {
-    result.notes.push_back("no memory-bound compute op with a measured duration: memory_efficiency and "
-                           "kernel_overhead_s kept at their nominal values");
-  } else {
-    if (memory.distinct_x() < 2)
-      result.notes.push_back("memory-bound ops of a single size: kernel_overhead_s kept at its nominal value "
-                             "(at most their mean duration)");
-    const Line line = fit_conserving(memory, nominal.kernel_overhead_s);
-    gpu.kernel_overhead_s = line.intercept;
-    if (line.slope > 0)
-      gpu.memory_efficiency = 1 / (line.slope * gpu.hbm_bytes_per_s);
-    else
-      result.notes.push_back("memory-bound ops move no bytes or take no longer with more: memory_efficiency kept "
-                             "at its nominal value");
+    notes.push_back("no memory-bound compute op with a measured duration: memory_efficiency and "
+                    "kernel_overhead_s kept at their nominal values");
+    return;
   }
-  // Each named class on its own line (same rule, intercept >= 0), expressed relative to the global line. A
-  // class overhead below the global one lowers the global overhead to it (the global bandwidth refitted to
-  // the total with that overhead), so that every class's extra overhead is >= 0.
+  if (memory.distinct_x() < 2)
+    notes.push_back("memory-bound ops of a single size: kernel_overhead_s kept at its nominal value "
+                    "(at most their mean duration)");
+  const Line line = fit_conserving(memory, nominal_overhead_s);
+  gpu.kernel_overhead_s = line.intercept;
+  if (line.slope > 0)
+    gpu.memory_efficiency = 1 / (line.slope * gpu.hbm_bytes_per_s);
+  else
+    notes.push_back("memory-bound ops move no bytes or take no longer with more: memory_efficiency kept "
+                    "at its nominal value");
+}
+
+// Each named class on its own line (same rule, intercept >= 0), expressed relative to the global line. A class
+// overhead below the global one lowers the global overhead to it (the global bandwidth refitted to the total with
+// that overhead), so that every class's extra overhead is >= 0.
+void fit_memory_classes(GpuComputeModel& gpu, const Points& memory, const std::map<KernelClass, Points>& by_class,
+                        std::vector<std::string>& notes)
+{
   std::map<KernelClass, Line> class_lines;
   for (const auto& [kernel_class, points] : by_class) {
     const Line line = fit_conserving(points, gpu.kernel_overhead_s);
     if (line.slope > 0)
       class_lines[kernel_class] = line;
     else
-      result.notes.push_back("memory-bound class " + to_string(kernel_class) +
-                             ": no bytes or no growth with size, kept at its nominal parameters");
+      notes.push_back("memory-bound class " + to_string(kernel_class) +
+                      ": no bytes or no growth with size, kept at its nominal parameters");
   }
   double lowest_overhead_s = gpu.kernel_overhead_s;
   for (const auto& [kernel_class, line] : class_lines)
@@ -269,27 +274,37 @@ Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuCompu
                                         line.intercept - gpu.kernel_overhead_s};
   for (const auto& [kernel_class, params] : gpu.memory_classes)
     if (!by_class.count(kernel_class))
-      result.notes.push_back("memory-bound class " + to_string(kernel_class) +
-                             ": not in the traces, kept at its nominal parameters (relative to memory_efficiency)");
+      notes.push_back("memory-bound class " + to_string(kernel_class) +
+                      ": not in the traces, kept at its nominal parameters (relative to memory_efficiency)");
+}
 
-  GpuComputeModel analytic; // the analytic curve fitted alone, to compare with a table
-  if (gemms.empty()) {
-    result.notes.push_back("no GEMM with a measured duration: gemm_efficiency and gemm_k_half kept at their "
-                           "nominal values");
-  } else {
-    if (gpu.gemm_table) {
-      analytic = gpu;
-      analytic.gemm_table = nullptr;
-      if (!fit_gemms(analytic, gemms, gemm_s))
-        analytic = GpuComputeModel{};
-    }
-    if (!fit_gemms(gpu, gemms, gemm_s))
-      result.notes.push_back("the GEMMs take less in total than their overhead and memory terms: gemm_efficiency "
-                             "and gemm_k_half kept at their nominal values");
+// Fits the GEMM parameters of `gpu`. Returns the analytic curve fitted alone, to compare with a GEMM table: a
+// model with peak_flops 0 when `gpu` has no table or the analytic curve explains no data.
+GpuComputeModel fit_gemm_models(GpuComputeModel& gpu, const ComputeSamples& samples, std::vector<std::string>& notes)
+{
+  GpuComputeModel analytic;
+  if (samples.gemms.empty()) {
+    notes.push_back("no GEMM with a measured duration: gemm_efficiency and gemm_k_half kept at their "
+                    "nominal values");
+    return analytic;
   }
+  if (gpu.gemm_table) {
+    analytic = gpu;
+    analytic.gemm_table = nullptr;
+    if (!fit_gemms(analytic, samples.gemms, samples.gemm_s))
+      analytic = GpuComputeModel{};
+  }
+  if (!fit_gemms(gpu, samples.gemms, samples.gemm_s))
+    notes.push_back("the GEMMs take less in total than their overhead and memory terms: gemm_efficiency "
+                    "and gemm_k_half kept at their nominal values");
+  return analytic;
+}
 
-  // Errors: the fitted model per class, the simpler model beside it (analytic curve instead of the table; one
-  // memory efficiency instead of the classes), per kernel class, then per op name.
+// Errors: the fitted model per class, the simpler model beside it (analytic curve instead of the table; one memory
+// efficiency instead of the classes), per kernel class, then per op name.
+std::vector<OpClassFit> error_rows(const GpuComputeModel& gpu, const GpuComputeModel& analytic,
+                                   const ComputeSamples& samples)
+{
   GpuComputeModel one_efficiency = gpu;
   one_efficiency.memory_classes.clear();
   const auto fit_row = [](const std::string& name) { return OpClassFit{name, 0, 0, 0, 0, 0}; };
@@ -302,42 +317,66 @@ Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuCompu
     named.op_class = prefix + op.name;
     add_error(named, seconds, modelled_s);
   };
-  for (size_t i = 0; i < gemms.size(); ++i) {
-    const double modelled_s = compute_duration_s(gpu, *gemms[i]);
+  const std::vector<double>& gemm_s = samples.gemm_s;
+  for (size_t i = 0; i < samples.gemms.size(); ++i) {
+    const double modelled_s = compute_duration_s(gpu, *samples.gemms[i]);
     add_error(gemm_fit, gemm_s[i], modelled_s);
     if (analytic.peak_flops > 0)
-      add_error(analytic_fit, gemm_s[i], compute_duration_s(analytic, *gemms[i]));
-    account_name("gemm:", *gemms[i], gemm_s[i], modelled_s);
+      add_error(analytic_fit, gemm_s[i], compute_duration_s(analytic, *samples.gemms[i]));
+    account_name("gemm:", *samples.gemms[i], gemm_s[i], modelled_s);
   }
-  for (size_t i = 0; i < memory_ops.size(); ++i) {
-    const double modelled_s = compute_duration_s(gpu, *memory_ops[i]);
-    const double global_s = compute_duration_s(one_efficiency, *memory_ops[i]);
-    add_error(memory_fit, memory.t[i], modelled_s);
-    add_error(global_fit, memory.t[i], global_s);
-    const KernelClass c = classify_kernel(memory_ops[i]->name, false);
-    if (by_class.count(c)) {
+  const std::vector<double>& memory_s = samples.memory.t;
+  for (size_t i = 0; i < samples.memory_ops.size(); ++i) {
+    const double modelled_s = compute_duration_s(gpu, *samples.memory_ops[i]);
+    const double global_s = compute_duration_s(one_efficiency, *samples.memory_ops[i]);
+    add_error(memory_fit, memory_s[i], modelled_s);
+    add_error(global_fit, memory_s[i], global_s);
+    const KernelClass c = classify_kernel(samples.memory_ops[i]->name, false);
+    if (samples.by_class.count(c)) {
       auto& [with_class, without] = class_fits[c];
       with_class.op_class = to_string(c);
       without.op_class = to_string(c) + " (one efficiency)";
-      add_error(with_class, memory.t[i], modelled_s);
-      add_error(without, memory.t[i], global_s);
+      add_error(with_class, memory_s[i], modelled_s);
+      add_error(without, memory_s[i], global_s);
     }
-    account_name("memory:", *memory_ops[i], memory.t[i], modelled_s);
+    account_name("memory:", *samples.memory_ops[i], memory_s[i], modelled_s);
   }
+  std::vector<OpClassFit> rows;
   for (const OpClassFit* fit : {&gemm_fit, &analytic_fit, &memory_fit})
     if (fit->ops > 0)
-      result.fits.push_back(*fit);
+      rows.push_back(*fit);
   if (!class_fits.empty()) {
-    result.fits.push_back(global_fit);
+    rows.push_back(global_fit);
     for (const auto& [c, pair] : class_fits) {
-      result.fits.push_back(pair.first);
-      result.fits.push_back(pair.second);
+      rows.push_back(pair.first);
+      rows.push_back(pair.second);
     }
   }
   for (const auto& [name, fit] : by_name)
-    result.fits.push_back(fit);
-  for (OpClassFit& fit : result.fits)
+    rows.push_back(fit);
+  for (OpClassFit& fit : rows)
     fit.mean_abs_relative_error /= static_cast<double>(fit.ops);
+  return rows;
+}
+
+} // namespace
+
+GpuComputeModel nominal_cpu_compute_model()
+{
+  return nominal_roofline_model("cpu", 1e11, 1e10,
+                                "nominal CPU reference (1e11 FLOP/s, 1e10 B/s); efficiencies are relative to it");
+}
+
+Calibration calibrate(const std::vector<traces::OpGraph>& traces, const GpuComputeModel& nominal)
+{
+  Calibration result;
+  result.gpu = nominal;
+  result.traces = static_cast<int64_t>(traces.size());
+  const ComputeSamples samples = measured_compute_ops(traces);
+  fit_memory_line(result.gpu, samples.memory, nominal.kernel_overhead_s, result.notes);
+  fit_memory_classes(result.gpu, samples.memory, samples.by_class, result.notes);
+  const GpuComputeModel analytic = fit_gemm_models(result.gpu, samples, result.notes);
+  result.fits = error_rows(result.gpu, analytic, samples);
   result.collectives = fit_collectives(traces);
   return result;
 }

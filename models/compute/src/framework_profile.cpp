@@ -46,6 +46,26 @@ FrameworkProfile megatron_core_host(const std::string& name)
   return p;
 }
 
+// TorchTitan (PyTorch eager, FSDP2 fully_shard per transformer block, SDPA attention): not measured. Carried over
+// from megatron_host, the same PyTorch eager dispatcher and Python module calls: the per-op issue costs, the launch
+// latency, the per-micro-batch step (torchtitan/train.py forward_backward_step: data, loss) and the per-iteration
+// bookkeeping (clip_grad_norm_ over every parameter, optimizer and scheduler steps, as Megatron's). Taken from
+// TorchTitan's source: no host sync before the optimizer (train_step reads grad_norm and the loss with .item() only
+// on logging steps, metrics_processor.should_log; bf16 training has no found-inf check), and SDPA's fused kernels
+// (no softmax fallback). Assumed: no host sync after pipeline p2p (torch.distributed.pipelining waits on its works
+// from the stream; FSDP plans here have pp = 1 anyway). Not costed: FSDP2's Python pre/post hooks and the copy-in /
+// copy-out kernels around each unit's all-gather and reduce-scatter (per-parameter sharding,
+// megatron/core/distributed/fsdp/src/docs/runtime_schedule.md "FSDP2"): each collective costs collective_issue_s.
+FrameworkProfile torchtitan_host()
+{
+  FrameworkProfile p = megatron_host("torchtitan", "TorchTitan (PyTorch eager + FSDP2): Megatron's PyTorch host "
+                                                   "costs (not measured); no host sync before the optimizer");
+  p.unfused_softmax_extra_ops = 0;
+  p.sync_after_p2p = false;
+  p.sync_before_optimizer = false;
+  return p;
+}
+
 } // namespace
 
 const char* default_framework_for(GpuGeneration generation)
@@ -60,7 +80,7 @@ const char* default_framework_for(GpuGeneration generation)
 
 std::vector<std::string> builtin_framework_names()
 {
-  return {"none", "megatron-lm", "megatron-core", "nemo", "megatron-deepspeed", "gputwin-engine"};
+  return {"none", "megatron-lm", "megatron-core", "nemo", "megatron-deepspeed", "torchtitan", "gputwin-engine"};
 }
 
 FrameworkProfile builtin_framework_profile(const std::string& name, const std::string& flag)
@@ -75,6 +95,8 @@ FrameworkProfile builtin_framework_profile(const std::string& name, const std::s
     return megatron_host(name, "fit to vTrain's A100 single-node iterations (Megatron-DeepSpeed)");
   if (name == "megatron-core" || name == "nemo")
     return megatron_core_host(name);
+  if (name == "torchtitan")
+    return torchtitan_host();
   if (name == "megatron-lm")
     return megatron_host(name, "the megatron-deepspeed host costs (same PyTorch modules and p2p calls; not "
                                "measured separately)");

@@ -1,6 +1,7 @@
 #include "gputwin/models/plan_flags.hpp"
 
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/models/megatron_args.hpp"
 #include "gputwin/models/model_catalog.hpp"
 
 #include <cstdio>
@@ -8,10 +9,38 @@
 
 namespace gputwin::cli {
 
-void add_model_flags(ArgParser& parser)
+namespace {
+
+// The model flags beside --model: options with a value, and switches (add_model_flags declares them).
+constexpr const char* model_value_flags[] = {"--hidden",     "--heads",          "--layers",     "--seq-len",
+                                             "--vocab",      "--num-query-groups", "--ffn-hidden", "--activation",
+                                             "--norm",       "--position"};
+constexpr const char* model_switch_flags[] = {"--untie-embeddings", "--no-bias", "--no-dropout"};
+
+} // namespace
+
+std::vector<std::string> model_flag_arguments(const ParsedArgs& args)
+{
+  std::vector<std::string> out;
+  for (const char* flag : model_value_flags)
+    if (const std::optional<std::string> v = args.value(flag)) {
+      out.emplace_back(flag);
+      out.push_back(*v);
+    }
+  for (const char* flag : model_switch_flags)
+    if (args.has(flag))
+      out.emplace_back(flag);
+  return out;
+}
+
+void add_model_flags(ArgParser& parser, bool model_list)
 {
   parser.add_section("model");
-  parser.add_option("--model", "NAME|FILE", "built-in model (" + catalog_names() + ") or a model .yaml file");
+  parser.add_option("--model", model_list ? "NAME|FILE[,...]" : "NAME|FILE",
+                    std::string(model_list ? "comma-separated: " : "") + "built-in model (" + catalog_names() +
+                        "), a model .yaml file, or hf:PATH, a HuggingFace config.json (Llama, Mistral, Qwen2, Qwen3; "
+                        "its max_position_embeddings is the sequence length unless --seq-len)" +
+                        (model_list ? "; the flags below apply to every model" : ""));
   parser.add_option("--hidden", "H", "hidden size h (overrides the model's)");
   parser.add_option("--heads", "A", "attention heads a");
   parser.add_option("--layers", "L", "transformer layers L");
@@ -35,6 +64,12 @@ void add_plan_flags(ArgParser& parser)
                     "the paper's whole configuration of a built-in model (Korthikanti et al. 2022): Table 3's tp, pp, "
                     "micro-batch, global batch and schedule, with sequence parallelism and selective recompute as "
                     "its Table 5 runs; the flags below override it (--no-sp, --recompute none)");
+  parser.add_expanding_option(
+      "--megatron-args", "FILE",
+      "a Megatron-LM / NeMo launch line (torchrun ... pretrain_gpt.py --num-layers ...; backslash continuations, "
+      "# comments, VAR=x): its model, plan and overlaps as the equivalent flags, dp = world size / (tp x pp x cp); "
+      "flags given here win; the arguments not modelled are listed in a note",
+      expand_megatron_args);
   parser.add_option("--tp", "T", "tensor-parallel size (default 1)");
   parser.add_option("--pp", "P", "pipeline stages (default 1)");
   parser.add_option("--dp", "D", "data-parallel replicas (default 1)");
@@ -51,7 +86,16 @@ void add_plan_flags(ArgParser& parser)
                     "commands), unfused otherwise");
   parser.add_option("--schedule", "NAME", "pipeline schedule: 1f1b|interleaved|gpipe (default 1f1b)");
   parser.add_option("--chunks", "V", "model chunks per stage, interleaved schedule only");
-  parser.add_option("--zero", "0|1", "1 shards the optimizer states over the dp (x cp) replicas (ZeRO-1)");
+  parser.add_option("--zero", "0|1|2|3",
+                    "ZeRO stage over the dp (x cp) replicas: 1 shards the optimizer states (Megatron-Core's "
+                    "distributed optimizer), 2 also the gradients (reduce-scattered layer by layer in every "
+                    "micro-batch's backward), 3 also the weights (each layer all-gathered before its forward and "
+                    "its backward, the next layer's gather prefetched; Megatron-FSDP, DeepSpeed ZeRO-3); 2 and 3 "
+                    "need --pp 1");
+  parser.add_switch("--fsdp",
+                    "PyTorch FSDP2 as TorchTitan runs it: --zero 3 with the FP32 sharded parameter as the master "
+                    "weight (no BF16 copy kept: 16 sharded bytes per parameter), gathered in BF16, gradients "
+                    "reduce-scattered in FP32 (use with --framework torchtitan)");
   parser.add_option("--cp", "C",
                     "context-parallel size: each micro-batch's sequence split over C ranks, attention as a ring "
                     "exchange of K/V blocks (needs --attention flash; default 1)");
@@ -59,8 +103,8 @@ void add_plan_flags(ArgParser& parser)
   parser.add_option("--pp-last-stage-layers", "N", "layers of the last pipeline stage (uneven stages)");
   parser.add_switch("--fp8", "FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
   parser.add_switch("--fp8-param-gather",
-                    "layer weights kept only in FP8, no BF16 copy (Megatron-Core; needs --fp8 --zero 1; the default "
-                    "with them, as NeMo's FP8 recipe sets it)");
+                    "layer weights kept only in FP8, no BF16 copy (Megatron-Core; needs --fp8 and --zero 1, 2 or 3; "
+                    "the default with them, as NeMo's FP8 recipe sets it; required with --zero 3 --fp8)");
   parser.add_switch("--no-fp8-param-gather", "keep the BF16 weights next to TE's FP8 weight caches with --fp8");
   parser.add_switch("--grad-reduce-in-bf16",
                     "BF16 gradient buffer (Megatron-Core); default FP32 main grads "
@@ -77,7 +121,8 @@ bool looks_like_file(const std::string& name)
   auto ends_with = [&](const std::string& suffix) {
     return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return ends_with(".yaml") || ends_with(".yml") || name.find('/') != std::string::npos || std::ifstream(name).good();
+  return name.rfind("hf:", 0) == 0 || ends_with(".yaml") || ends_with(".yml") || name.find('/') != std::string::npos ||
+         std::ifstream(name).good();
 }
 
 void override_size(const ParsedArgs& args, const std::string& flag, int64_t& field)
@@ -100,10 +145,15 @@ GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file)
       model = load_file(*name);
     } else {
       throw InputError("--model: unknown model '" + *name + "' (expected one of " + catalog_names() +
-                       ", or a .yaml model file)");
+                       ", a .yaml model file, or hf:PATH to a HuggingFace config.json)");
     }
   } else {
+    // A Megatron launch line names its model after the file (gpt3-175b.args: gpt3-175b).
     model.name = "custom";
+    if (const std::optional<std::string> file = args.value("--megatron-args")) {
+      const std::string base = file->substr(file->find_last_of('/') + 1);
+      model.name = base.substr(0, base.find_last_of('.') == 0 ? std::string::npos : base.find_last_of('.'));
+    }
     for (const char* flag : {"--hidden", "--heads", "--layers", "--seq-len", "--vocab"})
       if (!args.has(flag))
         throw InputError(std::string("--model: not given, so ") + flag +
@@ -219,9 +269,16 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
       plan.chunks = 1; // leaving a --plan paper interleaved plan
   }
   if (const std::optional<int64_t> z = args.integer("--zero")) {
-    if (*z != 0 && *z != 1)
-      throw InputError("--zero: expected 0 or 1, got " + std::to_string(*z));
+    if (*z < 0 || *z > 3)
+      throw InputError("--zero: expected 0, 1, 2 or 3, got " + std::to_string(*z));
     plan.zero_stage = static_cast<int>(*z);
+  }
+  if (args.has("--fsdp")) {
+    if (args.has("--zero") && plan.zero_stage != 3)
+      throw InputError("--fsdp: shards the weights, gradients and optimizer states (ZeRO-3), got --zero " +
+                       std::to_string(plan.zero_stage) + " (expected --zero 3 or no --zero)");
+    plan.fsdp = true;
+    plan.zero_stage = 3;
   }
   // FP8 parameters need FP8 GEMMs and the distributed optimizer (Megatron-LM megatron/training/arguments.py:
   // "--fp8-param-gather only supported with distributed optimizer"); with both, on unless turned off, as NeMo's
@@ -229,7 +286,8 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
   if (args.has("--fp8-param-gather") && !plan.fp8)
     throw InputError("--fp8-param-gather: needs --fp8 (FP8 weights are TE's FP8 GEMM operands)");
   if (args.has("--fp8-param-gather") && plan.zero_stage < 1)
-    throw InputError("--fp8-param-gather: needs --zero 1 (the distributed optimizer keeps the FP32 main weights)");
+    throw InputError("--fp8-param-gather: needs --zero 1, 2 or 3 (the distributed optimizer or FSDP keeps the FP32 "
+                     "main weights)");
   plan.fp8_param_gather = plan.fp8 && plan.zero_stage >= 1 && !args.has("--no-fp8-param-gather");
   validate_plan(model, plan);
   return plan;
@@ -278,8 +336,10 @@ std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& 
                     " (one micro-batch per pipeline, Megatron-LM's default)");
   }
   if (plan.fp8_param_gather && !args.has("--fp8-param-gather"))
-    notes.push_back("--fp8 with --zero 1: FP8 parameters (--fp8-param-gather, as NeMo's FP8 recipe runs; "
+    notes.push_back("--fp8 with --zero " + std::to_string(plan.zero_stage) +
+                    ": FP8 parameters (--fp8-param-gather, as NeMo's FP8 recipe runs; "
                     "--no-fp8-param-gather keeps the BF16 weights)");
+  notes.insert(notes.end(), args.notes().begin(), args.notes().end()); // what --megatron-args noted
   return notes;
 }
 

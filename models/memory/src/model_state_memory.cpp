@@ -4,6 +4,8 @@
 #include "gputwin/models/activation_memory.hpp"
 #include "gputwin/models/parameter_count.hpp"
 
+#include <algorithm>
+
 namespace gputwin {
 
 namespace {
@@ -16,37 +18,50 @@ int64_t sum_of(std::initializer_list<int64_t> terms, const char* what)
   return sum;
 }
 
+// `bytes` as one rank keeps them: divided over the dp x cp ranks (rounded up) when the plan's ZeRO stage is at
+// least `stage`, whole otherwise.
+int64_t shard_of(int64_t bytes, const ParallelPlan& plan, int stage)
+{
+  const int64_t shards = plan.dp * plan.cp;
+  return plan.zero_stage >= stage ? (bytes + shards - 1) / shards : bytes;
+}
+
 } // namespace
 
 ModelStateMemory model_state_memory(int64_t parameters, const ParallelPlan& plan, const StateBytesPerParameter& bytes)
 {
   ModelStateMemory m;
   m.parameters = parameters;
-  m.weight_bytes = checked_product({parameters, bytes.weight}, "weights");
+  // ZeRO (Rajbhandari et al. 2020): each of the dp x cp ranks that hold the same parameters keeps 1/(dp x cp) of
+  // what its stage shards (with context parallelism Megatron-Core shards over dp x cp), rounded up (shard_of).
+  m.weight_bytes = plan.fsdp ? 0 : shard_of(checked_product({parameters, bytes.weight}, "weights"), plan, 3);
   // Megatron-Core's gradient buffer is FP32 with BF16 training unless --grad-reduce-in-bf16
-  // (megatron/training/arguments.py sets accumulate_allreduce_grads_in_fp32 when main_grads_dtype is fp32).
-  m.gradient_bytes = checked_product({parameters, plan.grad_reduce_bf16 ? 2 : bytes.gradient}, "gradients");
-  const int64_t optimizer = checked_product({parameters, bytes.optimizer}, "optimizer states");
-  // ZeRO-1 / distributed optimizer (Rajbhandari et al. 2020): each replica keeps 1/dp of the fp32 states; with
-  // context parallelism Megatron-Core shards over the dp x cp ranks that hold the same parameters.
-  const int64_t shards = plan.dp * plan.cp;
-  m.optimizer_bytes = plan.zero_stage >= 1 ? (optimizer + shards - 1) / shards : optimizer;
-  m.total_bytes =
-      checked_sum(checked_sum(m.weight_bytes, m.gradient_bytes, "model state"), m.optimizer_bytes, "model state");
+  // (megatron/training/arguments.py sets accumulate_allreduce_grads_in_fp32 when main_grads_dtype is fp32); FSDP2's
+  // sharded gradient is in its reduce dtype, FP32 in TorchTitan (mixed_precision_reduce).
+  m.gradient_bytes =
+      shard_of(checked_product({parameters, plan.grad_reduce_bf16 ? 2 : bytes.gradient}, "gradients"), plan, 2);
+  m.optimizer_bytes = shard_of(checked_product({parameters, bytes.optimizer}, "optimizer states"), plan, 1);
+  m.total_bytes = sum_of({m.weight_bytes, m.gradient_bytes, m.optimizer_bytes}, "model state");
   return m;
 }
 
 ModelStateMemory stage_model_state_memory(const GptConfig& model, const ParallelPlan& plan, int64_t stage,
                                           const StateBytesPerParameter& bytes)
 {
-  ModelStateMemory m = model_state_memory(stage_parameters_per_gpu(model, plan, stage), plan, bytes);
+  const int64_t parameters = stage_parameters_per_gpu(model, plan, stage);
+  ModelStateMemory m = model_state_memory(parameters, plan, bytes);
   const int64_t layer_parameters =
       checked_product({stage_layers(model, plan, stage), layer_parameters_per_gpu(model, plan.tp)}, "FP8 weights");
+  const ShardedUnits units = sharded_units(model, plan, stage);
   if (plan.fp8 && plan.fp8_param_gather) {
     // The layers' weights are FP8 parameters (1 byte, all-gathered in FP8): the BF16 copy is gone and TE keeps
-    // only the FP8 transpose besides (1 byte).
-    m.weight_bytes = checked_sum(m.weight_bytes, -layer_parameters, "FP8 weights");
-    m.fp8_cache_bytes = layer_parameters;
+    // only the FP8 transpose besides (1 byte) -- under ZeRO-3 only while a layer is gathered.
+    const int64_t weights = checked_sum(checked_product({parameters, bytes.weight}, "weights"), -layer_parameters,
+                                        "FP8 weights");
+    m.weight_bytes = shard_of(weights, plan, 3);
+    m.fp8_cache_bytes = plan.zero_stage == 3 ? checked_product({std::min<int64_t>(units.layers, 2), units.layer},
+                                                               "FP8 weights")
+                                             : layer_parameters;
   } else if (plan.fp8) {
     m.fp8_cache_bytes = checked_product({layer_parameters, 2}, "FP8 weights"); // FP8 weight + FP8 transpose
   }
@@ -56,9 +71,15 @@ ModelStateMemory stage_model_state_memory(const GptConfig& model, const Parallel
         {model.hidden, 2 * model.kv_dim(), model.hidden, model.fc1_width(), model.ffn()}, "weight gradients");
     m.wgrad_placeholder_bytes = checked_product({2, model.hidden, width}, "weight gradients") / plan.tp;
   }
+  if (plan.zero_stage == 3)
+    m.gathered_weight_bytes = peak_two_unit_bytes(units, plan.fp8_param_gather ? 1 : bytes.weight, bytes.weight);
+  if (plan.zero_stage >= 2) {
+    const int64_t gradient = plan.grad_reduce_bf16 ? 2 : bytes.gradient;
+    m.gathered_gradient_bytes = peak_two_unit_bytes(units, gradient, gradient);
+  }
   m.total_bytes = sum_of({m.weight_bytes, m.gradient_bytes, m.optimizer_bytes, m.fp8_cache_bytes,
-                               m.wgrad_placeholder_bytes},
-                              "model state");
+                          m.wgrad_placeholder_bytes, m.gathered_weight_bytes, m.gathered_gradient_bytes},
+                         "model state");
   return m;
 }
 

@@ -54,13 +54,18 @@ CheckpointSize checkpoint_size(const GptConfig& model, const ParallelPlan& plan)
   CheckpointSize size;
   const bool sharded = plan.zero_stage >= 1;
   size.writing_ranks = sharded ? plan.gpus() : plan.tp * plan.pp;
+  // The dp x cp ranks that hold the same parameters, over which ZeRO shards.
+  const int64_t shards = plan.dp * plan.cp;
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     const ModelStateMemory state = stage_model_state_memory(model, plan, stage);
-    // Under ZeRO-1 each replica holds (and writes) its shard of the optimizer states, rounded up as the
-    // memory model keeps them; the weights are written once per (tp, pp) rank.
+    // Under ZeRO-1/2/3 each of them holds (and writes) its shard of the optimizer states, rounded up as the
+    // memory model keeps them, and under ZeRO-3 its shard of the weights too; unsharded weights are written once
+    // per (tp, pp) rank. (The gathered units and the gradients are not saved.)
     const int64_t optimizer =
-        sharded ? checked_product({state.optimizer_bytes, plan.dp}, "checkpoint size") : state.optimizer_bytes;
-    const int64_t per_tp_rank = checked_sum(state.weight_bytes, optimizer, "checkpoint size");
+        sharded ? checked_product({state.optimizer_bytes, shards}, "checkpoint size") : state.optimizer_bytes;
+    const int64_t weights =
+        plan.zero_stage == 3 ? checked_product({state.weight_bytes, shards}, "checkpoint size") : state.weight_bytes;
+    const int64_t per_tp_rank = checked_sum(weights, optimizer, "checkpoint size");
     size.bytes = checked_sum(size.bytes, checked_product({per_tp_rank, plan.tp}, "checkpoint size"), "checkpoint size");
     size.largest_rank_bytes = std::max(size.largest_rank_bytes, state.weight_bytes + state.optimizer_bytes);
   }

@@ -78,6 +78,34 @@ void require_positive(int64_t value, const char* flag)
   if (value <= 0)
     throw InputError(std::string(flag) + ": expected a positive integer, got " + str(value));
 }
+
+// The ZeRO stage and what goes with it: --fsdp, the pipeline, FP8 parameters.
+void validate_zero(const ParallelPlan& plan)
+{
+  if (plan.zero_stage < 0 || plan.zero_stage > 3)
+    throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(plan.zero_stage));
+  if (plan.fsdp && plan.zero_stage != 3)
+    throw InputError("--fsdp: shards the weights, gradients and optimizer states (ZeRO-3), got --zero " +
+                     str(plan.zero_stage));
+  // DeepSpeed refuses sharded gradients with a pipeline (runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible
+  // with pipeline parallelism"), Megatron-LM its torch FSDP2 path (arguments.py: "--use-torch-fsdp2 is not supported
+  // with pipeline parallelism"); TorchTitan's FSDP with PP keeps the gathered weights between micro-batches
+  // (reshard_after_forward=False), another memory profile, not modelled.
+  if (plan.zero_stage >= 2 && plan.pp > 1)
+    throw InputError(std::string(plan.fsdp ? "--fsdp: shards" : "--zero: " + str(plan.zero_stage) + " shards") +
+                     " the gradients, which needs --pp 1 (got --pp " + str(plan.pp) +
+                     "; DeepSpeed and Megatron's FSDP2 refuse pipeline parallelism with it)");
+  // FP8 with sharded weights: the weights are FP8 parameters gathered in FP8 (Megatron-FSDP with
+  // --fp8-param-gather); gathering BF16 and casting at every gather is not modelled. FSDP2 (--fsdp) trains FP8
+  // through torchao, not Transformer Engine, whose caches the memory model counts.
+  if (plan.fp8 && plan.fsdp)
+    throw InputError("--fsdp: FP8 is modelled as Transformer Engine runs it (expected --zero 3 for Megatron-FSDP with "
+                     "--fp8, or --fsdp without --fp8)");
+  if (plan.fp8 && plan.zero_stage == 3 && !plan.fp8_param_gather)
+    throw InputError("--no-fp8-param-gather: with --zero 3 --fp8 the weights are gathered as FP8 parameters "
+                     "(expected --fp8-param-gather; casting gathered BF16 weights at every gather is not modelled)");
+}
+
 } // namespace
 
 void validate_plan(const GptConfig& model, const ParallelPlan& plan)
@@ -90,8 +118,7 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
   require_positive(plan.chunks, "--chunks");
   if (plan.global_batch < 0)
     throw InputError("--global-batch: expected a positive integer, got " + str(plan.global_batch));
-  if (plan.zero_stage != 0 && plan.zero_stage != 1)
-    throw InputError("--zero: expected 0 or 1, got " + str(plan.zero_stage));
+  validate_zero(plan);
 
   require_positive(plan.cp, "--cp");
   if (plan.pp_first_stage_layers < 0)
@@ -253,7 +280,7 @@ std::string describe_plan(const ParallelPlan& plan)
   if (plan.pp_first_stage_layers > 0 || plan.pp_last_stage_layers > 0)
     s += " · uneven stages (first " + str(plan.pp_first_stage_layers) + ", last " + str(plan.pp_last_stage_layers) +
          " layers)";
-  s += " · ZeRO-" + str(plan.zero_stage);
+  s += " · ZeRO-" + str(plan.zero_stage) + (plan.fsdp ? " (FSDP2)" : "");
   s += plan.fp8 ? (plan.fp8_param_gather ? " · FP8 (FP8 param gather)" : " · FP8") : "";
   s += plan.grad_reduce_bf16 ? " · BF16 grads" : "";
   s += plan.cross_entropy_fusion ? " · fused cross entropy" : "";

@@ -2,6 +2,8 @@
 
 #include "gputwin/common/checked_math.hpp"
 
+#include <algorithm>
+
 namespace gputwin {
 
 int64_t padded_vocab(const GptConfig& model, int64_t tp)
@@ -82,6 +84,37 @@ int64_t stage_parameters_per_gpu(const GptConfig& model, const ParallelPlan& pla
       params = checked_sum(params, word_embedding, "--vocab"); // the tied output layer's copy, or its own matrix
   }
   return params;
+}
+
+ShardedUnits sharded_units(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
+{
+  ShardedUnits u;
+  const int64_t word_embedding = checked_product({padded_vocab(model, plan.tp) / plan.tp, model.hidden}, "--vocab");
+  u.layer = layer_parameters_per_gpu(model, plan.tp);
+  u.layers = stage_layers(model, plan, stage);
+  if (stage == 0)
+    u.embedding = checked_sum(word_embedding, position_parameters(model), "--seq-len");
+  if (stage == plan.pp - 1) {
+    u.output = norm_parameters(model);
+    if (plan.pp > 1 || !model.tie_embeddings)
+      u.output = checked_sum(u.output, word_embedding, "--vocab");
+    u.output_gathered = plan.pp == 1 && model.tie_embeddings ? checked_sum(u.output, word_embedding, "--vocab")
+                                                             : u.output;
+  }
+  return u;
+}
+
+int64_t peak_two_unit_bytes(const ShardedUnits& u, int64_t layer_bytes, int64_t other_bytes)
+{
+  const int64_t layer = checked_product({u.layer, layer_bytes}, "gathered units");
+  const int64_t embedding = checked_product({u.embedding, other_bytes}, "gathered units");
+  const int64_t output = checked_product({u.output_gathered, other_bytes}, "gathered units");
+  if (u.layers == 0)
+    return checked_sum(embedding, output, "gathered units");
+  int64_t peak = checked_sum(std::max(embedding, output), layer, "gathered units");
+  if (u.layers >= 2)
+    peak = std::max(peak, checked_sum(layer, layer, "gathered units"));
+  return peak;
 }
 
 int64_t sp_partial_parameters(const GptConfig& model, const ParallelPlan& plan, int64_t stage)

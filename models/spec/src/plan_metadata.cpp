@@ -47,6 +47,14 @@ void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata
     md["pp_last_stage_layers"] = std::to_string(p.pp_last_stage_layers);
   if (p.fp8)
     md["fp8"] = "true";
+  if (p.fsdp)
+    md["fsdp"] = "true";
+  if (p.fp8_param_gather)
+    md["fp8_param_gather"] = "true";
+  if (p.grad_reduce_bf16)
+    md["grad_reduce_bf16"] = "true";
+  if (p.cross_entropy_fusion)
+    md["cross_entropy_fusion"] = "true";
 }
 
 namespace {
@@ -158,6 +166,10 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
   p.pp_first_stage_layers = r.integer("pp_first_stage_layers", 0);
   p.pp_last_stage_layers = r.integer("pp_last_stage_layers", 0);
   p.fp8 = r.boolean("fp8", false);
+  p.fsdp = r.boolean("fsdp", false);
+  p.fp8_param_gather = r.boolean("fp8_param_gather", false);
+  p.grad_reduce_bf16 = r.boolean("grad_reduce_bf16", false);
+  p.cross_entropy_fusion = r.boolean("cross_entropy_fusion", false);
   return out;
 }
 

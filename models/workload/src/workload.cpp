@@ -39,6 +39,124 @@ Neighbour previous_of(const ParallelPlan& p, int64_t stage, int64_t chunk)
   return stage > 0 ? Neighbour{stage - 1, chunk} : Neighbour{p.pp - 1, chunk - 1};
 }
 
+// ZeRO-3's unit all-gathers within one forward or backward step of a program (pp = 1): the step's units in
+// execution order -- the embedding, the layers, the output layer; backward reversed -- each all-gathered on
+// param_gather_stream one unit ahead: the gather of unit i + 1 is issued right before unit i's first op and waits for
+// the end of unit i - 1, so at most two units are gathered at once (Megatron-FSDP's double buffer: "AG_{i+1} needs
+// to be prefetched before DO_i", megatron/core/distributed/fsdp/src/docs/runtime_schedule.md; FSDP2 prefetches the
+// next unit's all-gather likewise), and unit i's first op waits for its own gather. A unit of 0 bytes is not
+// gathered (the output layer in backward: gathered since its forward).
+class UnitGathers {
+public:
+  UnitGathers(OpEmitter& e, std::vector<traces::Op>& ops, int32_t dp_group) : e_(e), ops_(ops), dp_group_(dp_group) {}
+
+  // Appends a unit of the step (`layer`: its layer, -1 for the embedding and the output layer).
+  void add(int32_t layer, double bytes) { units_.push_back({layer, bytes, -1}); }
+
+  // Issues the gathers through unit i + 1 not issued yet (in `phase` and `chunk`, outside any micro-batch, as the
+  // other data-parallel collectives) and returns the index in the program where unit i's ops begin. Returns the
+  // program's size and issues nothing without units.
+  size_t begin(size_t i, traces::Phase phase, int32_t chunk)
+  {
+    for (; next_ < units_.size() && next_ <= i + 1; ++next_) {
+      Unit& u = units_[next_];
+      if (u.bytes <= 0)
+        continue;
+      std::vector<int64_t> deps;
+      if (e_.last_compute_id() >= 0)
+        deps.push_back(e_.last_compute_id());
+      e_.set_context(phase, u.layer, -1, chunk);
+      u.gather = e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, dp_group_, u.bytes, param_gather_stream,
+                               std::move(deps));
+    }
+    return ops_.size();
+  }
+
+  // Unit i's first op (at index `first`, if the unit emitted any) waits for the unit's gather.
+  void end(size_t i, size_t first)
+  {
+    if (i < units_.size() && units_[i].gather >= 0 && first < ops_.size())
+      ops_[first].deps.push_back(units_[i].gather);
+  }
+
+private:
+  struct Unit {
+    int32_t layer;
+    double bytes;
+    int64_t gather;
+  };
+  OpEmitter& e_;
+  std::vector<traces::Op>& ops_;
+  int32_t dp_group_;
+  std::vector<Unit> units_;
+  size_t next_ = 0;
+};
+
+// ZeRO-2/3 in a stage program (pp = 1): every unit's gradients reduce-scattered on the dp stream as soon as its
+// backward ends, in every micro-batch -- the rank keeps only its shard, so they cannot wait for the last one
+// (Megatron-FSDP grad_reduce_every_bprop for optim_grads and optim_grads_params; DeepSpeed ZeRO-2/3 and FSDP2
+// alike); ZeRO-3 also gathers every unit before its forward and again before its backward (UnitGathers; FSDP2's
+// default reshard_after_forward=True, Megatron-FSDP's post-forward reshard). Without data parallelism, nothing.
+class ShardedUnitOps {
+public:
+  ShardedUnitOps(const Workload& w, int64_t stage, OpEmitter& e, std::vector<traces::Op>& ops,
+                 std::vector<int64_t>& dp_ops)
+      : e_(e), ops_(ops), dp_ops_(dp_ops), dp_group_(w.dp_group(stage)),
+        units_(sharded_units(w.model, w.plan, stage)),
+        gradients_(w.plan.zero_stage >= 2 && w.plan.dp * w.plan.cp > 1),
+        weights_(w.plan.zero_stage == 3 && w.plan.dp * w.plan.cp > 1),
+        reduce_bytes_(w.plan.grad_reduce_bf16 ? 2.0 : gradient_bytes_per_parameter),
+        layer_gather_bytes_(static_cast<double>(units_.layer) * (w.plan.fp8_param_gather ? 1.0 : 2.0))
+  {
+  }
+
+  const ShardedUnits& units() const { return units_; }
+
+  // The gathers of one step over `layers` layers from `first_layer`, with the embedding and/or the output layer
+  // where the step has them, in execution order (backward: reversed, the output layer still gathered). Empty
+  // unless ZeRO-3. Gathered bytes: BF16, the layers FP8 with --fp8-param-gather.
+  UnitGathers step(bool backward, bool embedding, bool output, int64_t first_layer, int64_t layers) const
+  {
+    UnitGathers gathers(e_, ops_, dp_group_);
+    if (!weights_)
+      return gathers;
+    const double embedding_bytes = 2.0 * static_cast<double>(units_.embedding);
+    if (!backward && embedding)
+      gathers.add(-1, embedding_bytes);
+    if (backward && output)
+      gathers.add(-1, 0.0);
+    for (int64_t k = 0; k < layers; ++k)
+      gathers.add(static_cast<int32_t>(backward ? first_layer + layers - 1 - k : first_layer + k), layer_gather_bytes_);
+    if (!backward && output)
+      gathers.add(-1, 2.0 * static_cast<double>(units_.output_gathered));
+    if (backward && embedding)
+      gathers.add(-1, embedding_bytes);
+    return gathers;
+  }
+
+  // ZeRO-2/3: the reduce-scatter of a unit's gradients (`parameters` of them) after its backward's last op.
+  void reduce_scatter(int32_t layer, int64_t parameters, int32_t chunk)
+  {
+    if (!gradients_)
+      return;
+    e_.set_context(traces::Phase::Backward, layer, -1, chunk);
+    dp_ops_.push_back(e_.collective(OpName::DpReduceScatter, CollectiveOp::ReduceScatter, dp_group_,
+                                    reduce_bytes_ * static_cast<double>(parameters), dp_stream,
+                                    {e_.last_compute_id()}));
+  }
+
+  bool shards_gradients() const { return gradients_; }
+
+private:
+  OpEmitter& e_;
+  std::vector<traces::Op>& ops_;
+  std::vector<int64_t>& dp_ops_;
+  int32_t dp_group_;
+  ShardedUnits units_;
+  bool gradients_, weights_;
+  double reduce_bytes_, layer_gather_bytes_;
+};
+
 class AnalyticLayerOps : public LayerOpSource {
 public:
   // `tp_comm_overlap`: WorkloadOptions::tp_comm_overlap (layer_ops.hpp, TpCommOverlap: the layers' linear GEMMs
@@ -70,6 +188,287 @@ private:
   TpCommOverlap overlap_;
 };
 
+// One stage's program (stage_program): the --overlap-param-gather buckets, then the stage's forward and backward
+// (micro-batch, chunk) steps in schedule order -- each with its pipeline messages, ZeRO-3 unit gathers and
+// ZeRO-2/3 or overlapped data-parallel gradient reductions -- then the end of the iteration: the gradient
+// reductions the optimizer waits for and the optimizer step. Emits each op once, in that order.
+class StageProgramBuilder {
+public:
+  StageProgramBuilder(const Workload& w, int64_t stage)
+      : w_(w), plan_(w.plan), stage_(stage), shape_(pipeline_shape(plan_)), s_(layer_shape(w.model, plan_)),
+        last_virtual_(plan_.pp * shape_.chunks - 1), tp_(w.tp_group(stage)), layer_groups_{tp_, w.cp_group(stage)},
+        message_bytes_(pipeline_message_bytes(s_)), e_(program_.ops), reduced_(plan_.dp * plan_.cp > 1),
+        zero_gather_((plan_.zero_stage == 1 || plan_.zero_stage == 2) && reduced_),
+        sharding_(w, stage, e_, program_.ops, dp_ops_),
+        params_(data_parallel_buffer_elements(stage_parameters_per_gpu(w.model, plan_, stage), plan_.dp * plan_.cp))
+  {
+    for (int64_t c = 0, offset = 0; c < shape_.chunks; ++c) {
+      const int64_t size = chunk_layers(w.model, plan_, stage, c);
+      chunks_.push_back({size, chunk_first_layer(w.model, plan_, stage, c), offset});
+      offset += size;
+    }
+    program_.rank = w.stage_rank(stage);
+  }
+  StageProgramBuilder(const StageProgramBuilder&) = delete; // e_ and sharding_ refer to program_ and dp_ops_
+  StageProgramBuilder& operator=(const StageProgramBuilder&) = delete;
+
+  // The whole program; call once.
+  traces::RankProgram build()
+  {
+    emit_param_gather_buckets();
+    for (const PipelineStep& step : stage_schedule(shape_, stage_)) {
+      if (step.phase == PipelinePhase::Forward)
+        emit_forward_step(step);
+      else
+        emit_backward_step(step);
+    }
+    emit_optimizer_step(emit_gradient_reductions());
+    return std::move(program_);
+  }
+
+private:
+  // Per chunk of this stage: its layers, the global index of its first layer (the virtual stages in order,
+  // parallel_plan's chunk_first_layer) and the index of its first layer among the stage's own.
+  struct ChunkLayers {
+    int64_t size, first, offset;
+  };
+  const ChunkLayers& chunk_of(const PipelineStep& step) const { return chunks_[static_cast<size_t>(step.chunk)]; }
+
+  // A received message, reassembled by the TP all-gather of its chunks under scatter/gather (on the compute stream,
+  // where Megatron's _communicate issues gather_split_1d_tensor right after the receive): the op its first use
+  // waits for.
+  int64_t receive(OpName name, int32_t peer, int64_t sequence)
+  {
+    const int64_t id = e_.recv(name, peer, sequence, message_bytes_);
+    if (!pipeline_scatter_gather(s_))
+      return id;
+    return e_.collective(OpName::PpAllGather, CollectiveOp::AllGather, tp_, pipeline_gather_bytes(s_), compute_stream,
+                         {id});
+  }
+
+  // --overlap-param-gather: the all-gathers of the parameters the last step updated, one bucket per layer
+  // (the stage's non-layer parameters with its first layer's), on their own stream; each layer's first forward
+  // waits for its bucket only (emit_forward_step).
+  // Buckets are numbered in the stage's layer order: chunk c's layer l is bucket chunks_[c].offset + l.
+  void emit_param_gather_buckets()
+  {
+    if (!zero_gather_ || !w_.options.overlap_param_gather)
+      return;
+    const int64_t layers = stage_layers(w_.model, plan_, stage_);
+    const int64_t per_layer = layer_parameters_per_gpu(w_.model, plan_.tp);
+    for (int64_t chunk = 0; chunk < shape_.chunks; ++chunk) {
+      const ChunkLayers& c = chunks_[static_cast<size_t>(chunk)];
+      for (int64_t l = 0; l < c.size; ++l) {
+        const int64_t k = c.offset + l;
+        const int64_t bucket_params = k == 0 ? params_ - per_layer * (layers - 1) : per_layer;
+        e_.set_context(traces::Phase::Forward, static_cast<int32_t>(c.first + l), -1, static_cast<int32_t>(chunk));
+        param_gather_[k] = e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
+                                         2.0 * static_cast<double>(bucket_params), param_gather_stream);
+      }
+    }
+  }
+
+  // A forward step: the received activation (but on the first virtual stage), the embedding on the first virtual
+  // stage, the chunk's layers, then the output layer on the last virtual stage or the activation sent on.
+  void emit_forward_step(const PipelineStep& step)
+  {
+    const int64_t v = virtual_stage(plan_, stage_, step.chunk);
+    const int32_t mb = static_cast<int32_t>(step.micro_batch), chunk = static_cast<int32_t>(step.chunk);
+    const ChunkLayers& c = chunk_of(step);
+    e_.set_context(traces::Phase::Forward, -1, mb, chunk);
+    std::vector<int64_t> input;
+    if (v > 0) {
+      const Neighbour from = previous_of(plan_, stage_, step.chunk);
+      const int64_t seq = w_.message_sequence.at(message_key(from.stage, Direction::Activation, mb, from.chunk));
+      input.push_back(receive(OpName::PpRecvActivation, w_.stage_rank(from.stage), seq));
+    }
+    UnitGathers gathers = sharding_.step(false, v == 0, v == last_virtual_, c.first, c.size);
+    size_t unit = 0;
+    if (v == 0) {
+      const size_t first = gathers.begin(unit, traces::Phase::Forward, chunk);
+      e_.set_context(traces::Phase::Forward, -1, mb, chunk);
+      w_.ops->embedding_forward(e_, tp_);
+      gathers.end(unit++, first);
+    }
+    for (int64_t l = 0; l < c.size; ++l) {
+      const size_t first = gathers.begin(unit, traces::Phase::Forward, chunk);
+      e_.set_context(traces::Phase::Forward, static_cast<int32_t>(c.first + l), mb, chunk);
+      const size_t before = program_.ops.size();
+      w_.ops->layer_forward(e_, layer_groups_);
+      gathers.end(unit++, first);
+      const int64_t bucket = c.offset + l;
+      if (!param_gather_.empty() && before < program_.ops.size() && gathered_layers_.insert(bucket).second)
+        program_.ops[before].deps.push_back(param_gather_.at(bucket));
+      if (!input.empty() && before < program_.ops.size()) {
+        // The first kernel of the chunk needs the received activation.
+        for (const int64_t id : input) // (a loop: GCC 13 warns falsely on insert of a 1-element range)
+          program_.ops[before].deps.push_back(id);
+        input.clear();
+      }
+    }
+    if (v == last_virtual_) {
+      const size_t first = gathers.begin(unit, traces::Phase::Forward, chunk);
+      e_.set_context(traces::Phase::Forward, -1, mb, chunk);
+      w_.ops->output_forward(e_, tp_);
+      gathers.end(unit, first);
+    } else {
+      e_.set_context(traces::Phase::Forward, -1, mb, chunk);
+      const Neighbour to = next_of(plan_, stage_, step.chunk);
+      const int64_t seq = w_.message_sequence.at(message_key(stage_, Direction::Activation, mb, step.chunk));
+      e_.send(OpName::PpSendActivation, w_.stage_rank(to.stage), seq, message_bytes_, {e_.last_compute_id()});
+    }
+  }
+
+  // A backward step: the output layer on the last virtual stage or else the received gradient, the chunk's layers
+  // in reverse, then the embedding on the first virtual stage or the gradient sent back. ZeRO-2/3 reduce-scatter
+  // each unit's gradients after its backward.
+  void emit_backward_step(const PipelineStep& step)
+  {
+    const int64_t v = virtual_stage(plan_, stage_, step.chunk);
+    const int32_t mb = static_cast<int32_t>(step.micro_batch), chunk = static_cast<int32_t>(step.chunk);
+    const ChunkLayers& c = chunk_of(step);
+    UnitGathers gathers = sharding_.step(true, v == 0, v == last_virtual_, c.first, c.size);
+    size_t unit = 0;
+    e_.set_context(traces::Phase::Backward, -1, mb, chunk);
+    std::vector<int64_t> grad_input;
+    if (v == last_virtual_) {
+      const size_t first = gathers.begin(unit, traces::Phase::Backward, chunk);
+      e_.set_context(traces::Phase::Backward, -1, mb, chunk);
+      w_.ops->output_backward(e_, tp_);
+      gathers.end(unit++, first);
+      sharding_.reduce_scatter(-1, sharding_.units().output, chunk);
+    } else {
+      const Neighbour from = next_of(plan_, stage_, step.chunk);
+      const int64_t seq = w_.message_sequence.at(message_key(from.stage, Direction::Gradient, mb, from.chunk));
+      grad_input.push_back(receive(OpName::PpRecvGradient, w_.stage_rank(from.stage), seq));
+    }
+    const bool last_backward_of_chunk = step.micro_batch == shape_.micro_batches - 1;
+    for (int64_t l = c.size - 1; l >= 0; --l) {
+      const int32_t layer = static_cast<int32_t>(c.first + l);
+      const size_t first = gathers.begin(unit, traces::Phase::Backward, chunk);
+      const size_t before = program_.ops.size();
+      e_.set_context(traces::Phase::Backward, layer, mb, chunk);
+      w_.ops->layer_backward(e_, layer_groups_);
+      gathers.end(unit++, first);
+      sharding_.reduce_scatter(layer, sharding_.units().layer, chunk);
+      if (!grad_input.empty() && before < program_.ops.size()) {
+        // The first kernel of the chunk's backward needs the received gradient.
+        for (const int64_t id : grad_input)
+          program_.ops[before].deps.push_back(id);
+        grad_input.clear();
+      }
+      if (w_.options.overlap_grad_reduce && last_backward_of_chunk && reduced_ && !sharding_.shards_gradients())
+        emit_layer_gradient_reduction(layer, chunk);
+    }
+    e_.set_context(traces::Phase::Backward, -1, mb, chunk);
+    if (v == 0) {
+      const size_t first = gathers.begin(unit, traces::Phase::Backward, chunk);
+      e_.set_context(traces::Phase::Backward, -1, mb, chunk);
+      w_.ops->embedding_backward(e_, tp_);
+      gathers.end(unit, first);
+      sharding_.reduce_scatter(-1, sharding_.units().embedding, chunk);
+    } else {
+      const Neighbour to = previous_of(plan_, stage_, step.chunk);
+      const int64_t seq = w_.message_sequence.at(message_key(stage_, Direction::Gradient, mb, step.chunk));
+      e_.send(OpName::PpSendGradient, w_.stage_rank(to.stage), seq, message_bytes_, {e_.last_compute_id()});
+    }
+  }
+
+  // --overlap-grad-reduce (ZeRO-0/1): a layer's data-parallel gradient reduction (all-reduce, or reduce-scatter
+  // with ZeRO-1) on the dp stream right after the layer's backward in the chunk's last micro-batch.
+  void emit_layer_gradient_reduction(int32_t layer, int32_t chunk)
+  {
+    const double bytes =
+        gradient_bytes_per_parameter * static_cast<double>(layer_parameters_per_gpu(w_.model, plan_.tp));
+    e_.set_context(traces::Phase::Backward, layer, -1, chunk);
+    dp_ops_.push_back(e_.collective(plan_.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
+                                    plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
+                                    w_.dp_group(stage_), bytes, dp_stream, {e_.last_compute_id()}));
+  }
+
+  // End of the iteration, before the optimizer: the SP-partial and tied-embedding gradient all-reduces, the FP8
+  // amax reduction and the data-parallel gradient reduction (whole-buffer unless overlapped or sharded by unit).
+  // Returns what the optimizer step waits for: the last compute op, these collectives and every data-parallel
+  // gradient reduction of the iteration.
+  std::vector<int64_t> emit_gradient_reductions()
+  {
+    e_.set_context(traces::Phase::Optimizer, -1, -1, 0);
+    std::vector<int64_t> before_step{e_.last_compute_id()};
+    if (s_.sp) {
+      // The gradients of the parameters SP leaves partial on each TP rank (layernorms, row-parallel biases,
+      // position embedding), summed over the TP group in one coalesced all-reduce (Megatron-LM
+      // finalize_model_grads: _allreduce_layernorm_grads).
+      const double bytes =
+          gradient_bytes_per_parameter * static_cast<double>(sp_partial_parameters(w_.model, plan_, stage_));
+      before_step.push_back(
+          e_.collective(OpName::SpGradAllReduce, CollectiveOp::AllReduce, tp_, bytes, compute_stream));
+    }
+    if (plan_.pp > 1 && w_.model.tie_embeddings && (stage_ == 0 || stage_ == plan_.pp - 1)) {
+      const double bytes = gradient_bytes_per_parameter * static_cast<double>(s_.vocab_per_rank * s_.h);
+      before_step.push_back(e_.collective(OpName::EmbeddingGradAllReduce, CollectiveOp::AllReduce, w_.embedding_group(),
+                                          bytes, compute_stream));
+    }
+    if (plan_.fp8 && plan_.tp * plan_.dp * plan_.cp > 1) {
+      // Delayed scaling: the amax histories of every FP8 tensor (3 per linear: input, weight, output gradient;
+      // 1024-entry fp32 histories, Transformer Engine's default) reduced over the data- and tensor-parallel ranks
+      // once per iteration; the data-parallel group stands for that reduction here.
+      const double bytes = 4.0 * 1024 * 3 * 4 * static_cast<double>(stage_layers(w_.model, plan_, stage_));
+      before_step.push_back(e_.collective(OpName::Fp8AmaxAllReduce, CollectiveOp::AllReduce,
+                                          reduced_ ? w_.dp_group(stage_) : tp_, bytes, compute_stream));
+    }
+    if (reduced_) {
+      if (!w_.options.overlap_grad_reduce && !sharding_.shards_gradients())
+        dp_ops_.push_back(e_.collective(
+            plan_.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
+            plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, w_.dp_group(stage_),
+            gradient_bytes_per_parameter * static_cast<double>(params_), dp_stream, {e_.last_compute_id()}));
+      before_step.insert(before_step.end(), dp_ops_.begin(), dp_ops_.end());
+    }
+    return before_step;
+  }
+
+  // The optimizer step over the parameters this rank owns (after `before_step`), then, with ZeRO-1/2 without
+  // --overlap-param-gather, the all-gather of the updated parameters, and with FP8 the weights' cast.
+  void emit_optimizer_step(const std::vector<int64_t>& before_step)
+  {
+    const double owned = static_cast<double>(params_) / static_cast<double>(plan_.zero_stage ? plan_.dp * plan_.cp : 1);
+    e_.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
+    if (zero_gather_ && !w_.options.overlap_param_gather)
+      e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
+                    2.0 * static_cast<double>(params_), compute_stream);
+    if (plan_.fp8) {
+      // ZeRO-3: each rank casts the shard it updated (its FP8 parameters are gathered as they are).
+      const double layer_weights = static_cast<double>(stage_layers(w_.model, plan_, stage_)) *
+                                   static_cast<double>(layer_parameters_per_gpu(w_.model, plan_.tp)) /
+                                   static_cast<double>(plan_.zero_stage == 3 ? plan_.dp * plan_.cp : 1);
+      e_.compute(OpName::Fp8WeightCast, fp8_weight_cast_cost(layer_weights));
+    }
+  }
+
+  const Workload& w_;
+  const ParallelPlan& plan_;
+  int64_t stage_;
+  PipelineShape shape_;
+  LayerShape s_;
+  int64_t last_virtual_;
+  int32_t tp_;
+  LayerGroups layer_groups_;
+  double message_bytes_;
+  std::vector<ChunkLayers> chunks_;
+  traces::RankProgram program_;
+  OpEmitter e_;                 // emits into program_.ops
+  std::vector<int64_t> dp_ops_; // the data-parallel gradient reductions the optimizer step waits for
+  bool reduced_;                // gradients reduced over the dp x cp replicas
+  // ZeRO-1/2: the updated parameters all-gathered after the step (or bucket by bucket in the next forward).
+  bool zero_gather_;
+  ShardedUnitOps sharding_; // ZeRO-2/3
+  // Elements of the flat buffer the gradients are reduced in and the optimizer steps over, padded to a multiple
+  // of the replicas that reduce (and, with ZeRO-1, shard) it: dp x cp.
+  int64_t params_;
+  std::map<int64_t, int64_t> param_gather_; // --overlap-param-gather: bucket -> gather op
+  std::set<int64_t> gathered_layers_;       // buckets whose layer's first forward already waited for them
+};
+
 } // namespace
 
 std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, const ParallelPlan& plan)
@@ -93,8 +492,11 @@ WorkloadOptions applicable_overlaps(const ParallelPlan& plan)
   const bool gradients_reduced = plan.dp * plan.cp > 1;
   WorkloadOptions options;
   options.tp_comm_overlap = plan.tp > 1 && plan.sequence_parallel();
-  options.overlap_grad_reduce = gradients_reduced;
-  options.overlap_param_gather = gradients_reduced && plan.zero_stage == 1;
+  // ZeRO-2/3 reduce-scatter every unit's gradients as its backward ends, and ZeRO-3 prefetches every unit's
+  // parameters, whatever the options say (Megatron-FSDP turns overlap_grad_reduce on for both and
+  // overlap_param_gather for ZeRO-3, megatron_fsdp.py); ZeRO-2 gathers the updated parameters as ZeRO-1 does.
+  options.overlap_grad_reduce = gradients_reduced && plan.zero_stage <= 1;
+  options.overlap_param_gather = gradients_reduced && (plan.zero_stage == 1 || plan.zero_stage == 2);
   return options;
 }
 
@@ -127,10 +529,9 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
     if (plan.cp > 1)
       w.cp_groups.push_back(add_group(GroupKind::Cp, stage, cp_group_ranks(plan, stage, 0, 0)));
   }
-  w.embedding_group_index =
-      add_group(GroupKind::Embedding, -1,
-                plan.pp > 1 ? std::vector<int32_t>{w.stage_rank(0), w.stage_rank(plan.pp - 1)}
-                            : std::vector<int32_t>{w.stage_rank(0)});
+  w.embedding_group_index = add_group(GroupKind::Embedding, -1,
+                                      plan.pp > 1 ? std::vector<int32_t>{w.stage_rank(0), w.stage_rank(plan.pp - 1)}
+                                                  : std::vector<int32_t>{w.stage_rank(0)});
 
   // Number each stage's messages per destination in the order the stage sends them.
   const PipelineShape shape = pipeline_shape(plan);
@@ -155,189 +556,7 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
 
 traces::RankProgram stage_program(const Workload& w, int64_t stage)
 {
-  const ParallelPlan& plan = w.plan;
-  const PipelineShape shape = pipeline_shape(plan);
-  const LayerShape s = layer_shape(w.model, plan);
-  const int64_t last_virtual = plan.pp * shape.chunks - 1;
-  const int32_t tp = w.tp_group(stage);
-  const LayerGroups layer_groups{tp, w.cp_group(stage)};
-  // Per chunk of this stage: its layers, the global index of its first layer (the virtual stages in order,
-  // parallel_plan's chunk_first_layer) and the index of its first layer among the stage's own.
-  std::vector<int64_t> chunk_size, chunk_first, chunk_offset;
-  for (int64_t c = 0, offset = 0; c < shape.chunks; ++c) {
-    chunk_size.push_back(chunk_layers(w.model, plan, stage, c));
-    chunk_first.push_back(chunk_first_layer(w.model, plan, stage, c));
-    chunk_offset.push_back(offset);
-    offset += chunk_size.back();
-  }
-  auto at = [](const std::vector<int64_t>& per_chunk, int64_t chunk) { return per_chunk[static_cast<size_t>(chunk)]; };
-  const double message_bytes = pipeline_message_bytes(s);
-  const double grad_bytes_per_param = gradient_bytes_per_parameter;
-
-  traces::RankProgram program;
-  program.rank = w.stage_rank(stage);
-  OpEmitter e(program.ops);
-  // A received message, reassembled by the TP all-gather of its chunks under scatter/gather (on the compute stream,
-  // where Megatron's _communicate issues gather_split_1d_tensor right after the receive): the op its first use
-  // waits for.
-  auto receive = [&](OpName name, int32_t peer, int64_t sequence) {
-    const int64_t id = e.recv(name, peer, sequence, message_bytes);
-    if (!pipeline_scatter_gather(s))
-      return id;
-    return e.collective(OpName::PpAllGather, CollectiveOp::AllGather, tp, pipeline_gather_bytes(s), compute_stream,
-                        {id});
-  };
-  std::vector<int64_t> dp_ops;
-  const bool zero_gather = plan.zero_stage && plan.dp * plan.cp > 1;
-  // Elements of the flat buffer the gradients are reduced in and the optimizer steps over, padded to a multiple
-  // of the replicas that reduce (and, with ZeRO-1, shard) it: dp x cp.
-  const int64_t params =
-      data_parallel_buffer_elements(stage_parameters_per_gpu(w.model, plan, stage), plan.dp * plan.cp);
-
-  // --overlap-param-gather: the all-gathers of the parameters the last step updated, one bucket per layer
-  // (the stage's non-layer parameters with its first layer's), on their own stream; each layer's first forward
-  // waits for its bucket only.
-  // Buckets are numbered in the stage's layer order: chunk c's layer l is bucket chunk_offset[c] + l.
-  std::map<int64_t, int64_t> param_gather; // bucket -> gather op
-  if (zero_gather && w.options.overlap_param_gather) {
-    const int64_t layers = stage_layers(w.model, plan, stage);
-    const int64_t per_layer = layer_parameters_per_gpu(w.model, plan.tp);
-    for (int64_t chunk = 0; chunk < shape.chunks; ++chunk) {
-      for (int64_t l = 0; l < at(chunk_size, chunk); ++l) {
-        const int64_t k = at(chunk_offset, chunk) + l;
-        const int64_t bucket_params = k == 0 ? params - per_layer * (layers - 1) : per_layer;
-        e.set_context(traces::Phase::Forward, static_cast<int32_t>(at(chunk_first, chunk) + l), -1,
-                      static_cast<int32_t>(chunk));
-        param_gather[k] = e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage),
-                                       2.0 * static_cast<double>(bucket_params), param_gather_stream);
-      }
-    }
-  }
-  std::set<int64_t> gathered_layers; // buckets whose layer's first forward already waited for them
-
-  for (const PipelineStep& step : stage_schedule(shape, stage)) {
-    const int64_t v = virtual_stage(plan, stage, step.chunk);
-    const int32_t mb = static_cast<int32_t>(step.micro_batch), chunk = static_cast<int32_t>(step.chunk);
-    const int64_t first_layer = at(chunk_first, step.chunk), layers_per_chunk = at(chunk_size, step.chunk);
-    if (step.phase == PipelinePhase::Forward) {
-      e.set_context(traces::Phase::Forward, -1, mb, chunk);
-      std::vector<int64_t> input;
-      if (v > 0) {
-        const Neighbour from = previous_of(plan, stage, step.chunk);
-        const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Activation, mb, from.chunk));
-        input.push_back(receive(OpName::PpRecvActivation, w.stage_rank(from.stage), seq));
-      }
-      if (v == 0) {
-        w.ops->embedding_forward(e, tp);
-      }
-      for (int64_t l = 0; l < layers_per_chunk; ++l) {
-        e.set_context(traces::Phase::Forward, static_cast<int32_t>(first_layer + l), mb, chunk);
-        const size_t before = program.ops.size();
-        w.ops->layer_forward(e, layer_groups);
-        const int64_t bucket = at(chunk_offset, step.chunk) + l;
-        if (!param_gather.empty() && before < program.ops.size() && gathered_layers.insert(bucket).second)
-          program.ops[before].deps.push_back(param_gather.at(bucket));
-        if (!input.empty() && before < program.ops.size()) {
-          // The first kernel of the chunk needs the received activation.
-          for (const int64_t id : input) // (a loop: GCC 13 warns falsely on insert of a 1-element range)
-            program.ops[before].deps.push_back(id);
-          input.clear();
-        }
-      }
-      e.set_context(traces::Phase::Forward, -1, mb, chunk);
-      if (v == last_virtual) {
-        w.ops->output_forward(e, tp);
-      } else {
-        const Neighbour to = next_of(plan, stage, step.chunk);
-        const int64_t seq = w.message_sequence.at(message_key(stage, Direction::Activation, mb, step.chunk));
-        e.send(OpName::PpSendActivation, w.stage_rank(to.stage), seq, message_bytes, {e.last_compute_id()});
-      }
-      continue;
-    }
-
-    // Backward.
-    e.set_context(traces::Phase::Backward, -1, mb, chunk);
-    std::vector<int64_t> grad_input;
-    if (v == last_virtual) {
-      w.ops->output_backward(e, tp);
-    } else {
-      const Neighbour from = next_of(plan, stage, step.chunk);
-      const int64_t seq = w.message_sequence.at(message_key(from.stage, Direction::Gradient, mb, from.chunk));
-      grad_input.push_back(receive(OpName::PpRecvGradient, w.stage_rank(from.stage), seq));
-    }
-    const bool last_backward_of_chunk = step.micro_batch == shape.micro_batches - 1;
-    for (int64_t l = layers_per_chunk - 1; l >= 0; --l) {
-      const int32_t layer = static_cast<int32_t>(first_layer + l);
-      const size_t before = program.ops.size();
-      e.set_context(traces::Phase::Backward, layer, mb, chunk);
-      w.ops->layer_backward(e, layer_groups);
-      if (!grad_input.empty() && before < program.ops.size()) {
-        // The first kernel of the chunk's backward needs the received gradient.
-        for (const int64_t id : grad_input)
-          program.ops[before].deps.push_back(id);
-        grad_input.clear();
-      }
-      if (w.options.overlap_grad_reduce && last_backward_of_chunk && plan.dp * plan.cp > 1) {
-        const double bytes = grad_bytes_per_param * static_cast<double>(layer_parameters_per_gpu(w.model, plan.tp));
-        e.set_context(traces::Phase::Backward, layer, -1, chunk);
-        dp_ops.push_back(e.collective(plan.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
-                                      plan.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
-                                      w.dp_group(stage), bytes, dp_stream, {e.last_compute_id()}));
-      }
-    }
-    e.set_context(traces::Phase::Backward, -1, mb, chunk);
-    if (v == 0) {
-      w.ops->embedding_backward(e, tp);
-    } else {
-      const Neighbour to = previous_of(plan, stage, step.chunk);
-      const int64_t seq = w.message_sequence.at(message_key(stage, Direction::Gradient, mb, step.chunk));
-      e.send(OpName::PpSendGradient, w.stage_rank(to.stage), seq, message_bytes, {e.last_compute_id()});
-    }
-  }
-
-  // End of the iteration: tied-embedding gradient, data-parallel reduction, optimizer.
-  e.set_context(traces::Phase::Optimizer, -1, -1, 0);
-  std::vector<int64_t> before_step{e.last_compute_id()};
-  if (s.sp) {
-    // The gradients of the parameters SP leaves partial on each TP rank (layernorms, row-parallel biases,
-    // position embedding), summed over the TP group in one coalesced all-reduce (Megatron-LM
-    // finalize_model_grads: _allreduce_layernorm_grads).
-    const double bytes = grad_bytes_per_param * static_cast<double>(sp_partial_parameters(w.model, plan, stage));
-    before_step.push_back(
-        e.collective(OpName::SpGradAllReduce, CollectiveOp::AllReduce, tp, bytes, compute_stream));
-  }
-  if (plan.pp > 1 && w.model.tie_embeddings && (stage == 0 || stage == plan.pp - 1)) {
-    const double bytes = grad_bytes_per_param * static_cast<double>(s.vocab_per_rank * s.h);
-    before_step.push_back(
-        e.collective(OpName::EmbeddingGradAllReduce, CollectiveOp::AllReduce, w.embedding_group(), bytes, compute_stream));
-  }
-  if (plan.fp8 && plan.tp * plan.dp * plan.cp > 1) {
-    // Delayed scaling: the amax histories of every FP8 tensor (3 per linear: input, weight, output gradient;
-    // 1024-entry fp32 histories, Transformer Engine's default) reduced over the data- and tensor-parallel ranks
-    // once per iteration; the data-parallel group stands for that reduction here.
-    const double bytes = 4.0 * 1024 * 3 * 4 * static_cast<double>(stage_layers(w.model, plan, stage));
-    before_step.push_back(e.collective(OpName::Fp8AmaxAllReduce, CollectiveOp::AllReduce,
-                                       plan.dp * plan.cp > 1 ? w.dp_group(stage) : tp, bytes, compute_stream));
-  }
-  if (plan.dp * plan.cp > 1) {
-    if (!w.options.overlap_grad_reduce)
-      dp_ops.push_back(e.collective(plan.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
-                                    plan.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
-                                    w.dp_group(stage), grad_bytes_per_param * static_cast<double>(params), dp_stream,
-                                    {e.last_compute_id()}));
-    before_step.insert(before_step.end(), dp_ops.begin(), dp_ops.end());
-  }
-  const double owned = static_cast<double>(params) / static_cast<double>(plan.zero_stage ? plan.dp * plan.cp : 1);
-  e.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
-  if (zero_gather && !w.options.overlap_param_gather)
-    e.collective(OpName::DpAllGather, CollectiveOp::AllGather, w.dp_group(stage), 2.0 * static_cast<double>(params),
-                 compute_stream);
-  if (plan.fp8) {
-    const double layer_weights = static_cast<double>(stage_layers(w.model, plan, stage)) *
-                                 static_cast<double>(layer_parameters_per_gpu(w.model, plan.tp));
-    e.compute(OpName::Fp8WeightCast, fp8_weight_cast_cost(layer_weights));
-  }
-  return program;
+  return StageProgramBuilder(w, stage).build();
 }
 
 traces::OpGraph workload_graph(const Workload& w)

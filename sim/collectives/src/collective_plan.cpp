@@ -208,6 +208,153 @@ double ring_bus_bytes_per_s(const topo::ClusterSpec& c, const std::vector<int>& 
   return std::min(intra, net);
 }
 
+namespace {
+
+// What NCCL's tuner sees of the collective planned in `plan` (op, bytes, ranks, nodes set).
+TunerInput tuner_input(const topo::ClusterSpec& cluster, const CollectivePlan& plan, double bus_bytes_per_s,
+                       const CollectiveOptions& options)
+{
+  TunerInput in;
+  in.op = plan.op;
+  in.bytes = plan.bytes;
+  in.ranks = plan.ranks;
+  in.nodes = plan.nodes;
+  in.intra_node_nvlink = cluster.nvlink.bytes_per_s > 0;
+  in.ring_bus_bytes_per_s = bus_bytes_per_s;
+  in.ampere = cluster.gpu.generation == GpuGeneration::Ampere;
+  in.force_algorithm = options.algorithm;
+  in.force_protocol = options.protocol;
+  return in;
+}
+
+// The input of the calibrated cost of NCCL's choice in `plan` (nccl_cost): with the time the payload of a
+// reducing or gathering collective spends on the links, and the bytes one channel carries.
+NcclCostInput nccl_cost_input(const topo::ClusterSpec& cluster, const CollectivePlan& plan, double bus_bytes_per_s)
+{
+  const CollectiveOp op = plan.op;
+  const double bytes = plan.bytes;
+  const double n = plan.ranks;
+  const double channels = plan.channels;
+  NcclCostInput cost_in;
+  cost_in.op = op;
+  cost_in.algorithm = plan.choice.algorithm;
+  cost_in.protocol = plan.choice.protocol;
+  cost_in.bytes = bytes;
+  cost_in.ranks = plan.ranks;
+  cost_in.nodes = plan.nodes;
+  if (op == CollectiveOp::SendRecv || op == CollectiveOp::AllToAll || plan.ranks <= 1)
+    return cost_in;
+  if (plan.choice.algorithm == NcclAlgorithm::Tree) {
+    // Per rail a node's root sends its share to its parent and two children in the tree where it is inner and
+    // to its parent alone in the other (one edge each across two nodes): (3 + 1) / 2 edges on average. The
+    // node's chain carries the share both ways over NVLink.
+    const double edges = plan.nodes == 2 ? 1.0 : 2.0;
+    const double nic = cluster.nic.bytes_per_s * cluster.nccl.net_efficiency;
+    const double intra = cluster.nvlink.bytes_per_s > 0 ? cluster.nvlink.bytes_per_s * cluster.nccl.nvlink_efficiency
+                                                        : cluster.pcie.bytes_per_s * cluster.nccl.pcie_efficiency;
+    cost_in.link_time_s = bytes * std::max(edges / (channels * nic), 2.0 / intra);
+    cost_in.channel_payload_bytes = bytes;
+  } else {
+    const double factor = op == CollectiveOp::AllReduce                                        ? 2.0 * (n - 1) / n
+                          : op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter ? (n - 1) / n
+                                                                                               : 1.0;
+    cost_in.link_time_s = factor * bytes / bus_bytes_per_s;
+    cost_in.channel_payload_bytes = factor * bytes;
+  }
+  return cost_in;
+}
+
+// The flows of a collective being planned, each scaled by the protocol's wire factor (LL/LL128 move more bytes
+// for the same data; slow channels stretch it). A flow from a GPU to itself or without bytes is left out.
+class FlowList {
+public:
+  FlowList(std::vector<Flow>& flows, double wire_factor) : flows_(flows), wire_factor_(wire_factor) {}
+
+  void add(int src, int dst, double flow_bytes, int steps) const
+  {
+    if (src != dst && flow_bytes > 0)
+      flows_.push_back(Flow{src, dst, flow_bytes * wire_factor_, steps});
+  }
+
+private:
+  std::vector<Flow>& flows_;
+  double wire_factor_;
+};
+
+// Send/receive: the GPUs in pairs (0, 1), (2, 3), ..., each sending `bytes` to the other.
+void add_send_recv_flows(const FlowList& flows, const std::vector<int>& gpus, double bytes)
+{
+  for (size_t r = 0; r + 1 < gpus.size(); r += 2) {
+    flows.add(gpus[r], gpus[r + 1], bytes, 1);
+    flows.add(gpus[r + 1], gpus[r], bytes, 1);
+  }
+}
+
+// All-to-all: every GPU sends every other GPU its 1/n of `bytes`.
+void add_all_to_all_flows(const FlowList& flows, const std::vector<int>& gpus, double bytes)
+{
+  const double n = static_cast<double>(gpus.size());
+  for (const int src : gpus)
+    for (const int dst : gpus)
+      flows.add(src, dst, bytes / n, 1);
+}
+
+// Every rail carries two of NCCL's channels, one on each tree of the double binary tree over nodes (NCCL doubles
+// its channels and gives the two copies the two trees), each rooted in a node at the GPU the rail enters through,
+// with the node's other GPUs chained behind it. A node is inner in one tree and a leaf in the other, so each NIC
+// carries (3 + 1) / 2 shares on average rather than 3. Reduce up and broadcast down are pipelined, so both
+// directions of every edge carry the channel's share at the same time.
+void add_tree_flows(const FlowList& flows, const NodeLayout& layout, const std::vector<std::vector<int>>& groups,
+                    const std::vector<int>& rails, double bytes, double channels)
+{
+  const auto parents = double_binary_tree_parents(static_cast<int>(groups.size()));
+  const double share = bytes / channels;
+  for (const int rail : rails) {
+    std::vector<int> node_root;
+    for (const auto& group : groups) {
+      const std::vector<int> chain = node_ring_segment(layout, group, rail);
+      node_root.push_back(chain.front());
+      for (size_t k = 1; k < chain.size(); ++k) {
+        flows.add(chain[k], chain[k - 1], share, 1);
+        flows.add(chain[k - 1], chain[k], share, 1);
+      }
+    }
+    for (const std::vector<int>& tree_parent : parents)
+      for (size_t k = 0; k < node_root.size(); ++k) {
+        const int parent = tree_parent[k];
+        if (parent >= 0) {
+          flows.add(node_root[k], node_root[static_cast<size_t>(parent)], share / 2, 1);
+          flows.add(node_root[static_cast<size_t>(parent)], node_root[k], share / 2, 1);
+        }
+      }
+  }
+}
+
+// Rings: every hop of every channel is one flow carrying all the steps' bytes; a broadcast is a chain from the
+// root (`root_gpu`) along the ring.
+void add_ring_flows(const FlowList& flows, const std::vector<std::vector<int>>& rings, CollectiveOp op, int root_gpu,
+                    int ranks, double bytes, double channels)
+{
+  const double n = ranks;
+  for (const std::vector<int>& ring : rings) {
+    const size_t m = ring.size();
+    if (op == CollectiveOp::Broadcast) {
+      // n - 1 hops, each forwarding the whole buffer (pipelined).
+      const size_t root = static_cast<size_t>(std::find(ring.begin(), ring.end(), root_gpu) - ring.begin());
+      for (size_t k = 0; k + 1 < m; ++k)
+        flows.add(ring[(root + k) % m], ring[(root + k + 1) % m], bytes / channels, 1);
+      continue;
+    }
+    const bool all_reduce = op == CollectiveOp::AllReduce;
+    const int steps = all_reduce ? 2 * (ranks - 1) : ranks - 1;
+    const double per_hop = (all_reduce ? 2.0 : 1.0) * (n - 1) / n * bytes / channels;
+    for (size_t k = 0; k < m; ++k)
+      flows.add(ring[k], ring[(k + 1) % m], per_hop, steps);
+  }
+}
+
+} // namespace
+
 CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op, const std::vector<int>& gpus,
                                double bytes, const CollectiveOptions& options)
 {
@@ -224,49 +371,11 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   plan.ranks = static_cast<int>(gpus.size());
   plan.nodes = static_cast<int>(groups.size());
   plan.channels = static_cast<int>(rails.size());
-
-  TunerInput in;
-  in.op = op;
-  in.bytes = bytes;
-  in.ranks = plan.ranks;
-  in.nodes = plan.nodes;
-  in.intra_node_nvlink = cluster.nvlink.bytes_per_s > 0;
-  in.ring_bus_bytes_per_s = ring_bus_bytes_per_s(cluster, gpus);
-  in.ampere = cluster.gpu.generation == GpuGeneration::Ampere;
-  in.force_algorithm = options.algorithm;
-  in.force_protocol = options.protocol;
-  plan.choice = choose_nccl_algorithm(in);
+  const double bus_bytes_per_s = ring_bus_bytes_per_s(cluster, gpus);
+  plan.choice = choose_nccl_algorithm(tuner_input(cluster, plan, bus_bytes_per_s, options));
 
   // The calibrated cost of NCCL's choice: latency, channels, and the protocol's bytes on the wire (nccl_cost).
-  const double n = plan.ranks;
-  const double channels = plan.channels;
-  NcclCostInput cost_in;
-  cost_in.op = op;
-  cost_in.algorithm = plan.choice.algorithm;
-  cost_in.protocol = plan.choice.protocol;
-  cost_in.bytes = bytes;
-  cost_in.ranks = plan.ranks;
-  cost_in.nodes = plan.nodes;
-  if (op != CollectiveOp::SendRecv && op != CollectiveOp::AllToAll && plan.ranks > 1) {
-    if (plan.choice.algorithm == NcclAlgorithm::Tree) {
-      // Per rail a node's root sends its share to its parent and two children in the tree where it is inner and
-      // to its parent alone in the other (one edge each across two nodes): (3 + 1) / 2 edges on average. The
-      // node's chain carries the share both ways over NVLink.
-      const double edges = plan.nodes == 2 ? 1.0 : 2.0;
-      const double nic = cluster.nic.bytes_per_s * cluster.nccl.net_efficiency;
-      const double intra = cluster.nvlink.bytes_per_s > 0 ? cluster.nvlink.bytes_per_s * cluster.nccl.nvlink_efficiency
-                                                          : cluster.pcie.bytes_per_s * cluster.nccl.pcie_efficiency;
-      cost_in.link_time_s = bytes * std::max(edges / (channels * nic), 2.0 / intra);
-      cost_in.channel_payload_bytes = bytes;
-    } else {
-      const double factor = op == CollectiveOp::AllReduce                                           ? 2.0 * (n - 1) / n
-                            : op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter ? (n - 1) / n
-                                                                                                   : 1.0;
-      cost_in.link_time_s = factor * bytes / in.ring_bus_bytes_per_s;
-      cost_in.channel_payload_bytes = factor * bytes;
-    }
-  }
-  const NcclCost cost = nccl_cost(cluster, cost_in);
+  const NcclCost cost = nccl_cost(cluster, nccl_cost_input(cluster, plan, bus_bytes_per_s));
   plan.nccl_channels = cost.channels;
   plan.choice.latency_s = cost.latency_s;
   plan.transfer_s = cost.transfer_s;
@@ -274,74 +383,16 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   if (plan.ranks == 1 || bytes == 0 || !options.flows)
     return plan;
 
-  const double wire = cost.wire_factor; // LL/LL128 move more bytes for the same data; slow channels stretch it
-  auto add = [&](int src, int dst, double flow_bytes, int steps) {
-    if (src != dst && flow_bytes > 0)
-      plan.flows.push_back(Flow{src, dst, flow_bytes * wire, steps});
-  };
-
-  switch (op) {
-  case CollectiveOp::SendRecv:
-    for (size_t r = 0; r + 1 < gpus.size(); r += 2) {
-      add(gpus[r], gpus[r + 1], bytes, 1);
-      add(gpus[r + 1], gpus[r], bytes, 1);
-    }
-    return plan;
-  case CollectiveOp::AllToAll:
-    for (const int src : gpus)
-      for (const int dst : gpus)
-        add(src, dst, bytes / n, 1);
-    return plan;
-  default: break;
-  }
-
-  const auto rings = ring_orders(cluster, gpus);
-  if (plan.choice.algorithm == NcclAlgorithm::Tree) {
-    // Every rail carries two of NCCL's channels, one on each tree of the double binary tree over nodes (NCCL
-    // doubles its channels and gives the two copies the two trees), each rooted in a node at the GPU the rail
-    // enters through, with the node's other GPUs chained behind it. A node is inner in one tree and a leaf in
-    // the other, so each NIC carries (3 + 1) / 2 shares on average rather than 3. Reduce up and broadcast down
-    // are pipelined, so both directions of every edge carry the channel's share at the same time.
-    const auto parents = double_binary_tree_parents(plan.nodes);
-    const double share = bytes / channels;
-    for (size_t c = 0; c < rails.size(); ++c) {
-      std::vector<int> node_root;
-      for (const auto& group : groups) {
-        const std::vector<int> chain = node_ring_segment(layout, group, rails[c]);
-        node_root.push_back(chain.front());
-        for (size_t k = 1; k < chain.size(); ++k) {
-          add(chain[k], chain[k - 1], share, 1);
-          add(chain[k - 1], chain[k], share, 1);
-        }
-      }
-      for (const std::vector<int>& tree_parent : parents)
-        for (size_t k = 0; k < node_root.size(); ++k) {
-          const int parent = tree_parent[k];
-          if (parent >= 0) {
-            add(node_root[k], node_root[static_cast<size_t>(parent)], share / 2, 1);
-            add(node_root[static_cast<size_t>(parent)], node_root[k], share / 2, 1);
-          }
-        }
-    }
-    return plan;
-  }
-
-  // Rings: every hop of every channel is one flow carrying all the steps' bytes.
-  for (const std::vector<int>& ring : rings) {
-    const size_t m = ring.size();
-    if (op == CollectiveOp::Broadcast) {
-      // A chain from the root along the ring: n - 1 hops, each forwarding the whole buffer (pipelined).
-      const size_t root = static_cast<size_t>(std::find(ring.begin(), ring.end(), gpus.front()) - ring.begin());
-      for (size_t k = 0; k + 1 < m; ++k)
-        add(ring[(root + k) % m], ring[(root + k + 1) % m], bytes / channels, 1);
-      continue;
-    }
-    const bool all_reduce = op == CollectiveOp::AllReduce;
-    const int steps = all_reduce ? 2 * (plan.ranks - 1) : plan.ranks - 1;
-    const double per_hop = (all_reduce ? 2.0 : 1.0) * (n - 1) / n * bytes / channels;
-    for (size_t k = 0; k < m; ++k)
-      add(ring[k], ring[(k + 1) % m], per_hop, steps);
-  }
+  const FlowList flows(plan.flows, cost.wire_factor);
+  const double channels = plan.channels;
+  if (op == CollectiveOp::SendRecv)
+    add_send_recv_flows(flows, gpus, bytes);
+  else if (op == CollectiveOp::AllToAll)
+    add_all_to_all_flows(flows, gpus, bytes);
+  else if (plan.choice.algorithm == NcclAlgorithm::Tree)
+    add_tree_flows(flows, layout, groups, rails, bytes, channels);
+  else
+    add_ring_flows(flows, ring_orders(cluster, gpus), op, gpus.front(), plan.ranks, bytes, channels);
   return plan;
 }
 

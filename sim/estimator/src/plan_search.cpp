@@ -37,20 +37,11 @@ bool is_valid(const GptConfig& model, const ParallelPlan& plan)
   }
 }
 
-} // namespace
-
-std::vector<int64_t> default_context_parallel(const GptConfig& model, AttentionKernel attention)
+// The enumeration of enumerate_plans; `sharded`: with pp = 1 and dp x cp > 1, where ZeRO-1 does not fit even with
+// full recompute, ZeRO-2, else ZeRO-3 -- the lowest stage that fits, with its cheapest recompute.
+PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t gpus_per_node,
+                                 int64_t hbm_bytes, const SearchSpace& space, bool sharded)
 {
-  if (attention == AttentionKernel::Flash && model.seq_len >= 8192)
-    return {1, 2, 4, 8};
-  return {1};
-}
-
-PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t gpus_per_node,
-                                int64_t hbm_bytes, const SearchSpace& space)
-{
-  if (gpus < 1 || global_batch < 1 || gpus_per_node < 1)
-    throw std::invalid_argument("enumerate_plans: gpus, global batch and GPUs per node must be >= 1");
   const int64_t max_tp = space.max_tp > 0 ? space.max_tp : gpus_per_node;
   PlanEnumeration out;
   bool have_smallest = false;
@@ -89,20 +80,28 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
           plan.fp8 = space.fp8;
           if (!is_valid(model, plan))
             continue;
-          const WorkloadOptions options = space.overlaps ? applicable_overlaps(plan) : WorkloadOptions{};
           ++out.shapes;
+          const std::vector<int> zero_stages =
+              sharded && dp * cp > 1 && pp == 1 ? std::vector<int>{1, 2, 3} : std::vector<int>{plan.zero_stage};
           bool fitted = false;
-          for (const Recompute recompute : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-            plan.recompute = recompute;
-            const int64_t peak = busiest_stage_memory(model, plan).total_bytes;
-            if (!have_smallest || peak < out.smallest.peak_memory_bytes) {
-              out.smallest = {plan, peak, options};
-              have_smallest = true;
-            }
-            if (peak <= hbm_bytes) {
-              out.fitting.push_back({plan, peak, options});
-              fitted = true;
-              break;
+          for (const int zero : zero_stages) {
+            plan.zero_stage = zero;
+            plan.fp8_param_gather = space.fp8 && zero == 3; // ZeRO-3 gathers FP8 parameters (validate_plan)
+            if (fitted || !is_valid(model, plan))
+              continue;
+            const WorkloadOptions options = space.overlaps ? applicable_overlaps(plan) : WorkloadOptions{};
+            for (const Recompute recompute : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+              plan.recompute = recompute;
+              const int64_t peak = busiest_stage_memory(model, plan).total_bytes;
+              if (!have_smallest || peak < out.smallest.peak_memory_bytes) {
+                out.smallest = {plan, peak, options};
+                have_smallest = true;
+              }
+              if (peak <= hbm_bytes) {
+                out.fitting.push_back({plan, peak, options});
+                fitted = true;
+                break;
+              }
             }
           }
           if (!fitted)
@@ -112,6 +111,27 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
     }
     }
   }
+  return out;
+}
+
+} // namespace
+
+std::vector<int64_t> default_context_parallel(const GptConfig& model, AttentionKernel attention)
+{
+  if (attention == AttentionKernel::Flash && model.seq_len >= 8192)
+    return {1, 2, 4, 8};
+  return {1};
+}
+
+PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t gpus_per_node,
+                                int64_t hbm_bytes, const SearchSpace& space)
+{
+  if (gpus < 1 || global_batch < 1 || gpus_per_node < 1)
+    throw std::invalid_argument("enumerate_plans: gpus, global batch and GPUs per node must be >= 1");
+  const bool always = space.sharded == ShardedStages::Always;
+  PlanEnumeration out = enumerate_shapes(model, gpus, global_batch, gpus_per_node, hbm_bytes, space, always);
+  if (out.fitting.empty() && !always)
+    out = enumerate_shapes(model, gpus, global_batch, gpus_per_node, hbm_bytes, space, true);
   return out;
 }
 

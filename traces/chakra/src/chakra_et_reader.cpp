@@ -112,13 +112,11 @@ std::string node_text(const Node& n)
   return "node " + std::to_string(n.id()) + " '" + printable(n.name()) + "'";
 }
 
-RankParse parse_rank(std::string_view bytes, const std::string& source, int32_t default_rank)
+// Reads the GlobalMetadata message into `r`: the schema version, the rank (default `default_rank`), the comm_size
+// convention and gputwin's own metadata.
+void read_global_metadata(google::protobuf::io::ZeroCopyInputStream& stream, const std::string& source,
+                          int32_t default_rank, RankParse& r)
 {
-  // A corrupt file is reported by the TraceError below, not by protobuf's own log lines on stderr (invalid UTF-8).
-  const google::protobuf::LogSilencer quiet;
-  google::protobuf::io::ArrayInputStream stream(bytes.data(),
-                                                static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
-  RankParse r;
   ChakraProtoMsg::GlobalMetadata meta;
   bool clean_eof = false;
   if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&meta, &stream, &clean_eof))
@@ -142,16 +140,26 @@ RankParse parse_rank(std::string_view bytes, const std::string& source, int32_t 
   for (const AttributeProto& a : meta.attr())
     if (a.name().rfind("gputwin.", 0) == 0 && a.value_case() == AttributeProto::kStringVal)
       r.metadata[a.name().substr(8)] = a.string_val();
+}
 
+// A rank file's nodes in file order, with the position of each node id.
+struct RankNodes {
   std::vector<Node> nodes;
   std::unordered_map<uint64_t, size_t> index_of;
+};
+
+// Reads the nodes after the GlobalMetadata up to the end of the file; each must have a known type and its own id.
+RankNodes read_nodes(google::protobuf::io::ZeroCopyInputStream& stream, const std::string& source)
+{
+  RankNodes r;
   for (;;) {
     Node node;
+    bool clean_eof = false;
     const int64_t offset = stream.ByteCount();
     if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&node, &stream, &clean_eof)) {
       if (!clean_eof)
-        fail_at(source, "truncated or corrupt after " + std::to_string(nodes.size()) + " nodes (the message at byte " +
-                            std::to_string(offset) + " cannot be decoded)");
+        fail_at(source, "truncated or corrupt after " + std::to_string(r.nodes.size()) +
+                            " nodes (the message at byte " + std::to_string(offset) + " cannot be decoded)");
       break;
     }
     if (!ChakraProtoMsg::NodeType_IsValid(node.type()))
@@ -161,22 +169,25 @@ RankParse parse_rank(std::string_view bytes, const std::string& source, int32_t 
                   "COMM_COLL_NODE)");
     if (node.type() == ChakraProtoMsg::INVALID_NODE)
       fail_at(source, node_text(node) + ": node type INVALID_NODE (field 'type' missing)");
-    if (!index_of.emplace(node.id(), nodes.size()).second)
+    if (!r.index_of.emplace(node.id(), r.nodes.size()).second)
       fail_at(source, node_text(node) + ": duplicate node id");
-    nodes.push_back(std::move(node));
+    r.nodes.push_back(std::move(node));
   }
-  r.stats.nodes = static_cast<int64_t>(nodes.size());
-  if (nodes.empty())
-    fail_at(source, "no nodes after the GlobalMetadata");
+  return r;
+}
 
-  // Topological order of data_deps + ctrl_deps, ties by position in the file.
+// Topological order of data_deps + ctrl_deps, ties by position in the file. Throws on a dependency that names no
+// node, a node that depends on itself, and a cycle.
+std::vector<size_t> topological_order(const RankNodes& rank_nodes, const std::string& source)
+{
+  const std::vector<Node>& nodes = rank_nodes.nodes;
   std::vector<std::vector<size_t>> successors(nodes.size());
   std::vector<size_t> pending(nodes.size(), 0);
   for (size_t i = 0; i < nodes.size(); ++i)
     for (const auto* deps : {&nodes[i].data_deps(), &nodes[i].ctrl_deps()})
       for (const uint64_t d : *deps) {
-        const auto it = index_of.find(d);
-        if (it == index_of.end())
+        const auto it = rank_nodes.index_of.find(d);
+        if (it == rank_nodes.index_of.end())
           fail_at(source, node_text(nodes[i]) + ": dependency " + std::to_string(d) + " names no node of the file");
         if (it->second == i)
           fail_at(source, node_text(nodes[i]) + ": depends on itself");
@@ -200,149 +211,237 @@ RankParse parse_rank(std::string_view bytes, const std::string& source, int32_t 
     for (size_t i = 0; i < nodes.size(); ++i)
       if (pending[i] > 0)
         fail_at(source, node_text(nodes[i]) + ": on a dependency cycle");
+  return order;
+}
 
-  // Nodes that become no op pass their dependencies on to the nodes after them.
+// An integer attribute the node's type requires; throws when it is absent or not an integer.
+int64_t required_int_attr(const Node& n, const char* name, const std::string& source)
+{
+  const std::optional<int64_t> v = int_attr(n.attr(), name);
+  if (!v)
+    fail_at(source, node_text(n) + ": " + ChakraProtoMsg::NodeType_Name(n.type()) + " without attribute '" + name +
+                        "' (an integer)");
+  return *v;
+}
+
+bool is_cpu_op(const Node& n)
+{
+  const AttributeProto* cpu = find_attr(n.attr(), "is_cpu_op");
+  return cpu != nullptr && cpu->value_case() == AttributeProto::kBoolVal && cpu->bool_val();
+}
+
+// A COMP_NODE as a compute op on stream 0: timed by its duration_micros where given, else by num_ops (FLOPs) or
+// tensor_size (bytes).
+void set_compute_op(traces::Op& op, const Node& n, const std::string& source, ChakraImportStats& stats)
+{
+  op.kind = traces::OpKind::Compute;
+  op.stream = 0;
+  op.flops = static_cast<double>(std::max<int64_t>(0, int_attr(n.attr(), "num_ops").value_or(0)));
+  op.bytes = static_cast<double>(std::max<int64_t>(0, int_attr(n.attr(), "tensor_size").value_or(0)));
+  if (n.duration_micros() > 0) {
+    if (n.duration_micros() > uint64_t{1} << 40)
+      fail_at(source, node_text(n) + ": duration_micros " + std::to_string(n.duration_micros()) + " out of range");
+    op.duration_ns = static_cast<int64_t>(n.duration_micros()) * 1000;
+    ++stats.timed_by_duration;
+  } else {
+    ++(op.flops > 0 ? stats.timed_by_flops : stats.timed_by_bytes);
+  }
+  stats.flops += op.flops;
+}
+
+struct CollectiveAttrs {
+  ChakraProtoMsg::CollectiveCommType type;
+  int64_t size_bytes;
+};
+
+// The comm_type and comm_size of a COMM_COLL_NODE; throws when either is missing or out of range.
+CollectiveAttrs collective_attrs(const Node& n, const std::string& source)
+{
+  const int64_t type = required_int_attr(n, "comm_type", source);
+  const int64_t size = required_int_attr(n, "comm_size", source);
+  if (!ChakraProtoMsg::CollectiveCommType_IsValid(static_cast<int>(type)) || type != static_cast<int>(type))
+    fail_at(source,
+            node_text(n) + ": unknown comm_type " + std::to_string(type) + " (expected 0..9 of CollectiveCommType)");
+  if (size < 0)
+    fail_at(source, node_text(n) + ": comm_size " + std::to_string(size) + " (expected bytes >= 0)");
+  return {static_cast<ChakraProtoMsg::CollectiveCommType>(type), size};
+}
+
+// The collective gputwin runs for a Chakra comm_type; nullopt for those it does not model.
+std::optional<CollectiveOp> modelled_collective(ChakraProtoMsg::CollectiveCommType type)
+{
+  switch (type) {
+  case ChakraProtoMsg::ALL_REDUCE:
+  case ChakraProtoMsg::REDUCE: return CollectiveOp::AllReduce; // reduce: the upper bound
+  case ChakraProtoMsg::ALL_GATHER: return CollectiveOp::AllGather;
+  case ChakraProtoMsg::REDUCE_SCATTER:
+  case ChakraProtoMsg::REDUCE_SCATTER_BLOCK: return CollectiveOp::ReduceScatter;
+  case ChakraProtoMsg::BROADCAST: return CollectiveOp::Broadcast;
+  case ChakraProtoMsg::ALL_TO_ALL: return CollectiveOp::AllToAll;
+  default: return std::nullopt;
+  }
+}
+
+// A COMM_COLL_NODE as a collective op on stream 1; its group is resolved from its pg_name once all files are read.
+void set_collective_op(traces::Op& op, CollectiveOp collective, int64_t size_bytes, const Node& n, RankParse& r)
+{
+  op.collective = collective;
+  op.kind = traces::OpKind::Collective;
+  op.stream = 1;
+  op.bytes = static_cast<double>(size_bytes);
+  r.pg_of_op[op.id] = string_attr(n.attr(), "pg_name").value_or("");
+  ++r.stats.collectives;
+  r.stats.collective_bytes += op.bytes;
+}
+
+using MessageSequences = std::map<std::pair<int32_t, int32_t>, int64_t>; // (src, dst) -> messages so far
+
+// A COMM_SEND_NODE or COMM_RECV_NODE as a send or receive on stream 2, numbered per (src, dst) pair. This file's
+// rank must be its source (send) or destination (receive).
+void set_message_op(traces::Op& op, const Node& n, const std::string& source, RankParse& r,
+                    MessageSequences& message_sequence)
+{
+  const bool send = n.type() == ChakraProtoMsg::COMM_SEND_NODE;
+  const int64_t src = required_int_attr(n, "comm_src", source), dst = required_int_attr(n, "comm_dst", source),
+                size = required_int_attr(n, "comm_size", source);
+  const int64_t self = send ? src : dst, peer = send ? dst : src;
+  if (self != r.program.rank)
+    fail_at(source, node_text(n) + ": " + (send ? "comm_src " : "comm_dst ") + std::to_string(self) +
+                        " is not this file's rank " + std::to_string(r.program.rank));
+  if (peer < 0 || peer >= (1 << 24) || peer == self || size < 0)
+    fail_at(source, node_text(n) + ": peer " + std::to_string(peer) + ", comm_size " + std::to_string(size) +
+                        " (expected another rank and bytes >= 0)");
+  op.kind = send ? traces::OpKind::Send : traces::OpKind::Recv;
+  op.stream = 2;
+  op.peer = static_cast<int32_t>(peer);
+  op.bytes = static_cast<double>(size);
+  op.sequence = message_sequence[{static_cast<int32_t>(src), static_cast<int32_t>(dst)}]++;
+  ++(send ? r.stats.sends : r.stats.recvs);
+}
+
+// gputwin's own annotations (a .et written by simulate --chakra) restore where the op sat.
+void apply_gputwin_annotations(traces::Op& op, const Node& n)
+{
+  if (const auto op_stream = int_attr(n.attr(), "gputwin.stream"); op_stream && *op_stream >= 0 && *op_stream < 1024)
+    op.stream = static_cast<int32_t>(*op_stream);
+  if (const auto phase = string_attr(n.attr(), "gputwin.phase"))
+    op.phase = traces::parse_phase(*phase).value_or(traces::Phase::Forward);
+  if (const auto layer = int_attr(n.attr(), "gputwin.layer"); layer && *layer >= -1 && *layer < (1 << 24))
+    op.layer = static_cast<int32_t>(*layer);
+  if (const auto mb = int_attr(n.attr(), "gputwin.micro_batch"); mb && *mb >= -1 && *mb < (1 << 24))
+    op.micro_batch = static_cast<int32_t>(*mb);
+  if (const auto chunk = int_attr(n.attr(), "gputwin.chunk"); chunk && *chunk >= 0 && *chunk < (1 << 24))
+    op.chunk = static_cast<int32_t>(*chunk);
+}
+
+// The op a node stands for (without its dependencies), or nullopt for a node that becomes no op: a metadata node
+// (counted as structure) or one gputwin ignores (counted by reason in r.stats.ignored).
+std::optional<traces::Op> node_op(const Node& n, const std::string& source, RankParse& r,
+                                  MessageSequences& message_sequence)
+{
+  const auto ignore = [&](const std::string& reason) {
+    r.stats.ignored[reason][n.name()]++;
+    return std::nullopt;
+  };
+  traces::Op op;
+  op.id = static_cast<int64_t>(n.id() > static_cast<uint64_t>(INT64_MAX / 2) ? -1 : static_cast<int64_t>(n.id()));
+  if (op.id < 0)
+    fail_at(source, node_text(n) + ": node id out of range");
+  op.name = n.name();
+  switch (n.type()) {
+  case ChakraProtoMsg::METADATA_NODE: ++r.stats.structure; return std::nullopt;
+  case ChakraProtoMsg::MEM_LOAD_NODE:
+  case ChakraProtoMsg::MEM_STORE_NODE: return ignore("memory load/store node (not modelled)");
+  case ChakraProtoMsg::COMP_NODE:
+    if (is_cpu_op(n))
+      return ignore("CPU op (is_cpu_op: host work, not simulated)");
+    set_compute_op(op, n, source, r.stats);
+    break;
+  case ChakraProtoMsg::COMM_COLL_NODE: {
+    const CollectiveAttrs attrs = collective_attrs(n, source);
+    const std::optional<CollectiveOp> collective = modelled_collective(attrs.type);
+    if (!collective)
+      return ignore("collective gputwin does not model (" + ChakraProtoMsg::CollectiveCommType_Name(attrs.type) + ")");
+    set_collective_op(op, *collective, attrs.size_bytes, n, r);
+    break;
+  }
+  case ChakraProtoMsg::COMM_SEND_NODE:
+  case ChakraProtoMsg::COMM_RECV_NODE: set_message_op(op, n, source, r, message_sequence); break;
+  default: fail_at(source, node_text(n) + ": unknown node type"); // NodeType_IsValid let it through: a newer schema
+  }
+  apply_gputwin_annotations(op, n);
+  return op;
+}
+
+// The nodes in `order` as the rank program's ops. Nodes that become no op pass their dependencies on to the nodes
+// after them.
+void add_ops(const RankNodes& rank_nodes, const std::vector<size_t>& order, const std::string& source, RankParse& r)
+{
+  const std::vector<Node>& nodes = rank_nodes.nodes;
   std::vector<std::vector<int64_t>> resolved(nodes.size()); // op ids a node stands for as a dependency
-  std::map<std::pair<int32_t, int32_t>, int64_t> message_sequence;
-  bool ids_increase = true;
+  MessageSequences message_sequence;
   for (const size_t i : order) {
     const Node& n = nodes[i];
     std::set<int64_t> deps;
     for (const auto* list : {&n.data_deps(), &n.ctrl_deps()})
       for (const uint64_t d : *list) {
-        const auto& via = resolved[index_of.at(d)];
+        const auto& via = resolved[rank_nodes.index_of.at(d)];
         deps.insert(via.begin(), via.end());
       }
-    const auto ignore = [&](const std::string& reason) {
-      r.stats.ignored[reason][n.name()]++;
-      resolved[i].assign(deps.begin(), deps.end());
-    };
-    const auto required = [&](const char* name) {
-      const std::optional<int64_t> v = int_attr(n.attr(), name);
-      if (!v)
-        fail_at(source, node_text(n) + ": " + ChakraProtoMsg::NodeType_Name(n.type()) + " without attribute '" + name +
-                            "' (an integer)");
-      return *v;
-    };
-    traces::Op op;
-    op.id = static_cast<int64_t>(n.id() > static_cast<uint64_t>(INT64_MAX / 2) ? -1 : static_cast<int64_t>(n.id()));
-    if (op.id < 0)
-      fail_at(source, node_text(n) + ": node id out of range");
-    op.name = n.name();
-    switch (n.type()) {
-    case ChakraProtoMsg::METADATA_NODE:
-      ++r.stats.structure;
+    std::optional<traces::Op> op = node_op(n, source, r, message_sequence);
+    if (!op) {
       resolved[i].assign(deps.begin(), deps.end());
       continue;
-    case ChakraProtoMsg::MEM_LOAD_NODE:
-    case ChakraProtoMsg::MEM_STORE_NODE: ignore("memory load/store node (not modelled)"); continue;
-    case ChakraProtoMsg::COMP_NODE: {
-      const AttributeProto* cpu = find_attr(n.attr(), "is_cpu_op");
-      if (cpu != nullptr && cpu->value_case() == AttributeProto::kBoolVal && cpu->bool_val()) {
-        ignore("CPU op (is_cpu_op: host work, not simulated)");
-        continue;
-      }
-      op.kind = traces::OpKind::Compute;
-      op.stream = 0;
-      op.flops = static_cast<double>(std::max<int64_t>(0, int_attr(n.attr(), "num_ops").value_or(0)));
-      op.bytes = static_cast<double>(std::max<int64_t>(0, int_attr(n.attr(), "tensor_size").value_or(0)));
-      if (n.duration_micros() > 0) {
-        if (n.duration_micros() > uint64_t{1} << 40)
-          fail_at(source, node_text(n) + ": duration_micros " + std::to_string(n.duration_micros()) + " out of range");
-        op.duration_ns = static_cast<int64_t>(n.duration_micros()) * 1000;
-        ++r.stats.timed_by_duration;
-      } else {
-        ++(op.flops > 0 ? r.stats.timed_by_flops : r.stats.timed_by_bytes);
-      }
-      r.stats.flops += op.flops;
-      break;
     }
-    case ChakraProtoMsg::COMM_COLL_NODE: {
-      const int64_t type = required("comm_type");
-      const int64_t size = required("comm_size");
-      if (!ChakraProtoMsg::CollectiveCommType_IsValid(static_cast<int>(type)) || type != static_cast<int>(type))
-        fail_at(source, node_text(n) + ": unknown comm_type " + std::to_string(type) +
-                            " (expected 0..9 of CollectiveCommType)");
-      if (size < 0)
-        fail_at(source, node_text(n) + ": comm_size " + std::to_string(size) + " (expected bytes >= 0)");
-      switch (static_cast<ChakraProtoMsg::CollectiveCommType>(type)) {
-      case ChakraProtoMsg::ALL_REDUCE:
-      case ChakraProtoMsg::REDUCE: op.collective = CollectiveOp::AllReduce; break; // reduce: the upper bound
-      case ChakraProtoMsg::ALL_GATHER: op.collective = CollectiveOp::AllGather; break;
-      case ChakraProtoMsg::REDUCE_SCATTER:
-      case ChakraProtoMsg::REDUCE_SCATTER_BLOCK: op.collective = CollectiveOp::ReduceScatter; break;
-      case ChakraProtoMsg::BROADCAST: op.collective = CollectiveOp::Broadcast; break;
-      case ChakraProtoMsg::ALL_TO_ALL: op.collective = CollectiveOp::AllToAll; break;
-      default:
-        ignore("collective gputwin does not model (" +
-               ChakraProtoMsg::CollectiveCommType_Name(static_cast<ChakraProtoMsg::CollectiveCommType>(type)) + ")");
-        continue;
-      }
-      op.kind = traces::OpKind::Collective;
-      op.stream = 1;
-      op.bytes = static_cast<double>(size);
-      r.pg_of_op[op.id] = string_attr(n.attr(), "pg_name").value_or("");
-      ++r.stats.collectives;
-      r.stats.collective_bytes += op.bytes;
-      break;
-    }
-    case ChakraProtoMsg::COMM_SEND_NODE:
-    case ChakraProtoMsg::COMM_RECV_NODE: {
-      const bool send = n.type() == ChakraProtoMsg::COMM_SEND_NODE;
-      const int64_t src = required("comm_src"), dst = required("comm_dst"), size = required("comm_size");
-      const int64_t self = send ? src : dst, peer = send ? dst : src;
-      if (self != r.program.rank)
-        fail_at(source, node_text(n) + ": " + (send ? "comm_src " : "comm_dst ") + std::to_string(self) +
-                            " is not this file's rank " + std::to_string(r.program.rank));
-      if (peer < 0 || peer >= (1 << 24) || peer == self || size < 0)
-        fail_at(source, node_text(n) + ": peer " + std::to_string(peer) + ", comm_size " + std::to_string(size) +
-                            " (expected another rank and bytes >= 0)");
-      op.kind = send ? traces::OpKind::Send : traces::OpKind::Recv;
-      op.stream = 2;
-      op.peer = static_cast<int32_t>(peer);
-      op.bytes = static_cast<double>(size);
-      op.sequence = message_sequence[{static_cast<int32_t>(src), static_cast<int32_t>(dst)}]++;
-      ++(send ? r.stats.sends : r.stats.recvs);
-      break;
-    }
-    default: fail_at(source, node_text(n) + ": unknown node type"); // NodeType_IsValid let it through: a newer schema
-    }
-    // gputwin's own annotations (a .et written by simulate --chakra) restore where the op sat.
-    if (const auto op_stream = int_attr(n.attr(), "gputwin.stream"); op_stream && *op_stream >= 0 && *op_stream < 1024)
-      op.stream = static_cast<int32_t>(*op_stream);
-    if (const auto phase = string_attr(n.attr(), "gputwin.phase"))
-      op.phase = traces::parse_phase(*phase).value_or(traces::Phase::Forward);
-    if (const auto layer = int_attr(n.attr(), "gputwin.layer"); layer && *layer >= -1 && *layer < (1 << 24))
-      op.layer = static_cast<int32_t>(*layer);
-    if (const auto mb = int_attr(n.attr(), "gputwin.micro_batch"); mb && *mb >= -1 && *mb < (1 << 24))
-      op.micro_batch = static_cast<int32_t>(*mb);
-    if (const auto chunk = int_attr(n.attr(), "gputwin.chunk"); chunk && *chunk >= 0 && *chunk < (1 << 24))
-      op.chunk = static_cast<int32_t>(*chunk);
-    op.deps.assign(deps.begin(), deps.end());
-    if (!r.program.ops.empty() && op.id <= r.program.ops.back().id)
-      ids_increase = false;
-    resolved[i] = {op.id};
-    r.program.ops.push_back(std::move(op));
+    op->deps.assign(deps.begin(), deps.end());
+    resolved[i] = {op->id};
+    r.program.ops.push_back(std::move(*op));
   }
+}
+
+bool ids_increase(const std::vector<traces::Op>& ops)
+{
+  return std::adjacent_find(ops.begin(), ops.end(), [](const traces::Op& previous, const traces::Op& next) {
+           return next.id <= previous.id;
+         }) == ops.end();
+}
+
+// Op ids must increase in issue order: renumbers the ops 0, 1, ... (their dependencies and pg_names with them).
+void renumber_ops(RankParse& r)
+{
+  std::unordered_map<int64_t, int64_t> renumber;
+  for (size_t k = 0; k < r.program.ops.size(); ++k)
+    renumber[r.program.ops[k].id] = static_cast<int64_t>(k);
+  std::map<int64_t, std::string> pg;
+  for (traces::Op& op : r.program.ops) {
+    if (const auto it = r.pg_of_op.find(op.id); it != r.pg_of_op.end())
+      pg[renumber.at(op.id)] = it->second;
+    op.id = renumber.at(op.id);
+    for (int64_t& d : op.deps)
+      d = renumber.at(d);
+    std::sort(op.deps.begin(), op.deps.end());
+  }
+  r.pg_of_op = std::move(pg);
+}
+
+RankParse parse_rank(std::string_view bytes, const std::string& source, int32_t default_rank)
+{
+  // A corrupt file is reported as a TraceError, not by protobuf's own log lines on stderr (invalid UTF-8).
+  const google::protobuf::LogSilencer quiet;
+  google::protobuf::io::ArrayInputStream stream(bytes.data(),
+                                                static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
+  RankParse r;
+  read_global_metadata(stream, source, default_rank, r);
+  const RankNodes nodes = read_nodes(stream, source);
+  r.stats.nodes = static_cast<int64_t>(nodes.nodes.size());
+  if (nodes.nodes.empty())
+    fail_at(source, "no nodes after the GlobalMetadata");
+  add_ops(nodes, topological_order(nodes, source), source, r);
   if (r.program.ops.empty())
-    fail_at(source, "none of its " + std::to_string(nodes.size()) +
+    fail_at(source, "none of its " + std::to_string(nodes.nodes.size()) +
                         " nodes is a compute or communication node gputwin can run");
-  // Op ids must increase in issue order: renumber when the file's ids do not.
-  if (!ids_increase) {
-    std::unordered_map<int64_t, int64_t> renumber;
-    for (size_t k = 0; k < r.program.ops.size(); ++k)
-      renumber[r.program.ops[k].id] = static_cast<int64_t>(k);
-    std::map<int64_t, std::string> pg;
-    for (traces::Op& op : r.program.ops) {
-      if (const auto it = r.pg_of_op.find(op.id); it != r.pg_of_op.end())
-        pg[renumber.at(op.id)] = it->second;
-      op.id = renumber.at(op.id);
-      for (int64_t& d : op.deps)
-        d = renumber.at(d);
-      std::sort(op.deps.begin(), op.deps.end());
-    }
-    r.pg_of_op = std::move(pg);
-  }
+  if (!ids_increase(r.program.ops))
+    renumber_ops(r);
   return r;
 }
 

@@ -28,6 +28,9 @@ ClusterSpec read_cluster(const cli::ParsedArgs& args);
 // The same cluster sized to `nodes` nodes instead of --nodes (> 0), the fault flags kept.
 ClusterSpec read_cluster(const cli::ParsedArgs& args, int nodes);
 
+// The cluster the flags name, not yet loaded: --cluster, --nodes (0 when not given), --set, the fault flags.
+ClusterRequest read_cluster_request(const cli::ParsedArgs& args);
+
 // The fault flags as given: --degrade-link NAME=FACTOR (FACTOR > 0), --fail-link NAME, --fail-nic NODE:NIC.
 // Names are checked against the graph later (ClusterGraph); throws InputError on a malformed value.
 FabricFaults read_fabric_faults(const cli::ParsedArgs& args);

@@ -134,4 +134,16 @@ std::string builtin_cluster_names();
 // "--cluster", "--nodes") and what was expected.
 ClusterSpec load_cluster(const std::string& name_or_path, int nodes, const std::vector<std::string>& set_overrides);
 
+// A cluster as a user names it, before it is sized to a job: the built-in name or file, the node count if the
+// user fixed one (0: as many as the job needs), the --set overrides and the faults.
+struct ClusterRequest {
+  std::string name_or_path = "dgx-a100";
+  int nodes = 0;
+  std::vector<std::string> set_overrides;
+  FabricFaults faults;
+};
+
+// The requested cluster with `nodes` nodes (0: the request's, else the file's), its faults kept.
+ClusterSpec load_cluster(const ClusterRequest& request, int nodes = 0);
+
 } // namespace gputwin::topo

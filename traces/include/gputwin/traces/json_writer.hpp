@@ -1,7 +1,7 @@
 #pragma once
 // A dependency-free streaming JSON writer with deterministic number formatting.
 //
-// Used for every machine-readable output of the project (CLI --json, and the trace files of issue 5):
+// Used for every machine-readable output of the project (CLI --json, and the op-graph trace files):
 // integers are written exactly, doubles in the shortest form that reads back to the same bits, so the
 // same values always give byte-identical text.
 

@@ -27,7 +27,7 @@ struct GpuComputeModel;
 
 // Per GPU generation (built-in models, or a model file's `comm_interference:` section).
 struct CommInterferenceParams {
-  bool enabled = false;               // off: overlapped communication costs compute nothing (before issue 17)
+  bool enabled = false;               // off: overlapped communication costs compute nothing
   double sms_per_channel = 1;         // SMs one NCCL channel (one CTA) takes from a concurrent kernel
   int p2p_channels = 2;               // channels of one pipeline send or receive (NCCL_NCHANNELS_PER_NET_PEER)
   double hbm_bytes_per_comm_byte = 1; // HBM bytes the GPU reads/writes per byte it sends or receives

@@ -66,7 +66,8 @@ struct FrameworkProfile {
 
 // Built-in profiles: "none" (no host: ops start as soon as the GPU can run them), "megatron-lm" (the 2022
 // Megatron of the paper's A100 runs), "megatron-core" (Megatron-Core with Transformer Engine; "nemo" names the
-// same: NeMo trains through Megatron-Core), "megatron-deepspeed", "gputwin-engine". Throws InputError naming
+// same: NeMo trains through Megatron-Core), "megatron-deepspeed", "torchtitan" (PyTorch eager + FSDP2, with
+// --fsdp), "gputwin-engine". Throws InputError naming
 // `flag` for an unknown name.
 FrameworkProfile builtin_framework_profile(const std::string& name, const std::string& flag = "--framework");
 std::vector<std::string> builtin_framework_names();

@@ -2,13 +2,14 @@
 // The model and parallel-plan flags every subcommand shares (`gputwin memory`, `simulate`, ... and
 // `gputwin-engine train`): one definition, so the CLIs cannot drift apart.
 //
-//   model: --model NAME|FILE.yaml  --hidden --heads --layers --seq-len --vocab
+//   model: --model NAME|FILE.yaml|hf:CONFIG.json  --hidden --heads --layers --seq-len --vocab
 //          --num-query-groups --ffn-hidden --activation gelu|swiglu|squared-relu --norm layernorm|rmsnorm
 //          --position learned|rope --untie-embeddings --no-bias --no-dropout
 //   plan:  --plan paper  --tp --cp --pp --dp --micro-batch --global-batch --sp --no-sp
 //          --recompute none|selective|full  --attention unfused|flash  --schedule 1f1b|interleaved|gpipe
-//          --chunks N  --zero 0|1  --pp-first-stage-layers N --pp-last-stage-layers N  --fp8
+//          --chunks N  --zero 0|1|2|3  --fsdp  --pp-first-stage-layers N --pp-last-stage-layers N  --fp8
 //          --fp8-param-gather --no-fp8-param-gather --grad-reduce-in-bf16 --cross-entropy-fusion
+//          --megatron-args FILE (megatron_args.hpp: a Megatron-LM launch line as the flags above)
 
 #include "gputwin/common/arg_parser.hpp"
 #include "gputwin/models/gpt_config.hpp"
@@ -21,14 +22,19 @@
 
 namespace gputwin::cli {
 
-void add_model_flags(ArgParser& parser);
+// `model_list`: --model takes a comma-separated list (gputwin sweep), the other flags apply to each model.
+void add_model_flags(ArgParser& parser, bool model_list = false);
+
+// The model flags of `args` other than --model, as arguments ("--hidden", "4096", "--no-bias", ...): what applies
+// on top of each model of a list.
+std::vector<std::string> model_flag_arguments(const ParsedArgs& args);
 void add_plan_flags(ArgParser& parser);
 
 // Loads a model description file; throws InputError naming file:line:field on bad content.
 using ModelFileLoader = std::function<GptConfig(const std::string& path)>;
 
 // The model named by --model (a built-in name, or a file given to `load_file` when the argument ends in
-// .yaml/.yml or names an existing file), with --hidden/--heads/... applied on top. Without --model all five
+// .yaml/.yml, starts with hf: or names an existing file), with --hidden/--heads/... applied on top. Without --model all five
 // size flags are required. `load_file` may be empty (the engine takes built-in names and flags only).
 // The result is validated; errors name the flag.
 GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file);
@@ -39,7 +45,8 @@ GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file);
 ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model);
 
 // What the flags left to defaults, for a command to state on stderr once its run has succeeded: what --plan
-// paper set (and which flags overrode it), or the default global batch when --global-batch is not given.
+// paper set (and which flags overrode it), or the default global batch when --global-batch is not given; then what
+// --megatron-args noted (ParsedArgs::notes).
 std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& plan);
 
 // A warning when the plan gives each pipeline fewer micro-batches than it has stages (the pipeline never

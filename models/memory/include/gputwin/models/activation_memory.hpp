@@ -38,7 +38,7 @@ namespace gputwin {
 // 4 a s b / 8 + 16 = 106954752 + 98304 + 16 = 107053072 bytes (unfused: 106954752).
 // Computed in exact integers: h and a are multiples of t, so every split is exact.
 //
-// Architectures (issue 14) generalise the table term by term; s is each rank's share of the sequence, s / cp with
+// Architectures generalise the table term by term; s is each rank's share of the sequence, s / cp with
 // context parallelism (every stored tensor is per token, and the attention core's rows are the rank's queries):
 //   outside the TP regions (split by t with SP):  4 sbh (two norm inputs; LayerNorm or RMSNorm alike)
 //                                                 + 2 x 2 sbh (the two norm outputs, QKV's and fc1's inputs)

@@ -39,7 +39,7 @@ struct MemoryReserve {
 
 // The default reserve of a framework (a built-in --framework name; other names get the PyTorch frameworks'):
 // "none" reserves nothing, "gputwin-engine" the context and NCCL (its buffers are allocated once, no caching
-// allocator), the PyTorch frameworks (megatron-lm, megatron-core, nemo, megatron-deepspeed) all three.
+// allocator), the PyTorch frameworks (megatron-lm, megatron-core, nemo, megatron-deepspeed, torchtitan) all three.
 MemoryReserve default_memory_reserve(const std::string& framework);
 
 // A flat reserve of `bytes` (--memory-reserve).

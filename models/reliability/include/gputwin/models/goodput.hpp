@@ -41,12 +41,13 @@ double daly_expected_wall_time_s(double solve_s, double interval_s, double check
 
 // What one checkpoint writes: every rank's weights (2 bytes per parameter) and optimizer states (fp32 master
 // weights + Adam moments, 12 bytes per parameter) from the memory model. Gradients are not saved. One data-
-// parallel replica writes the weights; the optimizer states are written by that replica, or by every replica
-// its own shard under ZeRO-1.
+// parallel replica writes the weights; the optimizer states are written by that replica, or by every one of the
+// dp x cp ranks its own shard under ZeRO-1/2/3 (ZeRO-3: its shard of the weights too; --fsdp keeps no BF16
+// weights, its FP32 parameters are the optimizer's master weights).
 struct CheckpointSize {
   int64_t bytes = 0;              // the whole job's checkpoint
   int64_t largest_rank_bytes = 0; // weights + optimizer states of the busiest writing rank (memory model)
-  int64_t writing_ranks = 0;      // tp x pp, or tp x pp x dp under ZeRO-1
+  int64_t writing_ranks = 0;      // tp x pp, or tp x cp x pp x dp under ZeRO-1/2/3
 };
 
 // REQUIRES: validate_plan(model, plan) passed.

@@ -1,6 +1,6 @@
 #pragma once
 // Stragglers: GPUs or whole nodes that compute at a fraction of their normal speed (`simulate --slow-gpu
-// RANK=FACTOR --slow-node NODE=FACTOR`, issue 15). A factor scales every kernel of the GPU (compute and
+// RANK=FACTOR --slow-node NODE=FACTOR`). A factor scales every kernel of the GPU (compute and
 // device copies take time / factor); NCCL transfers, link bandwidths and the host are unchanged. A GPU on a
 // slow node runs at gpu factor x node factor. How the simulator keeps the slow ranks apart from the folded
 // ones: sim/collectives/straggler_unfolding.hpp. Plain C++.

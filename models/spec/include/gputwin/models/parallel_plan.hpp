@@ -50,7 +50,18 @@ struct ParallelPlan {
   Recompute recompute = Recompute::None;
   Schedule schedule = Schedule::OneFOneB;
   AttentionKernel attention = AttentionKernel::Unfused;
-  int zero_stage = 0; // 0: optimizer states replicated; 1: sharded across the dp x cp replicas (ZeRO-1)
+  // ZeRO stage (Rajbhandari et al. 2020), sharding over the dp x cp ranks that hold the same parameters:
+  // 0: nothing sharded; 1: the optimizer states (Megatron-Core's distributed optimizer); 2: also the gradients,
+  // reduce-scattered layer by layer in every micro-batch's backward (Megatron-FSDP optim_grads, DeepSpeed ZeRO-2);
+  // 3: also the weights, each FSDP unit (a layer, the embedding, the output layer) all-gathered before its forward
+  // and again before its backward (Megatron-FSDP optim_grads_params, DeepSpeed ZeRO-3, PyTorch FSDP2).
+  // 2 and 3 need pp = 1 (validate_plan).
+  int zero_stage = 0;
+  // --fsdp: ZeRO-3 as PyTorch FSDP2 runs it in TorchTitan (fully_shard with MixedPrecisionPolicy(param_dtype=bf16,
+  // reduce_dtype=fp32)): the sharded FP32 parameter is the optimizer's master weight -- no BF16 copy is kept, the
+  // BF16 weights exist only gathered -- so a parameter costs 16 sharded bytes instead of Megatron's 18.
+  // REQUIRES zero_stage == 3.
+  bool fsdp = false;
   // Context parallelism (Megatron-Core): the sequence of every micro-batch split over cp ranks; attention
   // exchanges K/V blocks around the cp ring. Ranks: tp innermost, then cp, then dp, then pp.
   int64_t cp = 1;

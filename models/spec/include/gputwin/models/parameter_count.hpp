@@ -38,6 +38,28 @@ inline int64_t data_parallel_buffer_elements(int64_t parameters, int64_t dp)
 {
   return (parameters + dp - 1) / dp * dp;
 }
+// The units ZeRO-2/3 reduce-scatters (and ZeRO-3 gathers) one at a time on a GPU of pipeline stage `stage`, in
+// parameters of that GPU's model-parallel slice: each transformer layer, the embedding, and the final norm with
+// the output layer -- TorchTitan's apply_fsdp (fully_shard on tok_embeddings, on each transformer block and on
+// [norm, output]) and Megatron-FSDP's unit modules (TransformerLayer, LanguageModelEmbedding; its output layer,
+// not a unit, stays gathered, as TorchTitan's [norm, output] unit does from its forward to its backward).
+struct ShardedUnits {
+  int64_t embedding = 0; // word embedding (V/t x h) + learned positions: stage 0 only
+  int64_t layer = 0;     // one transformer layer (layer_parameters_per_gpu)
+  int64_t layers = 0;    // transformer layers of the stage
+  int64_t output = 0;    // the output unit's own parameters: final norm (+ the output matrix when untied), last stage
+  // What the output unit gathers: its own parameters, and with tied embeddings (p = 1) the word embedding it
+  // multiplies by again. Its gradient is reduce-scattered with the embedding's, after the embedding's backward.
+  int64_t output_gathered = 0;
+};
+// REQUIRES: validate_plan passed. embedding + layers x layer + output == stage_parameters_per_gpu.
+ShardedUnits sharded_units(const GptConfig& model, const ParallelPlan& plan, int64_t stage);
+// The most bytes of units alive at once when the current unit and the next one (prefetched, or being
+// reduce-scattered) are: the largest of embedding + layer, layer + layer (two or more layers), layer + output
+// (gathered), each unit at `layer_bytes` or `other_bytes` per parameter (Megatron-FSDP: "to overlap the pre-fetch
+// all-gather with computation, at least two FSDP units worth of un-sharded weight memory is required", and the
+// same of gradients for the reduce-scatter; docs/user-guide/features/megatron_fsdp.md).
+int64_t peak_two_unit_bytes(const ShardedUnits& units, int64_t layer_bytes, int64_t other_bytes);
 // Parameters of `stage` that sequence parallelism leaves partial on each TP rank, their gradients summed over
 // the TP group before the optimizer: the norms, the row-parallel biases, the learned position embedding.
 int64_t sp_partial_parameters(const GptConfig& model, const ParallelPlan& plan, int64_t stage);

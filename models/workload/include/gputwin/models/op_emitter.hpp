@@ -19,7 +19,8 @@ enum WorkloadStream : int32_t {
   dp_stream = 3,       // data-parallel gradient reduction (overlaps backward when asked)
   tp_async_stream = 4, // TP collectives Megatron overlaps with a GEMM (backward all-gather / reduce-scatter)
   cp_stream = 5,       // context-parallel K/V ring exchanges, overlapped with the blockwise attention
-  param_gather_stream = 6, // ZeRO-1 parameter all-gathers overlapped with the next forward (--overlap-param-gather)
+  param_gather_stream = 6, // ZeRO-1/2 parameter all-gathers overlapped with the next forward (--overlap-param-gather),
+                           // ZeRO-3's unit all-gathers, each prefetched during the unit before
 };
 
 // The communicators a layer's ops use: the rank's TP group (ignored when t = 1) and its context-parallel

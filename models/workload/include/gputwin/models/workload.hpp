@@ -51,7 +51,7 @@ struct WorkloadGroup {
 
 struct WorkloadOptions {
   bool overlap_grad_reduce = false; // launch each layer's DP gradient reduction as soon as its last backward ends
-  // ZeRO-1 (Megatron-Core distributed optimizer): gather the updated parameters bucket by bucket (one bucket
+  // ZeRO-1/2 (Megatron-Core distributed optimizer): gather the updated parameters bucket by bucket (one bucket
   // per layer) on their own stream, each layer's first forward waiting only for its own bucket, instead of one
   // blocking all-gather after the step. The gathers belong to the iteration being timed: they are emitted
   // before the first forward, for the parameters the previous iteration's step updated.
@@ -62,8 +62,9 @@ struct WorkloadOptions {
 };
 
 // Every overlap that has something to overlap under `plan` (what Megatron-Core users turn on): tp_comm_overlap with
-// sequence parallelism (tp > 1), overlap_grad_reduce when gradients are reduced (dp x cp > 1), overlap_param_gather
-// with ZeRO-1 over dp x cp > 1.
+// sequence parallelism (tp > 1), overlap_grad_reduce when gradients are reduced (dp x cp > 1) with ZeRO-0/1,
+// overlap_param_gather with ZeRO-1/2 over dp x cp > 1. (ZeRO-2/3 reduce-scatter every unit as its backward ends and
+// ZeRO-3 prefetches every unit's gather whatever the options say: stage_program.)
 WorkloadOptions applicable_overlaps(const ParallelPlan& plan);
 // True when `options` turns on at least one overlap.
 bool any_overlap(const WorkloadOptions& options);

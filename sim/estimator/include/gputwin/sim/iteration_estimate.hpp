@@ -7,6 +7,7 @@
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/models/stragglers.hpp"
 #include "gputwin/models/workload.hpp"
+#include "gputwin/sim/executor_interface.hpp"
 #include "gputwin/sim/iteration_result.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 
@@ -16,5 +17,17 @@ namespace gputwin::sim {
 IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
                                    const GpuComputeModel& gpu, const FrameworkProfile& framework,
                                    const IterationOptions& options = {}, const RankSpeeds& speeds = {});
+
+// estimate_iteration behind the executor interface.
+class EstimateExecutor final : public IterationExecutor {
+public:
+  const char* name() const override { return "estimate"; }
+  IterationResult run(const topo::ClusterGraph& graph, const Workload& workload, const GpuComputeModel& gpu,
+                      const FrameworkProfile& framework, const IterationOptions& options,
+                      const RankSpeeds& speeds) const override
+  {
+    return estimate_iteration(graph, workload, gpu, framework, options, speeds);
+  }
+};
 
 } // namespace gputwin::sim

@@ -11,7 +11,11 @@
 // micro-batches allow. Choices that cost no time but save memory are fixed rather than enumerated:
 // sequence parallelism whenever tp > 1 (the same bytes as the all-reduce, as reduce-scatter + all-gather, and
 // layernorm/dropout work split by t) and ZeRO-1 whenever dp x cp > 1 (reduce-scatter + all-gather instead of
-// all-reduce: the same bytes). Recompute is the cheapest that fits: none, else selective, else full.
+// all-reduce: the same bytes). Recompute is the cheapest that fits: none, else selective, else full. ZeRO-2 and
+// ZeRO-3 (pp = 1; more communication: a reduce-scatter per micro-batch, ZeRO-3's gathers) are for memory: with
+// pp = 1 and dp x cp > 1, where ZeRO-1 does not fit even with full recompute, ZeRO-2, else ZeRO-3, with its cheapest
+// recompute -- by default only when no plan fits without them (SearchSpace::sharded), so a model that fits only
+// sharded gets its FSDP plans and a model that fits unsharded keeps its ranking.
 // GPipe is left out: it runs the same work as 1F1B with more activations in flight.
 // Megatron-Core's overlaps (WorkloadOptions: --tp-comm-overlap, --overlap-grad-reduce, --overlap-param-gather) are
 // tried rather than fixed: each candidate carries every overlap that applies to it (applicable_overlaps), and
@@ -32,6 +36,10 @@
 
 namespace gputwin::sim {
 
+// When enumerate_plans tries ZeRO-2/3 (see above): only if no plan fits with ZeRO-0/1, or for every split where
+// ZeRO-1 does not fit (a sharded plan may then rank first: gpt-22b on 16 A100s gets a ZeRO-2 plan 1 % faster).
+enum class ShardedStages { WhenNothingElseFits, Always };
+
 struct SearchSpace {
   std::vector<int64_t> micro_batches = {1, 2, 4, 8};
   std::vector<int64_t> interleaved_chunks = {2, 4};
@@ -42,6 +50,7 @@ struct SearchSpace {
   std::vector<int64_t> context_parallel = {1};
   bool fp8 = false; // every plan's linear-layer GEMMs in FP8 (Transformer Engine; the GPU needs FP8 tensor cores)
   bool overlaps = true; // candidates carry applicable_overlaps (rank_plans tries them); false: none
+  ShardedStages sharded = ShardedStages::WhenNothingElseFits;
 };
 
 // The context-parallel sizes a search tries where the user names none: 1, 2, 4, 8 with flash attention on
@@ -58,7 +67,7 @@ struct PlanCandidate {
 struct PlanEnumeration {
   std::vector<PlanCandidate> fitting;
   int64_t shapes = 0;      // (tp, pp, dp, micro-batch, schedule, chunks) points that are valid plans
-  int64_t too_big = 0;     // ... of which even full recompute does not fit
+  int64_t too_big = 0;     // ... of which even full recompute (with the highest ZeRO stage tried) does not fit
   PlanCandidate smallest;  // the plan with the least memory of all (whether or not it fits)
 };
 

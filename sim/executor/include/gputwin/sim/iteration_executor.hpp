@@ -6,6 +6,7 @@
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/models/stragglers.hpp"
 #include "gputwin/models/workload.hpp"
+#include "gputwin/sim/executor_interface.hpp"
 #include "gputwin/sim/program_executor.hpp"
 
 namespace gputwin::sim {
@@ -19,5 +20,17 @@ IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Worklo
                                    const GpuComputeModel& gpu, const IterationOptions& options = {},
                                    const FrameworkProfile& framework = builtin_framework_profile("none"),
                                    const RankSpeeds& speeds = {});
+
+// simulate_iteration behind the executor interface (one run per process: run_isolated for more).
+class SimgridExecutor final : public IterationExecutor {
+public:
+  const char* name() const override { return "simgrid"; }
+  IterationResult run(const topo::ClusterGraph& graph, const Workload& workload, const GpuComputeModel& gpu,
+                      const FrameworkProfile& framework, const IterationOptions& options,
+                      const RankSpeeds& speeds) const override
+  {
+    return simulate_iteration(graph, workload, gpu, options, framework, speeds);
+  }
+};
 
 } // namespace gputwin::sim

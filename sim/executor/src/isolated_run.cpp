@@ -1,4 +1,4 @@
-#include "child_pool.hpp"
+#include "gputwin/sim/isolated_run.hpp"
 
 #include "gputwin/common/input_error.hpp"
 
@@ -14,8 +14,9 @@
 #include <iostream>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 namespace {
 
@@ -58,17 +59,34 @@ struct Reaper {
   }
 };
 
+// Runs task(index) in the child: its status byte and its result or the exception's message.
+std::pair<char, std::string> run_task(const std::function<std::string(size_t)>& task, size_t index,
+                                      const std::function<std::string(size_t)>& describe)
+{
+  try {
+    return {ok_status, task(index)};
+  } catch (const InputError& e) {
+    return {input_error_status, e.what()};
+  } catch (const std::logic_error& e) {
+    return {logic_error_status, e.what()};
+  } catch (const std::exception& e) {
+    return {other_error_status, e.what()};
+  } catch (...) {
+    return {other_error_status, "unknown exception in " + describe(index)};
+  }
+}
+
 } // namespace
 
-std::vector<std::string> run_in_children(size_t count, int jobs, const std::function<std::string(size_t)>& task,
-                                         const ChildPoolCallbacks& callbacks)
+std::vector<std::string> run_isolated(size_t count, int jobs, const std::function<std::string(size_t)>& task,
+                                      const IsolatedRunCallbacks& callbacks)
 {
   if (jobs < 1)
-    throw std::logic_error("run_in_children: jobs must be at least 1");
+    throw std::logic_error("run_isolated: jobs must be at least 1");
   std::vector<std::optional<std::string>> results(count);
   std::vector<Running> running;
   Reaper reaper{running};
-  const auto describe = [&](size_t index) {
+  const std::function<std::string(size_t)> describe = [&](size_t index) {
     return callbacks.describe ? callbacks.describe(index) : "task " + std::to_string(index);
   };
 
@@ -97,23 +115,7 @@ std::vector<std::string> run_in_children(size_t count, int jobs, const std::func
         close(fds[0]);
         for (const Running& r : running)
           close(r.fd);
-        std::string message;
-        char status = ok_status;
-        try {
-          message = task(next);
-        } catch (const InputError& e) {
-          status = input_error_status;
-          message = e.what();
-        } catch (const std::logic_error& e) {
-          status = logic_error_status;
-          message = e.what();
-        } catch (const std::exception& e) {
-          status = other_error_status;
-          message = e.what();
-        } catch (...) {
-          status = other_error_status;
-          message = "unknown exception in " + describe(next);
-        }
+        const auto [status, message] = run_task(task, next, describe);
         write_all(fds[1], std::string(1, status) + message);
         _exit(0);
       }
@@ -184,4 +186,4 @@ std::vector<std::string> run_in_children(size_t count, int jobs, const std::func
   return ordered;
 }
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

@@ -1,16 +1,18 @@
 #pragma once
-// Independent tasks run in forked child processes, a few at a time, their results collected through pipes.
-// `gputwin sweep --jobs N` runs its points this way: SimGrid builds one platform per process, so parallelism on
-// one machine is processes, not threads; and a child returns all of its memory when it exits.
+// Runs in isolated processes: independent tasks each in a forked child, a few at a time, their results (text:
+// JSON) collected through pipes. SimGrid 3.32 builds one platform per process, so every caller that runs more
+// than one SimGrid simulation (search's confirmations, sweep's points, compare, the Python module, the test
+// binaries run as one process) runs each here; parallelism on one machine is processes, not threads; and a
+// child returns all of its memory when it exits. Plain C++ (no SimGrid header), next to the executor that needs it.
 
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
-struct ChildPoolCallbacks {
+struct IsolatedRunCallbacks {
   // In the parent, as each task finishes (completion order), with what it returned.
   std::function<void(size_t index, const std::string& result)> on_done;
   // In the parent, about once a second while waiting (a progress bar's tick).
@@ -25,7 +27,7 @@ struct ChildPoolCallbacks {
 // else std::runtime_error), after the children still running have been stopped (SIGTERM) and reaped; so is a
 // child that dies without answering (a signal, the out-of-memory killer).
 // REQUIRES: jobs >= 1; the calling process runs no other threads (fork copies only the calling thread).
-std::vector<std::string> run_in_children(size_t count, int jobs, const std::function<std::string(size_t index)>& task,
-                                         const ChildPoolCallbacks& callbacks = {});
+std::vector<std::string> run_isolated(size_t count, int jobs, const std::function<std::string(size_t index)>& task,
+                                      const IsolatedRunCallbacks& callbacks = {});
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

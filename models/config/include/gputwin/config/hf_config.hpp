@@ -1,0 +1,34 @@
+#pragma once
+// HuggingFace transformers model configurations (a checkpoint's config.json) as gputwin models:
+//
+//   {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32,
+//    "num_key_value_heads": 8, "num_hidden_layers": 32, "intermediate_size": 14336, "vocab_size": 128256,
+//    "max_position_embeddings": 8192, "hidden_act": "silu", "tie_word_embeddings": false, ...}
+//
+// The architecture ("architectures"[0]) picks the reader: the dense Llama-style decoders (LlamaForCausalLM,
+// MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM: gated SiLU MLP, RMSNorm, RoPE) are read field by field;
+// mixture-of-experts architectures are recognised and refused until gputwin models experts.
+
+#include "gputwin/models/gpt_config.hpp"
+
+#include <string>
+#include <vector>
+
+namespace gputwin::config {
+
+struct HfModel {
+  GptConfig model;                // named after the file (its name without the extension)
+  std::vector<std::string> notes; // what the model approximates ("FILE: field: ..."), for the user
+};
+
+// Reads the config.json at `path`: seq_len is max_position_embeddings (a --seq-len flag overrides it later).
+// Throws InputError "FILE:LINE:COLUMN: field: expected ..." for a missing or mistyped field, an architecture that
+// is not supported (naming "architectures" and listing the supported ones), a mixture-of-experts model (naming its
+// expert-count field), and a field gputwin cannot express (head_dim other than hidden / heads, biases on only some
+// linear layers, attention dropout without hidden dropout, an MLP activation other than SiLU).
+HfModel load_hf_config(const std::string& path);
+
+// The architectures load_hf_config reads, comma-separated ("LlamaForCausalLM, MistralForCausalLM, ...").
+std::string supported_hf_architectures();
+
+} // namespace gputwin::config

@@ -1,0 +1,30 @@
+#pragma once
+// `--megatron-args FILE`: a Megatron-LM / NeMo (Megatron-Core) launch line turned into the gputwin model, plan and
+// overlap flags that run what Megatron would run, e.g.
+//
+//   torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py --num-layers 96 --hidden-size 12288 ...
+//       --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --sequence-parallel ...
+//
+// becomes --layers 96 --hidden 12288 ... --tp 8 --pp 8 --dp 1 --sp ... Megatron's names, defaults and derived values
+// (data-parallel size, SwiGLU's MLP width, the virtual pipeline size, --recompute-activations) follow
+// megatron/training/arguments.py and the TransformerConfig fields it exposes; every argument that is not modelled
+// is named in one note.
+
+#include "gputwin/common/arg_parser.hpp"
+
+#include <string>
+
+namespace gputwin::cli {
+
+// The gputwin flags equivalent to the launch line in the file `path` (launch_line.hpp), with notes: the arguments
+// not modelled, approximations, and a world size the file does not give. `explicit_args` are the command line's
+// flags, which win: with --model the file's model arguments are left out; the data-parallel size is derived with
+// the command line's --tp/--pp/--cp where it gives them. Throws InputError "PATH:LINE: --ARGUMENT: expected ..." on
+// a value that is not a number, a missing required argument, an unknown tokenizer without --vocab-size, and what
+// gputwin cannot express (mixture of experts, partial full recompute, a head size other than hidden / heads, ...).
+Expansion expand_megatron_args(const std::string& path, const ParsedArgs& explicit_args);
+
+// The same from the file's text (tests).
+Expansion megatron_args_from_text(const std::string& text, const std::string& path, const ParsedArgs& explicit_args);
+
+} // namespace gputwin::cli

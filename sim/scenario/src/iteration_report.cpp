@@ -1,0 +1,100 @@
+#include "gputwin/sim/iteration_report.hpp"
+
+#include "gputwin/models/flops.hpp"
+#include <stdexcept>
+#include <type_traits>
+
+namespace gputwin::sim {
+
+IterationReport iteration_report(const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
+                                 const IterationResult& result)
+{
+  IterationReport r;
+  const int64_t batch = plan.effective_global_batch();
+  r.iteration_time_s = result.iteration_time_s;
+  r.gpus = plan.gpus();
+  r.nodes = cluster.nodes;
+  r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
+  r.model_flops = model_flops_per_iteration(model, batch);
+  r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute, plan.attention, plan.cp);
+  const double bf16_peak = cluster.gpu.peak_bf16_flops;
+  r.mfu_precision = plan.fp8 ? "fp8" : "bf16";
+  r.mfu_peak_flops = plan.fp8 ? cluster.gpu.peak_fp8_flops : bf16_peak;
+  r.mfu = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, r.mfu_peak_flops);
+  r.mfu_bf16 = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, bf16_peak);
+  const double fp8_flops = plan.fp8 ? linear_flops_per_iteration(model, batch, plan.recompute) : 0.0;
+  r.hfu = flops_utilization(r.hardware_flops - fp8_flops, r.iteration_time_s, r.gpus, bf16_peak) +
+          (plan.fp8 ? flops_utilization(fp8_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_fp8_flops) : 0.0);
+  if (!result.stages.empty()) {
+    const StageTimes& first = result.stages.front();
+    const double window_s = first.pipeline_end_s - first.pipeline_start_s;
+    r.bubble_fraction = first.pipeline_compute_s > 0
+                            ? (window_s - first.pipeline_compute_s - first.pipeline_comm_s) / first.pipeline_compute_s
+                            : 0;
+    r.compute_s = first.compute_s;
+    r.exposed_comm_s = first.exposed_comm_s;
+  }
+  r.simulated_events = result.executed_ops + result.simulated_flows;
+  r.simulated_programs = static_cast<int64_t>(result.programs.size());
+  return r;
+}
+
+namespace {
+
+// Every member of the report once, by name, for the writer and the reader alike.
+template <typename Report, typename Visit>
+void visit_members(Report& r, Visit&& visit)
+{
+  visit("iteration_time_s", r.iteration_time_s);
+  visit("tokens_per_s", r.tokens_per_s);
+  visit("model_flops", r.model_flops);
+  visit("hardware_flops", r.hardware_flops);
+  visit("mfu", r.mfu);
+  visit("mfu_precision", r.mfu_precision);
+  visit("mfu_peak_flops_per_gpu", r.mfu_peak_flops);
+  visit("mfu_bf16", r.mfu_bf16);
+  visit("hfu", r.hfu);
+  visit("bubble_fraction", r.bubble_fraction);
+  visit("compute_time_s", r.compute_s);
+  visit("exposed_communication_s", r.exposed_comm_s);
+  visit("gpus", r.gpus);
+  visit("nodes", r.nodes);
+  visit("simulated_events", r.simulated_events);
+  visit("simulated_programs", r.simulated_programs);
+}
+
+} // namespace
+
+void write_iteration_report(traces::JsonWriter& json, const IterationReport& report)
+{
+  json.begin_object();
+  visit_members(report, [&](const char* name, const auto& value) { json.field(name, value); });
+  json.end_object();
+}
+
+IterationReport read_iteration_report(const traces::JsonValue& root)
+{
+  IterationReport report;
+  visit_members(report, [&](const char* name, auto& value) {
+    const traces::JsonValue* member = root.find(name);
+    if (member == nullptr)
+      throw std::runtime_error(std::string("iteration report: member '") + name + "' missing");
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::string>) {
+      value = member->text;
+    } else if constexpr (std::is_same_v<T, double>) {
+      const std::optional<double> v = member->as_double();
+      if (!v)
+        throw std::runtime_error(std::string("iteration report: member '") + name + "' is not a number");
+      value = *v;
+    } else {
+      const std::optional<int64_t> v = member->as_int64();
+      if (!v)
+        throw std::runtime_error(std::string("iteration report: member '") + name + "' is not an integer");
+      value = *v;
+    }
+  });
+  return report;
+}
+
+} // namespace gputwin::sim

@@ -1,0 +1,258 @@
+// HuggingFace config.json files (--model hf:PATH): the dense architectures read field by field from the published
+// configurations in tests/data/hf (README.md names their repositories), mixture-of-experts and unknown
+// architectures refused, and every bad field a one-line error naming the file and the field.
+#include "gputwin/config/hf_config.hpp"
+
+#include "gputwin/common/input_error.hpp"
+#include "gputwin/models/model_catalog.hpp"
+#include "gputwin/models/parameter_count.hpp"
+#include "test_temp_path.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <utility>
+#include <vector>
+
+namespace gputwin::config {
+namespace {
+
+const std::string data_dir = GPUTWIN_TEST_DATA_DIR "/hf/";
+
+// The InputError of loading `path`, required to be one line; "" if it loaded.
+std::string error_of(const std::string& path)
+{
+  try {
+    load_hf_config(path);
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "error spans several lines";
+    return e.what();
+  }
+  return "";
+}
+
+// A config.json of Meta-Llama-3-8B's fields with each (key, value) of `changes` set (the value as JSON text:
+// "\"4096\"" is a string), written to a scratch file.
+std::string llama_with(const std::vector<std::pair<std::string, std::string>>& changes)
+{
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"architectures", "[\"LlamaForCausalLM\"]"}, {"hidden_act", "\"silu\""}, {"hidden_size", "4096"},
+      {"intermediate_size", "14336"}, {"max_position_embeddings", "8192"}, {"num_attention_heads", "32"},
+      {"num_hidden_layers", "32"}, {"num_key_value_heads", "8"}, {"vocab_size", "128256"},
+      {"tie_word_embeddings", "false"}};
+  for (const auto& [key, value] : changes) {
+    bool replaced = false;
+    for (auto& [k, v] : fields)
+      if (k == key) {
+        v = value;
+        replaced = true;
+      }
+    if (!replaced)
+      fields.emplace_back(key, value);
+  }
+  const std::string path = test_temp_path(changes.front().first + ".json");
+  std::ofstream out(path);
+  out << "{";
+  for (size_t i = 0; i < fields.size(); ++i)
+    out << (i ? ",\n  " : "\n  ") << "\"" << fields[i].first << "\": " << fields[i].second;
+  out << "\n}\n";
+  return path;
+}
+
+std::string llama_with(const std::string& key, const std::string& value)
+{
+  return llama_with({{key, value}});
+}
+
+void expect_same_model(const GptConfig& a, const GptConfig& b)
+{
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.hidden, b.hidden);
+  EXPECT_EQ(a.heads, b.heads);
+  EXPECT_EQ(a.layers, b.layers);
+  EXPECT_EQ(a.seq_len, b.seq_len);
+  EXPECT_EQ(a.vocab, b.vocab);
+  EXPECT_EQ(a.kv_heads(), b.kv_heads());
+  EXPECT_EQ(a.ffn(), b.ffn());
+  EXPECT_EQ(a.activation, b.activation);
+  EXPECT_EQ(a.norm, b.norm);
+  EXPECT_EQ(a.position, b.position);
+  EXPECT_EQ(a.tie_embeddings, b.tie_embeddings);
+  EXPECT_EQ(a.bias, b.bias);
+  EXPECT_EQ(a.dropout, b.dropout);
+}
+
+// Meta-Llama-3-8B's config.json: hidden_size 4096, 32 layers of 32 heads with 8 K/V heads, intermediate_size
+// 14336, vocab_size 128256, max_position_embeddings 8192, hidden_act silu, untied, no biases, no dropout.
+TEST(HfConfig, ReadsLlama3EightBAsTheCatalogsModel)
+{
+  const HfModel hf = load_hf_config(data_dir + "llama3-8b.json");
+  const GptConfig& m = hf.model;
+  EXPECT_EQ(m.name, "llama3-8b");
+  EXPECT_EQ(m.hidden, 4096);
+  EXPECT_EQ(m.heads, 32);
+  EXPECT_EQ(m.layers, 32);
+  EXPECT_EQ(m.kv_heads(), 8);
+  EXPECT_EQ(m.ffn(), 14336);
+  EXPECT_EQ(m.vocab, 128256);
+  EXPECT_EQ(m.seq_len, 8192);
+  EXPECT_EQ(m.activation, Activation::SwiGlu);
+  EXPECT_EQ(m.norm, Norm::RmsNorm);
+  EXPECT_EQ(m.position, PositionEmbedding::Rope);
+  EXPECT_FALSE(m.tie_embeddings);
+  EXPECT_FALSE(m.bias);
+  EXPECT_FALSE(m.dropout);
+  EXPECT_TRUE(hf.notes.empty());
+  expect_same_model(m, find_catalog_model("llama3-8b")->model);
+}
+
+TEST(HfConfig, ReadsLlama3SeventyBAsTheCatalogsModel)
+{
+  const GptConfig m = load_hf_config(data_dir + "llama3-70b.json").model;
+  EXPECT_EQ(m.hidden, 8192);
+  EXPECT_EQ(m.heads, 64);
+  EXPECT_EQ(m.layers, 80);
+  EXPECT_EQ(m.ffn(), 28672);
+  expect_same_model(m, find_catalog_model("llama3-70b")->model);
+}
+
+// Mistral-7B-v0.1: Llama's layer (32 x 4096, 8 K/V heads, 14336) with a 32000 vocabulary, 32768 positions and a
+// 4096-token sliding window, which is noted (timed as full attention).
+TEST(HfConfig, ReadsMistralAndNotesItsSlidingWindow)
+{
+  const HfModel hf = load_hf_config(data_dir + "mistral-7b.json");
+  EXPECT_EQ(hf.model.vocab, 32000);
+  EXPECT_EQ(hf.model.seq_len, 32768);
+  EXPECT_EQ(hf.model.kv_heads(), 8);
+  EXPECT_FALSE(hf.model.bias);
+  ASSERT_EQ(hf.notes.size(), 1U);
+  EXPECT_NE(hf.notes[0].find("sliding_window 4096"), std::string::npos) << hf.notes[0];
+  // 7.24B parameters, as Mistral AI states: layers 32 x (attention 2 x 4096^2 + 2 x 4096 x 1024, MLP 3 x 4096 x
+  // 14336, norms 2 x 4096), embedding and output 2 x 32000 x 4096, final norm 4096.
+  const int64_t layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096;
+  EXPECT_EQ(model_parameters(hf.model, 1), 32 * layer + 2 * 32000 * 4096 + 4096);
+}
+
+// Qwen2.5-7B: 28 heads of 128 over hidden 3584 with 4 K/V heads, MLP 18944, vocabulary 152064. Its q/k/v biases
+// (3584 + 2 x 4 x 128 = 4608 a layer) are what gputwin's all-or-none bias switch leaves out, and says so.
+TEST(HfConfig, ReadsQwenTwoAndNotesItsQkvBiases)
+{
+  const HfModel hf = load_hf_config(data_dir + "qwen2.5-7b.json");
+  EXPECT_EQ(hf.model.hidden, 3584);
+  EXPECT_EQ(hf.model.heads, 28);
+  EXPECT_EQ(hf.model.kv_heads(), 4);
+  EXPECT_EQ(hf.model.ffn(), 18944);
+  EXPECT_EQ(hf.model.vocab, 152064);
+  EXPECT_FALSE(hf.model.bias);
+  ASSERT_EQ(hf.notes.size(), 1U) << "use_sliding_window is false: no window note";
+  EXPECT_NE(hf.notes[0].find("4608"), std::string::npos) << hf.notes[0];
+}
+
+// Qwen3-8B: an explicit head_dim 128 (= 4096 / 32, so expressible), 36 layers, MLP 12288, vocabulary 151936.
+TEST(HfConfig, ReadsQwenThreeWithItsHeadDim)
+{
+  const HfModel hf = load_hf_config(data_dir + "qwen3-8b.json");
+  EXPECT_EQ(hf.model.head_dim(), 128);
+  EXPECT_EQ(hf.model.layers, 36);
+  EXPECT_EQ(hf.model.ffn(), 12288);
+  EXPECT_EQ(hf.model.vocab, 151936);
+  EXPECT_EQ(hf.model.seq_len, 40960);
+  ASSERT_EQ(hf.notes.size(), 1U);
+  EXPECT_NE(hf.notes[0].find("query/key norms"), std::string::npos) << hf.notes[0];
+}
+
+TEST(HfConfig, RefusesMixtureOfExpertsNamingTheExpertField)
+{
+  const std::string e = error_of(data_dir + "mixtral-8x7b.json");
+  EXPECT_NE(e.find("mixtral-8x7b.json:"), std::string::npos) << e;
+  EXPECT_NE(e.find("num_local_experts: mixture-of-experts models are not modelled yet"), std::string::npos) << e;
+  EXPECT_NE(e.find("LlamaForCausalLM"), std::string::npos) << e;
+
+  const std::pair<const char*, const char*> moe[] = {{"Qwen3MoeForCausalLM", "num_experts"},
+                                                     {"Qwen2MoeForCausalLM", "num_experts"},
+                                                     {"DeepseekV3ForCausalLM", "n_routed_experts"},
+                                                     {"GptOssForCausalLM", "num_local_experts"}};
+  for (const auto& [architecture, field] : moe) {
+    const std::string path = test_temp_path(std::string(architecture) + ".json");
+    std::ofstream(path) << "{\"architectures\": [\"" << architecture << "\"], \"" << field << "\": 128}";
+    EXPECT_NE(error_of(path).find(std::string(field) + ": mixture-of-experts"), std::string::npos) << error_of(path);
+  }
+}
+
+TEST(HfConfig, UnknownArchitectureListsTheSupportedOnes)
+{
+  const std::string path = test_temp_path("gpt2.json");
+  std::ofstream(path) << R"({"architectures": ["GPT2LMHeadModel"], "n_embd": 768})";
+  const std::string e = error_of(path);
+  EXPECT_NE(e.find(path + ":1:20: architectures: 'GPT2LMHeadModel' is not supported"), std::string::npos) << e;
+  EXPECT_NE(e.find(supported_hf_architectures()), std::string::npos) << e;
+  EXPECT_NE(supported_hf_architectures().find("Qwen3ForCausalLM"), std::string::npos);
+  EXPECT_EQ(supported_hf_architectures().find("Mixtral"), std::string::npos) << "refused, not supported";
+
+  std::ofstream(path) << R"({"hidden_size": 768})";
+  EXPECT_NE(error_of(path).find("missing field 'architectures'"), std::string::npos) << error_of(path);
+  std::ofstream(path) << R"({"architectures": "LlamaForCausalLM"})";
+  EXPECT_NE(error_of(path).find("architectures: expected a list"), std::string::npos) << error_of(path);
+}
+
+TEST(HfConfig, WrongTypesAndMissingFieldsNameTheField)
+{
+  EXPECT_NE(error_of(llama_with("hidden_size", "\"4096\"")).find("hidden_size: expected a positive integer, got the string"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama_with("num_hidden_layers", "32.5")).find("num_hidden_layers: expected a positive integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama_with("tie_word_embeddings", "\"false\"")).find("tie_word_embeddings: expected true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama_with("attention_bias", "0")).find("attention_bias: expected true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama_with("hidden_act", "[\"silu\"]")).find("hidden_act: expected a string"),
+            std::string::npos);
+
+  const std::string path = test_temp_path("missing.json");
+  std::ofstream(path) << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32})";
+  EXPECT_NE(error_of(path).find("missing field 'num_hidden_layers'"), std::string::npos) << error_of(path);
+  EXPECT_NE(error_of(test_temp_path("absent.json")).find("cannot open the file"), std::string::npos);
+  std::ofstream(path) << "{\"architectures\": [\"LlamaForCausalLM\",";
+  EXPECT_NE(error_of(path).find("malformed"), std::string::npos) << error_of(path);
+}
+
+TEST(HfConfig, RefusesWhatTheModelCannotExpress)
+{
+  // Qwen3-0.6B's heads: 16 of head_dim 128 over hidden 1024 (not 1024 / 16 = 64).
+  const std::string head_dim = error_of(llama_with("head_dim", "256"));
+  EXPECT_NE(head_dim.find("head_dim: 256 is not hidden_size / num_attention_heads = 128"), std::string::npos) << head_dim;
+  EXPECT_EQ(error_of(llama_with("head_dim", "128")), "") << "the default head size is accepted";
+  EXPECT_NE(error_of(llama_with("attention_bias", "true")).find("attention_bias: true with mlp_bias false"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama_with("mlp_bias", "true")).find("mlp_bias: true with attention_bias false"),
+            std::string::npos);
+  EXPECT_TRUE(load_hf_config(llama_with({{"attention_bias", "true"}, {"mlp_bias", "true"}})).model.bias);
+  EXPECT_NE(error_of(llama_with("attention_dropout", "0.1")).find("attention_dropout: 0.1"), std::string::npos);
+  EXPECT_NE(error_of(llama_with("attention_dropout", "2")).find("attention_dropout: expected a number from 0 to 1"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama_with("hidden_act", "\"gelu\"")).find("hidden_act: expected silu"), std::string::npos);
+  EXPECT_NE(error_of(llama_with("num_key_value_heads", "5")).find("num_key_value_heads: 5 does not divide"),
+            std::string::npos);
+
+  const std::string qwen3 = test_temp_path("qwen3-bias.json");
+  std::ofstream(qwen3) << R"({"architectures": ["Qwen3ForCausalLM"], "attention_bias": true, "hidden_size": 4096,
+    "intermediate_size": 12288, "max_position_embeddings": 40960, "num_attention_heads": 32, "num_hidden_layers": 36,
+    "vocab_size": 151936})";
+  EXPECT_NE(error_of(qwen3).find("attention_bias: true with the MLP's biases"), std::string::npos) << error_of(qwen3);
+}
+
+TEST(HfConfig, NullIsAnAbsentField)
+{
+  // transformers writes unset optional fields as null: K/V heads default to the heads (multi-head attention).
+  const std::string path = test_temp_path("null.json");
+  std::ofstream(path) << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 11008,
+    "max_position_embeddings": 4096, "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": null,
+    "head_dim": null, "rope_scaling": null, "vocab_size": 32000})";
+  const GptConfig m = load_hf_config(path).model;
+  EXPECT_EQ(m.kv_heads(), 32);
+  EXPECT_EQ(m.head_dim(), 128);
+  EXPECT_FALSE(m.tie_embeddings) << "LlamaConfig's default";
+}
+
+} // namespace
+} // namespace gputwin::config
