@@ -17,3 +17,6 @@ fi
 say "test: $python -m pytest -q python/tests"
 cd "$repo_root"
 PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider python/tests
+# Code shape: no function longer than 120 lines anywhere in the tree.
+say "test: scripts/check-function-length.py"
+python3 scripts/check-function-length.py
