@@ -15,6 +15,7 @@
 #include "gputwin/sim/kineto_replay.hpp"
 #include "gputwin/sim/program_executor.hpp"
 #include "gputwin/sim/progress_check.hpp"
+#include "gputwin/sim/scenario.hpp"
 #include "gputwin/sim/trace_replay.hpp"
 #include "gputwin/sim/trace_workload.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
@@ -338,7 +339,7 @@ ReplayOutcome replay_scaled_out(const ParsedArgs& parsed, const traces::OpGraph&
   ReplayOutcome outcome;
   outcome.cluster = setup.cluster;
   topo::ClusterSpec& cluster = outcome.cluster;
-  const int64_t nodes = (tw.plan.gpus() + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+  const int64_t nodes = sim::nodes_needed(tw.plan, cluster);
   const int64_t limit = max_memory_bytes(parsed);
   if (tw.plan.gpus() > cluster.gpus()) {
     if (parsed.has("--nodes"))

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
 namespace gputwin::cli {
 namespace {
 
@@ -244,6 +248,52 @@ TEST(PlanFlags, HelpListsEveryPlanFlag)
        {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--tp", "--pp", "--dp", "--micro-batch",
         "--global-batch", "--sp", "--recompute", "--attention", "--schedule", "--chunks", "--zero", "--fsdp", "--plan"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
+}
+
+} // namespace
+} // namespace gputwin::cli
+
+namespace gputwin::cli {
+namespace {
+
+// model_flag_arguments forwards every model flag add_model_flags declares but --model (sweep applies them to each
+// model of its list): the flags are read from the help's "model" section, so a flag added there and not to the
+// forwarded list fails here.
+TEST(PlanFlags, ModelFlagArgumentsForwardEveryModelFlag)
+{
+  ArgParser parser("test", "test");
+  add_model_flags(parser);
+  std::vector<std::string> args, expected;
+  std::istringstream help(parser.help());
+  bool in_model_section = false;
+  for (std::string line; std::getline(help, line);) {
+    if (line == "model:")
+      in_model_section = true;
+    else if (line.empty() || line.back() == ':')
+      in_model_section = false;
+    if (!in_model_section)
+      continue;
+    std::istringstream words(line);
+    std::string flag, value;
+    words >> flag >> value;
+    if (flag.rfind("--", 0) != 0 || flag == "--model")
+      continue;
+    // An option's help line names its value in capitals ("--hidden H", "--norm NAME"); a switch's goes on in words.
+    const bool takes_value = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+      return std::isupper(static_cast<unsigned char>(c)) || c == '|';
+    });
+    args.push_back(flag);
+    expected.push_back(flag);
+    if (takes_value) {
+      args.push_back("7");
+      expected.push_back("7");
+    }
+  }
+  ASSERT_GE(expected.size(), 13U) << parser.help();
+  const std::vector<std::string> forwarded = model_flag_arguments(parser.parse(args));
+  for (const std::string& flag : expected)
+    EXPECT_NE(std::find(forwarded.begin(), forwarded.end(), flag), forwarded.end()) << flag << " not forwarded";
+  EXPECT_EQ(forwarded.size(), expected.size());
 }
 
 } // namespace
