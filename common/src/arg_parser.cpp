@@ -3,6 +3,7 @@
 #include "gputwin/common/input_error.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -42,6 +43,20 @@ int64_t parse_integer(const std::string& flag, const std::string& text)
     throw InputError(flag + ": expected an integer that fits in 64 bits, got '" + text + "'");
   if (ec != std::errc() || ptr != end || begin == end)
     throw InputError(flag + ": expected an integer, got '" + text + "'");
+  return result;
+}
+
+double parse_number(const std::string& flag, const std::string& text)
+{
+  // Decimal only (std::from_chars, general format): no hex ("0x10"), no "inf"/"nan", the whole text.
+  double result = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (!text.empty() && *begin == '+')
+    ++begin;
+  const auto [ptr, ec] = std::from_chars(begin, end, result, std::chars_format::general);
+  if (ec != std::errc() || ptr != end || begin == end || !std::isfinite(result))
+    throw InputError(flag + ": expected a finite decimal number, got '" + text + "'");
   return result;
 }
 

@@ -14,7 +14,9 @@ namespace {
 // The model flags beside --model: options with a value, and switches (add_model_flags declares them).
 constexpr const char* model_value_flags[] = {"--hidden",     "--heads",          "--layers",     "--seq-len",
                                              "--vocab",      "--num-query-groups", "--ffn-hidden", "--activation",
-                                             "--norm",       "--position"};
+                                             "--norm",       "--position", "--num-experts", "--moe-topk",
+                                             "--moe-ffn-hidden", "--moe-shared-experts", "--moe-shared-ffn-hidden",
+                                             "--moe-dense-first-layers", "--moe-layer-period"};
 constexpr const char* model_switch_flags[] = {"--untie-embeddings", "--no-bias", "--no-dropout"};
 
 } // namespace
@@ -55,6 +57,13 @@ void add_model_flags(ArgParser& parser, bool model_list)
   parser.add_switch("--untie-embeddings", "the output layer has its own matrix (not the word embedding's)");
   parser.add_switch("--no-bias", "linear layers without biases");
   parser.add_switch("--no-dropout", "no hidden or attention dropout (Llama trains without)");
+  parser.add_option("--num-experts", "E", "routed experts of each MoE layer (mixture of experts; default: dense)");
+  parser.add_option("--moe-topk", "K", "experts each token is routed to");
+  parser.add_option("--moe-ffn-hidden", "F", "MLP width of one routed expert (default --ffn-hidden)");
+  parser.add_option("--moe-shared-experts", "N", "shared experts every token passes through (default 0)");
+  parser.add_option("--moe-shared-ffn-hidden", "F", "total width of the shared experts (default N x expert width)");
+  parser.add_option("--moe-dense-first-layers", "N", "the first N layers keep a dense MLP (default 0)");
+  parser.add_option("--moe-layer-period", "P", "every P-th layer is MoE, the others dense (default 1)");
 }
 
 void add_plan_flags(ArgParser& parser)
@@ -112,6 +121,22 @@ void add_plan_flags(ArgParser& parser)
   parser.add_switch("--cross-entropy-fusion",
                     "Transformer Engine's fused cross entropy (Megatron-Core --cross-entropy-loss-fusion "
                     "--cross-entropy-fusion-impl te): BF16 logits kept, gradient written in place");
+  parser.add_section("mixture of experts");
+  parser.add_option("--ep", "N", "expert-parallel size: the experts split over N ranks (default 1)");
+  parser.add_option("--etp", "N", "expert tensor-parallel size: each expert's MLP over N ranks (default --tp)");
+  parser.add_option("--moe-dispatcher", "NAME",
+                    "token dispatcher: alltoall (default) | allgather | deepep (DeepEP: one RDMA copy per "
+                    "destination node, NVLink fan-out there)");
+  parser.add_option("--moe-capacity-factor", "C",
+                    "an expert takes at most C x its balanced share of tokens, the rest are dropped (default: "
+                    "dropless)");
+  parser.add_option("--moe-imbalance", "CV",
+                    "coefficient of variation of the experts' token counts (default 0: perfectly balanced); each "
+                    "MoE layer draws expert popularity from a log-normal with this CV (--moe-seed)");
+  parser.add_option("--moe-seed", "N", "seed of the expert-popularity draw (default 1)");
+  parser.add_switch("--moe-a2a-overlap",
+                    "overlap each micro-batch's dispatch/combine with another micro-batch's compute "
+                    "(Megatron-Core --overlap-moe-expert-parallel-comm)");
 }
 
 namespace {
@@ -129,6 +154,45 @@ void override_size(const ParsedArgs& args, const std::string& flag, int64_t& fie
 {
   if (const std::optional<int64_t> v = args.integer(flag))
     field = *v;
+}
+
+double read_number(const ParsedArgs& args, const char* flag)
+{
+  return parse_number(flag, *args.value(flag));
+}
+
+void read_expert_plan(const ParsedArgs& args, ParallelPlan& plan)
+{
+  override_size(args, "--ep", plan.ep);
+  if (args.has("--ep") && plan.ep <= 0)
+    throw InputError("--ep: expected a positive integer, got " + std::to_string(plan.ep));
+  override_size(args, "--etp", plan.etp);
+  if (args.has("--etp") && plan.etp <= 0)
+    throw InputError("--etp: expected a positive integer, got " + std::to_string(plan.etp));
+  if (const std::optional<std::string> d = args.value("--moe-dispatcher")) {
+    const std::optional<MoeDispatcher> parsed = parse_moe_dispatcher(*d);
+    if (!parsed)
+      throw InputError("--moe-dispatcher: expected alltoall|allgather|deepep, got '" + *d + "'");
+    plan.dispatcher = *parsed;
+  }
+  if (args.has("--moe-capacity-factor")) {
+    plan.capacity_factor = read_number(args, "--moe-capacity-factor");
+    if (!(plan.capacity_factor > 0))
+      throw InputError("--moe-capacity-factor: expected a positive number, got " + *args.value("--moe-capacity-factor"));
+  }
+  if (args.has("--moe-imbalance")) {
+    plan.moe_imbalance_cv = read_number(args, "--moe-imbalance");
+    if (!(plan.moe_imbalance_cv >= 0) || plan.moe_imbalance_cv > 10)
+      throw InputError("--moe-imbalance: expected a coefficient of variation from 0 to 10, got " +
+                       *args.value("--moe-imbalance"));
+  }
+  if (const std::optional<int64_t> seed = args.integer("--moe-seed")) {
+    if (*seed < 0)
+      throw InputError("--moe-seed: expected a non-negative integer, got " + std::to_string(*seed));
+    plan.moe_seed = static_cast<uint64_t>(*seed);
+  }
+  if (args.has("--moe-a2a-overlap"))
+    plan.moe_a2a_overlap = true;
 }
 
 } // namespace
@@ -195,6 +259,25 @@ GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file)
     model.bias = false;
   if (args.has("--no-dropout"))
     model.dropout = false;
+  if (args.has("--num-experts")) {
+    override_size(args, "--num-experts", model.moe.experts);
+    if (model.moe.experts <= 0)
+      throw InputError("--num-experts: expected a positive integer, got " + std::to_string(model.moe.experts));
+    if (model.moe.expert_ffn_hidden == 0)
+      model.moe.expert_ffn_hidden = model.ffn();
+  }
+  override_size(args, "--moe-topk", model.moe.topk);
+  override_size(args, "--moe-ffn-hidden", model.moe.expert_ffn_hidden);
+  override_size(args, "--moe-shared-experts", model.moe.shared_experts);
+  override_size(args, "--moe-shared-ffn-hidden", model.moe.shared_ffn_hidden);
+  override_size(args, "--moe-dense-first-layers", model.moe.dense_first_layers);
+  override_size(args, "--moe-layer-period", model.moe.layer_period);
+  if (!model.moe.enabled())
+    for (const char* flag : {"--moe-topk", "--moe-ffn-hidden", "--moe-shared-experts", "--moe-shared-ffn-hidden",
+                             "--moe-dense-first-layers", "--moe-layer-period"})
+      if (args.has(flag))
+        throw InputError(std::string(flag) + ": model '" + model.name +
+                         "' has no experts (expected --num-experts or a mixture-of-experts model)");
   validate_model(model);
   return model;
 }
@@ -289,6 +372,7 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
     throw InputError("--fp8-param-gather: needs --zero 1, 2 or 3 (the distributed optimizer or FSDP keeps the FP32 "
                      "main weights)");
   plan.fp8_param_gather = plan.fp8 && plan.zero_stage >= 1 && !args.has("--no-fp8-param-gather");
+  read_expert_plan(args, plan);
   validate_plan(model, plan);
   return plan;
 }

@@ -62,8 +62,66 @@ std::optional<PositionEmbedding> parse_position(const std::string& text)
   return std::nullopt;
 }
 
+std::string to_string(RouterScore r)
+{
+  return r == RouterScore::Sigmoid ? "sigmoid" : "softmax";
+}
+
+int64_t GptConfig::moe_layer_count() const
+{
+  int64_t n = 0;
+  for (int64_t l = 0; l < layers; ++l)
+    n += is_moe_layer(l) ? 1 : 0;
+  return n;
+}
+
+namespace {
+void validate_moe(const GptConfig& model)
+{
+  const MoeConfig& m = model.moe;
+  auto fail = [&](const char* flag, const std::string& what) {
+    throw InputError(std::string(flag) + ": " + what + " for model '" + model.name + "'");
+  };
+  if (m.experts < 0)
+    fail("--num-experts", "expected a positive integer, got " + std::to_string(m.experts));
+  if (!m.enabled())
+    return;
+  if (m.topk <= 0)
+    fail("--moe-topk", "expected a positive integer, got " + std::to_string(m.topk));
+  if (m.topk > m.experts)
+    fail("--moe-topk", "top-" + std::to_string(m.topk) + " of " + std::to_string(m.experts) +
+                           " experts (expected at most the expert count)");
+  if (m.expert_ffn_hidden <= 0)
+    fail("--moe-ffn-hidden", "expected a positive integer, got " + std::to_string(m.expert_ffn_hidden));
+  if (m.shared_experts < 0 || m.shared_ffn_hidden < 0)
+    fail("--moe-shared-experts", "expected a non-negative count and width");
+  if (m.dense_first_layers < 0 || m.dense_first_layers >= model.layers)
+    fail("--moe-dense-first-layers", "expected 0 to layers - 1, got " + std::to_string(m.dense_first_layers));
+  if (m.layer_period <= 0)
+    fail("--moe-layer-period", "expected a positive integer, got " + std::to_string(m.layer_period));
+  if (m.mtp_layers < 0)
+    fail("--mtp-layers", "expected a non-negative integer, got " + std::to_string(m.mtp_layers));
+  if (m.router_groups < 0 || (m.router_groups > 0 && (m.experts % m.router_groups != 0 || m.router_group_topk <= 0 ||
+                                                      m.router_group_topk > m.router_groups)))
+    fail("--moe-router-groups", "expected groups dividing the experts and 1 <= group top-k <= groups");
+}
+
+void validate_mla(const GptConfig& model)
+{
+  const MlaConfig& a = model.mla;
+  if (!a.enabled())
+    return;
+  if (a.q_lora_rank < 0 || a.qk_nope_head_dim <= 0 || a.qk_rope_head_dim <= 0 || a.v_head_dim <= 0 ||
+      a.qk_rope_head_dim % 2 != 0)
+    throw InputError("mla: model '" + model.name +
+                     "' needs q_lora_rank >= 0 and positive qk_nope_head_dim, even qk_rope_head_dim and v_head_dim");
+}
+} // namespace
+
 void validate_model(const GptConfig& model)
 {
+  validate_moe(model);
+  validate_mla(model);
   require_positive(model.hidden, "--hidden", model.name);
   require_positive(model.heads, "--heads", model.name);
   require_positive(model.layers, "--layers", model.name);

@@ -3,6 +3,7 @@
 #include "gputwin/common/input_error.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gputwin {
 
@@ -67,6 +68,27 @@ std::optional<AttentionKernel> parse_attention(const std::string& text)
   return std::nullopt;
 }
 
+std::string to_string(MoeDispatcher d)
+{
+  switch (d) {
+  case MoeDispatcher::AllToAll: return "alltoall";
+  case MoeDispatcher::AllGather: return "allgather";
+  case MoeDispatcher::DeepEp: return "deepep";
+  }
+  return "?";
+}
+
+std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& text)
+{
+  if (text == "alltoall")
+    return MoeDispatcher::AllToAll;
+  if (text == "allgather")
+    return MoeDispatcher::AllGather;
+  if (text == "deepep")
+    return MoeDispatcher::DeepEp;
+  return std::nullopt;
+}
+
 namespace {
 std::string str(int64_t v)
 {
@@ -106,6 +128,49 @@ void validate_zero(const ParallelPlan& plan)
                      "(expected --fp8-param-gather; casting gathered BF16 weights at every gather is not modelled)");
 }
 
+// Expert parallelism against the model and the stage's ranks (Megatron-Core parallel_state.initialize_model_parallel:
+// the expert grid etp x ep x edp must fold the tp x cp x dp ranks of a pipeline stage).
+void validate_expert_plan(const GptConfig& model, const ParallelPlan& plan)
+{
+  if (plan.ep < 1)
+    throw InputError("--ep: expected a positive integer, got " + str(plan.ep));
+  if (plan.etp < 0)
+    throw InputError("--etp: expected a positive integer, got " + str(plan.etp));
+  if (!(plan.capacity_factor >= 0) || !std::isfinite(plan.capacity_factor))
+    throw InputError("--moe-capacity-factor: expected a positive number (or none for dropless)");
+  if (!(plan.moe_imbalance_cv >= 0) || !(plan.moe_imbalance_cv <= 10))
+    throw InputError("--moe-imbalance: expected a coefficient of variation from 0 to 10");
+  const MoeConfig& moe = model.moe;
+  if (!moe.enabled()) {
+    if (plan.ep > 1 || plan.etp > 0)
+      throw InputError(std::string(plan.ep > 1 ? "--ep" : "--etp") + ": model '" + model.name +
+                       "' has no experts (expected a mixture-of-experts model, e.g. --num-experts)");
+    return;
+  }
+  if (moe.experts % plan.ep != 0)
+    throw InputError("--ep: " + str(moe.experts) + " experts of model '" + model.name + "' are not divisible by " +
+                     str(plan.ep) + " expert-parallel ranks (expected a divisor of the expert count)");
+  const int64_t stage_ranks = plan.tp * plan.cp * plan.dp;
+  if (stage_ranks % (plan.ep * plan.expert_tp()) != 0)
+    throw InputError("--ep: ep x etp = " + str(plan.ep) + " x " + str(plan.expert_tp()) +
+                     " does not divide the tp x cp x dp = " + str(stage_ranks) +
+                     " ranks of a pipeline stage (expected ep x etp to divide them: Megatron-Core folds the expert "
+                     "grid into them)");
+  if (moe.expert_ffn_hidden % plan.expert_tp() != 0)
+    throw InputError("--etp: expert MLP width " + str(moe.expert_ffn_hidden) + " of model '" + model.name +
+                     "' is not divisible by " + str(plan.expert_tp()) + " (expected a divisor of --moe-ffn-hidden)");
+  if (moe.shared_width() % plan.tp != 0)
+    throw InputError("--tp: shared-expert width " + str(moe.shared_width()) + " of model '" + model.name +
+                     "' is not divisible by tensor-parallel size " + str(plan.tp));
+  if (plan.tp > 1 && !plan.sequence_parallel())
+    throw InputError("--sp: Megatron-Core needs sequence parallelism for MoE layers with --tp " + str(plan.tp) +
+                     " (expected --sp)");
+  if (plan.zero_stage >= 2)
+    throw InputError("--zero: " + str(plan.zero_stage) +
+                     " with a mixture-of-experts model is not modelled (expected 0 or 1; ZeRO-1 shards the expert "
+                     "optimizer states over the expert data-parallel ranks)");
+}
+
 } // namespace
 
 void validate_plan(const GptConfig& model, const ParallelPlan& plan)
@@ -119,6 +184,7 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
   if (plan.global_batch < 0)
     throw InputError("--global-batch: expected a positive integer, got " + str(plan.global_batch));
   validate_zero(plan);
+  validate_expert_plan(model, plan);
 
   require_positive(plan.cp, "--cp");
   if (plan.pp_first_stage_layers < 0)
@@ -284,6 +350,8 @@ std::string describe_plan(const ParallelPlan& plan)
   s += plan.fp8 ? (plan.fp8_param_gather ? " · FP8 (FP8 param gather)" : " · FP8") : "";
   s += plan.grad_reduce_bf16 ? " · BF16 grads" : "";
   s += plan.cross_entropy_fusion ? " · fused cross entropy" : "";
+  if (plan.ep > 1 || plan.etp > 0)
+    s += " · ep " + str(plan.ep) + " · etp " + str(plan.expert_tp()) + " · " + to_string(plan.dispatcher) + " dispatch";
   return s;
 }
 

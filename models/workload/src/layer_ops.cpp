@@ -248,6 +248,16 @@ LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan)
   s.bias = model.bias;
   s.dropout = model.dropout;
   s.fp8 = plan.fp8;
+  if (model.moe.enabled()) {
+    s.experts = model.moe.experts;
+    s.experts_per_rank = model.moe.experts / plan.ep;
+    s.topk = model.moe.topk;
+    s.ep = plan.ep;
+    s.etp = plan.expert_tp();
+    s.f_expert = model.moe.expert_ffn_hidden / plan.expert_tp();
+    s.f_shared = model.moe.shared_width() / plan.tp;
+    s.gated_experts = model.activation == Activation::SwiGlu;
+  }
   s.vocab_per_rank = padded_vocab(model, plan.tp) / plan.tp;
   return s;
 }

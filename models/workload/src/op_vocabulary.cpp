@@ -2,7 +2,9 @@
 
 #include "gputwin/models/flash_attention_cost.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -70,6 +72,23 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::SwigluBwd, "swiglu.bwd", OpKind::Compute},
     {OpName::SquaredReluFwd, "squared_relu.fwd", OpKind::Compute},
     {OpName::SquaredReluBwd, "squared_relu.bwd", OpKind::Compute},
+    {OpName::RouterFwd, "moe.router.fwd", OpKind::Compute},
+    {OpName::RouterTopkFwd, "moe.router_topk.fwd", OpKind::Compute},
+    {OpName::MoePermuteFwd, "moe.permute.fwd", OpKind::Compute},
+    {OpName::ExpertFc1Fwd, "expert.fc1.fwd", OpKind::Compute},
+    {OpName::ExpertActFwd, "expert.act.fwd", OpKind::Compute},
+    {OpName::ExpertFc2Fwd, "expert.fc2.fwd", OpKind::Compute},
+    {OpName::MoeUnpermuteFwd, "moe.unpermute.fwd", OpKind::Compute},
+    {OpName::MoeUnpermuteBwd, "moe.unpermute.bwd", OpKind::Compute},
+    {OpName::ExpertFc2Dgrad, "expert.fc2.dgrad", OpKind::Compute},
+    {OpName::ExpertFc2Wgrad, "expert.fc2.wgrad", OpKind::Compute},
+    {OpName::ExpertActBwd, "expert.act.bwd", OpKind::Compute},
+    {OpName::ExpertFc1Dgrad, "expert.fc1.dgrad", OpKind::Compute},
+    {OpName::ExpertFc1Wgrad, "expert.fc1.wgrad", OpKind::Compute},
+    {OpName::MoePermuteBwd, "moe.permute.bwd", OpKind::Compute},
+    {OpName::RouterTopkBwd, "moe.router_topk.bwd", OpKind::Compute},
+    {OpName::RouterDgrad, "moe.router.dgrad", OpKind::Compute},
+    {OpName::RouterWgrad, "moe.router.wgrad", OpKind::Compute},
     {OpName::FinalLnFwd, "final_ln.fwd", OpKind::Compute},
     {OpName::LogitsFwd, "logits.fwd", OpKind::Compute},
     {OpName::CrossEntropyMaxFwd, "cross_entropy.max.fwd", OpKind::Compute},
@@ -96,6 +115,17 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::Fp8AmaxAllReduce, "fp8.amax.all_reduce", OpKind::Collective},
     {OpName::TpRingExchange, "tp.ring_exchange", OpKind::Collective},
     {OpName::TpReduceScatterChunk, "tp.reduce_scatter_chunk", OpKind::Collective},
+    {OpName::MoeDispatch, "moe.dispatch", OpKind::Collective},
+    {OpName::MoeCombine, "moe.combine", OpKind::Collective},
+    {OpName::MoeCombineBwd, "moe.combine.bwd", OpKind::Collective},
+    {OpName::MoeDispatchBwd, "moe.dispatch.bwd", OpKind::Collective},
+    {OpName::MoeEtpAllGather, "moe.etp.all_gather", OpKind::Collective},
+    {OpName::MoeEtpReduceScatter, "moe.etp.reduce_scatter", OpKind::Collective},
+    {OpName::MoeAllGather, "moe.all_gather", OpKind::Collective},
+    {OpName::MoeReduceScatter, "moe.reduce_scatter", OpKind::Collective},
+    {OpName::EdpAllReduce, "edp.all_reduce", OpKind::Collective},
+    {OpName::EdpReduceScatter, "edp.reduce_scatter", OpKind::Collective},
+    {OpName::EdpAllGather, "edp.all_gather", OpKind::Collective},
     {OpName::PpAllGather, "pp.all_gather", OpKind::Collective},
     {OpName::PpSendActivation, "pp.send_activation", OpKind::Send},
     {OpName::PpRecvActivation, "pp.recv_activation", OpKind::Recv},
@@ -145,6 +175,26 @@ OpCost linear(const LayerShape& s, GemmShape g, double cast_elements)
 OpCost memory(double bytes, double flops)
 {
   return {flops, bytes, {}};
+}
+
+// The rows (routed token copies) of the busiest EP rank's experts in the layer being emitted.
+double expert_rows(const LayerShape& s)
+{
+  return s.expert_tokens();
+}
+
+// A grouped GEMM over the rank's E/ep experts: each expert's rows (m, rounded up), output width n, reduction k.
+GemmShape expert_gemm(const LayerShape& s, int64_t n, int64_t k)
+{
+  const int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(expert_rows(s) / d(s.experts_per_rank))));
+  return {m, n, k, s.experts_per_rank};
+}
+
+// An expert weight gradient: (n x k) per expert, reducing over its rows.
+GemmShape expert_wgrad(const LayerShape& s, int64_t n, int64_t k)
+{
+  const GemmShape g = expert_gemm(s, n, k);
+  return {n, k, g.m, g.batch};
 }
 
 OpCost sum(const OpCost& a, const OpCost& b)
@@ -268,6 +318,36 @@ OpCost op_cost(OpName op, const LayerShape& s)
   case OpName::QkvDgrad: return linear(s, {T, h, qkv}, d(T * qkv));
   case OpName::QkvBiasGrad: return memory(d(T * qkv) * 2, d(T * qkv));
   case OpName::QkvWgrad: return linear(s, {qkv, h, T}, 0);
+  case OpName::RouterFwd: return gemm({s.tokens_outside_tp(), s.experts, h}); // replicated router, fp32 logits
+  case OpName::RouterDgrad: return gemm({s.tokens_outside_tp(), h, s.experts});
+  case OpName::RouterWgrad: return gemm({s.experts, h, s.tokens_outside_tp()});
+  case OpName::RouterTopkFwd: // softmax or sigmoid over E logits, top-k, the aux loss's statistics
+  case OpName::RouterTopkBwd: {
+    const double logits_e = d(s.tokens_outside_tp() * s.experts);
+    return memory(logits_e * (4 + 4), logits_e * 6);
+  }
+  case OpName::MoePermuteFwd: // gather the token copies into expert order: read k copies' rows, write them
+  case OpName::MoePermuteBwd:
+  case OpName::MoeUnpermuteFwd: // weighted sum of each token's k expert outputs (and its backward)
+  case OpName::MoeUnpermuteBwd: {
+    const double copies = d(s.tokens_outside_tp() * s.topk * h);
+    return memory(copies * (2 + 2) + d(s.tokens_outside_tp() * s.topk) * 8, copies);
+  }
+  case OpName::ExpertFc1Fwd: return linear(s, expert_gemm(s, s.expert_fc1_per_rank(), h), expert_rows(s) * d(h));
+  case OpName::ExpertFc2Fwd: return linear(s, expert_gemm(s, h, s.f_expert), expert_rows(s) * d(s.f_expert));
+  case OpName::ExpertFc2Dgrad: return linear(s, expert_gemm(s, s.f_expert, h), expert_rows(s) * d(h));
+  case OpName::ExpertFc1Dgrad:
+    return linear(s, expert_gemm(s, h, s.expert_fc1_per_rank()), expert_rows(s) * d(s.expert_fc1_per_rank()));
+  case OpName::ExpertFc2Wgrad: return linear(s, expert_wgrad(s, h, s.f_expert), 0);
+  case OpName::ExpertFc1Wgrad: return linear(s, expert_wgrad(s, s.expert_fc1_per_rank(), h), 0);
+  case OpName::ExpertActFwd: {
+    const double x = expert_rows(s) * d(s.f_expert);
+    return s.gated_experts ? memory(x * (2 + 2 + 2), x * 6) : memory(x * (2 + 2), x * 8);
+  }
+  case OpName::ExpertActBwd: {
+    const double x = expert_rows(s) * d(s.f_expert);
+    return s.gated_experts ? memory(x * (2 + 2 + 2 + 2 + 2), x * 12) : memory(x * (2 + 2 + 2), x * 10);
+  }
   case OpName::LogitsFwd: return gemm({T, v, h});
   // Fused vocabulary-parallel cross-entropy: only s b values per reduction cross the ranks (max, target logit,
   // sum of exponentials), never the logits (Megatron-LM cross_entropy.py).
@@ -317,6 +397,23 @@ double tp_collective_bytes(OpName op, const LayerShape& s)
   default: break;
   }
   throw std::logic_error(std::string("tp_collective_bytes: ") + op_name(op) + " is not a TP collective of a layer");
+}
+
+double moe_collective_bytes(OpName op, const LayerShape& s)
+{
+  const double copies = 2.0 * d(s.tokens_outside_tp() * s.topk * s.h); // the rank's routed copies in bf16
+  switch (op) {
+  case OpName::MoeDispatch:
+  case OpName::MoeCombine:
+  case OpName::MoeCombineBwd:
+  case OpName::MoeDispatchBwd: return copies;
+  case OpName::MoeEtpAllGather:
+  case OpName::MoeEtpReduceScatter: return copies * d(s.etp);
+  case OpName::MoeAllGather:
+  case OpName::MoeReduceScatter: return 2.0 * d(s.tokens_outside_tp() * s.h) * d(s.ep * s.etp);
+  default: break;
+  }
+  throw std::logic_error(std::string("moe_collective_bytes: ") + op_name(op) + " is not a MoE token exchange");
 }
 
 bool pipeline_scatter_gather(const LayerShape& s)

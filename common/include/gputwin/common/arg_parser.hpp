@@ -107,5 +107,8 @@ private:
 
 // Parses the whole of `text` as a decimal integer; throws InputError naming `flag` otherwise.
 int64_t parse_integer(const std::string& flag, const std::string& text);
+// Parses the whole of `text` as a finite decimal number ("1.5", "2e-3"; not "0x10", "inf", "nan", "1.5x"); throws
+// InputError naming `flag` otherwise.
+double parse_number(const std::string& flag, const std::string& text);
 
 } // namespace gputwin::cli

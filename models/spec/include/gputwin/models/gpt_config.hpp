@@ -3,6 +3,8 @@
 // The defaults are the 2022 paper's GPT (multi-head attention, 4h GeLU MLP, LayerNorm, learned positions,
 // tied embeddings, biases, dropout); the architecture fields express Llama-style models on top.
 
+#include "gputwin/models/moe_config.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,6 +43,8 @@ struct GptConfig {
   bool tie_embeddings = true; // the output layer reuses the word embedding
   bool bias = true;           // linear layers have biases
   bool dropout = true;        // hidden and attention dropout (GPT-3: p = 0.1); Llama trains without
+  MoeConfig moe;              // mixture of experts (moe_config.hpp); experts = 0: every MLP dense
+  MlaConfig mla;              // multi-head latent attention; kv_lora_rank = 0: MHA/GQA
 
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_heads() const { return query_groups > 0 ? query_groups : heads; }
@@ -48,9 +52,15 @@ struct GptConfig {
   int64_t ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   // Output width of the first MLP linear: F, or 2F for the gated SwiGLU.
   int64_t fc1_width() const { return activation == Activation::SwiGlu ? 2 * ffn() : ffn(); }
+  // Whether transformer layer `layer` (global index) has a MoE MLP (moe_config.hpp: dense first layers, period).
+  bool is_moe_layer(int64_t layer) const
+  {
+    return moe.enabled() && layer >= moe.dense_first_layers && (layer + 1) % moe.layer_period == 0;
+  }
+  int64_t moe_layer_count() const; // layers with a MoE MLP
   bool gpt_architecture() const
   {
-    return query_groups == 0 && ffn_hidden == 0 && activation == Activation::Gelu && norm == Norm::LayerNorm &&
+    return !moe.enabled() && !mla.enabled() && query_groups == 0 && ffn_hidden == 0 && activation == Activation::Gelu && norm == Norm::LayerNorm &&
            position == PositionEmbedding::Learned && tie_embeddings && bias && dropout;
   }
 };

@@ -25,6 +25,14 @@ struct LayerShape {
   bool bias = true;
   bool dropout = true;
   bool fp8 = false;
+  // Mixture of experts (a MoE layer's expert block; zero for a dense model): E experts, E/ep on this rank, top-k,
+  // one expert's MLP width on this rank F_e/etp, and `expert_load`: the busiest EP rank's routed tokens over the
+  // balanced share in the layer being emitted (1: balanced; capped by the capacity factor) -- the folded program
+  // computes at the pace of the slowest EP rank, whose all-to-all peers wait for it.
+  int64_t experts = 0, experts_per_rank = 0, topk = 0, f_expert = 0, etp = 1, ep = 1;
+  int64_t f_shared = 0; // shared experts' width on this rank (F_s / t)
+  bool gated_experts = false; // SwiGLU experts: fc1 makes gate and up
+  double expert_load = 1.0;
 
   int64_t tokens() const { return s * b; }                             // T = s b (this rank's sequence share)
   int64_t tokens_outside_tp() const { return sp ? s * b / t : s * b; } // sharded by SP outside the TP regions
@@ -38,6 +46,11 @@ struct LayerShape {
   int64_t qkv_per_rank() const { return hidden_per_rank() + 2 * kv_per_rank(); } // QKV GEMM output width
   int64_t ffn_per_rank() const { return f / t; }                        // MLP width of one rank
   int64_t fc1_per_rank() const { return activation == Activation::SwiGlu ? 2 * f / t : f / t; }
+  // Routed token copies the rank's experts take per micro-batch, balanced: its tokens outside the TP regions x k,
+  // times etp (the expert-TP group gathers its ranks' tokens); the busiest EP rank's is that x expert_load.
+  int64_t routed_tokens() const { return tokens_outside_tp() * topk * etp; }
+  double expert_tokens() const { return static_cast<double>(routed_tokens()) * expert_load; }
+  int64_t expert_fc1_per_rank() const { return gated_experts ? 2 * f_expert : f_expert; }
 };
 
 LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan);

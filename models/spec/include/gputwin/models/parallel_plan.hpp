@@ -39,6 +39,16 @@ enum class Schedule {
   Interleaved, // 1F1B over `chunks` model chunks per stage (Narayanan et al. 2021)
 };
 
+// How a MoE layer moves tokens to the ranks of their experts (Megatron-Core --moe-token-dispatcher-type).
+enum class MoeDispatcher {
+  AllToAll,  // permute, all-to-all(-v) over the EP group, grouped GEMMs, all-to-all back, unpermute (default)
+  AllGather, // every EP rank all-gathers the tokens, keeps those of its experts, reduce-scatters the outputs
+  DeepEp,    // DeepEP (flex dispatcher): one copy of a token per destination node over RDMA, fanned out over
+             // NVLink there; combine the reverse (deepseek-ai/DeepEP, internode.cu)
+};
+std::string to_string(MoeDispatcher d); // "alltoall", "allgather", "deepep"
+std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& text);
+
 struct ParallelPlan {
   int64_t tp = 1;           // t, tensor-parallel size
   int64_t pp = 1;           // p, pipeline stages
@@ -83,6 +93,23 @@ struct ParallelPlan {
   // vocabulary-parallel cross entropy (keeps the BF16 logits and writes the gradient into them in place).
   bool cross_entropy_fusion = false;
 
+  // Mixture of experts (Megatron-Core): experts split over ep ranks, each expert's MLP over etp ranks; the
+  // expert grid folds the tp x cp x dp ranks of a stage as etp x ep x edp (etp innermost), so
+  // edp = tp cp dp / (ep etp) replicas of each expert reduce its gradients (expert_layout.hpp).
+  int64_t ep = 1;
+  int64_t etp = 0; // 0: = tp (Megatron's default --expert-tensor-parallel-size is tp)
+  MoeDispatcher dispatcher = MoeDispatcher::AllToAll;
+  double capacity_factor = 0; // tokens an expert takes at most, x its balanced share; 0: dropless
+  // Load imbalance: the coefficient of variation of the experts' token counts (0: perfectly balanced, as
+  // benchmarks force it); each MoE layer draws its expert popularity from a log-normal with this CV, seeded.
+  double moe_imbalance_cv = 0;
+  uint64_t moe_seed = 1;
+  // Megatron-Core --overlap-moe-expert-parallel-comm (1F1B A2A overlap): dispatch/combine of one micro-batch
+  // hidden behind the compute of another.
+  bool moe_a2a_overlap = false;
+
+  int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  int64_t expert_dp() const { return tp * cp * dp / (ep * expert_tp()); }
   int64_t gpus() const { return tp * cp * pp * dp; }
   int64_t effective_global_batch() const { return global_batch > 0 ? global_batch : micro_batch * dp; }
   // Micro-batches each pipeline runs per iteration.

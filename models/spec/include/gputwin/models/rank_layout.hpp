@@ -30,4 +30,23 @@ std::vector<int32_t> dp_group_ranks(const ParallelPlan& plan, int64_t stage, int
 // The context-parallel ring of a (stage, dp, tp) slot.
 std::vector<int32_t> cp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t dp, int64_t tp);
 
+// Expert grid (mixture of experts; Megatron-Core's expert RankGenerator, order tp-ep-dp-pp with tp = etp): the
+// tp x cp x dp ranks of a stage, in the order above, are etp x ep x edp with etp innermost:
+// rank = stage offset + etp_index + etp (ep_index + ep edp_index). REQUIRES: ep x etp divides tp x cp x dp.
+struct ExpertCoord {
+  int64_t stage = 0;
+  int64_t etp = 0;
+  int64_t ep = 0;
+  int64_t edp = 0;
+  bool operator==(const ExpertCoord&) const = default;
+};
+int64_t expert_global_rank(const ParallelPlan& plan, const ExpertCoord& c);
+ExpertCoord expert_coord(const ParallelPlan& plan, int64_t rank);
+// The expert-parallel group (all-to-all of tokens) through (stage, etp index, edp index), in EP order.
+std::vector<int32_t> ep_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t etp, int64_t edp);
+// The expert tensor-parallel group (an expert's MLP split over etp ranks) through (stage, ep index, edp index).
+std::vector<int32_t> etp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t ep, int64_t edp);
+// The expert data-parallel group (the replicas of the same experts, which reduce their gradients).
+std::vector<int32_t> edp_group_ranks(const ParallelPlan& plan, int64_t stage, int64_t etp, int64_t ep);
+
 } // namespace gputwin

@@ -91,6 +91,26 @@ enum class OpName : uint8_t {
   // Nemotron-style MLP: squared ReLU, Transformer Engine's fused srelu / dsrelu kernels.
   SquaredReluFwd,
   SquaredReluBwd,
+  // Mixture-of-experts layer (the MLP block of a MoE layer): router GEMM (h -> E) and its top-k/softmax, the
+  // permutation of the routed token copies into expert order and back (weighted sum of the k outputs), the
+  // experts' grouped GEMMs (E/ep local experts in one call: GemmShape batch = E/ep, m = tokens per expert).
+  RouterFwd,
+  RouterTopkFwd,
+  MoePermuteFwd,
+  ExpertFc1Fwd,
+  ExpertActFwd,
+  ExpertFc2Fwd,
+  MoeUnpermuteFwd,
+  MoeUnpermuteBwd,
+  ExpertFc2Dgrad,
+  ExpertFc2Wgrad,
+  ExpertActBwd,
+  ExpertFc1Dgrad,
+  ExpertFc1Wgrad,
+  MoePermuteBwd,
+  RouterTopkBwd,
+  RouterDgrad,
+  RouterWgrad,
   // Output layer and loss (last model chunk).
   FinalLnFwd,
   LogitsFwd,
@@ -120,6 +140,17 @@ enum class OpName : uint8_t {
   Fp8AmaxAllReduce, // FP8 delayed scaling: the amax histories reduced once per iteration
   TpRingExchange,   // --tp-comm-overlap: one step of Transformer Engine's ring-exchange all-gather (one slice)
   TpReduceScatterChunk, // --tp-comm-overlap: one chunk of TE's pipelined userbuffers reduce-scatter (not NCCL)
+  MoeDispatch,       // all-to-all(-v) of the routed token copies to their experts' EP ranks (forward)
+  MoeCombine,        // all-to-all back to the tokens' ranks (forward)
+  MoeCombineBwd,     // backward of the combine: output gradients to the experts' ranks
+  MoeDispatchBwd,    // backward of the dispatch: input gradients back to the tokens' ranks
+  MoeEtpAllGather,   // expert TP (etp > 1): the dispatched tokens gathered over the ETP group
+  MoeEtpReduceScatter, // ... and the experts' partial outputs reduce-scattered
+  MoeAllGather,      // --moe-dispatcher allgather: the EP x ETP group gathers every token
+  MoeReduceScatter,  // ... and reduce-scatters the experts' outputs
+  EdpAllReduce,      // the expert parameters' gradients over the expert data-parallel group
+  EdpReduceScatter,  // ... ZeRO-1
+  EdpAllGather,      // ... ZeRO-1: the updated expert parameters
   PpAllGather, // scatter/gather of pipeline messages: the TP all-gather of a received message's 1/t chunks
   PpSendActivation,
   PpRecvActivation,
@@ -174,6 +205,11 @@ double pipeline_message_bytes(const LayerShape& s);
 double pipeline_gather_bytes(const LayerShape& s);
 // Megatron keeps and reduces fp32 main gradients: data-parallel and embedding gradient bytes per parameter.
 inline constexpr double gradient_bytes_per_parameter = 4.0;
+
+// nccl-tests size of a MoE layer's token exchange (MoeDispatch ... MoeReduceScatter) under `s`, balanced: the
+// rank's routed token copies in 16 bits (all-to-all: what each rank sends in all; ETP gather / reduce-scatter and
+// the allgather dispatcher: the gathered whole).
+double moe_collective_bytes(OpName op, const LayerShape& s);
 
 // The engine's fused op for a generator pair (AttnContextBwd -> {AttnContextDgradProbs, AttnContextDgradV}).
 struct FusedPair {
