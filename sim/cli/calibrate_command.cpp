@@ -137,6 +137,7 @@ int run_calibrate(const std::vector<std::string>& args, std::ostream& out)
   const std::optional<std::string> output = parsed.value("--output");
   if (!output || output->empty())
     throw InputError("--output: missing: where to write the fitted model (-o FILE)");
+  check_output_flags(parsed, {"--output"}); // before the fit
   const std::optional<std::string> gpu_flag = parsed.value("--gpu");
   if (gpu_flag && *gpu_flag != "a100" && *gpu_flag != "h100" && *gpu_flag != "h200" && *gpu_flag != "cpu")
     throw InputError("--gpu: expected " + std::string(gpu_choices) + ", got '" + *gpu_flag + "'");

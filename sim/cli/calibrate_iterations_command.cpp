@@ -60,6 +60,7 @@ FitInputs read_fit_inputs(const ParsedArgs& parsed)
   if (!output)
     throw InputError("--output: missing (expected -o FILE for the fitted model)");
   inputs.output_path = *output;
+  check_output_flags(parsed, {"--output"}); // before the fit
   const IterationTable table = read_iteration_table(inputs.table_path);
   inputs.cluster = iteration_cluster(table, parsed);
   inputs.cases = iteration_cases(table, parsed, inputs.cluster);

@@ -10,11 +10,42 @@
 #include "gputwin/traces/output_file.hpp"
 
 #include <cstdio>
+#include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace gputwin::cli {
 
 namespace {
+
+// The nccl-tests binaries whose logs the fit reads as their collective (the reader's names).
+const std::pair<const char*, CollectiveOp> fitted_binaries[] = {
+    {"all_reduce", CollectiveOp::AllReduce},         {"all_gather", CollectiveOp::AllGather},
+    {"reduce_scatter", CollectiveOp::ReduceScatter}, {"broadcast", CollectiveOp::Broadcast},
+    {"sendrecv", CollectiveOp::SendRecv},            {"alltoall", CollectiveOp::AllToAll}};
+
+// Refuses a log that names an nccl-tests binary (`reduce_perf`, `gather_perf`, ...) other than the collective the
+// reader took it for: the reader knows six binaries and reads any other log as all-reduce, which would fit the
+// all-reduce model to another collective's times. A log that names no binary is read as all_reduce_perf's.
+void check_log_collective(const std::string& path, const sim::NcclTestsLog& log)
+{
+  std::ifstream file(path, std::ios::binary);
+  static const std::regex binary(R"(\b([a-z0-9_]+?)_perf(_mpi)?\b)");
+  for (std::string line; std::getline(file, line);) {
+    if (line.find("_perf") == std::string::npos)
+      continue;
+    for (std::sregex_iterator it(line.begin(), line.end(), binary), end; it != end; ++it) {
+      const std::string name = (*it)[1];
+      bool matches = false;
+      for (const auto& [known, op] : fitted_binaries)
+        matches = matches || (name == known && op == log.op);
+      if (!matches)
+        throw InputError("--nccl-tests: " + path + ": a log of " + name +
+                         "_perf, which the fit does not model (it reads all_reduce_perf, all_gather_perf, "
+                         "reduce_scatter_perf, broadcast_perf, sendrecv_perf and alltoall_perf logs)");
+    }
+  }
+}
 
 std::string num(double value)
 {
@@ -149,11 +180,14 @@ int run_calibrate_nccl(const std::vector<std::string>& args, std::ostream& out)
   const std::optional<std::string> output = parsed.value("--output");
   if (!output || output->empty())
     throw InputError("--output: missing: where to write the fitted cluster file (-o FILE)");
+  check_output_flags(parsed, {"--output"}); // before the fit
   const topo::ClusterSpec cluster = topo::load_cluster(parsed.value("--cluster").value_or("dgx-a100"), 0, {});
 
   std::vector<sim::NcclTestsLog> logs;
-  for (const std::string& path : paths)
+  for (const std::string& path : paths) {
     logs.push_back(sim::read_nccl_tests_log(path));
+    check_log_collective(path, logs.back());
+  }
   const sim::NcclFit fit = sim::fit_nccl(cluster, logs);
 
   std::ostringstream yaml;

@@ -164,6 +164,10 @@ ArgParser collective_parser()
   parser.add_option("--sweep", "MIN:MAX[:F]", "sizes MIN, MIN*F, ... MAX (F = 2), e.g. 1M:8G");
   parser.add_option("--algo", "ring|tree", "force NCCL's algorithm (like NCCL_ALGO)");
   parser.add_option("--proto", "ll|ll128|simple", "force NCCL's protocol (like NCCL_PROTO)");
+  parser.add_option("--rank-loads", "W,W,...",
+                    "all-to-all-v: one load per rank (a MoE dispatch: rank i sends rank j size/n x W_j / mean W); "
+                    "default every pair size/n");
+  parser.add_switch("--two-hop", "all-to-all as DeepEP: RDMA to the sender's rail in the receiver's node, then NVLink");
   parser.add_option("--gpus-per-thread", "G",
                     "GPUs one host thread launches each call on, as nccl-tests -g G (default: all ranks when\n"
                     "they fit one node, as `all_reduce_perf -g 8`; else 1, as `mpirun -np N all_reduce_perf -g 1`)");
@@ -204,6 +208,27 @@ CollectiveRequest read_collective_request(const ParsedArgs& parsed)
     if (!request.options.protocol)
       throw InputError("--proto: expected ll|ll128|simple, got '" + *p + "'");
   }
+  if ((parsed.has("--rank-loads") || parsed.has("--two-hop")) && request.op != CollectiveOp::AllToAll)
+    throw InputError(std::string(parsed.has("--two-hop") ? "--two-hop" : "--rank-loads") +
+                     ": only for --op all-to-all (got --op " + to_string(request.op) + ")");
+  if (const auto loads = parsed.value("--rank-loads")) {
+    double sum = 0;
+    size_t start = 0;
+    while (start <= loads->size()) {
+      const size_t comma = std::min(loads->find(',', start), loads->size());
+      const double w = parse_number("--rank-loads", loads->substr(start, comma - start));
+      if (w < 0)
+        throw InputError("--rank-loads: expected non-negative loads, got " + loads->substr(start, comma - start));
+      request.options.rank_weights.push_back(w);
+      sum += w;
+      start = comma + 1;
+    }
+    if (!(sum > 0))
+      throw InputError("--rank-loads: expected at least one positive load");
+    for (double& w : request.options.rank_weights) // normalised to mean 1: the op's size stays what each rank sends
+      w *= static_cast<double>(request.options.rank_weights.size()) / sum;
+  }
+  request.options.two_hop = parsed.has("--two-hop");
   return request;
 }
 
@@ -331,6 +356,10 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
 
   CollectiveRequest request = read_collective_request(parsed);
   const Placement placement = place_collective_ranks(parsed);
+  if (!request.options.rank_weights.empty() &&
+      static_cast<int64_t>(request.options.rank_weights.size()) != placement.ranks)
+    throw InputError("--rank-loads: " + std::to_string(request.options.rank_weights.size()) + " loads for " +
+                     std::to_string(placement.ranks) + " ranks (expected one per rank)");
   const topo::ClusterGraph graph(placement.cluster);
   const int64_t gpus_per_thread = gpus_per_thread_flag(parsed, placement);
   request.options.gpus_per_thread = static_cast<int>(gpus_per_thread);

@@ -10,12 +10,25 @@
 #include "gputwin/models/subcommands.hpp"
 #include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
+#include "gputwin/traces/output_file.hpp"
 
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace gputwin::cli {
+
+// The output files of `flags` that `parsed` names (a flag without a file, as `--link-report` alone, is none),
+// checked before any work: each writable, no two on one file (check_output_paths, traces/output_file.hpp).
+inline void check_output_flags(const ParsedArgs& parsed, std::initializer_list<const char*> flags)
+{
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (const char* flag : flags)
+    if (const auto file = parsed.value(flag); file && !file->empty())
+      outputs.emplace_back(flag, *file);
+  check_output_paths(outputs);
+}
 
 // Every subcommand of `gputwin` with its one-line description, in help order.
 const std::vector<Subcommand>& gputwin_subcommands();

@@ -35,11 +35,16 @@ double number_flag(const ParsedArgs& parsed, const std::string& flag, bool allow
   const auto text = parsed.value(flag);
   if (!text)
     throw InputError(flag + ": required (" + what + ")");
-  char* rest = nullptr;
-  const double v = std::strtod(text->c_str(), &rest);
-  if (text->empty() || *rest != '\0' || !std::isfinite(v) || v < 0 || (!allow_zero && v == 0))
-    throw InputError(flag + ": expected a " + (allow_zero ? "non-negative" : "positive") + " number (" + what +
-                     "), got '" + *text + "'");
+  const std::string expected =
+      flag + ": expected a " + (allow_zero ? "non-negative" : "positive") + " number (" + what + "), got '" + *text + "'";
+  double v = 0;
+  try {
+    v = parse_number(flag, *text); // decimal only: no "0x10", "inf", "nan"
+  } catch (const InputError&) {
+    throw InputError(expected);
+  }
+  if (v < 0 || (!allow_zero && v == 0))
+    throw InputError(expected);
   return v;
 }
 
@@ -265,7 +270,8 @@ void print_goodput_table(std::ostream& out, const Outcome& o)
       duration(o.in.mtbf_s) + fmt(" = %g GPU-hours", o.mtbf_gpu_hours) + " / " + std::to_string(o.gpus) + " GPUs");
   row("restart time (R)", fmt("%.0f s", o.restart_s));
   row("checkpoint interval (Daly)",
-      duration(o.g.interval_s) + " = every " + std::to_string(o.g.interval_iterations) + " iterations");
+      duration(o.g.interval_s) + " = every " + std::to_string(o.g.interval_iterations) + " iterations" +
+          (o.g.interval_is_the_run ? " (the whole run: Daly's optimum is longer)" : ""));
   row("  Young's sqrt(2 delta M)", duration(o.g.young_interval_s));
   row("checkpoints written", fmt("%.1f", o.g.checkpoints));
   row("expected failures (= restarts)", fmt("%.2f", o.g.expected_failures));

@@ -74,7 +74,22 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
       << model.seq_len << ", v " << model.vocab;
   if (vocab != model.vocab)
     out << " (padded to " << vocab << ")";
-  out << "; " << params << " B parameters\n";
+  out << "; " << params << " B parameters";
+  if (model.moe.enabled()) {
+    char moe[160];
+    std::snprintf(moe, sizeof moe, " (%.2f B activated per token; %lld experts top-%lld, ep %lld, etp %lld, edp %lld)",
+                  static_cast<double>(activated_parameters(model, plan.tp)) / 1e9,
+                  static_cast<long long>(model.moe.experts), static_cast<long long>(model.moe.topk),
+                  static_cast<long long>(plan.ep), static_cast<long long>(plan.expert_tp()),
+                  static_cast<long long>(plan.expert_dp()));
+    out << moe;
+  }
+  if (model.moe.mtp_layers > 0) {
+    char mtp[64];
+    std::snprintf(mtp, sizeof mtp, " + %.2f B in MTP modules", static_cast<double>(mtp_parameters(model)) / 1e9);
+    out << mtp;
+  }
+  out << "\n";
   out << "plan   " << describe_plan(plan) << "\n";
   const StageActivations& a = m.activations;
   out << "busiest pipeline stage: " << m.stage << " of " << plan.pp << " (" << stage_layers(model, plan, m.stage)
@@ -124,7 +139,13 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   write_cluster_json(json, cluster);
   json.field("gpus", plan.gpus());
   json.field("stage", m.stage);
+  json.field("total_parameters", model_parameters(model, plan.tp));
+  json.field("activated_parameters", activated_parameters(model, plan.tp));
+  json.field("mtp_parameters", mtp_parameters(model));
   json.field("parameters_per_gpu", m.state.parameters);
+  const StageParameters split = stage_parameter_split(model, plan, m.stage);
+  json.field("dense_parameters_per_gpu", split.dense);
+  json.field("expert_parameters_per_gpu", split.expert);
   json.field("activation_bytes_per_layer", m.activations.bytes_per_layer);
   json.field("activation_layers_in_flight", peak_layers_in_flight(model, plan, m.stage));
   json.field("activation_bytes", m.activations.total_bytes);

@@ -85,7 +85,7 @@ FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string&
 
 AttentionKernel default_attention_kernel(GpuGeneration generation)
 {
-  return generation == GpuGeneration::Hopper ? AttentionKernel::Flash : AttentionKernel::Unfused;
+  return is_hopper_or_later(generation) ? AttentionKernel::Flash : AttentionKernel::Unfused;
 }
 
 std::optional<std::string> default_attention_for_gpu(ParsedArgs& args, GpuGeneration generation)

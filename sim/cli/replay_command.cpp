@@ -52,14 +52,13 @@ double scale_flag(const ParsedArgs& parsed, const std::string& flag)
   const auto text = parsed.value(flag);
   if (!text)
     return 1;
-  size_t used = 0;
   double value = 0;
   try {
-    value = std::stod(*text, &used);
-  } catch (const std::exception&) {
-    used = 0;
+    value = parse_number(flag, *text); // decimal only: no "0x10", "inf", "nan"
+  } catch (const InputError&) {
+    value = 0;
   }
-  if (used != text->size() || !std::isfinite(value) || value <= 0)
+  if (value <= 0)
     throw InputError(flag + ": expected a positive number (X times faster), got '" + *text + "'");
   return value;
 }
@@ -480,6 +479,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   }
   if (parsed.positional().empty())
     throw InputError("replay: expected a trace file (gputwin replay TRACE --cluster C)");
+  check_output_flags(parsed, {"--timeline"}); // before the replay: a typo fails at once
   const std::string path = parsed.positional().front();
   traces::OpGraph trace;
   try {

@@ -23,6 +23,20 @@ void write_model_json(traces::JsonWriter& json, const GptConfig& model)
   json.field("bias", model.bias);
   json.field("dropout", model.dropout);
   json.field("parameters", model_parameters(model, 1)); // the vocabulary unpadded (padding depends on tp)
+  if (model.moe.enabled()) {
+    json.field("activated_parameters", activated_parameters(model, 1));
+    json.field("num_experts", model.moe.experts);
+    json.field("moe_router_topk", model.moe.topk);
+    json.field("moe_ffn_hidden", model.moe.expert_ffn_hidden);
+    json.field("moe_shared_ffn_hidden", model.moe.shared_width());
+    json.field("moe_layers", model.moe_layer_count());
+  }
+  if (model.mla.enabled()) {
+    json.field("q_lora_rank", model.mla.q_lora_rank);
+    json.field("kv_lora_rank", model.mla.kv_lora_rank);
+    json.field("qk_head_dim", model.mla.qk_head_dim());
+    json.field("v_head_dim", model.mla.v_head_dim);
+  }
   json.end_object();
 }
 

@@ -89,6 +89,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
     out << parser.help();
     return 0;
   }
+  check_output_flags(parsed, {"--csv"}); // before the search: a typo fails at once
   const GptConfig model = model_from_flags(parsed);
   const SearchRequest request = read_search_request(parsed, model, 5, "(the GPUs of the job)");
   const topo::ClusterSpec& cluster = request.cluster;
@@ -139,7 +140,9 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
     const Ranked& r = ranked[i];
     const ParallelPlan& p = r.estimate.candidate.plan;
     char plan_text[128];
-    const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
+    const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "") +
+                              (p.ep > 1 || p.etp > 0 ? " ep " + std::to_string(p.ep) + " etp " + std::to_string(p.expert_tp())
+                                                     : "");
     std::snprintf(plan_text, sizeof plan_text, "%s pp %lld dp %lld mb %lld %s%s %s%s%s%s", tp_cp.c_str(),
                   static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                   static_cast<long long>(p.micro_batch), to_string(p.schedule).c_str(),

@@ -239,6 +239,13 @@ void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
   json.field("pp_first_stage_layers", p.pp_first_stage_layers);
   json.field("pp_last_stage_layers", p.pp_last_stage_layers);
   json.field("fp8", p.fp8);
+  if (p.ep > 1 || p.etp > 0) { // a mixture-of-experts plan
+    json.field("ep", p.ep);
+    json.field("etp", p.expert_tp());
+    json.field("moe_dispatcher", to_string(p.dispatcher));
+    json.field("moe_capacity_factor", p.capacity_factor);
+    json.field("moe_imbalance", p.moe_imbalance_cv);
+  }
   json.end_object();
 }
 

@@ -95,9 +95,25 @@ struct LinkReportJson {
   const sim::LinkReport* report = nullptr;
 };
 
+// The MoE figures (iteration_report.hpp), with the busiest link kind when the flows were logged.
+void write_moe_json(traces::JsonWriter& json, const sim::IterationReport& run, const sim::LinkReport* links)
+{
+  json.key("moe");
+  json.begin_object();
+  json.field("exchange_s", run.moe_exchange_s);
+  json.field("max_rank_load", run.moe_max_rank_load);
+  json.field("expert_maxvio", run.moe_expert_maxvio);
+  json.field("dropped_fraction", run.moe_dropped_fraction);
+  json.field("slowest_ep_index", run.moe_slowest_ep_index);
+  json.field("slowest_rank", run.moe_slowest_rank);
+  if (links && links->busiest_kind)
+    json.field("busiest_link_kind", sim::to_string(*links->busiest_kind));
+  json.end_object();
+}
+
 void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
                 const FrameworkProfile& framework, const WorkloadOptions& options, const ResourceEstimate& estimate,
-                const Report& r, const LinkReportJson& links = {})
+                const Report& r, const LinkReportJson& links, const sim::LinkReport* logged)
 {
   traces::JsonWriter json(out);
   json.begin_object();
@@ -137,13 +153,15 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   json.field("memory_bytes", static_cast<int64_t>(std::llround(estimate.bytes)));
   json.end_object();
   json.field("sim_wall_time_s", r.sim_wall_time_s);
+  if (r.run.moe)
+    write_moe_json(json, r.run, logged);
   if (links.report)
     write_link_report_json(json, *links.graph, *links.report);
   json.end_object();
 }
 
 void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
-                 const Report& r)
+                 const Report& r, const sim::LinkReport* logged)
 {
   char line[256];
   out << "model    " << model.name << " (h " << model.hidden << ", a " << model.heads << ", L " << model.layers
@@ -201,6 +219,18 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   row("exposed communication (stage 0)", fmt("%.4f s", r.run.exposed_comm_s));
   row("peak memory (busiest GPU)", fmt("%.2f GiB", static_cast<double>(r.peak_memory_bytes) / (1 << 30)) + " (stage " +
                                        std::to_string(r.peak_memory_stage) + ")");
+  if (r.run.moe) {
+    row("MoE token exchange (stage 0)", fmt("%.4f s", r.run.moe_exchange_s) + " exposed");
+    row("MoE busiest EP rank load", fmt("%.3f", r.run.moe_max_rank_load) + " x balanced (slowest: EP " +
+                                        std::to_string(r.run.moe_slowest_ep_index) + ", rank " +
+                                        std::to_string(r.run.moe_slowest_rank) + ")");
+    row("MoE expert MaxVio", fmt("%.3f", r.run.moe_expert_maxvio) +
+                                 (r.run.moe_dropped_fraction > 0
+                                      ? fmt(" (%.2f %% of routed tokens dropped)", 100 * r.run.moe_dropped_fraction)
+                                      : std::string()));
+    if (logged && logged->busiest_kind)
+      row("busiest link kind", sim::to_string(*logged->busiest_kind));
+  }
   row("simulated events", std::to_string(r.run.simulated_events));
   row("simulator wall time", fmt("%.2f s", r.sim_wall_time_s));
 }
@@ -254,9 +284,9 @@ void write_outputs(const ParsedArgs& parsed, std::ostream& out, const sim::Scena
     std::cerr << "gputwin simulate: " << (note.rfind("warning: ", 0) == 0 ? "" : "note: ") << note << "\n";
   if (parsed.has("--json")) {
     print_json(out, model, plan, cluster, framework, scenario.options, estimate, r,
-               links_inline ? LinkReportJson{&graph, &*links} : LinkReportJson{});
+               links_inline ? LinkReportJson{&graph, &*links} : LinkReportJson{}, links ? &*links : nullptr);
   } else {
-    print_table(out, model, plan, cluster, r);
+    print_table(out, model, plan, cluster, r, links ? &*links : nullptr);
     if (links_inline)
       print_link_report(out, graph, *links);
   }
@@ -311,6 +341,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
     out << parser.help();
     return 0;
   }
+  check_output_flags(parsed, {"--timeline", "--link-report"}); // before the work: a typo fails at once
   sim::Scenario scenario;
   scenario.model = model_from_flags(parsed);
   scenario.plan = read_plan(parsed, scenario.model);
@@ -377,7 +408,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
     throw InputError("--link-report: needs the flow-level simulation (expected no --estimate: the estimate times "
                      "operations, not flows)");
   sim::FlowLog flow_log;
-  if (!parsed.has("--estimate") && (parsed.has("--link-report") || parsed.has("--timeline")))
+  // (MoE: always, for the busiest link kind of the report)
+  if (!parsed.has("--estimate") && (parsed.has("--link-report") || parsed.has("--timeline") || model.moe.enabled()))
     run_options.flow_log = &flow_log;
   // For a person at a terminal, and only once the run has taken 2 s: the ops executed so far.
   ProgressBar bar("simulate: ops", !parsed.has("--json"), ProgressBar::Options{2.0, 0.25, 24});

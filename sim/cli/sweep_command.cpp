@@ -122,9 +122,13 @@ std::vector<int64_t> parse_gpu_counts(const std::string& text)
 double positive_number(const ParsedArgs& parsed, const std::string& flag, bool allow_zero)
 {
   const std::string text = *parsed.value(flag);
-  char* rest = nullptr;
-  const double v = std::strtod(text.c_str(), &rest);
-  if (text.empty() || *rest != '\0' || !std::isfinite(v) || v < 0 || (!allow_zero && v == 0))
+  double v = -1;
+  try {
+    v = parse_number(flag, text); // decimal only: no "0x10", "inf", "nan"
+  } catch (const InputError&) {
+    v = -1;
+  }
+  if (v < 0 || (!allow_zero && v == 0))
     throw InputError(flag + ": expected a " + (allow_zero ? "non-negative" : "positive") + " number, got '" + text +
                      "'");
   return v;
@@ -421,9 +425,13 @@ Row parse_csv_row(const std::string& line, const std::string& where, const std::
     const std::string& text = cell(i);
     if (text.empty() && may_be_empty)
       return static_cast<double>(NAN);
-    char* rest = nullptr;
-    const double v = std::strtod(text.c_str(), &rest);
-    if (text.empty() || *rest != '\0' || !std::isfinite(v) || v < 0)
+    double v = -1;
+    try {
+      v = parse_number("--merge", text); // decimal only, as the CSV was written
+    } catch (const InputError&) {
+      v = -1;
+    }
+    if (v < 0)
       throw InputError("--merge: " + where + ": " + columns[i] + ": expected a non-negative number" +
                        (may_be_empty ? " or nothing" : "") + ", got '" + text + "'");
     return v;
@@ -592,6 +600,8 @@ int run_merge(const ParsedArgs& parsed, std::ostream& out)
   if (files.empty())
     throw InputError("--merge: expected the CSV files to join (gputwin sweep --merge A.csv B.csv ... -o ALL.csv)");
   check_plot(parsed.value("--plot"));
+  csv_output(parsed);
+  check_output_flags(parsed, {"--csv", "--output", "--plot"}); // before reading: a typo fails at once
   const std::vector<Row> rows = read_sweep_csvs(files);
   if (rows.empty())
     throw InputError("--merge: the files hold no rows (no point of the sweep has a plan that fits)");
@@ -729,6 +739,7 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
   const std::optional<std::string> plot = parsed.value("--plot");
   check_plot(plot);
   csv_output(parsed);
+  check_output_flags(parsed, {"--csv", "--output", "--plot"}); // before any point runs
   // Without --framework each point's cluster gets the framework of its GPU generation (default_framework_for).
   const FrameworkProfile ampere_framework = framework_from_flags(parsed, default_framework_for(GpuGeneration::Ampere));
   const FrameworkProfile hopper_framework = framework_from_flags(parsed, default_framework_for(GpuGeneration::Hopper));
@@ -801,7 +812,7 @@ std::string run_sweep_point(const ParsedArgs& parsed, const SweepSetup& s, size_
   const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu);
   const topo::ClusterGraph graph(cluster);
   const FrameworkProfile& framework =
-      cluster.gpu.generation == GpuGeneration::Hopper ? s.hopper_framework : s.ampere_framework;
+      is_hopper_or_later(cluster.gpu.generation) ? s.hopper_framework : s.ampere_framework;
   const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
       cluster, graph, model, plans.fitting, gpu, framework, s.threads, static_cast<size_t>(s.top), "sweep", false);
   return "R" + simulated_candidate_json(s.models[p.model], ranked.front());

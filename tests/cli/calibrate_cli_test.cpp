@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -116,6 +117,24 @@ TEST(CalibrateCli, HelpNamesTheFlags)
   EXPECT_NE(r.output.find("usage: gputwin calibrate [options] TRACE..."), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--output FILE"), std::string::npos);
   EXPECT_NE(r.output.find("--gpu KIND"), std::string::npos);
+}
+
+// A log of an nccl-tests binary the fit does not model (reduce_perf, gather_perf) was read as all-reduce and
+// fitted as one (issue 30): a one-line error naming the log and the binary, exit 2.
+TEST(CalibrateCli, NcclTestsLogsOfOtherCollectivesAreRefused)
+{
+  const std::string log = GPUTWIN_TEST_DATA_DIR "/nccl-tests-echo-a100/nccl_8.log";
+  const std::string text = read_file(log);
+  const std::string out = test_temp_path("other-collective.yaml");
+  for (const std::string binary : {"reduce_perf", "gather_perf", "scatter_perf", "hypercube_perf_mpi"}) {
+    const std::string path = test_temp_path(binary + ".log");
+    std::ofstream(path) << "# ./build/" << binary << " -b 8 -e 1G -f 2 -g 8\n" << text;
+    const std::string name = binary.substr(0, binary.find("_perf"));
+    expect_one_line_error("calibrate --nccl-tests " + path + " -o " + out,
+                          "--nccl-tests: " + path + ": a log of " + name + "_perf, which the fit does not model");
+    EXPECT_EQ(run_gputwin("calibrate --nccl-tests " + path + " -o " + out, true).exit_code, 2) << binary;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(CalibrateCli, BadInputIsAOneLineErrorAndExitStatus2)

@@ -108,8 +108,11 @@ TEST(ConfigsInCli, MegatronLlamaIsItsFlags)
 
 TEST(ConfigsInCli, BadFilesAreOneLineErrors)
 {
-  expect_one_line_error("simulate --model hf:" + hf_dir + "mixtral-8x7b.json",
-                        "mixtral-8x7b.json:18:24: num_local_experts: mixture-of-experts models are not modelled yet");
+  // GPT-OSS is recognised and refused (its attention sinks and alternating sliding window are not read).
+  const std::string oss = test_temp_path("gpt-oss.json");
+  std::ofstream(oss) << "{\"architectures\": [\"GptOssForCausalLM\"],\n  \"num_local_experts\": 128}\n";
+  expect_one_line_error("simulate --model hf:" + oss,
+                        "gpt-oss.json:2:24: num_local_experts: mixture-of-experts models are not modelled yet");
   expect_one_line_error("memory --model hf:" + hf_dir + "absent.json", "absent.json: cannot open the file");
   expect_one_line_error("simulate --megatron-args " + megatron_dir + "absent.args",
                         "--megatron-args: " + megatron_dir + "absent.args: cannot open the file");

@@ -48,7 +48,7 @@ TEST(Fp8Cli, H200AlsoTakesFp8)
 TEST(Fp8Cli, A100ClusterRefusesFp8WithOneLineAndExitStatus2)
 {
   const std::string expected =
-      "--fp8: the a100-sxm4-80gb of dgx-a100 has no FP8 tensor cores (expected an H100 or H200 cluster";
+      "--fp8: the a100-sxm4-80gb of dgx-a100 has no FP8 tensor cores (expected an H100, H200 or B200 cluster";
   for (const std::string command :
        {"simulate --model llama3-8b --cluster dgx-a100 --tp 8 --sp --attention flash --fp8 --json",
         "simulate --model llama3-8b --cluster dgx-a100 --tp 8 --sp --attention flash --fp8 --estimate",

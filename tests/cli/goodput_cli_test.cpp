@@ -1,6 +1,7 @@
-// `gputwin goodput` through the real binary: the check (GPT-3 175B on 1024 GPUs, the best plan of the
-// search), its checkpoint interval against Young's sqrt(2 delta M) with delta and M worked out here from the
-// inputs and the memory model, the plan-flag path against `gputwin simulate`, and bad input.
+// `gputwin goodput` through the real binary: the check (GPT-3 175B on 1024 GPUs, the plan `goodput
+// --search` chooses there, given as flags), its checkpoint interval against Young's sqrt(2 delta M) with delta and M
+// worked out here from the inputs and the memory model; `--search` against `gputwin search` on one node; the
+// plan-flag path against `gputwin simulate`, and bad input.
 #include "json_plan.hpp"
 #include "run_cli.hpp"
 
@@ -17,16 +18,22 @@
 namespace gputwin::testing {
 namespace {
 
+// The plan is the one `goodput --model gpt3-175b --gpus 1024 --search --global-batch 1536` chooses, given as flags
+// and simulated (19.31 s; 2 s of CPU instead of the search's 2.5 minutes of estimates): what is checked here is
+// the arithmetic on the iteration time; the search path is SearchIsTheBestPlanOfGputwinSearch.
 TEST(GoodputCli, Gpt3On1024GpusIntervalIsYoungsToFirstOrder)
 {
-  const CliResult r = run_gputwin("goodput --model gpt3-175b --gpus 1024 --search --global-batch 1536 --tokens 300e9 "
-                                  "--mtbf-gpu-hours 50000 --checkpoint-write-gbps 10 --restart-s 600 --json",
+  const CliResult r = run_gputwin("goodput --model gpt3-175b --gpus 1024 --tp 4 --pp 8 --dp 32 --micro-batch 1 "
+                                  "--global-batch 1536 --sp --recompute selective --schedule interleaved --chunks 4 "
+                                  "--zero 1 --tokens 300e9 --mtbf-gpu-hours 50000 "
+                                  "--checkpoint-write-gbps 10 --restart-s 600 --json",
                                   false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const traces::JsonValue report = traces::parse_json(r.output);
   for (const char* key : {"goodput_fraction", "checkpoint_interval_s", "expected_time_to_train_s", "gpu_hours"})
     EXPECT_GT(number(report, key), 0) << key;
-  EXPECT_EQ(member(report, "plan_source").text, "search");
+  EXPECT_EQ(member(report, "plan_source").text, "flags");
+  EXPECT_NEAR(number(report, "iteration_time_s"), 19.31, 0.1); // as simulated after the search
   EXPECT_EQ(number(report, "gpus"), 1024);
   const ParallelPlan plan = plan_of(report);
   EXPECT_EQ(plan.gpus(), 1024);
@@ -69,6 +76,32 @@ TEST(GoodputCli, Gpt3On1024GpusIntervalIsYoungsToFirstOrder)
                   number(report, "lost_work_s"),
               wall, 1e-6 * wall);
   EXPECT_GT(number(report, "lost_work_s"), 0);
+}
+
+// --search: the plan, overlaps and simulated iteration time of the best plan of `gputwin search` (a 12-layer
+// gpt-22b on one DGX A100 node), and the goodput arithmetic on that iteration time.
+TEST(GoodputCli, SearchIsTheBestPlanOfGputwinSearch)
+{
+  const std::string job = "--model gpt-22b --layers 12 --gpus 8 --global-batch 8";
+  const CliResult g = run_gputwin("goodput " + job + " --search --tokens 1e9 --mtbf-gpu-hours 20000 "
+                                  "--checkpoint-write-gbps 2 --restart-s 300 --json",
+                                  false);
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  const CliResult s = run_gputwin("search " + job + " --json", false);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const traces::JsonValue report = traces::parse_json(g.output);
+  const traces::JsonValue ranked = traces::parse_json(s.output);
+  ASSERT_FALSE(ranked.items.empty());
+  const traces::JsonValue& best = ranked.items.front();
+  EXPECT_EQ(member(report, "plan_source").text, "search");
+  EXPECT_EQ(number(report, "gpus"), 8);
+  EXPECT_EQ(describe_plan(plan_of(report)), describe_plan(plan_of(best)));
+  for (const char* overlap : {"tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"})
+    EXPECT_EQ(member(report, overlap).boolean, member(best, overlap).boolean) << overlap;
+  EXPECT_DOUBLE_EQ(number(report, "iteration_time_s"), number(best, "iteration_time_s"));
+  const double iterations = std::ceil(1e9 / (8.0 * 2048));
+  EXPECT_EQ(number(report, "iterations"), iterations);
+  EXPECT_NEAR(number(report, "failure_free_time_s") / (iterations * number(best, "iteration_time_s")), 1.0, 1e-12);
 }
 
 // A 12-layer gpt-22b on one DGX A100 node: the plan-flag path simulates as `gputwin simulate` does.
@@ -115,6 +148,13 @@ TEST(GoodputCli, BadInputIsOneLineWithExitStatus2)
   bad(base + " " + failures + " --search --gpus 8", "--tp: not with --search");
   bad("goodput --model gpt-22b --search " + failures, "--gpus: required with --search");
   bad(base + " " + failures + " --gpus 16", "--gpus: 16 but the plan's tp x pp x dp is 8");
+  // Decimal numbers only (cli::parse_number): strtod took hex, inf and nan.
+  bad(base + " --tokens 0x10 --mtbf-gpu-hours 20000 --checkpoint-write-gbps 2 --restart-s 1",
+      "--tokens: expected a positive number");
+  bad(base + " --tokens 1e9 --mtbf-gpu-hours inf --checkpoint-write-gbps 2 --restart-s 1",
+      "--mtbf-gpu-hours: expected a positive number");
+  bad(base + " --tokens 1e9 --mtbf-gpu-hours 20000 --checkpoint-write-gbps nan --restart-s 1",
+      "--checkpoint-write-gbps: expected a positive number");
 }
 
 } // namespace

@@ -164,6 +164,38 @@ TEST(KinetoReader, MissingPiecesAreNamed)
   EXPECT_NE(message(R"({"traceEvents": [)").find("x.json:1:"), std::string::npos);
 }
 
+// A `dur` that is not a number of microseconds in [0, 1 day] names the file and the event (issue 30: 1e18 was cast
+// to int64 nanoseconds, undefined; negative, string and null durations were read as 0).
+TEST(KinetoReader, DurationsOutsideADayOrNotNumbersAreErrorsNamingTheEvent)
+{
+  const std::string good = small_trace();
+  const std::string field = "\"ts\":1600.000000,\"dur\":40.000000";
+  ASSERT_NE(good.find(field), std::string::npos);
+  for (const std::string bad : {"1e18", "1e300", "86400000001", "-1", "\"40\"", "null", "true"}) {
+    std::string text = good;
+    text.replace(text.find(field), field.size(), "\"ts\":1600.000000,\"dur\":" + bad);
+    std::string message = "no error";
+    try {
+      traces::parse_kineto(text, "x.json", std::nullopt);
+    } catch (const traces::TraceError& e) {
+      message = e.what();
+    }
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(message.rfind("x.json:8:1: ", 0), 0u) << message; // the event's line and column
+    EXPECT_NE(message.find("event 'elementwise_kernel': dur: expected a number of microseconds in [0, 86400e6]"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  std::string day = good; // exactly one day is a duration (whatever the step then makes of it)
+  day.replace(day.find(field), field.size(), "\"ts\":1600.000000,\"dur\":86400e6");
+  try {
+    traces::parse_kineto(day, "x.json", std::nullopt);
+  } catch (const traces::TraceError& e) {
+    EXPECT_EQ(std::string(e.what()).find("dur:"), std::string::npos) << e.what();
+  }
+}
+
 // --- the CLI on the HolisticTraceAnalysis traces --------------------------------------------------------
 
 struct CheckFile {
@@ -250,6 +282,14 @@ TEST(KinetoReplayCli, BadInputIsOneLineAndExitTwo)
   const std::string good = write_file("good.json", small_trace());
   expect_exit_2("replay '" + good + "' --step 9", good + ": no ProfilerStep#9");
   expect_exit_2("replay '" + good + "' --comm-scale -1", "--comm-scale: expected a positive number");
+  // Decimal numbers only (cli::parse_number): std::stod took hex and inf.
+  expect_exit_2("replay '" + good + "' --compute-scale 0x10", "--compute-scale: expected a positive number");
+  expect_exit_2("replay '" + good + "' --comm-scale inf", "--comm-scale: expected a positive number");
+  // A damaged duration names the file and the event (issue 30).
+  std::string damaged_text = small_trace();
+  damaged_text.replace(damaged_text.find("\"dur\":40.000000"), 15, "\"dur\":1e18");
+  const std::string damaged = write_file("damaged_dur.json", damaged_text);
+  expect_exit_2("replay '" + damaged + "'", damaged + ":8:1: event 'elementwise_kernel': dur:");
   expect_exit_2("replay '" + good + "' --gpu h100", "--gpu: not available for a PyTorch profiler trace");
 }
 

@@ -113,5 +113,54 @@ TEST(OutputFileCli, SuccessfulRunsLeaveOnlyTheFinalFiles)
   EXPECT_EQ(text.back(), '\n');
 }
 
+// The issue's check: --timeline through a symbolic link under a file-size limit fails with one line and exit 2,
+// and the link's target keeps its content (the link was written in place, so a failed write destroyed it); without
+// the limit the target is replaced and the link stays.
+TEST(OutputFileCli, ATimelineThroughASymlinkReplacesItsTargetAtomically)
+{
+  const fs::path dir = fresh_directory("symlink");
+  const fs::path real = dir / "real.json";
+  std::ofstream(real) << "the real file\n";
+  fs::create_symlink("real.json", dir / "link.json");
+  const std::string simulate = "simulate --model gpt-22b --plan paper --layers 2 --timeline link.json";
+  const CliResult limited = run_program(
+      "/bin/sh", "-c \"cd '" + dir.string() + "' && ulimit -f 20 && '" + GPUTWIN_CLI + "' " + simulate + "\"", true);
+  EXPECT_EQ(limited.exit_code, 2) << limited.output;
+  EXPECT_NE(limited.output.find("--timeline: cannot write 'link.json': File too large"), std::string::npos)
+      << limited.output;
+  std::ifstream kept(real);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()), "the real file\n");
+  EXPECT_EQ(entries(dir), (std::vector<std::string>{"link.json", "real.json"}));
+  const CliResult ok =
+      run_program("/bin/sh", "-c \"cd '" + dir.string() + "' && '" + GPUTWIN_CLI + "' " + simulate + "\"", false);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  std::ifstream in(real);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", 0), 0u);
+}
+
+// Output paths are checked before the work: a sweep's CSV in a missing directory fails before any point runs
+// (the issue: an 11-minute sweep's results lost to a typo), and --csv and --plot on one file are refused.
+TEST(OutputFileCli, OutputPathsAreCheckedBeforeTheWork)
+{
+  const fs::path dir = fresh_directory("before");
+  const std::string sweep = "sweep --model gpt3-175b --gpus 64,128,256,512,1024 --tokens 300e9";
+  expect_output_error(GPUTWIN_CLI, sweep + " --csv /nonexistent/x.csv",
+                      "--csv: cannot write '/nonexistent/x.csv': No such file or directory");
+  const std::string both = (dir / "out.png").string();
+  expect_output_error(GPUTWIN_CLI, sweep + " --csv '" + both + "' --plot '" + both + "'",
+                      "--plot: '" + both + "' is also the file of --csv");
+  expect_output_error(GPUTWIN_CLI, "search --model gpt3-175b --gpus 1024 --csv /nonexistent/x.csv",
+                      "--csv: cannot write '/nonexistent/x.csv'");
+  expect_output_error(GPUTWIN_CLI, "simulate --model gpt3-175b --plan paper --timeline /nonexistent/t.json",
+                      "--timeline: cannot write '/nonexistent/t.json'");
+  expect_output_error(GPUTWIN_CLI, "replay '" + trace_dir + "cpu-tp1.json' --timeline " + dir.string(),
+                      "--timeline: cannot write '" + dir.string() + "': Is a directory");
+  expect_output_error(GPUTWIN_CLI, "calibrate '" + trace_dir + "cpu-tp1.json' -o /nonexistent/m.yaml",
+                      "--output: cannot write '/nonexistent/m.yaml'");
+  EXPECT_TRUE(entries(dir).empty());
+}
+
 } // namespace
 } // namespace gputwin::testing

@@ -50,6 +50,12 @@ TEST(StragglerCli, BadInputIsOneLineNamingTheFlagExit2)
       {" --slow-node 2=0.5", "--slow-node: node 2 is not in the job (nodes 0-1"},
       {" --slow-node 1=0", "--slow-node 1=0: FACTOR must be in (0, 1]"},
       {" --slow-node x", "--slow-node: expected NODE=FACTOR"},
+      {" --slow-gpu 0=4.9e-324", "--slow-gpu"}, // SimGrid aborted: "timeout is not finite"
+      {" --slow-node 0=1e-300 --slow-gpu 0=1e-300", "--slow-gpu 0=1e-300: FACTOR below the floor of 1e-06"},
+      {" --slow-node 0=1e-300", "--slow-node 0=1e-300: FACTOR below the floor of 1e-06"},
+      {" --slow-gpu 0=0x1", "--slow-gpu: expected RANK=FACTOR"},
+      {" --slow-node 0=1e-3 --slow-gpu 0=1e-4", "--slow-gpu: rank 0 runs at GPU factor x node factor = 1e-07"},
+      {" --slow-node 0=1e-3 --slow-gpu 0=1e-4 --estimate", "below the floor of 1e-06 of normal speed"},
       {" --slow-gpu 0=0.5 --chakra /tmp/gputwin-straggler-chakra", "--slow-gpu: not with --chakra"},
   };
   for (const auto& [flags, expected] : cases) {

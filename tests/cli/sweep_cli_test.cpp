@@ -114,6 +114,9 @@ TEST(SweepCli, NoPlanFitsAnywhereIsOneLineSayingWhy)
 TEST(SweepCli, BadInputIsOneLineAndNamesTheReason)
 {
   expect_one_line_error("sweep --model gpt3-175b --gpus 64:x2", "--gpus: expected");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64 --tokens 0x10", "--tokens: expected a positive number");
+  expect_one_line_error("sweep --model gpt3-175b --gpus 64 --tokens 1e9 --price-per-gpu-hour nan",
+                        "--price-per-gpu-hour: expected a non-negative number");
   expect_one_line_error("sweep --model gpt3-175b --gpus 64 --cluster dgx-h100,dgx-a100 --fp8", "--fp8: the a100");
   expect_one_line_error("sweep --model gpt3-175b --gpus 64:32:x2", "END 32 is below START 64");
   expect_one_line_error("sweep --model gpt3-175b --gpus 0:64:x2", "START '0' is not a whole number");

@@ -8,8 +8,10 @@
 // messages (op_vocabulary.hpp pipeline_scatter_gather).
 //
 // Bounds: every row within 6% of the paper, a mean absolute error of at most 3% over the eight rows, and selective
-// recompute + SP faster than full recompute for every model, as in the paper. The eight full simulations take
-// about 50 s of CPU; the two of a model run at once.
+// recompute + SP faster than full recompute for every model, as in the paper. Each row is also run with
+// `--estimate` (the fast estimator, sim/estimator, no SimGrid), which must be within 5% of its full simulation
+// (the Table 5 half of the estimator's accuracy checks; tests/sim/estimator_accuracy_test.cpp has the plan
+// ranking). The sixteen runs take about 2 minutes of CPU; the two of a model run at once.
 #include "data/korthikanti2022.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
@@ -39,10 +41,22 @@ double simulated_iteration_s(const std::string& model, bool selective_sp, const 
   return number(report, "iteration_time_s");
 }
 
-std::string simulate_arguments(const std::string& model, bool selective_sp)
+std::string simulate_arguments(const std::string& model, bool selective_sp, bool estimate)
 {
   return "simulate --model " + model + " --plan paper" +
-         (selective_sp ? " --sp --recompute selective" : " --no-sp --recompute full") + " --json";
+         (selective_sp ? " --sp --recompute selective" : " --no-sp --recompute full") +
+         (estimate ? " --estimate" : "") + " --json";
+}
+
+// The estimate of a row against its full simulation: within 5%.
+void expect_estimate_near(const std::string& model, bool selective_sp, const CliResult& estimate, double simulated_s)
+{
+  const double estimated_s = simulated_iteration_s(model, selective_sp, estimate);
+  const double error = estimated_s / simulated_s - 1;
+  std::printf("%-12s %-15s estimated %7.3f s  against the full simulation %+8.4f%%\n", model.c_str(),
+              selective_sp ? "selective + SP" : "full recompute", estimated_s, 100 * error);
+  EXPECT_TRUE(std::isfinite(estimated_s)) << model;
+  EXPECT_LE(std::abs(error), 0.05) << model << (selective_sp ? " selective + SP" : " full recompute");
 }
 
 TEST(Table5Validation, EightRowsWithinSixPercentAndAMeanErrorOfAtMostThreePercent)
@@ -51,14 +65,19 @@ TEST(Table5Validation, EightRowsWithinSixPercentAndAMeanErrorOfAtMostThreePercen
   int rows = 0;
   for (const reference::Table5Row& row : reference::table5) {
     const std::string model = row.name;
-    const auto simulate = [&model](bool selective_sp) {
-      return std::async(std::launch::async,
-                        [&model, selective_sp] { return run_gputwin(simulate_arguments(model, selective_sp), false); });
+    const auto simulate = [&model](bool selective_sp, bool estimate) {
+      return std::async(std::launch::async, [&model, selective_sp, estimate] {
+        return run_gputwin(simulate_arguments(model, selective_sp, estimate), false);
+      });
     };
-    auto full = simulate(false);
-    auto selective = simulate(true);
+    auto full = simulate(false, false);
+    auto selective = simulate(true, false);
     const double full_s = simulated_iteration_s(model, false, full.get());
     const double selective_s = simulated_iteration_s(model, true, selective.get());
+    auto full_estimate = simulate(false, true);
+    auto selective_estimate = simulate(true, true);
+    expect_estimate_near(model, false, full_estimate.get(), full_s);
+    expect_estimate_near(model, true, selective_estimate.get(), selective_s);
     for (const auto& [label, simulated_s, published_s] :
          {std::tuple{"full recompute", full_s, row.full_recompute_seconds},
           std::tuple{"selective + SP", selective_s, row.selective_sp_seconds}}) {

@@ -67,6 +67,44 @@ TEST(ModelYaml, ReadsTheSquaredReluActivation)
   }
 }
 
+// Qwen3-235B-A22B's attention as a model file: 64 heads of head_size 128 over hidden 4096 (queries 8192 wide); a
+// hidden size the heads do not divide is accepted with a head size. A bad head_size names FILE:LINE:COLUMN.
+TEST(ModelYaml, ReadsTheHeadSize)
+{
+  const std::string path = ::testing::TempDir() + "/qwen3-like.yaml";
+  {
+    std::ofstream out(path);
+    out << "hidden: 4096\nheads: 64\nlayers: 2\nseq_len: 16\nvocab: 100\nnum_query_groups: 4\nhead_size: 128\n"
+           "position: rope\n";
+  }
+  const GptConfig m = load_model_yaml(path);
+  EXPECT_EQ(m.head_size, 128);
+  EXPECT_EQ(m.attention_width(), 8192);
+  {
+    std::ofstream out(path); // gpt-oss-120b: 64 heads of 64 over hidden 2880 (2880 / 64 = 45)
+    out << "hidden: 2880\nheads: 64\nlayers: 2\nseq_len: 16\nvocab: 100\nhead_size: 64\n";
+  }
+  EXPECT_EQ(load_model_yaml(path).attention_width(), 4096);
+  const std::pair<const char*, const char*> bad[] = {
+      {"head_size: 0\n", ":6:12: head_size: expected a positive integer"},
+      {"head_size: wide\n", ":6:12: head_size: expected a positive integer"},
+      {"head_size: 65\nposition: rope\n", ":6:12: head_size: 65 is odd"},
+  };
+  for (const auto& [field, expected] : bad) {
+    {
+      std::ofstream out(path);
+      out << "hidden: 2880\nheads: 64\nlayers: 2\nseq_len: 16\nvocab: 100\n" << field;
+    }
+    try {
+      load_model_yaml(path);
+      ADD_FAILURE() << "expected an InputError for " << field;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + expected), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
+}
+
 TEST(ModelYaml, ErrorsNameFileLineAndField)
 {
   const std::vector<std::pair<std::string, std::string>> cases = {

@@ -179,6 +179,25 @@ std::vector<ContractCase> contract_cases()
     p.tp_comm = TpComm::SequenceParallel;
     cases.push_back({"nemotron_squared_relu_tp2_pp2_sp", p, m});
   }
+  {
+    // Mixture of experts: 4 experts, top-2, the first layer dense; EP 2 over the data-parallel ranks (the expert
+    // gradients reduced over edp = 1: none), and EP 2 x TP 2 with SP and whole experts (etp 1) over two stages.
+    GptConfig m = tiny_model();
+    m.name = "twin-contract-moe";
+    m.moe.experts = 4;
+    m.moe.topk = 2;
+    m.moe.expert_ffn_hidden = 96;
+    m.moe.dense_first_layers = 1;
+    m.bias = false; // the engine's experts have no biases (engine/README.md "Mixture of experts")
+    ParallelPlan p = make_plan(1, 1, 2, 2);
+    p.ep = 2;
+    cases.push_back({"moe_ep2_dp2", p, m});
+    ParallelPlan q = make_plan(2, 2, 1, 4);
+    q.tp_comm = TpComm::SequenceParallel;
+    q.ep = 2;
+    q.etp = 1;
+    cases.push_back({"moe_ep2_tp2_pp2_sp_etp1", q, m});
+  }
   return cases;
 }
 
@@ -276,7 +295,20 @@ Expected as_run_by(const traces::Op& op, const traces::OpGraph& generated, const
   if (op.kind == traces::OpKind::Collective) {
     const traces::CommGroup& g = generated.groups.at(static_cast<size_t>(op.group));
     e.group_kind = g.kind;
+    const bool expert_group = g.kind == "ep" || g.kind == "etp" || g.kind == "edp";
     for (const int32_t member : g.ranks) {
+      if (expert_group) { // the expert grid's coordinates (rank_layout.hpp): only the group's own one varies
+        const ExpertCoord mine = expert_coord(plan, rank);
+        ExpertCoord c = expert_coord(plan, member);
+        if (g.kind != "ep")
+          c.ep = mine.ep;
+        if (g.kind != "etp")
+          c.etp = mine.etp;
+        if (g.kind != "edp")
+          c.edp = mine.edp;
+        e.group_ranks.push_back(static_cast<int32_t>(expert_global_rank(plan, c)));
+        continue;
+      }
       RankCoord c = rank_coord(plan, member);
       if (g.kind != "dp")
         c.dp = me.dp;

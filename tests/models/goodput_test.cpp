@@ -155,6 +155,31 @@ TEST(Goodput, LostTimeAddsUpAndLostWorkIsIndependentOfTheRestart)
   EXPECT_LT(r.expected_failures, 1e-5);
 }
 
+// Daly's optimum longer than the run (issue 30: 0.2 checkpoints were reported): the interval is the whole run,
+// one checkpoint, and that is the best wall time over every interval a job can keep (tau <= T_s).
+TEST(Goodput, AnOptimumLongerThanTheRunIsClampedToTheRun)
+{
+  GoodputInputs in;
+  in.iteration_time_s = 1;
+  in.iterations = 100; // T_s = 100 s
+  in.checkpoint_s = 10;
+  in.restart_s = 60;
+  in.mtbf_s = 1e6; // Daly's optimum ~ 4460 s
+  ASSERT_GT(daly_checkpoint_interval_s(in.checkpoint_s, in.mtbf_s), 100);
+  const GoodputResult r = goodput(in);
+  EXPECT_TRUE(r.interval_is_the_run);
+  EXPECT_DOUBLE_EQ(r.interval_s, 100);
+  EXPECT_DOUBLE_EQ(r.checkpoints, 1);
+  EXPECT_EQ(r.interval_iterations, 100);
+  EXPECT_DOUBLE_EQ(r.checkpoint_overhead_s, 10);
+  EXPECT_DOUBLE_EQ(r.wall_s, daly_expected_wall_time_s(100, 100, 10, 60, 1e6));
+  for (const double shorter : {99.0, 50.0, 10.0, 1.0})
+    EXPECT_LT(r.wall_s, daly_expected_wall_time_s(100, shorter, 10, 60, 1e6)) << shorter;
+  in.iterations = 1000000; // a long run keeps Daly's optimum
+  EXPECT_FALSE(goodput(in).interval_is_the_run);
+  EXPECT_DOUBLE_EQ(goodput(in).interval_s, daly_checkpoint_interval_s(10, 1e6));
+}
+
 TEST(Goodput, BadInputsAndOverflowAreInputErrors)
 {
   EXPECT_THROW(goodput({1, 10, 0, 0, 100}), InputError);  // no checkpoint time

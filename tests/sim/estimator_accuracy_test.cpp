@@ -1,14 +1,13 @@
 // The fast estimator (sim/estimator: estimate_iteration, longest paths, no SimGrid) against the full flow-level
-// simulation (sim/executor: simulate_iteration on SimGrid), on two checks:
-//  - Table 5 of Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
-//    arXiv 2205.05198): its 8 configurations (4 models x {full recompute, selective recompute + SP}, the Table 3
-//    plans) estimated within 5% of their full simulation, each;
-//  - plan ranking: Spearman rank correlation >= 0.9 between estimated and simulated iteration times over >= 50
-//    feasible plans of GPT-3 175B on 512 A100 (dgx-a100, 64 nodes) spanning the search space (tp, pp, dp,
-//    micro-batch, 1F1B / interleaved with 2 and 4 chunks, the recompute each needs).
-// Both figures are printed (per configuration and per plan, then the worst error and rho). SimGrid 3.32 builds
-// one platform per process, so every full simulation runs in a forked child (as `gputwin search` does,
-// sim/cli/search_core.cpp), two at a time; the estimates too, so that both cores work.
+// simulation (sim/executor: simulate_iteration on SimGrid) on plan ranking: Spearman rank correlation >= 0.9
+// between estimated and simulated iteration times over >= 50 feasible plans of GPT-3 175B on 512 A100
+// (dgx-a100, 64 nodes) spanning the search space (tp, pp, dp, micro-batch, 1F1B / interleaved with 2 and 4
+// chunks, the recompute each needs). The figures are printed (per plan, then the worst error and rho). The other
+// accuracy check, Table 5 of Korthikanti et al. 2022 (its 8 configurations estimated within 5% of their full
+// simulation, each), runs in tests/cli/table5_validation_test.cpp beside the eight full simulations that
+// validate them against the paper. SimGrid 3.32 builds one platform per process, so every full simulation runs
+// in a forked child (as `gputwin search` does, sim/cli/search_core.cpp), two at a time; the estimates too, so
+// that both cores work.
 #include "gputwin/sim/isolated_run.hpp"
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/workload.hpp"
@@ -115,61 +114,16 @@ TEST(EstimatorRanks, Ranks)
   EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
 }
 
-// Korthikanti et al. 2022, Table 5: the Table 3 plans of 22B, 175B, 530B and 1T (tp 8, pp 1/8/35/64, dp 1), with
-// full recompute and with selective recompute + sequence parallelism; no host costs (framework `none`). Bound:
-// each estimate within 5% of its full simulation.
-TEST(EstimatorAccuracy, Table5ConfigurationsWithinFivePercentOfTheFullSimulation)
-{
-  const auto t0 = std::chrono::steady_clock::now();
-  struct Config {
-    const char* model;
-    bool selective_sp;
-  };
-  const Config configs[] = {{"gpt-22b", false},     {"gpt-22b", true},     {"gpt3-175b", false}, {"gpt3-175b", true},
-                            {"mt-nlg-530b", false}, {"mt-nlg-530b", true}, {"gpt-1t", false},    {"gpt-1t", true}};
-  const size_t n = std::size(configs);
-  const FrameworkProfile framework = builtin_framework_profile("none");
-  std::vector<std::function<double()>> jobs; // the n full simulations, then the n estimates
-  for (const bool full : {true, false})
-    for (const Config& c : configs) {
-      const CatalogEntry& entry = *find_catalog_model(c.model);
-      ParallelPlan plan = entry.paper_plan;
-      plan.tp_comm = c.selective_sp ? TpComm::SequenceParallel : TpComm::AllReduce;
-      plan.recompute = c.selective_sp ? Recompute::Selective : Recompute::Full;
-      jobs.push_back([model = entry.model, plan, framework, full] {
-        const ClusterSetup s(plan.gpus());
-        const Workload workload = make_workload(model, plan);
-        return full ? simulate_iteration(s.graph, workload, s.gpu, {}, framework).iteration_time_s
-                    : estimate_iteration(s.graph, workload, s.gpu, framework).iteration_time_s;
-      });
-    }
-  const std::vector<double> results = run_in_children(jobs, parallel_children());
-  std::printf("Korthikanti et al. 2022 Table 5 configurations (Table 3 plans): estimate vs full simulation "
-              "(bound: 5%% each)\n");
-  double worst = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double simulated = results[i], estimated = results[n + i];
-    const double error = (estimated - simulated) / simulated;
-    worst = std::max(worst, std::abs(error));
-    const char* variant = configs[i].selective_sp ? "selective recompute + SP" : "full recompute";
-    std::printf("  %-12s %-24s simulated %9.4f s  estimated %9.4f s  error %+.4f%%\n", configs[i].model, variant,
-                simulated, estimated, 100 * error);
-    EXPECT_TRUE(std::isfinite(simulated) && std::isfinite(estimated)) << configs[i].model << " " << variant;
-    EXPECT_LE(std::abs(error), 0.05) << configs[i].model << " " << variant;
-  }
-  std::printf("  worst |error| %.4f%% over %zu configurations  (%.1f s)\n", 100 * worst, n, seconds_since(t0));
-}
-
-// GPT-3 175B on 512 A100 (dgx-a100, 64 nodes), global batch 512 (a quarter of the paper's 175B batch keeps the 64
+// GPT-3 175B on 512 A100 (dgx-a100, 64 nodes), global batch 512 (a quarter of the paper's 175B batch keeps the 50
 // full simulations near a minute on 2 cores): the plans `gputwin search` would rank (the 98 that fit the GPU's
-// memory, each with the cheapest recompute that fits), 64 of them spread evenly over the enumeration order
+// memory, each with the cheapest recompute that fits), 50 of them spread evenly over the enumeration order
 // (which walks tp, pp, micro-batch and schedule), each estimated and simulated in full with the host of
 // `search` (megatron-lm). Bound: Spearman's rho >= 0.9 over >= 50 plans.
 TEST(EstimatorAccuracy, RanksPlansOf175bOn512GpusLikeTheFullSimulation)
 {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t gpus = 512, global_batch = 512;
-  const size_t wanted = 64;
+  const size_t wanted = 50; // the bound's N (64 until 2026-11: rho was 1.0000 there too, for 28% more CPU)
   const GptConfig model = find_catalog_model("gpt3-175b")->model;
   const FrameworkProfile framework = builtin_framework_profile("megatron-lm");
   const ClusterSetup setup(gpus);

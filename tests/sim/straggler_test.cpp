@@ -232,6 +232,22 @@ TEST(Stragglers, BadInputIsAOneLineErrorNamingTheFlag)
   twice.gpus = {{1, 0.5}, {1, 0.7}};
   expect_input_error([&] { rank_speeds(twice, 16, 8); }, "--slow-gpu");
   EXPECT_DOUBLE_EQ(parse_slow_gpu("--slow-gpu", "7=0.25").factor, 0.25);
+  EXPECT_DOUBLE_EQ(parse_slow_gpu("--slow-gpu", "7=1e-6").factor, 1e-6);
+}
+
+// Factors below the floor (1e-6), alone or as a product that underflows: a one-line error, never a timeout that
+// is not finite in SimGrid or "inf s" from the estimate (issue 30).
+TEST(Stragglers, FactorsAndProductsBelowTheFloorAreInputErrors)
+{
+  for (const char* text : {"0=4.9e-324", "0=1e-300", "0=9e-7", "0=0x1p-2", "0=+inf"})
+    expect_input_error([&] { parse_slow_gpu("--slow-gpu", text); }, "--slow-gpu");
+  expect_input_error([] { parse_slow_node("--slow-node", "0=1e-300"); }, "--slow-node");
+  Stragglers product;
+  product.nodes.push_back({0, 1e-3});
+  product.gpus.push_back({0, 1e-4}); // 1e-7 together
+  expect_input_error([&] { rank_speeds(product, 16, 8); }, "--slow-gpu: rank 0 runs at GPU factor x node factor");
+  product.gpus[0].factor = 1e-3; // 1e-6: at the floor
+  EXPECT_DOUBLE_EQ(rank_speeds(product, 16, 8).at(0), 1e-6);
   EXPECT_EQ(parse_slow_node("--slow-node", "3=1").node, 3);
 }
 

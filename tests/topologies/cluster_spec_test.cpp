@@ -23,7 +23,7 @@ std::string error_of(const std::string& cluster, int nodes, const std::vector<st
 
 TEST(ClusterSpec, BuiltinNames)
 {
-  EXPECT_EQ(builtin_cluster_names(), "dgx-a100, dgx-h100, dgx-h200, localhost, nd-a100-v4");
+  EXPECT_EQ(builtin_cluster_names(), "dgx-a100, dgx-b200, dgx-h100, dgx-h200, localhost, nd-a100-v4");
 }
 
 TEST(ClusterSpec, DgxA100InSiUnits)
@@ -178,7 +178,7 @@ TEST(ClusterSpec, GpuGenerationIsAFieldOfTheFile)
   EXPECT_EQ(renamed.gpu.generation, GpuGeneration::Hopper);
   const std::string bad = error_of("dgx-a100", 0, {"gpu.generation=volta"});
   EXPECT_NE(bad.find("gpu.generation"), std::string::npos) << bad;
-  EXPECT_NE(bad.find("expected ampere, hopper or cpu, got 'volta'"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("expected ampere, hopper, blackwell or cpu, got 'volta'"), std::string::npos) << bad;
 }
 
 TEST(ClusterSpec, FlagAndSetErrorsNameTheFlag)
@@ -187,7 +187,7 @@ TEST(ClusterSpec, FlagAndSetErrorsNameTheFlag)
       {"dgx-a999",
        0,
        {},
-       "--cluster: unknown cluster 'dgx-a999' (expected one of dgx-a100, dgx-h100, dgx-h200, localhost, nd-a100-v4, or a cluster .yaml "
+       "--cluster: unknown cluster 'dgx-a999' (expected one of dgx-a100, dgx-b200, dgx-h100, dgx-h200, localhost, nd-a100-v4, or a cluster .yaml "
        "file)"},
       {"dgx-a100", -1, {}, "--nodes: expected a positive number of nodes, got -1"},
       {"dgx-a100",

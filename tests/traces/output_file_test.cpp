@@ -11,7 +11,10 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <csignal>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace gputwin {
@@ -157,6 +160,92 @@ TEST(OutputFile, AMissingDirectoryOrADirectoryIsAnError)
   EXPECT_THROW(write_file_atomically(dir.string(), std::string_view("x")), OutputError);
   EXPECT_THROW(write_file_atomically("", std::string_view("x")), OutputError);
   EXPECT_TRUE(entries(dir).empty());
+}
+
+// A symbolic link: its target is replaced atomically in the target's directory and the link stays a link; a failed
+// write keeps the target (issue 30: the link was written in place, a failed or killed write destroyed it).
+TEST(OutputFile, ASymlinkIsFollowedAndItsTargetReplacedAtomically)
+{
+  const fs::path dir = fresh_directory("symlink");
+  fs::create_directories(dir / "real");
+  const fs::path target = dir / "real" / "out.json";
+  std::ofstream(target) << "old\n";
+  fs::create_symlink(fs::path("real") / "out.json", dir / "link.json"); // relative to the link's directory
+  EXPECT_THROW(write_file_atomically((dir / "link.json").string(),
+                                     [](std::ostream& out) {
+                                       out << "partial";
+                                       throw std::runtime_error("killed");
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(read(target), "old\n");
+  write_file_atomically((dir / "link.json").string(), std::string_view("new\n"));
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_EQ(read(target), "new\n");
+  EXPECT_EQ(entries(dir / "real"), std::vector<std::string>{"out.json"});
+  EXPECT_EQ(entries(dir), (std::vector<std::string>{"link.json", "real"}));
+  fs::create_symlink(dir / "real" / "later.json", dir / "dangling.json"); // a dangling link creates its target
+  write_file_atomically((dir / "dangling.json").string(), std::string_view("made\n"));
+  EXPECT_EQ(read(dir / "real" / "later.json"), "made\n");
+  EXPECT_TRUE(fs::is_symlink(dir / "dangling.json"));
+}
+
+// SIGTERM or SIGINT while the temporary file is being written: it is removed, then the signal ends the process.
+TEST(OutputFile, SigtermAndSigintRemoveTheTemporaryFile)
+{
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const fs::path dir = fresh_directory("signal" + std::to_string(sig));
+    const std::string path = (dir / "big.json").string();
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::signal(sig, SIG_DFL);
+      write_file_atomically(path, [sig](std::ostream& out) {
+        for (int i = 0; i < 100000; ++i)
+          out << i << '\n';
+        out.flush();
+        ::raise(sig); // as if the user pressed Ctrl-C in the middle of the write
+        for (int i = 0; i < 100000; ++i)
+          out << i << '\n';
+      });
+      ::_exit(0); // not reached: the signal ends the child
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
+    EXPECT_TRUE(entries(dir).empty()) << "left behind: " << (entries(dir).empty() ? "" : entries(dir).front());
+  }
+}
+
+// check_output_paths: before any work, each output's directory must exist and take files, and no two outputs may
+// name one file (also through "./" or a link).
+TEST(OutputFile, OutputPathsAreCheckedBeforeTheWork)
+{
+  const fs::path dir = fresh_directory("check");
+  const std::string csv = (dir / "x.csv").string();
+  EXPECT_NO_THROW(check_output_paths({{"--csv", csv}, {"--plot", (dir / "x.png").string()}}));
+  EXPECT_NO_THROW(check_output_paths({{"--timeline", "/dev/null"}}));
+  if (fs::exists("/dev/stdout")) { // a link to /proc/self/fd/1: written in place
+    EXPECT_NO_THROW(check_output_paths({{"--timeline", "/dev/stdout"}}));
+  }
+  const auto message = [](const std::vector<std::pair<std::string, std::string>>& outputs) {
+    try {
+      check_output_paths(outputs);
+    } catch (const OutputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({{"--csv", "/nonexistent/x.csv"}}),
+            "--csv: cannot write '/nonexistent/x.csv': No such file or directory");
+  EXPECT_EQ(message({{"--plot", dir.string()}}), "--plot: cannot write '" + dir.string() + "': Is a directory");
+  EXPECT_EQ(message({{"--csv", ""}}), "--csv: cannot write '': empty file name");
+  EXPECT_EQ(message({{"--csv", csv}, {"--plot", csv}}),
+            "--plot: '" + csv + "' is also the file of --csv (give each output a file of its own)");
+  fs::create_symlink(csv, dir / "link.csv");
+  EXPECT_NE(message({{"--csv", (dir / "." / "x.csv").string()}, {"--plot", (dir / "link.csv").string()}})
+                .find("is also the file of --csv"),
+            std::string::npos);
+  EXPECT_TRUE(entries(dir) == std::vector<std::string>{"link.csv"}); // nothing written
 }
 
 } // namespace

@@ -58,7 +58,7 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   if (const std::optional<GpuGeneration> g = parse_gpu_generation(generation))
     spec.gpu.generation = *g;
   else
-    throw InputError(in.where("gpu.generation") + ": expected ampere, hopper or cpu, got '" + generation + "'");
+    throw InputError(in.where("gpu.generation") + ": expected ampere, hopper, blackwell or cpu, got '" + generation + "'");
   spec.gpu.peak_bf16_flops = in.positive_number("gpu.peak_bf16_tflops") * 1e12;
   // Optional: absent means the GPU has no FP8 tensor cores, and --fp8 plans are refused on it.
   if (in.has("gpu.peak_fp8_tflops"))

@@ -246,8 +246,29 @@ void add_flow_event(TraceEvents& events, const JsonValue& e, const std::string& 
         .emplace_back(*id, id_text(e.find("pid")), id_text(e.find("tid")), ts_us);
 }
 
+// The longest duration an event may have: one day, in microseconds. Longer ones (1e18 us) are damage, and past
+// 9.2e12 us they would not even fit the nanosecond clock.
+constexpr double max_event_dur_us = 86400e6;
+
+// A complete event's `dur` in microseconds: absent is 0; anything but a number in [0, 1 day] is a TraceError
+// naming the file and the event.
+double event_duration(const JsonValue& e, const std::string& name, const std::string& source)
+{
+  const JsonValue* v = e.find("dur");
+  if (v == nullptr)
+    return 0;
+  const auto us = v->as_double();
+  if (!us || *us < 0 || *us > max_event_dur_us)
+    throw TraceError(source + ":" + std::to_string(e.line) + ":" + std::to_string(e.column) + ": event '" + name +
+                     "': dur: expected a number of microseconds in [0, 86400e6] (one day), got " +
+                     (v->type == JsonValue::Type::Number   ? v->text
+                      : v->type == JsonValue::Type::String ? "the string '" + v->text + "'"
+                                                           : std::string("a non-number")));
+  return *us;
+}
+
 // Reads the trace's events: ProfilerStep annotations into `steps` (in file order), the rest into the result.
-TraceEvents collect_events(const JsonValue& trace_events, std::vector<KinetoStep>& steps)
+TraceEvents collect_events(const JsonValue& trace_events, std::vector<KinetoStep>& steps, const std::string& source)
 {
   TraceEvents events;
   for (const JsonValue& e : trace_events.items) {
@@ -267,7 +288,7 @@ TraceEvents collect_events(const JsonValue& trace_events, std::vector<KinetoStep
     }
     if (ph->text != "X")
       continue;
-    const double dur = number(e, "dur").value_or(0);
+    const double dur = event_duration(e, name, source);
     if (starts_with(name, "ProfilerStep#") && cat != "gpu_user_annotation") {
       if (const auto step = profiler_step(name, *ts, dur))
         steps.push_back(*step);
@@ -685,7 +706,7 @@ KinetoTrace parse_kineto(std::string_view json_text, const std::string& source, 
   trace.trace_rank = static_cast<int32_t>(integer(dist, "rank").value_or(0));
   trace.world_size = static_cast<int32_t>(std::max<int64_t>(1, integer(dist, "world_size").value_or(1)));
 
-  TraceEvents events = collect_events(*trace_events, trace.steps);
+  TraceEvents events = collect_events(*trace_events, trace.steps, source);
   if (trace.steps.empty())
     throw TraceError(source + ": no ProfilerStep#N annotation (expected a torch.profiler trace recorded with a "
                               "schedule, whose ProfilerStep events mark the iterations)");

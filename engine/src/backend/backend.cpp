@@ -16,6 +16,40 @@ void check_host(const char* what, const Tensor& t, int64_t bytes)
 }
 } // namespace
 
+namespace {
+[[noreturn]] void no_moe_kernels(const std::string& backend)
+{
+  throw std::logic_error(backend + " backend: no mixture-of-experts kernels");
+}
+} // namespace
+
+void Backend::router_topk_forward(Tensor&, Tensor&, Tensor&, const Tensor&, int64_t, int64_t, int64_t)
+{
+  no_moe_kernels(name());
+}
+void Backend::router_topk_backward(Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t,
+                                   int64_t, int64_t)
+{
+  no_moe_kernels(name());
+}
+void Backend::moe_permute_forward(Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, int64_t)
+{
+  no_moe_kernels(name());
+}
+void Backend::moe_permute_backward(Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, int64_t)
+{
+  no_moe_kernels(name());
+}
+void Backend::moe_unpermute_forward(Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, int64_t)
+{
+  no_moe_kernels(name());
+}
+void Backend::moe_unpermute_backward(Tensor&, Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                     int64_t, int64_t, int64_t)
+{
+  no_moe_kernels(name());
+}
+
 void Backend::flash_attention_forward(Tensor&, Tensor&, Tensor&, const Tensor&, const AttentionDims&,
                                       const DropoutSite&)
 {

@@ -47,6 +47,13 @@ void check_backend_supports_plan(BackendKind kind, const ParallelPlan& plan)
                      " backend has no fused attention kernel yet (expected --attention unfused, or --backend cpu)");
 }
 
+void check_backend_supports_model(BackendKind kind, const GptConfig& model)
+{
+  if (model.moe.enabled() && kind != BackendKind::Cpu)
+    throw InputError("--num-experts: the " + to_string(kind) +
+                     " backend has no mixture-of-experts kernels yet (expected --backend cpu)");
+}
+
 std::unique_ptr<Backend> make_backend(BackendKind kind)
 {
   check_backend_available(kind);

@@ -99,6 +99,40 @@ public:
     return message.sequence;
   }
 
+  void all_to_all_v(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                    const std::vector<int64_t>& recv_bytes) override
+  {
+    const auto n = static_cast<size_t>(size());
+    if (send_bytes.size() != n || recv_bytes.size() != n)
+      throw CommError("all_to_all_v: expected " + std::to_string(n) + " send and receive sizes");
+    // Each member publishes where its blocks are; member i reads block i of every member j.
+    struct Blocks {
+      const char* data;
+      const std::vector<int64_t>* bytes;
+    } mine{static_cast<const char*>(in), &send_bytes};
+    char* dst = static_cast<char*>(out);
+    exchange(&mine, [&](const std::vector<const void*>& inputs) {
+      int64_t at = 0;
+      for (size_t j = 0; j < n; ++j) {
+        const auto* b = static_cast<const Blocks*>(inputs[j]);
+        int64_t offset = 0;
+        for (int i = 0; i < index_; ++i)
+          offset += (*b->bytes)[static_cast<size_t>(i)];
+        const int64_t bytes = (*b->bytes)[static_cast<size_t>(index_)];
+        if (bytes != recv_bytes[j])
+          throw CommError("all_to_all_v: member " + std::to_string(j) + " sends " + std::to_string(bytes) +
+                          " bytes, expected " + std::to_string(recv_bytes[j]));
+        if (bytes > 0 && ops_ != nullptr)
+          ops_->copy(dst + at, b->data + offset, bytes);
+        else if (bytes > 0)
+          std::memcpy(dst + at, b->data + offset, static_cast<size_t>(bytes));
+        at += bytes;
+      }
+      if (ops_ != nullptr)
+        ops_->complete();
+    });
+  }
+
   void barrier() override
   {
     exchange(nullptr, [](const std::vector<const void*>&) {});

@@ -85,6 +85,14 @@ Parameter& ParameterStore::add(const RankContext& ctx, ParameterSpec spec)
 
 std::vector<float> ParameterStore::finalize(RankContext& ctx, int64_t padded_elements)
 {
+  // Dense parameters first, then the experts', each group in declaration order.
+  int64_t offset = 0;
+  for (const bool expert : {false, true})
+    for (Parameter& p : parameters_)
+      if (p.spec.expert == expert) {
+        p.offset = offset;
+        offset += p.numel();
+      }
   weights_ = ctx.tensor(MemoryPurpose::Weights, DType::BF16, {padded_elements});
   grads_ = ctx.tensor(MemoryPurpose::Gradients, DType::F32, {padded_elements});
   std::vector<float> master(static_cast<size_t>(padded_elements), 0.0f);
@@ -101,6 +109,15 @@ std::vector<float> ParameterStore::finalize(RankContext& ctx, int64_t padded_ele
   }
   upload(ctx.backend, weights_, weights);
   return master;
+}
+
+int64_t ParameterStore::dense_elements() const
+{
+  int64_t n = 0;
+  for (const Parameter& p : parameters_)
+    if (!p.spec.expert)
+      n += p.numel();
+  return n;
 }
 
 Parameter* ParameterStore::find(const std::string& name)

@@ -20,10 +20,20 @@ void keep(Tensor& t)
 int64_t LayerActivations::bytes() const
 {
   int64_t total = 0;
-  for (const Tensor* t : {&x, &ln1, &qkv, &probs, &attn_mask, &probs_dropped, &lse, &rng_state, &context, &drop1_mask,
-                          &r1, &ln2, &fc1_out, &act_out, &drop2_mask})
+  for (const Tensor* t : const_cast<LayerActivations*>(this)->tensors())
     total += t->bytes();
   return total;
+}
+
+std::vector<Tensor*> LayerActivations::tensors()
+{
+  LayerActivations& a = *this;
+  std::vector<Tensor*> all{&a.x,       &a.ln1, &a.qkv, &a.probs,   &a.attn_mask, &a.probs_dropped, &a.lse,
+                           &a.rng_state, &a.context, &a.drop1_mask, &a.r1, &a.ln2, &a.fc1_out, &a.act_out,
+                           &a.drop2_mask};
+  for (Tensor* t : a.moe.tensors())
+    all.push_back(t);
+  return all;
 }
 
 TransformerLayer::TransformerLayer(RankContext& ctx, ParameterStore& store, int64_t layer) : ctx_(ctx), layer_(layer)
@@ -49,6 +59,10 @@ TransformerLayer::TransformerLayer(RankContext& ctx, ParameterStore& store, int6
   proj_weight_ = add("proj.weight", h, h, rows, ParameterInit::ScaledNormal, false);
   proj_bias_ = add_bias("proj.bias", h, replicated, true);
   ln2_ = NormParameters::declare(ctx, store, p + "ln2");
+  if (m.is_moe_layer(layer)) { // the router and the experts instead of the dense MLP
+    moe_ = std::make_unique<MoeMlp>(ctx, store, layer);
+    return;
+  }
   fc1_weight_ = add("fc1.weight", h, fc1, fc1_columns, ParameterInit::Normal, false);
   fc1_bias_ = add_bias("fc1.bias", fc1, fc1_columns, false);
   fc2_weight_ = add("fc2.weight", ffn, h, rows, ParameterInit::ScaledNormal, false);
@@ -112,6 +126,13 @@ Tensor TransformerLayer::bias_dropout_residual(Tensor partial_full, const Parame
     reduce_from_tensor_parallel_region_forward(ctx_, partial_full, rows, h, op_name(OpName::TpAllReduce));
     out = std::move(partial_full);
   }
+  return dropout_residual(std::move(out), bias, residual, mask, micro_batch, site);
+}
+
+Tensor TransformerLayer::dropout_residual(Tensor out, const Parameter* bias, const Tensor& residual, Tensor& mask,
+                                          int64_t micro_batch, int site)
+{
+  const int64_t h = ctx_.hidden(), rows = ctx_.rows_local();
   Tensor y = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq_local(), ctx_.batch(), h});
   DropoutSite dropout;
   if (dropout_enabled()) {
@@ -221,6 +242,9 @@ Tensor TransformerLayer::run_forward(LayerActivations& acts, int64_t micro_batch
 
   acts.ln2 = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, residual_shape);
   ctx_.compute(OpName::Ln2Fwd, [&] { ln2_.forward(ctx_, acts.ln2, acts.r1, rows_l); });
+  if (moe_) // the tokens of this rank's residual stream, no tensor-parallel region (etp 1)
+    return dropout_residual(moe_->forward(acts.ln2, acts.moe), nullptr, acts.r1, acts.drop2_mask, micro_batch,
+                            static_cast<int>(DropoutSiteKind::MlpOutput));
   {
     const Tensor m_in = column_parallel_input(acts.ln2);
     acts.fc1_out = ctx_.tensor(MemoryPurpose::Workspace, DType::BF16, {ctx_.seq(), ctx_.batch(), fc1_cols});
@@ -273,9 +297,7 @@ Tensor TransformerLayer::forward(Tensor x, int64_t micro_batch, LayerActivations
     break;
   }
   }
-  for (Tensor* t : {&saved.x, &saved.ln1, &saved.qkv, &saved.probs, &saved.attn_mask, &saved.probs_dropped,
-                    &saved.lse, &saved.rng_state, &saved.context, &saved.drop1_mask, &saved.r1, &saved.ln2,
-                    &saved.fc1_out, &saved.act_out, &saved.drop2_mask})
+  for (Tensor* t : saved.tensors())
     keep(*t);
   ctx_.set_context(c.phase, c.layer, c.micro_batch, c.chunk);
   return y;

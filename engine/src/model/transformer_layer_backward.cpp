@@ -36,6 +36,13 @@ Tensor TransformerLayer::mlp_backward(const Tensor& d_y, LayerActivations& acts)
   } else {
     d_o2 = d_y.view(0, d_y.shape());
   }
+  if (moe_) {
+    const Tensor d_ln2 = moe_->backward(d_o2, acts.ln2, acts.moe);
+    Tensor d_r1 = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {ctx_.seq_local(), ctx_.batch(), h});
+    ctx_.compute(OpName::Ln2Bwd, [&] { ln2_.backward(ctx_, d_r1, d_ln2, acts.r1, rows_l); });
+    ctx_.compute(OpName::ResidualBwd, [&] { ctx_.backend.accumulate(d_r1, d_y, rows_l * h); });
+    return d_r1;
+  }
   Tensor d_act = ctx_.tensor(MemoryPurpose::Workspace, DType::F32, {rows, ffn});
   {
     const Tensor d_o2_full = row_parallel_output_grad(d_o2);

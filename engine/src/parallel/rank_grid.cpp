@@ -6,7 +6,7 @@
 
 namespace gputwin::engine {
 
-RankGrid::RankGrid(int64_t dp, int64_t pp, int64_t tp) : dp_(dp), pp_(pp), tp_(tp)
+RankGrid::RankGrid(int64_t dp, int64_t pp, int64_t tp, ExpertGrid expert) : dp_(dp), pp_(pp), tp_(tp), expert_(expert)
 {
   if (dp < 1 || pp < 1 || tp < 1)
     throw std::invalid_argument("RankGrid: dp, pp and tp must be >= 1");
@@ -35,6 +35,21 @@ RankGrid::RankGrid(int64_t dp, int64_t pp, int64_t tp) : dp_(dp), pp_(pp), tp_(t
     for (int64_t d = 0; d < dp; ++d)
       for (int64_t t = 0; t < tp; ++t)
         groups_.push_back(traces::CommGroup{"embedding", {rank_of(d, 0, t), rank_of(d, pp - 1, t)}});
+  if (!expert_.enabled)
+    return;
+  if (expert_.ep < 1 || expert_.etp < 1 || (tp * dp) % (expert_.ep * expert_.etp) != 0)
+    throw std::invalid_argument("RankGrid: ep x etp must divide tp x dp");
+  first_expert_group_ = static_cast<int>(groups_.size());
+  const ParallelPlan plan = layout_plan();
+  const int64_t edp = plan.expert_dp();
+  for (int64_t p = 0; p < pp; ++p)
+    for (int64_t e = 0; e < edp; ++e)
+      for (int64_t t = 0; t < expert_.etp; ++t)
+        groups_.push_back(traces::CommGroup{"ep", ep_group_ranks(plan, p, t, e)});
+  for (int64_t p = 0; p < pp; ++p)
+    for (int64_t e = 0; e < expert_.ep; ++e)
+      for (int64_t t = 0; t < expert_.etp; ++t)
+        groups_.push_back(traces::CommGroup{"edp", edp_group_ranks(plan, p, t, e)});
 }
 
 // The models' layout (models/rank_layout.hpp) is the only one: the engine's ranks are the simulator's ranks.
@@ -55,7 +70,26 @@ ParallelPlan RankGrid::layout_plan() const
   plan.tp = tp_;
   plan.pp = pp_;
   plan.dp = dp_;
+  plan.ep = expert_.ep;
+  plan.etp = expert_.etp;
   return plan;
+}
+
+int RankGrid::ep_group(int rank) const
+{
+  if (!expert_.enabled)
+    return -1;
+  const ExpertCoord c = expert_coord(layout_plan(), rank);
+  return first_expert_group_ + static_cast<int>((c.stage * layout_plan().expert_dp() + c.edp) * expert_.etp + c.etp);
+}
+
+int RankGrid::edp_group(int rank) const
+{
+  if (!expert_.enabled)
+    return -1;
+  const ExpertCoord c = expert_coord(layout_plan(), rank);
+  const int first_edp = first_expert_group_ + static_cast<int>(pp_ * layout_plan().expert_dp() * expert_.etp);
+  return first_edp + static_cast<int>((c.stage * expert_.ep + c.ep) * expert_.etp + c.etp);
 }
 
 int RankGrid::tp_group(int rank) const

@@ -111,4 +111,47 @@ void TracedComm::reduce_scatter(const Tensor& in, const Tensor& out, int64_t cou
   end(index);
 }
 
+void TracedComm::all_to_all_v(const Tensor& in, const std::vector<int64_t>& send_rows, const Tensor& out,
+                              const std::vector<int64_t>& recv_rows, int64_t row_elements, double trace_bytes,
+                              const std::string& name)
+{
+  const int64_t row_bytes = row_elements * dtype_bytes(in.dtype());
+  std::vector<int64_t> send_bytes, recv_bytes;
+  int64_t send_total = 0, recv_total = 0;
+  for (const int64_t r : send_rows) {
+    send_bytes.push_back(r * row_bytes);
+    send_total += r * row_bytes;
+  }
+  for (const int64_t r : recv_rows) {
+    recv_bytes.push_back(r * row_bytes);
+    recv_total += r * row_bytes;
+  }
+  if (size() == 1) {
+    copy_alone(in, out, send_total);
+    return;
+  }
+  const int64_t index = begin(CollectiveOp::AllToAll, trace_bytes, name);
+  if (direct(*comm_, in, out)) {
+    comm_->all_to_all_v(in.raw(), send_bytes, out.raw(), recv_bytes);
+  } else {
+    std::vector<char> host_in(static_cast<size_t>(send_total)), host_out(static_cast<size_t>(recv_total));
+    backend_->download(host_in.data(), in, send_total);
+    comm_->all_to_all_v(host_in.data(), send_bytes, host_out.data(), recv_bytes);
+    backend_->upload(out, host_out.data(), recv_total);
+  }
+  end(index);
+}
+
+std::vector<int64_t> TracedComm::exchange_counts(const std::vector<int64_t>& send, int64_t per_peer)
+{
+  if (size() == 1)
+    return send;
+  const auto bytes = static_cast<int64_t>(per_peer * sizeof(int64_t));
+  std::vector<int64_t> received(send.size(), 0);
+  const std::vector<int64_t> sizes(static_cast<size_t>(size()), bytes);
+  // Host memory, through the communicator's point-to-point default (never the device copies).
+  comm_->Communicator::all_to_all_v(send.data(), sizes, received.data(), sizes);
+  return received;
+}
+
 } // namespace gputwin::engine

@@ -32,8 +32,25 @@ void MixedPrecisionAdam::reduce_gradients()
     ctx_.dp.reduce_scatter(grads, grad_shard_, shard_elements_, op_name(OpName::DpReduceScatter));
   else if (ctx_.plan.zero_stage == 1)
     ctx_.backend.copy(grad_shard_, grads, shard_elements_);
-  else
+  else if (!ctx_.model.moe.enabled())
     ctx_.dp.all_reduce(grads, grads.numel(), ReduceOp::Sum, op_name(OpName::DpAllReduce));
+  else
+    reduce_dense_and_expert_gradients();
+}
+
+// Mixture of experts (ZeRO-0): the dense gradients over dp, then the experts' over the expert data-parallel group
+// (Megatron-Core's DDP: the dense buffers' bucket groups, then the expert-parallel ones).
+void MixedPrecisionAdam::reduce_dense_and_expert_gradients()
+{
+  Tensor& grads = store_.grads();
+  const int64_t dense = store_.dense_elements();
+  Tensor dense_grads = grads.view(0, {dense});
+  ctx_.dp.all_reduce(dense_grads, dense, ReduceOp::Sum, op_name(OpName::DpAllReduce));
+  const int64_t experts = store_.total_elements() - dense;
+  if (experts > 0) {
+    Tensor expert_grads = grads.view(dense, {experts});
+    ctx_.edp.all_reduce(expert_grads, experts, ReduceOp::Sum, op_name(OpName::EdpAllReduce));
+  }
 }
 
 void MixedPrecisionAdam::all_reduce_sp_partial_gradients()

@@ -39,6 +39,10 @@ RankOutcome run_rank(const TrainConfig& config, const RankGrid& grid, int rank, 
   if (grid.embedding_group(rank) >= 0)
     ctx.embedding = TracedComm(std::move(comms.embedding), tracer, grid.embedding_group(rank),
                                TraceStream::DataParallel, backend);
+  if (grid.ep_group(rank) >= 0) {
+    ctx.ep = TracedComm(std::move(comms.ep), tracer, grid.ep_group(rank), TraceStream::Compute, backend);
+    ctx.edp = TracedComm(std::move(comms.edp), tracer, grid.edp_group(rank), TraceStream::DataParallel, backend);
+  }
   ctx.world = std::move(comms.world);
 
   ParameterStore store;
@@ -59,7 +63,9 @@ RankOutcome run_rank(const TrainConfig& config, const RankGrid& grid, int rank, 
     adam.zero_gradients();
     const double loss = driver.run_iteration();
     adam.reduce_gradients();
-    if (config.capture_gradients && last && ctx.coords.dp == 0)
+    // Experts are split over the dp ranks too (ep folds tp x dp): every rank gives its parameters then.
+    const bool captures = ctx.coords.dp == 0 || config.model.moe.enabled();
+    if (config.capture_gradients && last && captures)
       outcome.gradients = snapshot(ctx, store, true);
     adam.step();
     if (reports_loss && hooks.add_loss)
@@ -71,7 +77,7 @@ RankOutcome run_rank(const TrainConfig& config, const RankGrid& grid, int rank, 
       hooks.iteration_done(it, std::chrono::duration<double>(end - start).count());
     start = end;
   }
-  if (config.capture_weights && ctx.coords.dp == 0)
+  if (config.capture_weights && (ctx.coords.dp == 0 || config.model.moe.enabled()))
     outcome.weights = snapshot(ctx, store, false);
   RankMemory& m = outcome.memory;
   m.rank = rank;

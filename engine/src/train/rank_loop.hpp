@@ -23,6 +23,7 @@ struct LocalParameters {
 // grid's group order, and the world (pipeline send/recv, the iteration barriers).
 struct RankCommunicators {
   std::unique_ptr<Communicator> tp, dp, embedding, world;
+  std::unique_ptr<Communicator> ep, edp; // mixture-of-experts models only
 };
 
 struct RankHooks {

@@ -6,6 +6,7 @@
 #include "gputwin/engine/train/device_memory_check.hpp"
 #include "gputwin/engine/train/engine_plan_support.hpp"
 #include "gputwin/engine/train/trace_metadata.hpp"
+#include "gputwin/common/input_error.hpp"
 #include "process_trainer.hpp"
 #include "rank_loop.hpp"
 
@@ -18,9 +19,14 @@ namespace gputwin::engine {
 
 namespace {
 
+ExpertGrid expert_grid(const TrainConfig& c)
+{
+  return ExpertGrid{c.model.moe.enabled(), c.plan.ep, c.plan.expert_tp()};
+}
+
 struct Shared {
   Shared(const TrainConfig& c, const StepCallback& cb)
-      : config(c), grid(c.plan.dp, c.plan.pp, c.plan.tp), world(grid.world_size()),
+      : config(c), grid(c.plan.dp, c.plan.pp, c.plan.tp, expert_grid(c)), world(grid.world_size()),
         corpus(c.model.vocab, c.options.seed), epoch(Tracer::Clock::now()), on_step(cb),
         loss(static_cast<size_t>(c.steps), 0.0), seconds(static_cast<size_t>(c.steps), 0.0),
         outcomes(static_cast<size_t>(grid.world_size()))
@@ -76,6 +82,10 @@ void run_rank_thread(Shared& shared, int rank)
   comms.dp = comm(grid.dp_group(rank));
   if (grid.embedding_group(rank) >= 0)
     comms.embedding = comm(grid.embedding_group(rank));
+  if (grid.ep_group(rank) >= 0) {
+    comms.ep = comm(grid.ep_group(rank));
+    comms.edp = comm(grid.edp_group(rank));
+  }
   comms.world = shared.world.communicator(grid.all_ranks(), rank); // send/recv take host memory
 
   RankHooks hooks;
@@ -144,6 +154,10 @@ TrainResult train(const TrainConfig& config, const StepCallback& on_step)
 {
   check_engine_supports_plan(config.model, config.plan);
   check_backend_supports_plan(config.backend, config.plan);
+  check_backend_supports_model(config.backend, config.model);
+  if (config.model.moe.enabled() && config.comm != CommKind::InProcess)
+    throw InputError("--comm: the engine runs mixture-of-experts models with --comm inprocess only (got --comm " +
+                     to_string(config.comm) + ")");
   if (config.comm == CommKind::Nccl || config.comm == CommKind::Tcp)
     return train_process(config, on_step);
   return train_threads(config, on_step);

@@ -43,6 +43,7 @@ FrameworkProfile megatron_core_host(const std::string& name)
                                            "measured separately); no host sync at the interleaved schedule's p2p "
                                            "(overlap_p2p_comm)");
   p.overlap_p2p_interleaved = true;
+  p.sync_at_moe_routing = true;
   return p;
 }
 
@@ -71,7 +72,8 @@ FrameworkProfile torchtitan_host()
 const char* default_framework_for(GpuGeneration generation)
 {
   switch (generation) {
-  case GpuGeneration::Hopper: return "megatron-core";
+  case GpuGeneration::Hopper:
+  case GpuGeneration::Blackwell: return "megatron-core";
   case GpuGeneration::Ampere:
   case GpuGeneration::Cpu: return default_framework;
   }
@@ -204,6 +206,7 @@ std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
   for (size_t i = 0; i < ops.size(); ++i) {
     const traces::Op& op = ops[i];
     HostOpClass& c = classes[i];
+    c.moe_routing = op.name == "moe.router_topk.fwd";
     c.in_layer = op.layer >= 0 && op.micro_batch >= 0 && op.phase != traces::Phase::Optimizer &&
                  c.kind != HostOpClass::P2p;
     if (!c.in_layer)
@@ -255,7 +258,8 @@ HostProgram host_program(const FrameworkProfile& f, const std::vector<HostOpClas
     // Megatron-Core overlaps the interleaved schedule's p2p instead (no sync there).
     const bool p2p_sync = f.sync_after_p2p && c.kind == HostOpClass::P2p && !c.batched_with_next &&
                           !c.forward_to_backward && !(f.overlap_p2p_interleaved && c.interleaved);
-    host.syncs[i] = p2p_sync || (f.sync_before_optimizer && c.before_optimizer);
+    host.syncs[i] = p2p_sync || (f.sync_before_optimizer && c.before_optimizer) ||
+                    (f.sync_at_moe_routing && c.moe_routing && !f.cuda_graphs);
   }
   return host;
 }

@@ -43,6 +43,42 @@ CommInterferenceParams nccl_interference(const std::string& gpu)
   return p;
 }
 
+// B200 (sm_100, 148 SMs: NVIDIA Blackwell architecture technical brief; the driver reports 148, pytorch/ao pull
+// request 4002). No public B200 GEMM grid at hand, so the GEMM *shape* curve is the H100's (XLA's H100 bf16 table,
+// builtin:h100; wave quantization on 148 SMs beyond its grid) run against the cluster file's B200 peak (2250 TF/s
+// dense bf16): H100's curve scaled to B200's peak. A table's absolute level cancels in the model (e_gemm uses
+// table / table max), so a scaled copy of the CSV would change nothing; the level is gemm_efficiency. Fused
+// attention: the H100 cuDNN curve scaled by peak (attention_throughput.hpp scales by peak / reference peak).
+// Memory-bound classes, gemm_k_half and memory_efficiency: the H100 fit's, not refit (a grid over
+// memory_efficiency 0.30-0.50 moved the dense MAPE below 1.2 points). One constant is fit: gemm_efficiency, grid
+// search in 0.005 steps on the iteration times of SimuMax's 24 dense B200 rows at seq 4096 (Llama 3 70B 12 layers
+// and 405B 4 layers on one DGX B200, tests/data/simumax-b200-one-node; the 7 context-parallel rows and every MoE
+// row held out): with the H100's level (0.7332) the rows ran 36.6 % fast (MAPE 36.6 %); at 0.425 the MAPE is
+// 4.3 % (24 rows; 3.7 % over all 31 dense rows, CP rows 1.4 %), tests/cli/simumax_b200_dense_test.cpp. It is an
+// effective level: SimuMax's own cuBLAS measurements on that node (MooreThreads/SimuMax
+// configs/system/b200_bf16_ceperm.json, 514 Llama/DeepSeek matmul shapes) reach 0.39-0.65 of 2250 TF/s (overall
+// factor 0.488, ~1100 TF/s), somewhat above this model's ~0.42 for the large ones: the fit also absorbs what the
+// model leaves out on B200 (its attention with few heads per GPU, launch gaps). Worst row: Llama 3 70B at tp 8,
+// 16-19 % fast (SimuMax's own model: 7-11 % fast there).
+void set_blackwell_parameters(GpuComputeModel& m)
+{
+  m.multiprocessors = 148;
+  m.gemm_efficiency = 0.425;    // fit (above): ~0.42 of peak (~950 TF/s) for the large Llama GEMMs
+  m.gemm_k_half = 316.8;        // the H100 fit's short-k penalty, not refit
+  m.memory_efficiency = 0.5038; // the H100 fit's fraction of HBM, not refit
+  m.kernel_overhead_s = 0;
+  m.gemm_table = builtin_gemm_table("h100");
+  m.gemm_table_ref = "builtin:h100";
+  m.attention_throughput = builtin_attention_throughput("h100-cudnn");
+  m.memory_classes = {{KernelClass::LayerNorm, {1.019, 0}},
+                      {KernelClass::Softmax, {0.8454, 0}},
+                      {KernelClass::Gelu, {1.605, 2.211e-6}},
+                      {KernelClass::Elementwise, {1.812, 4.418e-6}}};
+  m.source = "B200: H100 GEMM-table shape (XLA) at B200's peak; GEMM level fit to SimuMax's dense B200 iteration "
+             "times (MooreThreads/SimuMax docs/b200, Llama 3 70B/405B rows); kernel classes: the H100 fit's";
+  m.comm_interference = nccl_interference("B200 (148 SMs)");
+}
+
 } // namespace
 
 GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::string& gpu_kind, double peak_flops,
@@ -94,9 +130,11 @@ GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::strin
     m.source = "GEMM table: XLA's H100 measurements; level and kernel classes fit to cuBLAS/PyTorch kernels "
                "measured on an H100 (traces/captured/NVIDIA-H100-80GB-HBM3)";
     m.comm_interference = nccl_interference("H100/H200 (132 SMs)");
+  } else if (generation == GpuGeneration::Blackwell) {
+    set_blackwell_parameters(m);
   } else {
     throw std::invalid_argument("no built-in compute model for GPU '" + gpu_kind + "' of generation " +
-                                to_string(generation) + " (expected ampere or hopper)");
+                                to_string(generation) + " (expected ampere, hopper or blackwell)");
   }
   return m;
 }

@@ -91,22 +91,23 @@ GptConfig read_dense_decoder(const YamlFile& file, const YAML::Node& root)
   m.vocab = integer(file, root, "vocab_size");
   m.seq_len = integer(file, root, "max_position_embeddings");
   m.query_groups = optional_integer(file, root, "num_key_value_heads").value_or(m.heads); // transformers' default
-  if (m.hidden % m.heads != 0)
+  // head_dim (Qwen3, gpt-oss, Llama 4): the width of one head when it is not hidden_size / num_attention_heads
+  // (Qwen3-235B-A22B: 64 heads of 128 over hidden 4096, queries 8192 wide). Kept as 0 when it is the default.
+  if (const std::optional<int64_t> head_dim = optional_integer(file, root, "head_dim");
+      head_dim && (m.hidden % m.heads != 0 || *head_dim != m.hidden / m.heads))
+    m.head_size = *head_dim;
+  if (m.head_size == 0 && m.hidden % m.heads != 0)
     cannot_express(file, root, "num_attention_heads",
                    std::to_string(m.heads) + " does not divide hidden_size " + std::to_string(m.hidden) +
-                       " (expected heads of hidden_size / num_attention_heads)");
+                       " (expected heads of hidden_size / num_attention_heads, or a head_dim field)");
   if (m.head_dim() % 2 != 0) // validate_model's rule, named by the file's field
-    cannot_express(file, root, "num_attention_heads",
-                   "the head size hidden_size / num_attention_heads = " + std::to_string(m.head_dim()) +
-                       " is odd (expected even: RoPE rotates pairs of channels)");
+    cannot_express(file, root, m.head_size > 0 ? "head_dim" : "num_attention_heads",
+                   "the head size " + std::string(m.head_size > 0 ? "" : "hidden_size / num_attention_heads = ") +
+                       std::to_string(m.head_dim()) + " is odd (expected even: RoPE rotates pairs of channels)");
   if (m.heads % m.query_groups != 0)
     cannot_express(file, root, "num_key_value_heads",
                    std::to_string(m.query_groups) + " does not divide num_attention_heads " + std::to_string(m.heads) +
                        " (expected a divisor of the head count)");
-  if (const std::optional<int64_t> head_dim = optional_integer(file, root, "head_dim"); head_dim && *head_dim != m.head_dim())
-    cannot_express(file, root, "head_dim",
-                   std::to_string(*head_dim) + " is not hidden_size / num_attention_heads = " +
-                       std::to_string(m.head_dim()) + " (expected the default head size; gputwin's model has no other)");
   const std::string act = text(file, root, "hidden_act").value_or("silu");
   if (act != "silu")
     cannot_express(file, root, "hidden_act", "expected silu (the gated MLP gputwin models as SwiGLU), got '" + act + "'");
@@ -169,7 +170,7 @@ void read_qwen2(const YamlFile& file, const YAML::Node& root, HfModel& out)
   out.model = read_dense_decoder(file, root);
   const GptConfig& m = out.model;
   out.notes.push_back(file.path + ": Qwen2's q/k/v biases (" +
-                      std::to_string(checked_sum(m.hidden, checked_product({2, m.kv_dim()}, "num_key_value_heads"),
+                      std::to_string(checked_sum(m.attention_width(), checked_product({2, m.kv_dim()}, "num_key_value_heads"),
                                                  "hidden_size")) +
                       " parameters a layer) are not counted: gputwin's linear layers have biases all or none");
   if (boolean(file, root, "use_sliding_window", false))
@@ -188,34 +189,119 @@ void read_qwen3(const YamlFile& file, const YAML::Node& root, HfModel& out)
     note_sliding_window(file, root, out);
 }
 
-// Mixture-of-experts architectures are recognised, not modelled: each refuses naming its expert-count field, and
-// modelling one is writing its reader here.
-[[noreturn]] void refuse_experts(const YamlFile& file, const YAML::Node& root, const char* experts)
+// A count that may be 0 (n_shared_experts, first_k_dense_replace), or `fallback` when absent.
+int64_t count(const YamlFile& file, const YAML::Node& root, const char* key, int64_t fallback)
 {
-  const bool named = present(root, experts);
-  throw InputError(location(file, root[named ? experts : "architectures"]) + ": " + (named ? experts : "architectures") +
-                   ": mixture-of-experts models are not modelled yet (expected a dense architecture: " +
-                   supported_hf_architectures() + ")");
+  if (!present(root, key))
+    return fallback;
+  reject_string(file, root, key, "a non-negative integer");
+  const double v = require_number(file, root, key, 0, false);
+  if (v != static_cast<double>(static_cast<int64_t>(v)))
+    throw InputError(location(file, root[key]) + ": " + key + ": expected a non-negative integer, got " +
+                     root[key].Scalar());
+  return static_cast<int64_t>(v);
 }
-void read_mixtral(const YamlFile& file, const YAML::Node& root, HfModel&)
+
+// MixtralForCausalLM: Mistral's layer with num_local_experts experts of intermediate_size, top num_experts_per_tok.
+void read_mixtral(const YamlFile& file, const YAML::Node& root, HfModel& out)
 {
-  refuse_experts(file, root, "num_local_experts");
+  out.model = read_dense_decoder(file, root);
+  note_sliding_window(file, root, out);
+  MoeConfig& m = out.model.moe;
+  m.experts = integer(file, root, "num_local_experts");
+  m.topk = integer(file, root, "num_experts_per_tok");
+  m.expert_ffn_hidden = out.model.ffn_hidden;
 }
-void read_qwen2_moe(const YamlFile& file, const YAML::Node& root, HfModel&)
+
+// Qwen3MoeForCausalLM / Qwen2MoeForCausalLM: num_experts of moe_intermediate_size, top num_experts_per_tok, every
+// decoder_sparse_step-th layer MoE; Qwen2-MoE adds a shared expert of shared_expert_intermediate_size (its sigmoid
+// gate, h parameters a layer, is not counted).
+void read_qwen_moe(const YamlFile& file, const YAML::Node& root, HfModel& out, bool qwen3)
 {
-  refuse_experts(file, root, "num_experts");
+  if (qwen3)
+    read_qwen3(file, root, out);
+  else
+    read_qwen2(file, root, out);
+  MoeConfig& m = out.model.moe;
+  m.experts = integer(file, root, "num_experts");
+  m.topk = integer(file, root, "num_experts_per_tok");
+  m.expert_ffn_hidden = integer(file, root, "moe_intermediate_size");
+  m.layer_period = count(file, root, "decoder_sparse_step", 1);
+  if (m.layer_period < 1)
+    cannot_express(file, root, "decoder_sparse_step", "expected a positive integer");
+  if (present(root, "mlp_only_layers") && root["mlp_only_layers"].IsSequence() && root["mlp_only_layers"].size() > 0)
+    cannot_express(file, root, "mlp_only_layers", "dense layers at chosen indices are not modelled (expected [])");
+  if (!qwen3 && count(file, root, "shared_expert_intermediate_size", 0) > 0) {
+    m.shared_experts = 1;
+    m.shared_ffn_hidden = count(file, root, "shared_expert_intermediate_size", 0);
+  }
 }
-void read_qwen3_moe(const YamlFile& file, const YAML::Node& root, HfModel&)
+void read_qwen2_moe(const YamlFile& file, const YAML::Node& root, HfModel& out)
 {
-  refuse_experts(file, root, "num_experts");
+  read_qwen_moe(file, root, out, false);
 }
-void read_deepseek_v3(const YamlFile& file, const YAML::Node& root, HfModel&)
+void read_qwen3_moe(const YamlFile& file, const YAML::Node& root, HfModel& out)
 {
-  refuse_experts(file, root, "n_routed_experts");
+  read_qwen_moe(file, root, out, true);
 }
+
+// DeepseekV2ForCausalLM / DeepseekV3ForCausalLM: MLA attention (q_lora_rank may be null: a direct q projection),
+// n_routed_experts of moe_intermediate_size top num_experts_per_tok, n_shared_experts, the first
+// first_k_dense_replace layers dense (intermediate_size), then every moe_layer_freq-th; n_group / topk_group
+// routing, scoring_func softmax|sigmoid (V3: aux-loss-free), num_nextn_predict_layers MTP modules (V3).
+void read_deepseek(const YamlFile& file, const YAML::Node& root, HfModel& out)
+{
+  GptConfig& g = out.model;
+  g.name = file_stem(file.path);
+  g.hidden = integer(file, root, "hidden_size");
+  g.heads = integer(file, root, "num_attention_heads");
+  g.layers = integer(file, root, "num_hidden_layers");
+  g.ffn_hidden = integer(file, root, "intermediate_size");
+  g.vocab = integer(file, root, "vocab_size");
+  g.seq_len = integer(file, root, "max_position_embeddings");
+  g.activation = Activation::SwiGlu;
+  g.norm = Norm::RmsNorm;
+  g.position = PositionEmbedding::Rope;
+  g.tie_embeddings = boolean(file, root, "tie_word_embeddings", false);
+  g.bias = boolean(file, root, "attention_bias", false);
+  g.dropout = false;
+  g.mla = MlaConfig{count(file, root, "q_lora_rank", 0), integer(file, root, "kv_lora_rank"),
+                    integer(file, root, "qk_nope_head_dim"), integer(file, root, "qk_rope_head_dim"),
+                    integer(file, root, "v_head_dim")};
+  MoeConfig& m = g.moe;
+  m.experts = integer(file, root, "n_routed_experts");
+  m.topk = integer(file, root, "num_experts_per_tok");
+  m.expert_ffn_hidden = integer(file, root, "moe_intermediate_size");
+  m.shared_experts = count(file, root, "n_shared_experts", 0);
+  m.dense_first_layers = count(file, root, "first_k_dense_replace", 0);
+  m.layer_period = count(file, root, "moe_layer_freq", 1);
+  m.router_groups = count(file, root, "n_group", 0);
+  m.router_group_topk = count(file, root, "topk_group", 0);
+  if (m.router_groups == 1) // one group: no group limit
+    m.router_groups = m.router_group_topk = 0;
+  const std::string scoring = text(file, root, "scoring_func").value_or("softmax");
+  if (scoring != "softmax" && scoring != "sigmoid")
+    cannot_express(file, root, "scoring_func", "expected softmax or sigmoid, got '" + scoring + "'");
+  m.router = scoring == "sigmoid" ? RouterScore::Sigmoid : RouterScore::Softmax;
+  m.aux_loss = m.router == RouterScore::Softmax;
+  m.mtp_layers = count(file, root, "num_nextn_predict_layers", 0);
+  if (m.layer_period < 1 || m.dense_first_layers >= g.layers)
+    cannot_express(file, root, m.layer_period < 1 ? "moe_layer_freq" : "first_k_dense_replace",
+                   "expected moe_layer_freq >= 1 and first_k_dense_replace below num_hidden_layers");
+  if (m.router_groups > 0 && (m.experts % m.router_groups != 0 || m.router_group_topk < 1 ||
+                              m.router_group_topk > m.router_groups))
+    cannot_express(file, root, "n_group", "expected n_group dividing n_routed_experts and 1 <= topk_group <= n_group");
+  if (g.mla.qk_rope_head_dim % 2 != 0)
+    cannot_express(file, root, "qk_rope_head_dim", "expected an even size (RoPE rotates pairs of channels)");
+}
+
+// GPT-OSS is recognised, not read: its attention sinks, alternating sliding window and router biases are not read
+// from config.json yet (the catalog's gpt-oss-120b models it, its approximations named there).
 void read_gpt_oss(const YamlFile& file, const YAML::Node& root, HfModel&)
 {
-  refuse_experts(file, root, "num_local_experts");
+  throw InputError(location(file, root["num_local_experts"] ? root["num_local_experts"] : root["architectures"]) +
+                   ": num_local_experts: mixture-of-experts models are not modelled yet for GptOssForCausalLM "
+                   "(expected one of: " + supported_hf_architectures() + ")");
 }
 
 struct Architecture {
@@ -226,9 +312,9 @@ struct Architecture {
 constexpr Architecture architectures[] = {
     {"LlamaForCausalLM", read_llama, true},          {"MistralForCausalLM", read_mistral, true},
     {"Qwen2ForCausalLM", read_qwen2, true},          {"Qwen3ForCausalLM", read_qwen3, true},
-    {"MixtralForCausalLM", read_mixtral, false},     {"Qwen2MoeForCausalLM", read_qwen2_moe, false},
-    {"Qwen3MoeForCausalLM", read_qwen3_moe, false},  {"DeepseekV3ForCausalLM", read_deepseek_v3, false},
-    {"GptOssForCausalLM", read_gpt_oss, false},
+    {"MixtralForCausalLM", read_mixtral, true},      {"Qwen2MoeForCausalLM", read_qwen2_moe, true},
+    {"Qwen3MoeForCausalLM", read_qwen3_moe, true},   {"DeepseekV2ForCausalLM", read_deepseek, true},
+    {"DeepseekV3ForCausalLM", read_deepseek, true},  {"GptOssForCausalLM", read_gpt_oss, false},
 };
 
 } // namespace

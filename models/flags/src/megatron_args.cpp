@@ -223,9 +223,10 @@ void model_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& 
     notes.push_back("--num-query-groups without --group-query-attention: multi-head attention (Megatron-LM ignores "
                     "it too)");
   }
+  // --kv-channels: the width of one head (Megatron's default hidden / heads); another one is the head size (Qwen3:
+  // --kv-channels 128 with --hidden-size 4096 and 64 heads).
   if (const std::optional<int64_t> kv_channels = m.integer("--kv-channels"); kv_channels && product(m.path(), "--kv-channels", {*kv_channels, heads}) != hidden)
-    m.fail("--kv-channels", std::to_string(*kv_channels) + " is not hidden / heads = " + std::to_string(hidden) + " / " +
-                                std::to_string(heads) + " (expected the default head size; gputwin's model has no other)");
+    out.set("--head-size", *kv_channels);
   if (m.on("--swiglu") && m.on("--squared-relu"))
     m.fail("--squared-relu", "contradicts --swiglu (expected one activation)");
   // arguments.py: without --ffn-hidden-size, 4h, or for SwiGLU int((4 * h * 2 / 3) / 64) * 64 (= floor(h / 24) * 64).

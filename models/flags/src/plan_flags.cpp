@@ -16,8 +16,11 @@ constexpr const char* model_value_flags[] = {"--hidden",     "--heads",         
                                              "--vocab",      "--num-query-groups", "--ffn-hidden", "--activation",
                                              "--norm",       "--position", "--num-experts", "--moe-topk",
                                              "--moe-ffn-hidden", "--moe-shared-experts", "--moe-shared-ffn-hidden",
-                                             "--moe-dense-first-layers", "--moe-layer-period"};
-constexpr const char* model_switch_flags[] = {"--untie-embeddings", "--no-bias", "--no-dropout"};
+                                             "--moe-dense-first-layers", "--moe-layer-period", "--head-size",
+                                             "--moe-router", "--moe-router-groups", "--moe-router-group-topk",
+                                             "--mtp-layers", "--q-lora-rank", "--kv-lora-rank",
+                                             "--qk-nope-head-dim", "--qk-rope-head-dim", "--v-head-dim"};
+constexpr const char* model_switch_flags[] = {"--untie-embeddings", "--no-bias", "--no-dropout", "--moe-no-aux-loss"};
 
 } // namespace
 
@@ -51,6 +54,7 @@ void add_model_flags(ArgParser& parser, bool model_list)
   parser.add_option("--num-query-groups", "G",
                     "K/V heads of grouped-query attention (default: one per head, multi-head attention)");
   parser.add_option("--ffn-hidden", "F", "MLP width (default 4 x hidden)");
+  parser.add_option("--head-size", "D", "width of one attention head (default hidden / heads; Qwen3: 128)");
   parser.add_option("--activation", "NAME", "MLP activation: gelu|swiglu|squared-relu (swiglu: fc1 makes gate and up, 2F wide)");
   parser.add_option("--norm", "NAME", "layernorm|rmsnorm");
   parser.add_option("--position", "NAME", "position embedding: learned|rope");
@@ -64,6 +68,16 @@ void add_model_flags(ArgParser& parser, bool model_list)
   parser.add_option("--moe-shared-ffn-hidden", "F", "total width of the shared experts (default N x expert width)");
   parser.add_option("--moe-dense-first-layers", "N", "the first N layers keep a dense MLP (default 0)");
   parser.add_option("--moe-layer-period", "P", "every P-th layer is MoE, the others dense (default 1)");
+  parser.add_option("--moe-router", "NAME", "router score: softmax (default) | sigmoid (DeepSeek-V3)");
+  parser.add_option("--moe-router-groups", "G", "group-limited routing: experts in G groups (DeepSeek-V3: 8)");
+  parser.add_option("--moe-router-group-topk", "K", "groups a token may use (DeepSeek-V3: 4)");
+  parser.add_switch("--moe-no-aux-loss", "no load-balancing loss (aux-loss-free bias, DeepSeek-V3)");
+  parser.add_option("--mtp-layers", "N", "multi-token prediction modules on the last stage (DeepSeek-V3: 1)");
+  parser.add_option("--q-lora-rank", "R", "multi-head latent attention: query LoRA rank (0: no compression)");
+  parser.add_option("--kv-lora-rank", "R", "multi-head latent attention: key/value latent rank (turns MLA on)");
+  parser.add_option("--qk-nope-head-dim", "D", "MLA: per-head query/key width without rotary (DeepSeek: 128)");
+  parser.add_option("--qk-rope-head-dim", "D", "MLA: rotary width (DeepSeek: 64)");
+  parser.add_option("--v-head-dim", "D", "MLA: per-head value width (DeepSeek: 128)");
 }
 
 void add_plan_flags(ArgParser& parser)
@@ -134,9 +148,6 @@ void add_plan_flags(ArgParser& parser)
                     "coefficient of variation of the experts' token counts (default 0: perfectly balanced); each "
                     "MoE layer draws expert popularity from a log-normal with this CV (--moe-seed)");
   parser.add_option("--moe-seed", "N", "seed of the expert-popularity draw (default 1)");
-  parser.add_switch("--moe-a2a-overlap",
-                    "overlap each micro-batch's dispatch/combine with another micro-batch's compute "
-                    "(Megatron-Core --overlap-moe-expert-parallel-comm)");
 }
 
 namespace {
@@ -154,6 +165,46 @@ void override_size(const ParsedArgs& args, const std::string& flag, int64_t& fie
 {
   if (const std::optional<int64_t> v = args.integer(flag))
     field = *v;
+}
+
+// The router and MTP flags of a MoE model and the MLA flags (validate_model checks the values).
+void read_moe_router_and_mla(const ParsedArgs& args, GptConfig& model)
+{
+  if (const std::optional<std::string> r = args.value("--moe-router")) {
+    if (*r != "softmax" && *r != "sigmoid")
+      throw InputError("--moe-router: expected softmax|sigmoid, got '" + *r + "'");
+    model.moe.router = *r == "sigmoid" ? RouterScore::Sigmoid : RouterScore::Softmax;
+  }
+  override_size(args, "--moe-router-groups", model.moe.router_groups);
+  override_size(args, "--moe-router-group-topk", model.moe.router_group_topk);
+  if (args.has("--moe-no-aux-loss"))
+    model.moe.aux_loss = false;
+  override_size(args, "--mtp-layers", model.moe.mtp_layers);
+  override_size(args, "--q-lora-rank", model.mla.q_lora_rank);
+  override_size(args, "--kv-lora-rank", model.mla.kv_lora_rank);
+  override_size(args, "--qk-nope-head-dim", model.mla.qk_nope_head_dim);
+  override_size(args, "--qk-rope-head-dim", model.mla.qk_rope_head_dim);
+  override_size(args, "--v-head-dim", model.mla.v_head_dim);
+  if (args.has("--kv-lora-rank") && model.mla.kv_lora_rank <= 0)
+    throw InputError("--kv-lora-rank: expected a positive integer, got " + std::to_string(model.mla.kv_lora_rank));
+}
+
+// A mixture-of-experts model whose layers do not divide over --pp, without --pp-first/last-stage-layers
+// (DeepSeek-V3's 61, Qwen3-235B's 94: MoE recipes split them unevenly with Megatron-Core's
+// --decoder-first/last-pipeline-num-layers): the middle stages take ceil(L / p) each and the first and last stage
+// the rest, the first the lighter half (it also holds the embedding); plan_notes states it. Dense models keep the
+// error naming the flags.
+void split_layers_unevenly_if_needed(const ParsedArgs& args, const GptConfig& model, ParallelPlan& plan)
+{
+  if (!model.moe.enabled() || plan.pp < 3 || model.layers % plan.pp == 0 || args.has("--pp-first-stage-layers") ||
+      args.has("--pp-last-stage-layers"))
+    return;
+  const int64_t middle = (model.layers + plan.pp - 1) / plan.pp;
+  const int64_t rest = model.layers - (plan.pp - 2) * middle;
+  if (rest < 2 || rest > 2 * middle)
+    return; // validate_plan names the flags
+  plan.pp_first_stage_layers = rest / 2;
+  plan.pp_last_stage_layers = rest - rest / 2;
 }
 
 double read_number(const ParsedArgs& args, const char* flag)
@@ -191,8 +242,6 @@ void read_expert_plan(const ParsedArgs& args, ParallelPlan& plan)
       throw InputError("--moe-seed: expected a non-negative integer, got " + std::to_string(*seed));
     plan.moe_seed = static_cast<uint64_t>(*seed);
   }
-  if (args.has("--moe-a2a-overlap"))
-    plan.moe_a2a_overlap = true;
 }
 
 } // namespace
@@ -233,6 +282,9 @@ GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file)
   if (args.has("--num-query-groups") && model.query_groups <= 0)
     throw InputError("--num-query-groups: expected a positive integer, got " + std::to_string(model.query_groups));
   override_size(args, "--ffn-hidden", model.ffn_hidden);
+  override_size(args, "--head-size", model.head_size);
+  if (args.has("--head-size") && model.head_size <= 0)
+    throw InputError("--head-size: expected a positive integer, got " + std::to_string(model.head_size));
   if (args.has("--ffn-hidden") && model.ffn_hidden <= 0)
     throw InputError("--ffn-hidden: expected a positive integer, got " + std::to_string(model.ffn_hidden));
   if (const std::optional<std::string> a = args.value("--activation")) {
@@ -272,9 +324,11 @@ GptConfig read_model(const ParsedArgs& args, const ModelFileLoader& load_file)
   override_size(args, "--moe-shared-ffn-hidden", model.moe.shared_ffn_hidden);
   override_size(args, "--moe-dense-first-layers", model.moe.dense_first_layers);
   override_size(args, "--moe-layer-period", model.moe.layer_period);
+  read_moe_router_and_mla(args, model);
   if (!model.moe.enabled())
     for (const char* flag : {"--moe-topk", "--moe-ffn-hidden", "--moe-shared-experts", "--moe-shared-ffn-hidden",
-                             "--moe-dense-first-layers", "--moe-layer-period"})
+                             "--moe-dense-first-layers", "--moe-layer-period", "--moe-router", "--moe-router-groups",
+                             "--moe-router-group-topk", "--moe-no-aux-loss", "--mtp-layers"})
       if (args.has(flag))
         throw InputError(std::string(flag) + ": model '" + model.name +
                          "' has no experts (expected --num-experts or a mixture-of-experts model)");
@@ -373,6 +427,13 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
                      "main weights)");
   plan.fp8_param_gather = plan.fp8 && plan.zero_stage >= 1 && !args.has("--no-fp8-param-gather");
   read_expert_plan(args, plan);
+  split_layers_unevenly_if_needed(args, model, plan);
+  // Megatron-Core raises in training with MoE and tp > 1 without SP (moe_layer.py: "performance may degrade if MoE
+  // and tensor parallelism are enabled without also enabling sequence parallelism"): on unless --no-sp (plan_notes).
+  if (model.moe.enabled() && plan.tp > 1 && !args.has("--no-sp"))
+    plan.tp_comm = TpComm::SequenceParallel;
+  if (model.moe.enabled() && !args.has("--etp") && (plan.tp * plan.cp * plan.dp) % (plan.ep * plan.tp) != 0)
+    plan.etp = 1; // Megatron-Core's default etp = tp leaves no expert grid: experts whole on each rank (plan_notes)
   validate_plan(model, plan);
   return plan;
 }
@@ -423,6 +484,19 @@ std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& 
     notes.push_back("--fp8 with --zero " + std::to_string(plan.zero_stage) +
                     ": FP8 parameters (--fp8-param-gather, as NeMo's FP8 recipe runs; "
                     "--no-fp8-param-gather keeps the BF16 weights)");
+  if (plan.ep * plan.expert_tp() > 1 && plan.tp > 1 && plan.sequence_parallel() && !args.has("--sp") &&
+      !args.has("--plan"))
+    notes.push_back("--sp not given: on (Megatron-Core requires sequence parallelism for MoE layers with tp > 1)");
+  if ((plan.pp_first_stage_layers > 0 || plan.pp_last_stage_layers > 0) && !args.has("--pp-first-stage-layers") &&
+      !args.has("--pp-last-stage-layers") && !args.has("--plan"))
+    notes.push_back("--pp " + std::to_string(plan.pp) + " does not divide the layers: uneven stages, first " +
+                    std::to_string(plan.pp_first_stage_layers) + " and last " +
+                    std::to_string(plan.pp_last_stage_layers) +
+                    " layers, the others an equal share (--pp-first-stage-layers/--pp-last-stage-layers to choose)");
+  if (plan.etp == 1 && plan.tp > 1 && !args.has("--etp"))
+    notes.push_back("--etp not given: 1 (Megatron-Core's default, etp = tp = " + std::to_string(plan.tp) +
+                    ", would need ep x tp = " + std::to_string(plan.ep * plan.tp) + " to divide the tp x cp x dp = " +
+                    std::to_string(plan.tp * plan.cp * plan.dp) + " ranks of a stage)");
   notes.insert(notes.end(), args.notes().begin(), args.notes().end()); // what --megatron-args noted
   return notes;
 }

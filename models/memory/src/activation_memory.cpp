@@ -4,7 +4,10 @@
 #include "gputwin/models/parameter_count.hpp"
 #include "gputwin/models/pipeline_schedule.hpp"
 
+#include "gputwin/models/expert_load.hpp"
+
 #include <algorithm>
+#include <cmath>
 
 namespace gputwin {
 
@@ -88,20 +91,41 @@ int64_t outside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
   const int64_t per_sbh = 4 + 2 * linear_input_bytes(plan) + (model.dropout ? 2 : 0);
   const int64_t stats = checked_product({2 * norm_statistics_bytes_per_token(model, plan), sb(model, plan, 1)},
                                         "activations");
-  return checked_sum(checked_product({per_sbh, sbh(model, plan)}, "activations"), stats, "activations");
+  int64_t bytes = checked_sum(checked_product({per_sbh, sbh(model, plan)}, "activations"), stats, "activations");
+  if (model.mla.enabled()) {
+    // MLA's duplicated down projections (on the SP shard): the q latent and its norm output (the q up projection's
+    // input), the kv latent with the rope key and the kv norm output (the kv up projection's input), 2 bytes each.
+    const MlaConfig& m = model.mla;
+    const int64_t latents = 2 * m.q_lora_rank + 2 * m.kv_lora_rank + m.qk_rope_head_dim;
+    bytes = checked_sum(bytes, checked_product({2, sb(model, plan, latents)}, "activations"), "activations");
+  }
+  return bytes;
 }
 
-// Stored inside the TP regions (split by t), besides the attention core: Q (2 sbh), K and V (2 x 2 s b g d),
-// the attention output that is the projection input (2 sbh, FP8 sbh), fc1's output (2 s b F', F' = F or 2F for
+// Stored inside the TP regions (split by t), besides the attention core: Q (2 s b a d), K and V (2 x 2 s b g d),
+// the attention output that is the projection input (2 s b a d, FP8 s b a d; a d = h unless the head size is set), fc1's output (2 s b F', F' = F or 2F for
 // SwiGLU) and the activation output that is fc2's input (2 s b F, FP8 s b F). With TE and FP8 the attention
 // keeps its BF16 output for its own backward (attention/dot_product_attention/backends.py FusedAttnFunc saves
-// q, k, v, out) while the projection keeps its FP8 cast: 2 sbh + sbh.
-int64_t inside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
+// q, k, v, out) while the projection keeps its FP8 cast: 2 s b a d + s b a d.
+int64_t inside_attention_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
   const int64_t in = linear_input_bytes(plan);
   const int64_t attention_output = plan.fp8 && megatron_core_te_memory(plan) ? 2 + in : in;
-  int64_t bytes = checked_product({2 + attention_output, sbh(model, plan)}, "activations");
-  bytes = checked_sum(bytes, checked_product({4, sb(model, plan, model.kv_dim())}, "activations"), "activations");
+  if (model.mla.enabled()) {
+    // MLA: Q and K a (d_nope + d_rope) wide, V and the attention output (the projection's input) a d_v wide.
+    const int64_t qk = checked_product({model.heads, model.mla.qk_head_dim()}, "activations");
+    const int64_t v = checked_product({model.heads, model.mla.v_head_dim}, "activations");
+    return checked_sum(checked_product({4, sb(model, plan, qk)}, "activations"),
+                       checked_product({2 + attention_output, sb(model, plan, v)}, "activations"), "activations");
+  }
+  int64_t bytes = checked_product({2 + attention_output, sb(model, plan, model.attention_width())}, "activations");
+  return checked_sum(bytes, checked_product({4, sb(model, plan, model.kv_dim())}, "activations"), "activations");
+}
+
+int64_t inside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
+{
+  const int64_t in = linear_input_bytes(plan);
+  int64_t bytes = inside_attention_bytes(model, plan);
   bytes = checked_sum(bytes, checked_product({2, sb(model, plan, model.fc1_width())}, "activations"), "activations");
   return checked_sum(bytes, checked_product({in, sb(model, plan, model.ffn())}, "activations"), "activations");
 }
@@ -118,7 +142,69 @@ int64_t no_recompute_layer_bytes(const GptConfig& model, const ParallelPlan& pla
                      flash_state_bytes(model, plan), "activations");
 }
 
+// Routed token copies the busiest rank's experts take in one micro-batch: the etp ranks of an expert slice share the
+// tokens of their etp x (s b / t) (the rank's sequence-parallel shard each), k copies each, x the busiest EP rank's
+// load (expert_load.hpp: 1 balanced; capped by the capacity factor).
+int64_t routed_copies(const GptConfig& model, const ParallelPlan& plan, double max_rank_load)
+{
+  const double tokens = static_cast<double>(sb(model, plan, 1)) / static_cast<double>(plan.tp) *
+                        static_cast<double>(plan.expert_tp() * model.moe.topk);
+  return static_cast<int64_t>(std::ceil(tokens * max_rank_load));
+}
+
+// What a MoE layer's MLP stores on one rank, in place of the dense MLP's fc1 and activation outputs:
+//   router (on the SP shard)   its logits (2 s b E) and fp32 probabilities (4 s b E)
+//   shared experts (split by t) fc1's output 2 s b F_s' and the activation output s b F_s x linear input bytes
+//   per routed copy            the permuted token, the grouped fc1's input (2h, FP8 h), fc1's output 2 F_e'/etp,
+//                              the activation output F_e/etp x linear input bytes, and the expert output the
+//                              unpermute keeps for the gradient of the routing probabilities (2h)
+// (Megatron-Core moe/router.py, moe/experts.py TEGroupedMLP, moe/moe_utils.py unpermute).
+int64_t moe_mlp_bytes(const GptConfig& model, const ParallelPlan& plan, double max_rank_load)
+{
+  const MoeConfig& m = model.moe;
+  const int64_t in = linear_input_bytes(plan), etp = plan.expert_tp();
+  const int64_t router = outside_tp_region(checked_product({6, sb(model, plan, m.experts)}, "activations"), plan);
+  const int64_t fc1e = model.activation == Activation::SwiGlu ? 2 * m.expert_ffn_hidden : m.expert_ffn_hidden;
+  const int64_t per_copy = (in + 2) * model.hidden + (2 * fc1e + in * m.expert_ffn_hidden) / etp;
+  const int64_t routed = checked_product({routed_copies(model, plan, max_rank_load), per_copy}, "activations");
+  int64_t shared = 0;
+  if (const int64_t fs = m.shared_width(); fs > 0) {
+    const int64_t fc1s = model.activation == Activation::SwiGlu ? 2 * fs : fs;
+    shared = checked_product({2 * fc1s + in * fs, sb(model, plan, 1)}, "activations") / plan.tp;
+  }
+  return checked_sum(checked_sum(router, shared, "activations"), routed, "activations");
+}
+
+// A MoE layer's stored bytes without recompute (with_core: the attention core too, dropped by selective recompute
+// with the unfused kernel): the dense layer's attention, norms and residual terms with the MLP part replaced.
+int64_t moe_layer_bytes(const GptConfig& model, const ParallelPlan& plan, double max_rank_load, bool with_core)
+{
+  int64_t inside = inside_attention_bytes(model, plan);
+  if (with_core)
+    inside = checked_sum(inside, attention_core_bytes(model, plan), "activations");
+  const int64_t bytes = checked_sum(inside / plan.tp + outside_tp_region(outside_layer_bytes(model, plan), plan),
+                                    moe_mlp_bytes(model, plan, max_rank_load), "activations");
+  return checked_sum(bytes, with_core ? flash_state_bytes(model, plan) : 0, "activations");
+}
+
 } // namespace
+
+int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& plan, int64_t layer,
+                                   double max_rank_load)
+{
+  if (!model.is_moe_layer(layer) || plan.recompute == Recompute::Full)
+    return activation_bytes_per_layer(model, plan);
+  const bool core = plan.recompute == Recompute::None || plan.attention == AttentionKernel::Flash;
+  return moe_layer_bytes(model, plan, max_rank_load, core);
+}
+
+int64_t moe_dispatch_buffer_bytes(const GptConfig& model, const ParallelPlan& plan, double max_rank_load)
+{
+  if (!model.moe.enabled())
+    return 0;
+  // The dispatch all-to-all's receive buffer and the combine's, h wide each per routed copy, BF16.
+  return checked_product({2, 2, routed_copies(model, plan, max_rank_load), model.hidden}, "activations");
+}
 
 bool megatron_core_te_memory(const ParallelPlan& plan)
 {
@@ -188,6 +274,17 @@ StageActivations stage_activation_memory(const GptConfig& model, const ParallelP
   const PipelineShape shape = pipeline_shape(plan);
   StageActivations a;
   a.bytes_per_layer = activation_bytes_per_layer(model, plan);
+  if (model.moe.enabled()) {
+    // Layers differ (dense and MoE): the stage's mean per layer, rounded up, at the busiest EP rank's load.
+    const double load = expert_loads(model, plan).max_rank_load();
+    int64_t sum = 0, count = 0;
+    for (int64_t chunk = 0; chunk < stage_chunks(plan); ++chunk) {
+      const int64_t first = chunk_first_layer(model, plan, stage, chunk);
+      for (int64_t l = first; l < first + chunk_layers(model, plan, stage, chunk); ++l, ++count)
+        sum = checked_sum(sum, activation_bytes_per_layer(model, plan, l, load), "activations");
+    }
+    a.bytes_per_layer = count > 0 ? (sum + count - 1) / count : a.bytes_per_layer;
+  }
   a.layers_per_chunk = max_chunk_layers(model, plan, stage); // uneven chunks (chunk_layers): the largest one's
   a.chunks_in_flight = peak_in_flight(shape, stage);
   a.layer_bytes = checked_product({a.bytes_per_layer, peak_layers_in_flight(model, plan, stage)}, "activations");

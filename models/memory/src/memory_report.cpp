@@ -1,6 +1,7 @@
 #include "gputwin/models/memory_report.hpp"
 
 #include "gputwin/common/checked_math.hpp"
+#include "gputwin/models/expert_load.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +17,10 @@ StageMemory stage_memory(const GptConfig& model, const ParallelPlan& plan, int64
   // The backward's first step holds every stored activation: on the last stage the loss and output layer run
   // first (their transients), then each layer's backward (its MLP gradients, next to the layer rebuilt by
   // recompute). The larger moment decides.
-  const int64_t layer = checked_sum(m.recompute_workspace_bytes, layer_backward_workspace_bytes(model, plan), "memory");
+  int64_t layer = checked_sum(m.recompute_workspace_bytes, layer_backward_workspace_bytes(model, plan), "memory");
+  if (model.moe.enabled()) // a MoE layer's dispatch and combine receive buffers at the busiest rank's load
+    layer = checked_sum(layer, moe_dispatch_buffer_bytes(model, plan, expert_loads(model, plan).max_rank_load()),
+                        "memory");
   const int64_t output = stage == plan.pp - 1 ? output_backward_workspace_bytes(model, plan) : 0;
   m.backward_workspace_bytes = std::max(layer, output) - m.recompute_workspace_bytes;
   m.state = stage_model_state_memory(model, plan, stage);

@@ -20,10 +20,28 @@ int64_t sum_of(std::initializer_list<int64_t> terms, const char* what)
 
 // `bytes` as one rank keeps them: divided over the dp x cp ranks (rounded up) when the plan's ZeRO stage is at
 // least `stage`, whole otherwise.
+int64_t shard_of(int64_t bytes, const ParallelPlan& plan, int stage, int64_t shards)
+{
+  return plan.zero_stage >= stage ? (bytes + shards - 1) / shards : bytes;
+}
+
 int64_t shard_of(int64_t bytes, const ParallelPlan& plan, int stage)
 {
-  const int64_t shards = plan.dp * plan.cp;
-  return plan.zero_stage >= stage ? (bytes + shards - 1) / shards : bytes;
+  return shard_of(bytes, plan, stage, plan.dp * plan.cp);
+}
+
+// The transformer layers' parameters of one GPU of `stage` (dense and expert), without embedding and output layer.
+int64_t stage_layer_parameters(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
+{
+  if (!model.moe.enabled())
+    return checked_product({stage_layers(model, plan, stage), layer_parameters_per_gpu(model, plan.tp)}, "FP8 weights");
+  int64_t n = 0;
+  for (int64_t chunk = 0; chunk < stage_chunks(plan); ++chunk) {
+    const int64_t first = chunk_first_layer(model, plan, stage, chunk);
+    for (int64_t l = first; l < first + chunk_layers(model, plan, stage, chunk); ++l)
+      n = checked_sum(n, layer_parameter_split_per_gpu(model, plan, l).total(), "FP8 weights");
+  }
+  return n;
 }
 
 } // namespace
@@ -45,20 +63,41 @@ ModelStateMemory model_state_memory(int64_t parameters, const ParallelPlan& plan
   return m;
 }
 
+ModelStateMemory expert_model_state_memory(int64_t dense_parameters, int64_t expert_parameters,
+                                           const ParallelPlan& plan, const StateBytesPerParameter& bytes)
+{
+  ModelStateMemory m = model_state_memory(dense_parameters, plan, bytes);
+  // The experts' states: the same bytes per parameter, ZeRO-1 sharding their optimizer states over the expert
+  // data-parallel ranks (Megatron-Core's distributed optimizer keeps a separate buffer per expert-DP group).
+  const int64_t edp = plan.expert_dp();
+  m.parameters = checked_sum(m.parameters, expert_parameters, "parameters");
+  m.weight_bytes = checked_sum(m.weight_bytes, checked_product({expert_parameters, bytes.weight}, "weights"), "weights");
+  m.gradient_bytes = checked_sum(
+      m.gradient_bytes, checked_product({expert_parameters, plan.grad_reduce_bf16 ? 2 : bytes.gradient}, "gradients"),
+      "gradients");
+  m.optimizer_bytes = checked_sum(
+      m.optimizer_bytes,
+      shard_of(checked_product({expert_parameters, bytes.optimizer}, "optimizer states"), plan, 1, edp),
+      "optimizer states");
+  m.total_bytes = sum_of({m.weight_bytes, m.gradient_bytes, m.optimizer_bytes}, "model state");
+  return m;
+}
+
 ModelStateMemory stage_model_state_memory(const GptConfig& model, const ParallelPlan& plan, int64_t stage,
                                           const StateBytesPerParameter& bytes)
 {
-  const int64_t parameters = stage_parameters_per_gpu(model, plan, stage);
-  ModelStateMemory m = model_state_memory(parameters, plan, bytes);
-  const int64_t layer_parameters =
-      checked_product({stage_layers(model, plan, stage), layer_parameters_per_gpu(model, plan.tp)}, "FP8 weights");
+  const StageParameters split = stage_parameter_split(model, plan, stage);
+  const int64_t parameters = split.total();
+  ModelStateMemory m = model.moe.enabled() ? expert_model_state_memory(split.dense, split.expert, plan, bytes)
+                                           : model_state_memory(parameters, plan, bytes);
+  const int64_t layer_parameters = stage_layer_parameters(model, plan, stage);
   const ShardedUnits units = sharded_units(model, plan, stage);
   if (plan.fp8 && plan.fp8_param_gather) {
     // The layers' weights are FP8 parameters (1 byte, all-gathered in FP8): the BF16 copy is gone and TE keeps
     // only the FP8 transpose besides (1 byte) -- under ZeRO-3 only while a layer is gathered.
     const int64_t weights = checked_sum(checked_product({parameters, bytes.weight}, "weights"), -layer_parameters,
                                         "FP8 weights");
-    m.weight_bytes = shard_of(weights, plan, 3);
+    m.weight_bytes = plan.zero_stage == 3 ? shard_of(weights, plan, 3) : weights;
     m.fp8_cache_bytes = plan.zero_stage == 3 ? checked_product({std::min<int64_t>(units.layers, 2), units.layer},
                                                                "FP8 weights")
                                              : layer_parameters;
@@ -66,9 +105,11 @@ ModelStateMemory stage_model_state_memory(const GptConfig& model, const Parallel
     m.fp8_cache_bytes = checked_product({layer_parameters, 2}, "FP8 weights"); // FP8 weight + FP8 transpose
   }
   if (megatron_core_te_memory(plan) && stage_layers(model, plan, stage) > 0) {
-    // One layer's linear weights per GPU: QKV h (h + 2 g d), projection h^2, fc1 h F', fc2 F h, split by t.
-    const int64_t width = sum_of(
-        {model.hidden, 2 * model.kv_dim(), model.hidden, model.fc1_width(), model.ffn()}, "weight gradients");
+    // One layer's linear weights per GPU: QKV h (a d + 2 g d), projection a d h, fc1 h F', fc2 F h, split by t
+    // (a d = h unless the head size is set).
+    const int64_t width = sum_of({model.attention_width(), 2 * model.kv_dim(), model.attention_width(),
+                                  model.fc1_width(), model.ffn()},
+                                 "weight gradients");
     m.wgrad_placeholder_bytes = checked_product({2, model.hidden, width}, "weight gradients") / plan.tp;
   }
   if (plan.zero_stage == 3)

@@ -83,6 +83,11 @@ GoodputResult goodput(const GoodputInputs& in)
   r.solve_s = static_cast<double>(in.iterations) * in.iteration_time_s;
   r.young_interval_s = young_checkpoint_interval_s(delta, m);
   r.interval_s = daly_checkpoint_interval_s(delta, m);
+  // An optimum beyond the run is no interval a job can keep: T_w(tau) falls all the way to it, so the best
+  // feasible one is the whole run, one segment and one checkpoint (never a fraction of one).
+  r.interval_is_the_run = r.interval_s > r.solve_s;
+  if (r.interval_is_the_run)
+    r.interval_s = r.solve_s;
   r.interval_iterations =
       std::max<int64_t>(1, static_cast<int64_t>(std::llround(std::min(r.interval_s / in.iteration_time_s, 9e18))));
   r.checkpoints = r.solve_s / r.interval_s;

@@ -4,12 +4,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 
 namespace gputwin {
 
 namespace {
+
+// A factor as "%g" (1e-300, 0.25).
+std::string format_factor(double factor)
+{
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", factor);
+  return text;
+}
 
 // "INDEX=FACTOR" -> (index, factor); `what` names the index ("RANK", "NODE") in messages.
 std::pair<int64_t, double> parse_index_factor(const std::string& flag, const std::string& text, const char* what)
@@ -22,13 +31,18 @@ std::pair<int64_t, double> parse_index_factor(const std::string& flag, const std
   if (index_text.find_first_not_of("0123456789") != std::string::npos)
     throw InputError(expected + ", got '" + text + "'");
   const int64_t index = cli::parse_integer(flag, index_text);
-  char* end = nullptr;
-  const double factor = std::strtod(factor_text.c_str(), &end);
-  if (end != factor_text.c_str() + factor_text.size() || std::isspace(static_cast<unsigned char>(factor_text[0])))
+  double factor = 0;
+  try {
+    factor = cli::parse_number(flag, factor_text); // decimal only: no "0x1", "inf", "nan", leading space
+  } catch (const InputError&) {
     throw InputError(expected + ", got '" + text + "'");
-  if (!std::isfinite(factor) || factor <= 0 || factor > 1)
+  }
+  if (factor <= 0 || factor > 1)
     throw InputError(flag + " " + text +
                      ": FACTOR must be in (0, 1], the fraction of normal speed (0.5 = half speed), got " + factor_text);
+  if (factor < min_straggler_factor)
+    throw InputError(flag + " " + text + ": FACTOR below the floor of 1e-06 of normal speed (kernels 10^6 times as "
+                                         "long)");
   return {index, factor};
 }
 
@@ -70,7 +84,11 @@ RankSpeeds rank_speeds(const Stragglers& stragglers, int64_t job_gpus, int64_t g
       speeds[static_cast<int32_t>(r)] = factor;
   for (const auto& [rank, factor] : gpu_factor) {
     const auto it = speeds.find(static_cast<int32_t>(rank));
-    speeds[static_cast<int32_t>(rank)] = it == speeds.end() ? factor : it->second * factor;
+    const double speed = it == speeds.end() ? factor : it->second * factor;
+    if (speed < min_straggler_factor) // kernels would take over 10^6 times as long (or the product underflows)
+      throw InputError("--slow-gpu: rank " + std::to_string(rank) + " runs at GPU factor x node factor = " +
+                       format_factor(speed) + ", below the floor of 1e-06 of normal speed");
+    speeds[static_cast<int32_t>(rank)] = speed;
   }
   for (auto it = speeds.begin(); it != speeds.end();)
     it = it->second == 1.0 ? speeds.erase(it) : std::next(it);

@@ -133,7 +133,10 @@ void validate_model(const GptConfig& model)
   if (model.ffn_hidden < 0)
     throw InputError("--ffn-hidden: expected a positive integer for model '" + model.name + "', got " +
                      std::to_string(model.ffn_hidden));
-  if (model.hidden % model.heads != 0)
+  if (model.head_size < 0)
+    throw InputError("--head-size: expected a positive integer for model '" + model.name + "', got " +
+                     std::to_string(model.head_size));
+  if (model.head_size == 0 && model.hidden % model.heads != 0)
     throw InputError("--heads: hidden size " + std::to_string(model.hidden) + " of model '" + model.name +
                      "' is not divisible by " + std::to_string(model.heads) +
                      " heads (expected heads to divide the hidden size)");

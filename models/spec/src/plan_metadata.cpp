@@ -8,6 +8,50 @@
 
 namespace gputwin {
 
+namespace {
+
+std::string shortest(double v)
+{
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
+  return ec == std::errc() ? std::string(text, end) : std::to_string(v);
+}
+
+// The mixture-of-experts and MLA fields of the model and the expert plan (only for a model that has them).
+void write_moe_metadata(const GptConfig& model, const ParallelPlan& p, Metadata& md)
+{
+  if (model.mla.enabled()) {
+    md["q_lora_rank"] = std::to_string(model.mla.q_lora_rank);
+    md["kv_lora_rank"] = std::to_string(model.mla.kv_lora_rank);
+    md["qk_nope_head_dim"] = std::to_string(model.mla.qk_nope_head_dim);
+    md["qk_rope_head_dim"] = std::to_string(model.mla.qk_rope_head_dim);
+    md["v_head_dim"] = std::to_string(model.mla.v_head_dim);
+  }
+  if (!model.moe.enabled())
+    return;
+  const MoeConfig& m = model.moe;
+  md["num_experts"] = std::to_string(m.experts);
+  md["moe_router_topk"] = std::to_string(m.topk);
+  md["moe_ffn_hidden"] = std::to_string(m.expert_ffn_hidden);
+  md["moe_shared_experts"] = std::to_string(m.shared_experts);
+  md["moe_shared_ffn_hidden"] = std::to_string(m.shared_ffn_hidden);
+  md["moe_dense_first_layers"] = std::to_string(m.dense_first_layers);
+  md["moe_layer_period"] = std::to_string(m.layer_period);
+  md["moe_router"] = to_string(m.router);
+  md["moe_router_groups"] = std::to_string(m.router_groups);
+  md["moe_router_group_topk"] = std::to_string(m.router_group_topk);
+  md["moe_aux_loss"] = m.aux_loss ? "true" : "false";
+  md["mtp_layers"] = std::to_string(m.mtp_layers);
+  md["ep"] = std::to_string(p.ep);
+  md["etp"] = std::to_string(p.expert_tp());
+  md["moe_dispatcher"] = to_string(p.dispatcher);
+  md["moe_capacity_factor"] = shortest(p.capacity_factor);
+  md["moe_imbalance"] = shortest(p.moe_imbalance_cv);
+  md["moe_seed"] = std::to_string(p.moe_seed);
+}
+
+} // namespace
+
 void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata& md)
 {
   md["model"] = model.name;
@@ -19,6 +63,8 @@ void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata
   if (!model.gpt_architecture()) { // (a GPT's metadata stays as it was)
     md["num_query_groups"] = std::to_string(model.kv_heads());
     md["ffn_hidden"] = std::to_string(model.ffn());
+    if (model.head_size > 0)
+      md["head_size"] = std::to_string(model.head_size);
     md["activation"] = to_string(model.activation);
     md["norm"] = to_string(model.norm);
     md["position"] = to_string(model.position);
@@ -26,6 +72,7 @@ void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata
     md["bias"] = model.bias ? "true" : "false";
     md["dropout"] = model.dropout ? "true" : "false";
   }
+  write_moe_metadata(model, p, md);
   md["tp"] = std::to_string(p.tp);
   md["pp"] = std::to_string(p.pp);
   md["dp"] = std::to_string(p.dp);
@@ -96,6 +143,19 @@ public:
     return *parsed;
   }
 
+  double number(const char* key, double fallback) const
+  {
+    const std::optional<std::string> value = text(key);
+    if (!value)
+      return fallback;
+    double out = 0;
+    const char* end = value->data() + value->size();
+    const auto [ptr, ec] = std::from_chars(value->data(), end, out);
+    if (ec != std::errc() || ptr != end)
+      throw InputError(what_ + ": the metadata's '" + key + "' is not a number: '" + *value + "'");
+    return out;
+  }
+
   bool boolean(const char* key, bool fallback) const
   {
     const std::optional<std::string> value = text(key);
@@ -110,6 +170,43 @@ private:
   const Metadata& md_;
   const std::string& what_;
 };
+
+// The fields write_moe_metadata writes (absent: a dense model, MHA/GQA).
+void read_moe_metadata(const Reader& r, PlanMetadata& out)
+{
+  MlaConfig& a = out.model.mla;
+  a.q_lora_rank = r.integer("q_lora_rank", 0);
+  a.kv_lora_rank = r.integer("kv_lora_rank", 0);
+  a.qk_nope_head_dim = r.integer("qk_nope_head_dim", 0);
+  a.qk_rope_head_dim = r.integer("qk_rope_head_dim", 0);
+  a.v_head_dim = r.integer("v_head_dim", 0);
+  MoeConfig& m = out.model.moe;
+  m.experts = r.integer("num_experts", 0);
+  if (m.experts == 0)
+    return;
+  m.topk = r.integer("moe_router_topk");
+  m.expert_ffn_hidden = r.integer("moe_ffn_hidden");
+  m.shared_experts = r.integer("moe_shared_experts", 0);
+  m.shared_ffn_hidden = r.integer("moe_shared_ffn_hidden", 0);
+  m.dense_first_layers = r.integer("moe_dense_first_layers", 0);
+  m.layer_period = r.integer("moe_layer_period", 1);
+  const std::optional<std::string> router = r.text("moe_router");
+  if (router && *router != "softmax" && *router != "sigmoid")
+    throw InputError("metadata: 'moe_router' is '" + *router + "' (expected softmax|sigmoid)");
+  m.router = router == "sigmoid" ? RouterScore::Sigmoid : RouterScore::Softmax;
+  m.router_groups = r.integer("moe_router_groups", 0);
+  m.router_group_topk = r.integer("moe_router_group_topk", 0);
+  m.aux_loss = r.boolean("moe_aux_loss", true);
+  m.mtp_layers = r.integer("mtp_layers", 0);
+  ParallelPlan& p = out.plan;
+  p.ep = r.integer("ep", 1);
+  p.etp = r.integer("etp", 0);
+  p.dispatcher = r.choice("moe_dispatcher", parse_moe_dispatcher(r.text("moe_dispatcher").value_or("")),
+                          MoeDispatcher::AllToAll, "alltoall|allgather|deepep");
+  p.capacity_factor = r.number("moe_capacity_factor", 0);
+  p.moe_imbalance_cv = r.number("moe_imbalance", 0);
+  p.moe_seed = static_cast<uint64_t>(r.integer("moe_seed", 1));
+}
 
 } // namespace
 
@@ -126,6 +223,7 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
   m.vocab = r.integer("vocab");
   m.query_groups = r.integer("num_query_groups", 0);
   m.ffn_hidden = r.integer("ffn_hidden", 0);
+  m.head_size = r.integer("head_size", 0);
   m.activation = r.choice("activation", parse_activation(r.text("activation").value_or("")), Activation::Gelu,
                           "gelu|swiglu|squared-relu");
   m.norm = r.choice("norm", parse_norm(r.text("norm").value_or("")), Norm::LayerNorm, "layernorm|rmsnorm");
@@ -170,6 +268,7 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
   p.fp8_param_gather = r.boolean("fp8_param_gather", false);
   p.grad_reduce_bf16 = r.boolean("grad_reduce_bf16", false);
   p.cross_entropy_fusion = r.boolean("cross_entropy_fusion", false);
+  read_moe_metadata(r, out);
   return out;
 }
 

@@ -227,6 +227,101 @@ void attention_core_backward(OpEmitter& e, const LayerShape& s, Recompute recomp
   e.compute(OpName::AttnScoresDgradK, s);
 }
 
+
+// The dense MLP's backward from its output gradient (after the residual add's): fc2, the activation, fc1. Returns
+// the id of fc1's input-gradient reduction (or -1).
+int64_t dense_mlp_backward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
+{
+  row_parallel_dgrad(e, s, g, OpName::Fc2Dgrad, overlap);
+  e.compute(OpName::Fc2Wgrad, s);
+  if (s.bias)
+    e.compute(OpName::Fc2BiasGrad, s);
+  e.compute(activation_backward_op(s.activation), s);
+  const int32_t bulk_sms = overlapped(s, overlap) ? userbuffers_margin_sms : 0; // TE's bulk dgrad/wgrad overlap
+  return column_parallel_backward(e, s, g, OpName::Fc1Dgrad, OpName::Fc1BiasGrad, OpName::Fc1Wgrad, bulk_sms);
+}
+
+// The shape of the shared experts: a dense TP MLP of their total width.
+LayerShape shared_expert_shape(const LayerShape& s)
+{
+  LayerShape shared = s;
+  shared.f = s.f_shared;
+  shared.moe_layer = false;
+  return shared;
+}
+
+// A token exchange of a MoE layer on `group` (skipped on a group of one rank).
+void moe_exchange(OpEmitter& e, const LayerShape& s, OpName name, CollectiveOp op, int32_t group, int64_t ranks)
+{
+  if (ranks > 1)
+    e.collective(name, op, group, moe_collective_bytes(name, s), compute_stream);
+}
+
+// A MoE layer's MLP block forward after ln2 (Megatron-Core MoELayer with the alltoall dispatcher, token_dispatcher.py
+// MoEAlltoAllTokenDispatcher): router and top-k, permute into expert order, all-to-all to the experts' EP ranks,
+// the expert-TP gather, the local experts' grouped GEMMs, the expert-TP reduce-scatter, all-to-all back, unpermute
+// (weighted sum of the k outputs); then the shared experts as a dense TP MLP and the residual add. The allgather
+// dispatcher gathers the EP group's tokens instead of the all-to-alls and reduce-scatters the outputs.
+void moe_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpCommOverlap overlap)
+{
+  const bool gather = s.dispatcher == MoeDispatcher::AllGather;
+  e.compute(OpName::RouterFwd, s);
+  e.compute(OpName::RouterTopkFwd, s);
+  if (gather)
+    moe_exchange(e, s, OpName::MoeAllGather, CollectiveOp::AllGather, g.ep, s.ep);
+  e.compute(OpName::MoePermuteFwd, s);
+  if (!gather)
+    moe_exchange(e, s, OpName::MoeDispatch, CollectiveOp::AllToAll, g.ep, s.ep);
+  moe_exchange(e, s, OpName::MoeEtpAllGather, CollectiveOp::AllGather, g.etp, s.etp);
+  e.compute(OpName::ExpertFc1Fwd, s);
+  e.compute(OpName::ExpertActFwd, s);
+  e.compute(OpName::ExpertFc2Fwd, s);
+  moe_exchange(e, s, OpName::MoeEtpReduceScatter, CollectiveOp::ReduceScatter, g.etp, s.etp);
+  if (!gather)
+    moe_exchange(e, s, OpName::MoeCombine, CollectiveOp::AllToAll, g.ep, s.ep);
+  e.compute(OpName::MoeUnpermuteFwd, s);
+  if (gather)
+    moe_exchange(e, s, OpName::MoeReduceScatter, CollectiveOp::ReduceScatter, g.ep, s.ep);
+  if (s.f_shared == 0) {
+    e.compute(OpName::DropoutAddFwd, s);
+    return;
+  }
+  const LayerShape shared = shared_expert_shape(s);
+  column_parallel_forward(e, shared, g.tp, OpName::Fc1Fwd, overlap);
+  e.compute(activation_forward_op(shared.activation), shared);
+  row_parallel_forward(e, shared, g.tp, OpName::Fc2Fwd, OpName::DropoutAddFwd, overlap);
+}
+
+// The MoE block's backward from the residual add's gradient: the shared experts, unpermute, the exchanges and
+// the experts in reverse, then permute and the router. Returns the shared experts' input-gradient reduction (or -1).
+int64_t moe_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpCommOverlap overlap)
+{
+  const bool gather = s.dispatcher == MoeDispatcher::AllGather;
+  int64_t reduced = -1;
+  if (s.f_shared > 0)
+    reduced = dense_mlp_backward(e, shared_expert_shape(s), g.tp, overlap);
+  if (gather)
+    moe_exchange(e, s, OpName::MoeAllGather, CollectiveOp::AllGather, g.ep, s.ep);
+  e.compute(OpName::MoeUnpermuteBwd, s);
+  if (!gather)
+    moe_exchange(e, s, OpName::MoeCombineBwd, CollectiveOp::AllToAll, g.ep, s.ep);
+  moe_exchange(e, s, OpName::MoeEtpAllGather, CollectiveOp::AllGather, g.etp, s.etp);
+  e.compute(OpName::ExpertFc2Dgrad, s);
+  e.compute(OpName::ExpertFc2Wgrad, s);
+  e.compute(OpName::ExpertActBwd, s);
+  e.compute(OpName::ExpertFc1Dgrad, s);
+  e.compute(OpName::ExpertFc1Wgrad, s);
+  moe_exchange(e, s, OpName::MoeEtpReduceScatter, CollectiveOp::ReduceScatter, g.etp, s.etp);
+  if (!gather)
+    moe_exchange(e, s, OpName::MoeDispatchBwd, CollectiveOp::AllToAll, g.ep, s.ep);
+  e.compute(OpName::MoePermuteBwd, s);
+  if (gather)
+    moe_exchange(e, s, OpName::MoeReduceScatter, CollectiveOp::ReduceScatter, g.ep, s.ep);
+  e.compute(OpName::RouterTopkBwd, s);
+  e.compute(OpName::RouterDgrad, s);
+  e.compute(OpName::RouterWgrad, s);
+  return reduced;
+}
 } // namespace
 
 LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan)
@@ -248,6 +343,16 @@ LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan)
   s.bias = model.bias;
   s.dropout = model.dropout;
   s.fp8 = plan.fp8;
+  if (model.head_size > 0)
+    s.dh = model.head_size;
+  if (model.mla.enabled()) {
+    s.mla_qk = model.mla.qk_head_dim();
+    s.mla_v = model.mla.v_head_dim;
+    s.mla_q_lora = model.mla.q_lora_rank;
+    s.mla_kv_lora = model.mla.kv_lora_rank;
+    s.mla_rope = model.mla.qk_rope_head_dim;
+    s.g = s.a; // every head has its own key and value (decompressed from the latent)
+  }
   if (model.moe.enabled()) {
     s.experts = model.moe.experts;
     s.experts_per_rank = model.moe.experts / plan.ep;
@@ -255,7 +360,8 @@ LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan)
     s.ep = plan.ep;
     s.etp = plan.expert_tp();
     s.f_expert = model.moe.expert_ffn_hidden / plan.expert_tp();
-    s.f_shared = model.moe.shared_width() / plan.tp;
+    s.f_shared = model.moe.shared_width();
+    s.dispatcher = plan.dispatcher;
     s.gated_experts = model.activation == Activation::SwiGlu;
   }
   s.vocab_per_rank = padded_vocab(model, plan.tp) / plan.tp;
@@ -273,6 +379,10 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g,
   row_parallel_forward(e, s, g.tp, OpName::ProjFwd, OpName::DropoutAddFwd, overlap);
   // MLP block.
   e.compute(OpName::Ln2Fwd, s);
+  if (s.moe_layer) {
+    moe_forward(e, s, g, overlap);
+    return;
+  }
   column_parallel_forward(e, s, g.tp, OpName::Fc1Fwd, overlap);
   e.compute(activation_forward_op(s.activation), s);
   row_parallel_forward(e, s, g.tp, OpName::Fc2Fwd, OpName::DropoutAddFwd, overlap);
@@ -285,14 +395,8 @@ void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g
   // MLP block, from its output back (without dropout the residual add's backward is the identity: no kernel).
   if (s.dropout)
     e.compute(OpName::DropoutAddBwd, s);
-  row_parallel_dgrad(e, s, g, OpName::Fc2Dgrad, overlap);
-  e.compute(OpName::Fc2Wgrad, s);
-  if (s.bias)
-    e.compute(OpName::Fc2BiasGrad, s);
-  e.compute(activation_backward_op(s.activation), s);
   const int32_t bulk_sms = overlapped(s, overlap) ? userbuffers_margin_sms : 0; // TE's bulk dgrad/wgrad overlap
-  int64_t reduced =
-      column_parallel_backward(e, s, g, OpName::Fc1Dgrad, OpName::Fc1BiasGrad, OpName::Fc1Wgrad, bulk_sms);
+  int64_t reduced = s.moe_layer ? moe_backward(e, s, groups, overlap) : dense_mlp_backward(e, s, g, overlap);
   e.compute(OpName::Ln2Bwd, s, after(reduced));
   e.compute(OpName::ResidualBwd, s);
   // Attention block.

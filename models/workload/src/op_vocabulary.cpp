@@ -404,6 +404,9 @@ double moe_collective_bytes(OpName op, const LayerShape& s)
   const double copies = 2.0 * d(s.tokens_outside_tp() * s.topk * s.h); // the rank's routed copies in bf16
   switch (op) {
   case OpName::MoeDispatch:
+    // DeepEP with FP8 dispatches FP8 tokens with one fp32 scale per 128 values (DeepSeek-V3 Section 3.3.2: "we
+    // quantize the activation before MoE up-projections into FP8 and then apply dispatch components").
+    return s.fp8 && s.dispatcher == MoeDispatcher::DeepEp ? copies * (1.0 + 4.0 / 128.0) / 2.0 : copies;
   case OpName::MoeCombine:
   case OpName::MoeCombineBwd:
   case OpName::MoeDispatchBwd: return copies;

@@ -1,5 +1,6 @@
 #include "gputwin/models/workload.hpp"
 
+#include "gputwin/models/expert_load.hpp"
 #include "gputwin/models/layer_ops.hpp"
 #include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/models/parameter_count.hpp"
@@ -161,31 +162,51 @@ class AnalyticLayerOps : public LayerOpSource {
 public:
   // `tp_comm_overlap`: WorkloadOptions::tp_comm_overlap (layer_ops.hpp, TpCommOverlap: the layers' linear GEMMs
   // chunked and overlapped with their TP communication; with t = 1 or without SP nothing changes).
-  AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan, bool tp_comm_overlap = false)
-      : shape_(layer_shape(model, plan)), recompute_(plan.recompute), overlap_{tp_comm_overlap}
+  AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan, bool tp_comm_overlap,
+                   std::shared_ptr<const ExpertLoads> loads)
+      : model_(model), shape_(layer_shape(model, plan)), recompute_(plan.recompute), overlap_{tp_comm_overlap},
+        loads_(std::move(loads))
   {
   }
   void embedding_forward(OpEmitter& e, int32_t g) const override { emit_embedding_forward(e, shape_, g); }
   void embedding_backward(OpEmitter& e, int32_t g) const override { emit_embedding_backward(e, shape_, g); }
-  void layer_forward(OpEmitter& e, const LayerGroups& g) const override { emit_layer_forward(e, shape_, g, overlap_); }
+  void layer_forward(OpEmitter& e, const LayerGroups& g) const override
+  {
+    emit_layer_forward(e, shape_of(e.layer()), g, overlap_);
+  }
   void layer_backward(OpEmitter& e, const LayerGroups& g) const override
   {
+    const LayerShape s = shape_of(e.layer());
     if (recompute_ == Recompute::Full) {
       // Full recompute: the layer's forward again, collectives (and their overlap) included, before its backward.
       const traces::Phase phase = e.phase();
       e.set_phase(traces::Phase::Recompute);
-      emit_layer_forward(e, shape_, g, overlap_);
+      emit_layer_forward(e, s, g, overlap_);
       e.set_phase(phase);
     }
-    emit_layer_backward(e, shape_, g, recompute_, overlap_);
+    emit_layer_backward(e, s, g, recompute_, overlap_);
   }
   void output_forward(OpEmitter& e, int32_t g) const override { emit_output_forward(e, shape_, g); }
   void output_backward(OpEmitter& e, int32_t g) const override { emit_output_backward(e, shape_, g); }
 
 private:
+  // Layer `layer`'s shape: a MoE layer's at the pace of its busiest EP rank (expert_load.hpp).
+  LayerShape shape_of(int32_t layer) const
+  {
+    LayerShape s = shape_;
+    if (layer >= 0 && model_.is_moe_layer(layer)) {
+      s.moe_layer = true;
+      if (const LayerExpertLoad* load = loads_->find(layer))
+        s.expert_load = load->max_rank_load();
+    }
+    return s;
+  }
+
+  GptConfig model_;
   LayerShape shape_;
   Recompute recompute_;
   TpCommOverlap overlap_;
+  std::shared_ptr<const ExpertLoads> loads_;
 };
 
 // One stage's program (stage_program): the --overlap-param-gather buckets, then the stage's forward and backward
@@ -196,11 +217,15 @@ class StageProgramBuilder {
 public:
   StageProgramBuilder(const Workload& w, int64_t stage)
       : w_(w), plan_(w.plan), stage_(stage), shape_(pipeline_shape(plan_)), s_(layer_shape(w.model, plan_)),
-        last_virtual_(plan_.pp * shape_.chunks - 1), tp_(w.tp_group(stage)), layer_groups_{tp_, w.cp_group(stage)},
+        last_virtual_(plan_.pp * shape_.chunks - 1), tp_(w.tp_group(stage)),
+        layer_groups_{tp_, w.cp_group(stage), w.ep_group(stage), w.etp_group(stage)},
         message_bytes_(pipeline_message_bytes(s_)), e_(program_.ops), reduced_(plan_.dp * plan_.cp > 1),
         zero_gather_((plan_.zero_stage == 1 || plan_.zero_stage == 2) && reduced_),
         sharding_(w, stage, e_, program_.ops, dp_ops_),
-        params_(data_parallel_buffer_elements(stage_parameters_per_gpu(w.model, plan_, stage), plan_.dp * plan_.cp))
+        params_(data_parallel_buffer_elements(stage_parameter_split(w.model, plan_, stage).dense, plan_.dp * plan_.cp)),
+        expert_params_(data_parallel_buffer_elements(stage_parameter_split(w.model, plan_, stage).expert,
+                                                     plan_.expert_dp())),
+        edp_(w.edp_group(stage))
   {
     for (int64_t c = 0, offset = 0; c < shape_.chunks; ++c) {
       const int64_t size = chunk_layers(w.model, plan_, stage, c);
@@ -254,16 +279,31 @@ private:
   {
     if (!zero_gather_ || !w_.options.overlap_param_gather)
       return;
-    const int64_t layers = stage_layers(w_.model, plan_, stage_);
-    const int64_t per_layer = layer_parameters_per_gpu(w_.model, plan_.tp);
+    // Dense models: every layer's parameters alike; MoE: each layer's own (dense and expert).
+    auto layer_params = [&](int64_t layer) {
+      return w_.model.moe.enabled() ? layer_parameter_split_per_gpu(w_.model, plan_, layer).total()
+                                    : layer_parameters_per_gpu(w_.model, plan_.tp);
+    };
+    const int64_t expert_total = stage_parameter_split(w_.model, plan_, stage_).expert;
+    int64_t in_layers = 0;
+    for (int64_t chunk = 0; chunk < shape_.chunks; ++chunk)
+      for (int64_t l = 0; l < chunks_[static_cast<size_t>(chunk)].size; ++l)
+        in_layers += layer_params(chunks_[static_cast<size_t>(chunk)].first + l);
+    const int64_t rest = params_ + expert_total - in_layers; // embedding, output layer, norms, padding
     for (int64_t chunk = 0; chunk < shape_.chunks; ++chunk) {
       const ChunkLayers& c = chunks_[static_cast<size_t>(chunk)];
       for (int64_t l = 0; l < c.size; ++l) {
         const int64_t k = c.offset + l;
-        const int64_t bucket_params = k == 0 ? params_ - per_layer * (layers - 1) : per_layer;
-        e_.set_context(traces::Phase::Forward, static_cast<int32_t>(c.first + l), -1, static_cast<int32_t>(chunk));
-        param_gather_[k] = e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
-                                         2.0 * static_cast<double>(bucket_params), param_gather_stream);
+        const int64_t bucket_params = layer_params(c.first + l) + (k == 0 ? rest : 0);
+        const int64_t layer = c.first + l;
+        e_.set_context(traces::Phase::Forward, static_cast<int32_t>(layer), -1, static_cast<int32_t>(chunk));
+        const LayerParameters split = layer_parameter_split_per_gpu(w_.model, plan_, layer);
+        const int64_t dense_params = bucket_params - split.expert; // a MoE layer's experts: their own gather
+        param_gather_[k].push_back(e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
+                                                 2.0 * static_cast<double>(dense_params), param_gather_stream));
+        if (split.expert > 0 && edp_ >= 0)
+          param_gather_[k].push_back(e_.collective(OpName::EdpAllGather, CollectiveOp::AllGather, edp_,
+                                                   2.0 * static_cast<double>(split.expert), param_gather_stream));
       }
     }
   }
@@ -298,7 +338,8 @@ private:
       gathers.end(unit++, first);
       const int64_t bucket = c.offset + l;
       if (!param_gather_.empty() && before < program_.ops.size() && gathered_layers_.insert(bucket).second)
-        program_.ops[before].deps.push_back(param_gather_.at(bucket));
+        for (const int64_t gather : param_gather_.at(bucket))
+          program_.ops[before].deps.push_back(gather);
       if (!input.empty() && before < program_.ops.size()) {
         // The first kernel of the chunk needs the received activation.
         for (const int64_t id : input) // (a loop: GCC 13 warns falsely on insert of a 1-element range)
@@ -376,14 +417,26 @@ private:
 
   // --overlap-grad-reduce (ZeRO-0/1): a layer's data-parallel gradient reduction (all-reduce, or reduce-scatter
   // with ZeRO-1) on the dp stream right after the layer's backward in the chunk's last micro-batch.
+  // MoE layers: the dense part over the dp x cp group, the experts' over the expert data-parallel group.
   void emit_layer_gradient_reduction(int32_t layer, int32_t chunk)
   {
-    const double bytes =
-        gradient_bytes_per_parameter * static_cast<double>(layer_parameters_per_gpu(w_.model, plan_.tp));
+    const LayerParameters split = layer_parameter_split_per_gpu(w_.model, plan_, layer);
     e_.set_context(traces::Phase::Backward, layer, -1, chunk);
+    const int64_t last = e_.last_compute_id();
     dp_ops_.push_back(e_.collective(plan_.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
                                     plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
-                                    w_.dp_group(stage_), bytes, dp_stream, {e_.last_compute_id()}));
+                                    w_.dp_group(stage_), gradient_bytes_per_parameter * static_cast<double>(split.dense),
+                                    dp_stream, {last}));
+    if (split.expert > 0 && edp_ >= 0)
+      dp_ops_.push_back(expert_reduction(gradient_bytes_per_parameter * static_cast<double>(split.expert), {last}));
+  }
+
+  // The expert gradients' reduction over the expert data-parallel group (reduce-scatter with ZeRO-1).
+  int64_t expert_reduction(double bytes, std::vector<int64_t> deps)
+  {
+    return e_.collective(plan_.zero_stage ? OpName::EdpReduceScatter : OpName::EdpAllReduce,
+                         plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, edp_, bytes,
+                         dp_stream, std::move(deps));
   }
 
   // End of the iteration, before the optimizer: the SP-partial and tied-embedding gradient all-reduces, the FP8
@@ -417,11 +470,15 @@ private:
                                           reduced_ ? w_.dp_group(stage_) : tp_, bytes, compute_stream));
     }
     if (reduced_) {
-      if (!w_.options.overlap_grad_reduce && !sharding_.shards_gradients())
+      if (!w_.options.overlap_grad_reduce && !sharding_.shards_gradients()) {
         dp_ops_.push_back(e_.collective(
             plan_.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
             plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, w_.dp_group(stage_),
             gradient_bytes_per_parameter * static_cast<double>(params_), dp_stream, {e_.last_compute_id()}));
+        if (expert_params_ > 0 && edp_ >= 0)
+          dp_ops_.push_back(expert_reduction(gradient_bytes_per_parameter * static_cast<double>(expert_params_),
+                                             {e_.last_compute_id()}));
+      }
       before_step.insert(before_step.end(), dp_ops_.begin(), dp_ops_.end());
     }
     return before_step;
@@ -431,16 +488,27 @@ private:
   // --overlap-param-gather, the all-gather of the updated parameters, and with FP8 the weights' cast.
   void emit_optimizer_step(const std::vector<int64_t>& before_step)
   {
-    const double owned = static_cast<double>(params_) / static_cast<double>(plan_.zero_stage ? plan_.dp * plan_.cp : 1);
+    const double owned =
+        static_cast<double>(params_) / static_cast<double>(plan_.zero_stage ? plan_.dp * plan_.cp : 1) +
+        static_cast<double>(expert_params_) / static_cast<double>(plan_.zero_stage ? plan_.expert_dp() : 1);
     e_.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
-    if (zero_gather_ && !w_.options.overlap_param_gather)
+    if (zero_gather_ && !w_.options.overlap_param_gather) {
       e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
                     2.0 * static_cast<double>(params_), compute_stream);
+      if (expert_params_ > 0 && edp_ >= 0)
+        e_.collective(OpName::EdpAllGather, CollectiveOp::AllGather, edp_, 2.0 * static_cast<double>(expert_params_),
+                      compute_stream);
+    }
     if (plan_.fp8) {
-      // ZeRO-3: each rank casts the shard it updated (its FP8 parameters are gathered as they are).
-      const double layer_weights = static_cast<double>(stage_layers(w_.model, plan_, stage_)) *
-                                   static_cast<double>(layer_parameters_per_gpu(w_.model, plan_.tp)) /
-                                   static_cast<double>(plan_.zero_stage == 3 ? plan_.dp * plan_.cp : 1);
+      // ZeRO-3: each rank casts the shard it updated (its FP8 parameters are gathered as they are). MoE: the
+      // stage's layers' dense and expert weights.
+      const StageParameters split = stage_parameter_split(w_.model, plan_, stage_);
+      const double stage_layer_weights =
+          w_.model.moe.enabled() ? static_cast<double>(split.total())
+                                 : static_cast<double>(stage_layers(w_.model, plan_, stage_)) *
+                                       static_cast<double>(layer_parameters_per_gpu(w_.model, plan_.tp));
+      const double layer_weights =
+          stage_layer_weights / static_cast<double>(plan_.zero_stage == 3 ? plan_.dp * plan_.cp : 1);
       e_.compute(OpName::Fp8WeightCast, fp8_weight_cast_cost(layer_weights));
     }
   }
@@ -465,15 +533,22 @@ private:
   // Elements of the flat buffer the gradients are reduced in and the optimizer steps over, padded to a multiple
   // of the replicas that reduce (and, with ZeRO-1, shard) it: dp x cp.
   int64_t params_;
-  std::map<int64_t, int64_t> param_gather_; // --overlap-param-gather: bucket -> gather op
+  // MoE: the routed experts' parameters of this GPU, in their own buffer padded to a multiple of the expert
+  // data-parallel ranks that reduce (and with ZeRO-1 shard) them over `edp_` (-1: edp = 1, nothing reduced).
+  int64_t expert_params_;
+  int32_t edp_;
+  std::map<int64_t, std::vector<int64_t>> param_gather_; // --overlap-param-gather: bucket -> gather ops
   std::set<int64_t> gathered_layers_;       // buckets whose layer's first forward already waited for them
 };
 
 } // namespace
 
-std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, const ParallelPlan& plan)
+std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, const ParallelPlan& plan,
+                                                        std::shared_ptr<const ExpertLoads> loads)
 {
-  return std::make_shared<AnalyticLayerOps>(model, plan);
+  if (!loads)
+    loads = std::make_shared<const ExpertLoads>(expert_loads(model, plan));
+  return std::make_shared<AnalyticLayerOps>(model, plan, false, std::move(loads));
 }
 
 std::string to_string(GroupKind kind)
@@ -483,6 +558,9 @@ std::string to_string(GroupKind kind)
   case GroupKind::Dp: return "dp";
   case GroupKind::Embedding: return "embedding";
   case GroupKind::Cp: return "cp";
+  case GroupKind::Ep: return "ep";
+  case GroupKind::Etp: return "etp";
+  case GroupKind::Edp: return "edp";
   }
   return "unknown";
 }
@@ -511,13 +589,14 @@ int32_t Workload::stage_rank(int64_t stage) const
 }
 
 Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options,
-                       std::shared_ptr<const LayerOpSource> ops)
+                       std::shared_ptr<const LayerOpSource> ops, std::shared_ptr<const ExpertLoads> loads)
 {
   Workload w;
   w.model = model;
   w.plan = plan;
   w.options = options;
-  w.ops = ops ? std::move(ops) : std::make_shared<AnalyticLayerOps>(model, plan, options.tp_comm_overlap);
+  w.expert_loads = loads ? std::move(loads) : std::make_shared<const ExpertLoads>(expert_loads(model, plan));
+  w.ops = ops ? std::move(ops) : std::make_shared<AnalyticLayerOps>(model, plan, options.tp_comm_overlap, w.expert_loads);
   auto add_group = [&w](GroupKind kind, int64_t stage, std::vector<int32_t> ranks) {
     w.groups.push_back({to_string(kind), std::move(ranks)});
     w.roles.push_back({kind, stage});
@@ -528,6 +607,12 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
     w.dp_groups.push_back(add_group(GroupKind::Dp, stage, dp_group_ranks(plan, stage, 0)));
     if (plan.cp > 1)
       w.cp_groups.push_back(add_group(GroupKind::Cp, stage, cp_group_ranks(plan, stage, 0, 0)));
+    if (model.moe.enabled() && plan.ep > 1)
+      w.ep_groups.push_back(add_group(GroupKind::Ep, stage, ep_group_ranks(plan, stage, 0, 0)));
+    if (model.moe.enabled() && plan.expert_tp() > 1)
+      w.etp_groups.push_back(add_group(GroupKind::Etp, stage, etp_group_ranks(plan, stage, 0, 0)));
+    if (model.moe.enabled() && plan.expert_dp() > 1)
+      w.edp_groups.push_back(add_group(GroupKind::Edp, stage, edp_group_ranks(plan, stage, 0, 0)));
   }
   w.embedding_group_index = add_group(GroupKind::Embedding, -1,
                                       plan.pp > 1 ? std::vector<int32_t>{w.stage_rank(0), w.stage_rank(plan.pp - 1)}

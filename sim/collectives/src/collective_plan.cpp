@@ -15,6 +15,7 @@ public:
   explicit NodeLayout(const topo::ClusterSpec& c) : c_(c) {}
 
   int node(int gpu) const { return gpu / c_.gpus_per_node; }
+  int gpus_per_node() const { return c_.gpus_per_node; }
   int local(int gpu) const { return gpu % c_.gpus_per_node; }
   int pcie_switch(int local_gpu) const
   {
@@ -291,12 +292,32 @@ void add_send_recv_flows(const FlowList& flows, const std::vector<int>& gpus, do
 }
 
 // All-to-all: every GPU sends every other GPU its 1/n of `bytes`.
-void add_all_to_all_flows(const FlowList& flows, const std::vector<int>& gpus, double bytes)
+void add_all_to_all_flows(const FlowList& flows, const NodeLayout& layout, const std::vector<int>& gpus, double bytes,
+                          const CollectiveOptions& options)
 {
   const double n = static_cast<double>(gpus.size());
-  for (const int src : gpus)
-    for (const int dst : gpus)
-      flows.add(src, dst, bytes / n, 1);
+  const std::vector<double>& w = options.rank_weights;
+  for (size_t i = 0; i < gpus.size(); ++i)
+    for (size_t j = 0; j < gpus.size(); ++j) {
+      const double pair = bytes / n * (w.empty() ? 1.0 : w[options.weights_at_sender ? i : j]);
+      const int src = gpus[i], dst = gpus[j];
+      if (!options.two_hop || layout.node(src) == layout.node(dst)) {
+        flows.add(src, dst, pair, 1);
+        continue;
+      }
+      // DeepEP: the relay is the GPU on the sender's rail in the receiver's node (dispatch: RDMA then NVLink;
+      // combine: the reverse, NVLink to the relay on the receiver's rail in the sender's node, then RDMA).
+      const bool combine = options.weights_at_sender;
+      const int relay = combine ? layout.node(src) * layout.gpus_per_node() + layout.local(dst)
+                                : layout.node(dst) * layout.gpus_per_node() + layout.local(src);
+      if (combine) {
+        flows.add(src, relay, pair, 1);
+        flows.add(relay, dst, pair * options.internode_share, 1);
+      } else {
+        flows.add(src, relay, pair * options.internode_share, 1);
+        flows.add(relay, dst, pair, 1);
+      }
+    }
 }
 
 // Every rail carries two of NCCL's channels, one on each tree of the double binary tree over nodes (NCCL doubles
@@ -361,6 +382,8 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   check_gpus(cluster, gpus);
   if (!(bytes >= 0))
     throw std::invalid_argument("collective: bytes must be >= 0");
+  if (!options.rank_weights.empty() && options.rank_weights.size() != gpus.size())
+    throw std::invalid_argument("collective: rank_weights must have one weight per rank");
   const NodeLayout layout(cluster);
   const auto groups = group_by_node(layout, gpus);
   const std::vector<int> rails = channel_rails(layout, groups);
@@ -388,7 +411,7 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   if (op == CollectiveOp::SendRecv)
     add_send_recv_flows(flows, gpus, bytes);
   else if (op == CollectiveOp::AllToAll)
-    add_all_to_all_flows(flows, gpus, bytes);
+    add_all_to_all_flows(flows, layout, gpus, bytes, options);
   else if (plan.choice.algorithm == NcclAlgorithm::Tree)
     add_tree_flows(flows, layout, groups, rails, bytes, channels);
   else

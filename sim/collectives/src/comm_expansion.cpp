@@ -1,5 +1,6 @@
 #include "gputwin/sim/comm_expansion.hpp"
 
+#include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/models/rank_layout.hpp"
 #include "gputwin/sim/userbuffers_cost.hpp"
 
@@ -17,6 +18,32 @@ CommExpander::CommExpander(const topo::ClusterSpec& cluster, const Workload& wor
 CommExpander::CommExpander(const topo::ClusterGraph& graph, const Workload& workload)
     : cluster_(graph.spec()), graph_(&graph), workload_(workload)
 {
+}
+
+double CommExpander::deepep_internode_share(const std::vector<int32_t>& ep_ranks) const
+{
+  std::set<int32_t> nodes;
+  for (const int32_t r : ep_ranks)
+    nodes.insert(r / cluster_.gpus_per_node);
+  const double M = static_cast<double>(nodes.size());
+  const MoeConfig& moe = workload_.model.moe;
+  if (M <= 1 || moe.topk <= 0)
+    return 1.0;
+  // P(a node receives none of a token's choices): k experts of E drawn without replacement, E/M on each node; with
+  // group-limited routing (DeepSeek-V3: n_group groups, topk_group of them per token) the token's groups instead.
+  const bool grouped = moe.router_groups > 0 && moe.router_groups % static_cast<int64_t>(M) == 0;
+  const double pool = grouped ? static_cast<double>(moe.router_groups) : static_cast<double>(moe.experts);
+  const int64_t picks = grouped ? moe.router_group_topk : moe.topk;
+  double none = 1.0;
+  for (int64_t i = 0; i < picks; ++i)
+    none *= std::max(0.0, pool - pool / M - static_cast<double>(i)) / (pool - static_cast<double>(i));
+  // RDMA copies per token (one per node used) over the routed copies that cross to that node (k / M per node).
+  return std::min(1.0, (1.0 - none) * M / static_cast<double>(moe.topk));
+}
+
+bool CommExpander::skewed(const LayerExpertLoad& load) const
+{
+  return std::any_of(load.rank.begin(), load.rank.end(), [](double w) { return w != 1.0; });
 }
 
 std::vector<bool> CommExpander::link_disjoint_copies(const std::vector<std::vector<Flow>>& copy_flows) const
@@ -75,6 +102,21 @@ std::vector<std::vector<int32_t>> CommExpander::copies_of_group(int32_t group) c
       for (int64_t t = 0; t < plan.tp; ++t)
         copies.push_back(cp_group_ranks(plan, role.stage, d, t));
     break;
+  case GroupKind::Ep:
+    for (int64_t d = 0; d < plan.expert_dp(); ++d)
+      for (int64_t t = 0; t < plan.expert_tp(); ++t)
+        copies.push_back(ep_group_ranks(plan, role.stage, t, d));
+    break;
+  case GroupKind::Etp:
+    for (int64_t d = 0; d < plan.expert_dp(); ++d)
+      for (int64_t e = 0; e < plan.ep; ++e)
+        copies.push_back(etp_group_ranks(plan, role.stage, e, d));
+    break;
+  case GroupKind::Edp:
+    for (int64_t e = 0; e < plan.ep; ++e)
+      for (int64_t t = 0; t < plan.expert_tp(); ++t)
+        copies.push_back(edp_group_ranks(plan, role.stage, t, e));
+    break;
   }
   return copies;
 }
@@ -84,7 +126,25 @@ const CommWork& CommExpander::collective(const traces::Op& op)
   // --tp-comm-overlap's chunk ops are TE userbuffers transfers, costed as such (userbuffers_cost.hpp); every other
   // collective is a NCCL call.
   const UserbuffersOp ub = userbuffers_op(op);
-  const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes, static_cast<int>(ub));
+  // A MoE token all-to-all under imbalance: per-pair bytes from the layer's EP-rank loads (expert_load.hpp).
+  CollectiveOptions options;
+  int skew = 0; // 0: even; 1: receiver-weighted (dispatch); 2: sender-weighted (combine)
+  if (op.collective == CollectiveOp::AllToAll && workload_.role(op.group).kind == GroupKind::Ep) {
+    const std::optional<OpName> name = parse_op_name(op.name);
+    options.weights_at_sender = name == OpName::MoeCombine || name == OpName::MoeDispatchBwd;
+    if (workload_.plan.dispatcher == MoeDispatcher::DeepEp) {
+      options.two_hop = true;
+      options.internode_share = deepep_internode_share(copies_of_group(op.group).front());
+      skew = options.weights_at_sender ? 2 : 1;
+    }
+    if (const LayerExpertLoad* load = workload_.expert_loads ? workload_.expert_loads->find(op.layer) : nullptr;
+        load != nullptr && skewed(*load)) {
+      options.rank_weights = load->rank;
+      skew = options.weights_at_sender ? 2 : 1;
+    }
+  }
+  const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes,
+                                   static_cast<int>(ub) + 16 * skew + 64 * (skew ? op.layer : 0));
   const auto found = collectives_.find(key);
   if (found != collectives_.end())
     return found->second;
@@ -95,7 +155,7 @@ const CommWork& CommExpander::collective(const traces::Op& op)
     if (c > 0 && within_one_node(copies[c]))
       continue; // link-disjoint from every other copy: represented by copy 0
     const std::vector<int> gpus(copies[c].begin(), copies[c].end());
-    plans[c] = ub == UserbuffersOp::None ? plan_collective(cluster_, op.collective, gpus, op.bytes)
+    plans[c] = ub == UserbuffersOp::None ? plan_collective(cluster_, op.collective, gpus, op.bytes, options)
                                          : plan_userbuffers(cluster_, ub, gpus, op.bytes);
   }
   std::vector<bool> disjoint;

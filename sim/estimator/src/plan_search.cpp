@@ -37,6 +37,57 @@ bool is_valid(const GptConfig& model, const ParallelPlan& plan)
   }
 }
 
+// One shape of enumerate_shapes: counted when valid, then the lowest ZeRO stage tried (1, or with `sharded` 1, 2, 3)
+// with its cheapest recompute that fits `hbm_bytes`; the least-memory plan of all kept in out.smallest.
+void fit_shape(const GptConfig& model, ParallelPlan plan, int64_t hbm_bytes, const SearchSpace& space, bool sharded,
+               PlanEnumeration& out, bool& have_smallest)
+{
+  const int64_t dp = plan.dp, cp = plan.cp, pp = plan.pp;
+  if (!is_valid(model, plan))
+    return;
+  ++out.shapes;
+  const std::vector<int> zero_stages =
+      sharded && dp * cp > 1 && pp == 1 ? std::vector<int>{1, 2, 3} : std::vector<int>{plan.zero_stage};
+  bool fitted = false;
+  for (const int zero : zero_stages) {
+    plan.zero_stage = zero;
+    plan.fp8_param_gather = space.fp8 && zero == 3; // ZeRO-3 gathers FP8 parameters (validate_plan)
+    if (fitted || !is_valid(model, plan))
+      continue;
+    const WorkloadOptions options = space.overlaps ? applicable_overlaps(plan) : WorkloadOptions{};
+    for (const Recompute recompute : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      plan.recompute = recompute;
+      const int64_t peak = busiest_stage_memory(model, plan).total_bytes;
+      if (!have_smallest || peak < out.smallest.peak_memory_bytes) {
+        out.smallest = {plan, peak, options};
+        have_smallest = true;
+      }
+      if (peak <= hbm_bytes) {
+        out.fitting.push_back({plan, peak, options});
+        fitted = true;
+        break;
+      }
+    }
+  }
+  if (!fitted)
+    ++out.too_big;
+}
+
+// The expert layouts (ep, etp) a search tries: for a MoE model every ep dividing the experts and, with etp 1 or
+// etp = tp (Megatron-Core's two common choices), the stage's tp x cp x dp ranks; a dense model: (1, 0).
+std::vector<std::pair<int64_t, int64_t>> expert_layouts(const GptConfig& model, const ParallelPlan& plan)
+{
+  if (!model.moe.enabled())
+    return {{1, 0}};
+  std::vector<std::pair<int64_t, int64_t>> layouts;
+  const int64_t ranks = plan.tp * plan.cp * plan.dp;
+  for (const int64_t ep : divisors(model.moe.experts))
+    for (const int64_t etp : plan.tp > 1 ? std::vector<int64_t>{1, plan.tp} : std::vector<int64_t>{1})
+      if (ranks % (ep * etp) == 0 && model.moe.expert_ffn_hidden % etp == 0)
+        layouts.emplace_back(ep, etp);
+  return layouts;
+}
+
 // The enumeration of enumerate_plans; `sharded`: with pp = 1 and dp x cp > 1, where ZeRO-1 does not fit even with
 // full recompute, ZeRO-2, else ZeRO-3 -- the lowest stage that fits, with its cheapest recompute.
 PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t gpus_per_node,
@@ -78,34 +129,11 @@ PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t g
           plan.zero_stage = dp * cp > 1 ? 1 : 0;
           plan.attention = space.attention;
           plan.fp8 = space.fp8;
-          if (!is_valid(model, plan))
-            continue;
-          ++out.shapes;
-          const std::vector<int> zero_stages =
-              sharded && dp * cp > 1 && pp == 1 ? std::vector<int>{1, 2, 3} : std::vector<int>{plan.zero_stage};
-          bool fitted = false;
-          for (const int zero : zero_stages) {
-            plan.zero_stage = zero;
-            plan.fp8_param_gather = space.fp8 && zero == 3; // ZeRO-3 gathers FP8 parameters (validate_plan)
-            if (fitted || !is_valid(model, plan))
-              continue;
-            const WorkloadOptions options = space.overlaps ? applicable_overlaps(plan) : WorkloadOptions{};
-            for (const Recompute recompute : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-              plan.recompute = recompute;
-              const int64_t peak = busiest_stage_memory(model, plan).total_bytes;
-              if (!have_smallest || peak < out.smallest.peak_memory_bytes) {
-                out.smallest = {plan, peak, options};
-                have_smallest = true;
-              }
-              if (peak <= hbm_bytes) {
-                out.fitting.push_back({plan, peak, options});
-                fitted = true;
-                break;
-              }
-            }
+          for (const auto& [ep, etp] : expert_layouts(model, plan)) {
+            plan.ep = ep;
+            plan.etp = etp;
+            fit_shape(model, plan, hbm_bytes, space, sharded, out, have_smallest);
           }
-          if (!fitted)
-            ++out.too_big;
         }
       }
     }

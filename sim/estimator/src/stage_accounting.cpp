@@ -15,6 +15,8 @@ void StageAccounting::op(const traces::Op& op, double start, double end)
       times_.pipeline_compute_s += end - start;
   } else if (op.is_communication()) {
     times_.exposed_comm_s += end - start;
+    if (op.name.compare(0, 4, "moe.") == 0)
+      times_.moe_exchange_s += end - start;
     if (record_spans_)
       times_.exposed_spans.push_back(ExposedSpan{start, end, op.id});
     if (in_pipeline && started_)
@@ -39,6 +41,8 @@ void StageAccounting::wait(const traces::RankProgram& program, const traces::Op&
   if (collective == op.deps.end())
     return;
   times_.exposed_comm_s += start - wait_start;
+  if (program.ops[static_cast<size_t>(*collective)].name.compare(0, 4, "moe.") == 0)
+    times_.moe_exchange_s += start - wait_start;
   if (record_spans_)
     times_.exposed_spans.push_back(ExposedSpan{wait_start, start, *collective});
   if (started_ && op.phase != traces::Phase::Optimizer)

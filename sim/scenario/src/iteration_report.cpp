@@ -1,6 +1,8 @@
 #include "gputwin/sim/iteration_report.hpp"
 
+#include "gputwin/models/expert_load.hpp"
 #include "gputwin/models/flops.hpp"
+#include "gputwin/models/rank_layout.hpp"
 #include <stdexcept>
 #include <type_traits>
 
@@ -36,6 +38,16 @@ IterationReport iteration_report(const GptConfig& model, const ParallelPlan& pla
   }
   r.simulated_events = result.executed_ops + result.simulated_flows;
   r.simulated_programs = static_cast<int64_t>(result.programs.size());
+  if (model.moe.enabled()) {
+    const ExpertLoads loads = expert_loads(model, plan);
+    r.moe = true;
+    r.moe_exchange_s = result.stages.empty() ? 0 : result.stages.front().moe_exchange_s;
+    r.moe_max_rank_load = loads.max_rank_load();
+    r.moe_expert_maxvio = loads.max_expert_violation();
+    r.moe_dropped_fraction = loads.dropped_fraction;
+    r.moe_slowest_ep_index = loads.slowest_rank();
+    r.moe_slowest_rank = expert_global_rank(plan, {0, 0, r.moe_slowest_ep_index, 0});
+  }
   return r;
 }
 
@@ -63,37 +75,67 @@ void visit_members(Report& r, Visit&& visit)
   visit("simulated_programs", r.simulated_programs);
 }
 
+// The MoE members, written (and read) as the object "moe" only for a model with experts.
+template <typename Report, typename Visit>
+void visit_moe_members(Report& r, Visit&& visit)
+{
+  visit("exchange_s", r.moe_exchange_s);
+  visit("max_rank_load", r.moe_max_rank_load);
+  visit("expert_maxvio", r.moe_expert_maxvio);
+  visit("dropped_fraction", r.moe_dropped_fraction);
+  visit("slowest_ep_index", r.moe_slowest_ep_index);
+  visit("slowest_rank", r.moe_slowest_rank);
+}
+
 } // namespace
 
 void write_iteration_report(traces::JsonWriter& json, const IterationReport& report)
 {
   json.begin_object();
   visit_members(report, [&](const char* name, const auto& value) { json.field(name, value); });
+  if (report.moe) {
+    json.key("moe");
+    json.begin_object();
+    visit_moe_members(report, [&](const char* name, const auto& value) { json.field(name, value); });
+    json.end_object();
+  }
   json.end_object();
 }
+
+namespace {
+
+// Reads member `name` of `object` into `value` (a string, a double or an integer).
+template <typename T>
+void read_member(const traces::JsonValue& object, const char* name, T& value)
+{
+  const traces::JsonValue* member = object.find(name);
+  if (member == nullptr)
+    throw std::runtime_error(std::string("iteration report: member '") + name + "' missing");
+  if constexpr (std::is_same_v<T, std::string>) {
+    value = member->text;
+  } else if constexpr (std::is_same_v<T, double>) {
+    const std::optional<double> v = member->as_double();
+    if (!v)
+      throw std::runtime_error(std::string("iteration report: member '") + name + "' is not a number");
+    value = *v;
+  } else {
+    const std::optional<int64_t> v = member->as_int64();
+    if (!v)
+      throw std::runtime_error(std::string("iteration report: member '") + name + "' is not an integer");
+    value = *v;
+  }
+}
+
+} // namespace
 
 IterationReport read_iteration_report(const traces::JsonValue& root)
 {
   IterationReport report;
-  visit_members(report, [&](const char* name, auto& value) {
-    const traces::JsonValue* member = root.find(name);
-    if (member == nullptr)
-      throw std::runtime_error(std::string("iteration report: member '") + name + "' missing");
-    using T = std::decay_t<decltype(value)>;
-    if constexpr (std::is_same_v<T, std::string>) {
-      value = member->text;
-    } else if constexpr (std::is_same_v<T, double>) {
-      const std::optional<double> v = member->as_double();
-      if (!v)
-        throw std::runtime_error(std::string("iteration report: member '") + name + "' is not a number");
-      value = *v;
-    } else {
-      const std::optional<int64_t> v = member->as_int64();
-      if (!v)
-        throw std::runtime_error(std::string("iteration report: member '") + name + "' is not an integer");
-      value = *v;
-    }
-  });
+  visit_members(report, [&](const char* name, auto& value) { read_member(root, name, value); });
+  if (const traces::JsonValue* moe = root.find("moe")) {
+    report.moe = true;
+    visit_moe_members(report, [&](const char* name, auto& value) { read_member(*moe, name, value); });
+  }
   return report;
 }
 

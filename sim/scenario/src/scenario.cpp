@@ -40,7 +40,7 @@ void check_fp8_supported(const ParallelPlan& plan, const topo::ClusterSpec& clus
 {
   if (plan.fp8 && !(cluster.gpu.peak_fp8_flops > 0))
     throw InputError("--fp8: the " + cluster.gpu.kind + " of " + cluster.name +
-                     " has no FP8 tensor cores (expected an H100 or H200 cluster, or a cluster file with "
+                     " has no FP8 tensor cores (expected an H100, H200 or B200 cluster, or a cluster file with "
                      "gpu.peak_fp8_tflops)");
 }
 

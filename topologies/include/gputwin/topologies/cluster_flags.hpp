@@ -1,7 +1,7 @@
 #pragma once
 // The cluster flags every simulator subcommand shares (`gputwin topo`, `gputwin collective`, ...):
 //
-//   --cluster NAME|FILE   built-in cluster (dgx-a100, dgx-h100, dgx-h200) or a cluster .yaml file; default dgx-a100
+//   --cluster NAME|FILE   built-in cluster (dgx-a100, dgx-b200, dgx-h100, dgx-h200, ...) or a cluster .yaml file; default dgx-a100
 //   --nodes N             number of nodes (default: the file's `nodes`)
 //   --set KEY=VALUE       override a field of the cluster file before it is validated (repeatable)
 //   --degrade-link NAME=FACTOR, --fail-link NAME, --fail-nic NODE:NIC   faults on top of the file (repeatable;

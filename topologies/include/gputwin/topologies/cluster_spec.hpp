@@ -125,7 +125,7 @@ struct ClusterSpec {
   int gpus() const { return nodes * gpus_per_node; }
 };
 
-// Names of the built-in clusters: "dgx-a100, dgx-h100, dgx-h200".
+// Names of the built-in clusters: "dgx-a100, dgx-b200, dgx-h100, ...".
 std::string builtin_cluster_names();
 
 // Loads a built-in cluster by name or a cluster YAML file by path, sizes it to `nodes` (> 0; 0 keeps the

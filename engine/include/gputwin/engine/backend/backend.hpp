@@ -193,6 +193,32 @@ public:
                                       const Tensor& row_max, const Tensor& sum_exp, int64_t rows, int64_t cols,
                                       int64_t valid_cols, int64_t vocab_start, float scale) = 0;
 
+  // Mixture of experts (Megatron-Core moe/router.py and moe_utils.py). The defaults throw: a backend without
+  // these kernels cannot run a MoE model (train refuses it first, backend_factory.hpp).
+  // Softmax router top-k (Mixtral): probs (tokens, experts) f32 = the softmax of each logits row; indices
+  // (tokens, topk) i32 = the k most probable experts in descending order (the lower index first on a tie);
+  // weights (tokens, topk) f32 = their probabilities normalised to sum 1.
+  virtual void router_topk_forward(Tensor& probs, Tensor& indices, Tensor& weights, const Tensor& logits,
+                                   int64_t tokens, int64_t experts, int64_t topk);
+  // d_logits (tokens, experts) f32 from d_weights (tokens, topk): through the normalisation and the softmax.
+  virtual void router_topk_backward(Tensor& d_logits, const Tensor& d_weights, const Tensor& probs,
+                                    const Tensor& indices, const Tensor& weights, int64_t tokens, int64_t experts,
+                                    int64_t topk);
+  // permuted (tokens x topk, h): row positions[t topk + j] = row t of in (the routed copies in expert order).
+  virtual void moe_permute_forward(Tensor& permuted, const Tensor& in, const Tensor& positions, int64_t tokens,
+                                   int64_t topk, int64_t h);
+  // d_in (tokens, h) f32 = the sum over j = 0..topk-1, in order, of row positions[t topk + j] of d_permuted.
+  virtual void moe_permute_backward(Tensor& d_in, const Tensor& d_permuted, const Tensor& positions, int64_t tokens,
+                                    int64_t topk, int64_t h);
+  // out (tokens, h) f32 = the sum over j, in order, of weights[t, j] x row positions[t topk + j] of expert_out.
+  virtual void moe_unpermute_forward(Tensor& out, const Tensor& expert_out, const Tensor& weights,
+                                     const Tensor& positions, int64_t tokens, int64_t topk, int64_t h);
+  // d_expert_out row positions[t topk + j] = weights[t, j] d_out row t; d_weights[t, j] (f32) = d_out row t .
+  // row positions[t topk + j] of expert_out (summed in index order).
+  virtual void moe_unpermute_backward(Tensor& d_expert_out, Tensor& d_weights, const Tensor& d_out,
+                                      const Tensor& expert_out, const Tensor& weights, const Tensor& positions,
+                                      int64_t tokens, int64_t topk, int64_t h);
+
   // One Adam step (Kingma & Ba, with bias correction; decoupled weight decay) on n fp32 master weights.
   // `step` counts from 1.
   virtual void adam_step(Tensor& master, Tensor& momentum, Tensor& variance, const Tensor& grad, int64_t n,

@@ -2,6 +2,7 @@
 // Backends by kind, for --backend.
 
 #include "gputwin/engine/backend/backend.hpp"
+#include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"
 
 #include <memory>
@@ -22,5 +23,7 @@ void check_backend_available(BackendKind kind);
 // Throws InputError naming the flag when backend `kind` cannot run `plan`: `--attention flash` needs a fused
 // attention kernel, which the CUDA backend does not have yet.
 void check_backend_supports_plan(BackendKind kind, const ParallelPlan& plan);
+// Throws InputError for a model the backend has no kernels for (mixture of experts: the CPU backend only).
+void check_backend_supports_model(BackendKind kind, const GptConfig& model);
 
 } // namespace gputwin::engine

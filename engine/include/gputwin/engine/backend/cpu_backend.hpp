@@ -61,6 +61,19 @@ public:
   void cross_entropy_backward(Tensor& d_logits, const Tensor& logits, const Tensor& targets, const Tensor& row_max,
                               const Tensor& sum_exp, int64_t rows, int64_t cols, int64_t valid_cols,
                               int64_t vocab_start, float scale) override;
+  void router_topk_forward(Tensor& probs, Tensor& indices, Tensor& weights, const Tensor& logits, int64_t tokens,
+                           int64_t experts, int64_t topk) override;
+  void router_topk_backward(Tensor& d_logits, const Tensor& d_weights, const Tensor& probs, const Tensor& indices,
+                            const Tensor& weights, int64_t tokens, int64_t experts, int64_t topk) override;
+  void moe_permute_forward(Tensor& permuted, const Tensor& in, const Tensor& positions, int64_t tokens, int64_t topk,
+                           int64_t h) override;
+  void moe_permute_backward(Tensor& d_in, const Tensor& d_permuted, const Tensor& positions, int64_t tokens,
+                            int64_t topk, int64_t h) override;
+  void moe_unpermute_forward(Tensor& out, const Tensor& expert_out, const Tensor& weights, const Tensor& positions,
+                             int64_t tokens, int64_t topk, int64_t h) override;
+  void moe_unpermute_backward(Tensor& d_expert_out, Tensor& d_weights, const Tensor& d_out, const Tensor& expert_out,
+                              const Tensor& weights, const Tensor& positions, int64_t tokens, int64_t topk,
+                              int64_t h) override;
   void adam_step(Tensor& master, Tensor& momentum, Tensor& variance, const Tensor& grad, int64_t n,
                  const AdamHyper& hyper, int64_t step) override;
   void add(Tensor& out, const Tensor& a, const Tensor& b, int64_t n) override;

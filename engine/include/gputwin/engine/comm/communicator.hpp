@@ -47,6 +47,14 @@ public:
   // Throws CommError if its size is not `bytes`.
   virtual int64_t recv(void* data, int64_t bytes, int peer, int64_t tag) = 0;
   virtual void barrier() = 0;
+  // All-to-all(-v) (mixture-of-experts token exchange): this member's `in` holds send_bytes[j] bytes for member
+  // j, one block after the other in member order; `out` receives recv_bytes[j] bytes from member j the same way
+  // (recv_bytes[j] must be what member j sends here). The default goes through send/recv (host memory, tag
+  // all_to_all_tag, so it may not interleave with another all-to-all of the same members); InProcessWorld
+  // copies directly.
+  virtual void all_to_all_v(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                            const std::vector<int64_t>& recv_bytes);
+  static constexpr int64_t all_to_all_tag = -0x4d6f45; // reserved: no pipeline message uses a negative tag
 };
 
 } // namespace gputwin::engine

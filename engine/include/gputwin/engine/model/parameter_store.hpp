@@ -34,6 +34,9 @@ struct ParameterSpec {
   // Rows including padding when rows are split (dim 0, one block), as Megatron-LM pads the vocabulary to a
   // multiple of 128 t; 0: rows split evenly (rounded up). Padding rows are zero and never real tokens.
   int64_t padded_rows = 0;
+  // A routed expert's parameter (mixture of experts): held by its EP rank only, its gradient reduced over the
+  // expert data-parallel group instead of dp; the flat buffers hold every expert parameter after the dense ones.
+  bool expert = false;
 };
 
 struct Parameter {
@@ -60,6 +63,8 @@ public:
   std::vector<float> finalize(RankContext& ctx, int64_t padded_elements);
 
   int64_t total_elements() const { return total_; }
+  // Elements of the dense parameters: [0, dense_elements()) of the flat buffers (the expert ones follow).
+  int64_t dense_elements() const;
   std::deque<Parameter>& parameters() { return parameters_; }
   const std::deque<Parameter>& parameters() const { return parameters_; }
   Tensor& weights() { return weights_; }

@@ -11,7 +11,10 @@
 // (models/layer_ops.cpp). The residual stream x, r1, y is (s/t, b, h) with SP and (s, b, h) without; tensors
 // inside the TP blocks are (s, b, cols/t). Every activation is bf16 (masks u8); gradients are fp32.
 
+#include "gputwin/engine/model/moe_mlp.hpp"
 #include "gputwin/engine/model/norm.hpp"
+
+#include <memory>
 #include "gputwin/engine/model/parameter_store.hpp"
 
 namespace gputwin::engine {
@@ -37,9 +40,12 @@ struct LayerActivations {
   Tensor fc1_out;       // (s, b, 4h/t) GeLU input (SwiGLU: (s, b, 2F/t) [gate|up])  8 sbh / t
   Tensor act_out;       // (s, b, 4h/t) GeLU (SwiGLU: (s, b, F/t)) output, fc2 input  8 sbh / t
   Tensor drop2_mask;    // (s_l, b, h) MLP-output dropout mask, u8                  sbh
+  MoeActivations moe;   // a MoE layer's MLP block (instead of fc1_out, act_out)
 
   // Bytes of the tensors currently held.
   int64_t bytes() const;
+  // Every tensor, the MoE block's included.
+  std::vector<Tensor*> tensors();
 };
 
 class TransformerLayer {
@@ -72,6 +78,10 @@ private:
   // dropout the plain residual add); returns y (bf16).
   Tensor bias_dropout_residual(Tensor partial_full, const Parameter* bias, const Tensor& residual, Tensor& mask,
                                int64_t micro_batch, int site);
+  // The same after the reduction: out (s_l, b, h) is this rank's (a MoE block's output, which needs none).
+  Tensor dropout_residual(Tensor out, const Parameter* bias, const Tensor& residual, Tensor& mask, int64_t micro_batch,
+                          int site);
+
   // The attention core's sizes on this rank, and RoPE's over them (positions: the whole sequence of a sample).
   AttentionDims attention_dims() const;
   RopeDims rope_dims() const;
@@ -93,7 +103,8 @@ private:
   NormParameters ln1_, ln2_;
   // The biases are null without biases (GptConfig::bias).
   Parameter *qkv_weight_, *qkv_bias_, *proj_weight_, *proj_bias_;
-  Parameter *fc1_weight_, *fc1_bias_, *fc2_weight_, *fc2_bias_;
+  Parameter *fc1_weight_ = nullptr, *fc1_bias_ = nullptr, *fc2_weight_ = nullptr, *fc2_bias_ = nullptr;
+  std::unique_ptr<MoeMlp> moe_; // a MoE layer (GptConfig::is_moe_layer): the MLP block's router and experts
 };
 
 } // namespace gputwin::engine

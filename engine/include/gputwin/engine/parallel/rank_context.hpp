@@ -43,6 +43,9 @@ public:
   TracedComm tp;                       // tensor-parallel group (stream TensorParallel)
   TracedComm dp;                       // data-parallel group (stream DataParallel)
   TracedComm embedding;                // first and last stage, tied word embedding (stream DataParallel)
+  TracedComm ep;                       // mixture of experts: the expert-parallel group (token all-to-alls, stream
+                                       // Compute as the workload generator places them)
+  TracedComm edp;                      // ... the expert data-parallel group (expert gradients, stream DataParallel)
   std::unique_ptr<Communicator> world; // point-to-point between pipeline stages
 
   int64_t iteration = 0; // counts from 0; part of every dropout key

@@ -35,6 +35,16 @@ public:
   void all_gather(const Tensor& in, const Tensor& out, int64_t count, const std::string& name);
   // out (count) = the sum of every member's block `rank` of `in` (size x count).
   void reduce_scatter(const Tensor& in, const Tensor& out, int64_t count, const std::string& name);
+  // All-to-all(-v) of rows of `row_elements` elements (mixture-of-experts dispatch and combine): send_rows[j]
+  // rows of `in` (in member order) to member j, recv_rows[j] rows from member j into `out`. Recorded as an
+  // AllToAll of `trace_bytes` (the vocabulary's size of the op, models/op_vocabulary.hpp).
+  void all_to_all_v(const Tensor& in, const std::vector<int64_t>& send_rows, const Tensor& out,
+                    const std::vector<int64_t>& recv_rows, int64_t row_elements, double trace_bytes,
+                    const std::string& name);
+  // The token counts before a dispatch: member j gets this member's send[j x per_peer, (j + 1) x per_peer);
+  // returns the size x per_peer counts received, member by member. Host metadata over the point-to-point
+  // messages, not an op of the trace (the workload generator has none: Megatron's count exchange is tiny).
+  std::vector<int64_t> exchange_counts(const std::vector<int64_t>& send, int64_t per_peer);
 
 private:
   void copy_alone(const Tensor& in, const Tensor& out, int64_t bytes);

@@ -30,6 +30,7 @@ public:
 
 private:
   void all_reduce_sp_partial_gradients();
+  void reduce_dense_and_expert_gradients();
   RankContext& ctx_;
   ParameterStore& store_;
   int64_t shard_elements_, shard_offset_; // the part of the flat buffer this rank updates

@@ -9,16 +9,31 @@
 
 namespace gputwin {
 
-// Forward FLOPs of one transformer layer for B samples: the four linears, 2 B s (h (h + 2 g d) + h^2 + h F' + F h)
-// (F' = F, or 2F with SwiGLU), + 4 B s^2 h (Q K^T and attention over V, dense). The paper's GPT: 24 B s h^2 +
-// 4 B s^2 h.
+// Forward FLOPs of one transformer layer for B samples: the four linears, 2 B s (h (a d + 2 g d) + a d h + h F' +
+// F h) (F' = F, or 2F with SwiGLU), + 4 B s^2 a d (Q K^T and attention over V, dense); a d = h unless the head size
+// is set (GptConfig::head_size: Qwen3, gpt-oss). The paper's GPT: 24 B s h^2 + 4 B s^2 h.
+// With MLA (model.mla) the attention linears are Megatron's MLA count (flops.cpp) and the core 4 B s^2 hc; for a
+// MoE model this is one of its dense layers (MLP of width F).
 double layer_forward_flops(const GptConfig& model, int64_t samples);
+
+// Forward FLOPs of transformer layer `layer` (global index) for B samples: a dense layer as above, or a MoE layer
+// with its MLP replaced by the top-k routed experts 2 k (h F_e' + F_e h), the shared experts 2 (h F_s' + F_s h)
+// and the router 2 h E per token (Megatron-LM megatron/training/training.py num_floating_point_operations, NVIDIA/
+// Megatron-LM d98e8a6, counts the same experts at top-k and omits the router).
+double layer_forward_flops(const GptConfig& model, int64_t samples, int64_t layer);
+
+// The width hc of the attention core: Q K^T and attention over V take 4 B s^2 hc forward (dense). MHA/GQA: a d;
+// MLA: a (d_nope + d_rope + d_v) / 2 (Q K^T over d_nope + d_rope, the values d_v wide).
+double attention_core_width(const GptConfig& model);
 
 // Forward FLOPs of the output layer (logits) for B samples: 2 B s h v.
 double logits_forward_flops(const GptConfig& model, int64_t samples);
 
 // Model FLOPs per iteration of `global_batch` samples: forward + backward (= 2 x forward) of every layer and
-// the logits, 72 B L s h^2 (1 + s/(6h) + v/(12 h L)). Independent of how the work is executed.
+// the logits, 72 B L s h^2 (1 + s/(6h) + v/(12 h L)). Independent of how the work is executed. Mixture of experts
+// and MLA: every layer by layer_forward_flops(model, B, layer); each MTP module (DeepSeek-V3) adds a layer like
+// the last one, its eh_proj 2h -> h and another logits, as Megatron's num_floating_point_operations counts them.
+// The attention core stays dense (s^2, not halved for the causal mask as Megatron-Core now counts it, see below).
 double model_flops_per_iteration(const GptConfig& model, int64_t global_batch);
 
 // FLOPs the hardware executes, including recompute, with the unfused attention core:

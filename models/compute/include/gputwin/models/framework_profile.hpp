@@ -38,6 +38,13 @@ struct FrameworkProfile {
   // around batch_isend_irecv), and before the optimizer (the inf/NaN check and gradient norm read on the host).
   bool sync_after_p2p = false;
   bool sync_before_optimizer = false;
+  // Megatron-Core's MoE token dispatchers read the routed token counts on the host in every MoE layer's forward
+  // (megatron/core/transformer/moe/token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess: the counts are copied
+  // device-to-host after the router and `d2h_event.synchronize()` runs at cuda_sync_point, "before_ep_alltoall" with
+  // ep or tp > 1, "before_permutation_1" with a capacity factor, "before_finish" otherwise -- the all-to-all's
+  // split sizes and the grouped GEMM's per-expert sizes are host values): the host waits for the router's
+  // top-k before it issues the rest of the layer.
+  bool sync_at_moe_routing = false;
   // Megatron-Core's `overlap_p2p_comm`, on by default with virtual pipeline stages (megatron/training/arguments.py
   // `--no-overlap-p2p-communication`; argument_utils.py sets batch_p2p_comm = not overlap_p2p_comm): in the
   // interleaved schedule the sends and receives are individual isend/irecv whose handles the schedule waits on
@@ -104,6 +111,7 @@ struct HostOpClass {
   // interleaved schedule runs the steady state's forward and backward back to back and exchanges both steps'
   // tensors afterwards in one call (send_forward_backward_recv_forward_backward), so no sync falls between them.
   bool forward_to_backward = false;
+  bool moe_routing = false;   // a MoE layer's router top-k in forward or recompute (sync_at_moe_routing)
   bool in_layer = false;      // a kernel, GEMM or collective of a transformer layer's forward, recompute or backward
   bool starts_layer = false;  // ... the first of its (layer, micro-batch, chunk, direction) group
   // An attention softmax whose shape the fused softmax kernel does not support, forward (or recompute) or backward.

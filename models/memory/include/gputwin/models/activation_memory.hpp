@@ -43,8 +43,9 @@ namespace gputwin {
 //   outside the TP regions (split by t with SP):  4 sbh (two norm inputs; LayerNorm or RMSNorm alike)
 //                                                 + 2 x 2 sbh (the two norm outputs, QKV's and fc1's inputs)
 //                                                 + 2 sbh (the two residual dropout masks, with dropout only)
-//   inside (split by t):                          2 sbh (Q) + 4 s b g d (K and V of the g query groups)
-//                                                 + 2 sbh (the attention output, the projection's input)
+//   inside (split by t):                          2 s b a d (Q) + 4 s b g d (K and V of the g query groups)
+//                                                 + 2 s b a d (the attention output, the projection's input)
+//                                                   (a d = h unless the head size is set: Qwen3, gpt-oss)
 //                                                 + 2 s b F' (fc1's output, F' = F, or 2F for SwiGLU's gate and up)
 //                                                 + 2 s b F (the activation's output, fc2's input)
 //                                                 + the attention core: unfused 2 a s^2 b (softmax output) + 3 a s^2 b
@@ -72,7 +73,23 @@ namespace gputwin {
 //                                               (core/fusions/fused_bias_swiglu.py)
 // which is the per-layer formula above plus the norms' fp32 statistics (4 s b each, 8 with LayerNorm) and, with
 // FP8, the attention output's FP8 copy (s b h). Dropout of 0 stores no mask (PyTorch returns its input).
+// (For a MoE model: one of its dense layers. MLA replaces Q, K, V and the attention output by their head dims,
+// a (d_nope + d_rope) for Q and K, a d_v for V and the output, and stores the q and kv latents and their norm
+// outputs outside the TP region, 2 s b (2 q_lora + 2 kv_lora + d_rope).)
 int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& plan);
+
+// Layer `layer` (global index): a dense layer as above, or a MoE layer whose MLP terms are replaced by the
+// router's logits and fp32 probabilities (6 s b E, SP-split), the shared experts' fc1 and activation outputs (split
+// by t) and, per routed token copy on the busiest rank (etp (s b / t) k x max_rank_load, the load of
+// expert_loads(model, plan).max_rank_load(): 1 balanced, the capacity factor's cap included), the permuted token
+// (2h, FP8 h), fc1's output 2 F_e'/etp, the activation output F_e/etp (x linear input bytes) and the expert output
+// the unpermute keeps (2h). Full recompute: the layer input, as dense.
+int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& plan, int64_t layer,
+                                   double max_rank_load);
+
+// The all-to-all receive buffers of one MoE layer (dispatch and combine, 2h bytes per routed copy each), transient:
+// 0 for a dense model.
+int64_t moe_dispatch_buffer_bytes(const GptConfig& model, const ParallelPlan& plan, double max_rank_load);
 
 // Whether `plan` is counted as Megatron-Core + Transformer Engine keep memory (flash attention) rather than as
 // the paper's Megatron-LM (unfused attention, Table 2).
@@ -100,7 +117,7 @@ int64_t recompute_workspace_bytes(const GptConfig& model, const ParallelPlan& pl
 
 // What a pipeline stage stores at its peak, one GPU.
 struct StageActivations {
-  int64_t bytes_per_layer = 0;  // Table 2, one micro-batch
+  int64_t bytes_per_layer = 0;  // Table 2, one micro-batch (MoE: the stage's layers' mean, rounded up)
   int64_t layers_per_chunk = 0; // L / (p v)
   int64_t chunks_in_flight = 0; // peak (micro-batch, chunk) pairs stored, from the schedule
   int64_t layer_bytes = 0;      // bytes_per_layer x layers_per_chunk x chunks_in_flight

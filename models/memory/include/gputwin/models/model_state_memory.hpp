@@ -51,8 +51,15 @@ struct ModelStateMemory {
 ModelStateMemory model_state_memory(int64_t parameters, const ParallelPlan& plan,
                                     const StateBytesPerParameter& bytes = {});
 
-// Model state of one GPU of pipeline stage `stage` (stage_parameters_per_gpu), with TE's caches and, under
-// ZeRO-2/3, the gathered units (sharded_units).
+// Model state of a GPU holding `dense_parameters` (ZeRO over dp x cp, as model_state_memory) and
+// `expert_parameters` (the routed experts: ZeRO-1 shards their optimizer states over the plan.expert_dp() ranks
+// that hold the same experts; MoE plans run ZeRO 0 or 1). Expert optimizer bytes fall as 1/(ep etp) with the
+// experts' split and as 1/edp with ZeRO-1.
+ModelStateMemory expert_model_state_memory(int64_t dense_parameters, int64_t expert_parameters,
+                                           const ParallelPlan& plan, const StateBytesPerParameter& bytes = {});
+
+// Model state of one GPU of pipeline stage `stage` (stage_parameter_split: the experts by
+// expert_model_state_memory), with TE's caches and, under ZeRO-2/3, the gathered units (sharded_units).
 ModelStateMemory stage_model_state_memory(const GptConfig& model, const ParallelPlan& plan, int64_t stage,
                                           const StateBytesPerParameter& bytes = {});
 

@@ -64,9 +64,10 @@ struct GoodputInputs {
 struct GoodputResult {
   double solve_s = 0;               // T_s = iterations x iteration time: no failures, no checkpoints
   double young_interval_s = 0;      // sqrt(2 delta M)
-  double interval_s = 0;            // tau: Daly's higher-order optimum (used below)
+  double interval_s = 0;            // tau: Daly's higher-order optimum (used below), at most T_s
+  bool interval_is_the_run = false; // Daly's optimum exceeds T_s: tau = T_s, one checkpoint (sim/GOODPUT.md)
   int64_t interval_iterations = 0;  // tau in whole iterations, at least 1 (where a job would checkpoint)
-  double checkpoints = 0;           // T_s / tau
+  double checkpoints = 0;           // T_s / tau (at least 1)
   double failure_free_wall_s = 0;   // T_s + checkpoints x delta: checkpointing, no failures
   double wall_s = 0;                // T_w: expected time to train
   double expected_failures = 0;     // T_w / M; each one is a restart

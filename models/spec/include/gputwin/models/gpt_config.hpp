@@ -37,16 +37,19 @@ struct GptConfig {
   // Architecture (defaults: the paper's GPT).
   int64_t query_groups = 0; // g, K/V heads (grouped-query attention); 0: g = a (multi-head attention)
   int64_t ffn_hidden = 0;   // F, MLP width; 0: 4h
+  int64_t head_size = 0;    // d, width of one attention head; 0: h / a (Qwen3: 128 with h 4096, a 64; gpt-oss: 64)
   Activation activation = Activation::Gelu;
   Norm norm = Norm::LayerNorm;
   PositionEmbedding position = PositionEmbedding::Learned;
   bool tie_embeddings = true; // the output layer reuses the word embedding
   bool bias = true;           // linear layers have biases
   bool dropout = true;        // hidden and attention dropout (GPT-3: p = 0.1); Llama trains without
-  MoeConfig moe;              // mixture of experts (moe_config.hpp); experts = 0: every MLP dense
-  MlaConfig mla;              // multi-head latent attention; kv_lora_rank = 0: MHA/GQA
+  MoeConfig moe{};            // mixture of experts (moe_config.hpp); experts = 0: every MLP dense
+  MlaConfig mla{};            // multi-head latent attention; kv_lora_rank = 0: MHA/GQA
 
-  int64_t head_dim() const { return hidden / heads; }
+  int64_t head_dim() const { return head_size > 0 ? head_size : hidden / heads; }
+  // Width of the attention's queries (and of the output projection's input): a d, = h unless head_size is set.
+  int64_t attention_width() const { return heads * head_dim(); }
   int64_t kv_heads() const { return query_groups > 0 ? query_groups : heads; }
   int64_t kv_dim() const { return kv_heads() * head_dim(); } // width of K (and of V)
   int64_t ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
@@ -60,7 +63,7 @@ struct GptConfig {
   int64_t moe_layer_count() const; // layers with a MoE MLP
   bool gpt_architecture() const
   {
-    return !moe.enabled() && !mla.enabled() && query_groups == 0 && ffn_hidden == 0 && activation == Activation::Gelu && norm == Norm::LayerNorm &&
+    return !moe.enabled() && !mla.enabled() && head_size == 0 && query_groups == 0 && ffn_hidden == 0 && activation == Activation::Gelu && norm == Norm::LayerNorm &&
            position == PositionEmbedding::Learned && tie_embeddings && bias && dropout;
   }
 };

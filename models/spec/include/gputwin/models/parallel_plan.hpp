@@ -104,9 +104,6 @@ struct ParallelPlan {
   // benchmarks force it); each MoE layer draws its expert popularity from a log-normal with this CV, seeded.
   double moe_imbalance_cv = 0;
   uint64_t moe_seed = 1;
-  // Megatron-Core --overlap-moe-expert-parallel-comm (1F1B A2A overlap): dispatch/combine of one micro-batch
-  // hidden behind the compute of another.
-  bool moe_a2a_overlap = false;
 
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
   int64_t expert_dp() const { return tp * cp * dp / (ep * expert_tp()); }

@@ -28,6 +28,8 @@ enum WorkloadStream : int32_t {
 struct LayerGroups {
   int32_t tp = -1;
   int32_t cp = -1;
+  int32_t ep = -1;  // expert-parallel group (MoE layers, ep > 1)
+  int32_t etp = -1; // expert tensor-parallel group (MoE layers, etp > 1)
 };
 
 class OpEmitter {

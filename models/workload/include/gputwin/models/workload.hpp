@@ -7,6 +7,7 @@
 // program per stage (the rank with tp = 0, dp = 0) stands for all of them; the executor puts the flows of
 // the folded ranks on the links too (see sim/executor).
 
+#include "gputwin/models/expert_load.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/op_emitter.hpp"
 #include "gputwin/models/parallel_plan.hpp"
@@ -35,15 +36,19 @@ public:
   virtual void output_backward(OpEmitter& e, int32_t tp_group) const = 0;
 };
 
-// The analytic ops of `model` under `plan` (layer_ops.hpp).
-std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, const ParallelPlan& plan);
+// The analytic ops of `model` under `plan` (layer_ops.hpp); MoE layers at the pace of `loads`' busiest EP rank
+// (default: expert_loads(model, plan)).
+std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, const ParallelPlan& plan,
+                                                        std::shared_ptr<const ExpertLoads> loads = nullptr);
 
 // What a communicator of the workload is: its kind, and the pipeline stage whose representative rank it
 // serves (-1 for the embedding group, which spans the first and the last stage).
 // Dp is Megatron's data-parallel group with context parallelism folded in (dp x cp ranks: gradients are
 // reduced, and ZeRO-1 shards, over both); Cp is the context-parallel ring of a stage's TP rank.
-enum class GroupKind { Tp, Dp, Embedding, Cp };
-std::string to_string(GroupKind kind); // "tp", "dp", "embedding", "cp": the trace's group kind
+// Ep, Etp, Edp: the expert grid of MoE layers (rank_layout.hpp): the all-to-all group, an expert's tensor-parallel
+// group and the expert data-parallel group that reduces the expert gradients.
+enum class GroupKind { Tp, Dp, Embedding, Cp, Ep, Etp, Edp };
+std::string to_string(GroupKind kind); // "tp", "dp", "embedding", "cp", "ep", "etp", "edp": the trace's group kind
 struct WorkloadGroup {
   GroupKind kind = GroupKind::Tp;
   int64_t stage = -1;
@@ -74,6 +79,9 @@ struct Workload {
   ParallelPlan plan;
   WorkloadOptions options;
   std::shared_ptr<const LayerOpSource> ops; // what each layer, the embedding and the output layer emit
+  // MoE: every MoE layer's expert and EP-rank loads (expert_load.hpp), which the analytic ops and the token
+  // all-to-alls' per-pair sizes (sim/collectives) both read; empty layers for a dense model.
+  std::shared_ptr<const ExpertLoads> expert_loads;
   // Communicators of the representative ranks: tp_group(stage), dp_group(stage), and the embedding group
   // (first and last stage, tied word embedding); `roles[g]` says what groups[g] is.
   std::vector<traces::CommGroup> groups;
@@ -84,19 +92,26 @@ struct Workload {
   int32_t tp_group(int64_t stage) const { return tp_groups.at(static_cast<size_t>(stage)); }
   int32_t cp_group(int64_t stage) const { return cp_groups.empty() ? -1 : cp_groups.at(static_cast<size_t>(stage)); }
   int32_t dp_group(int64_t stage) const { return dp_groups.at(static_cast<size_t>(stage)); }
+  // Expert groups of a stage's representative rank; -1 when the group has one rank (or the model no experts).
+  int32_t ep_group(int64_t stage) const { return ep_groups.empty() ? -1 : ep_groups.at(static_cast<size_t>(stage)); }
+  int32_t etp_group(int64_t stage) const { return etp_groups.empty() ? -1 : etp_groups.at(static_cast<size_t>(stage)); }
+  int32_t edp_group(int64_t stage) const { return edp_groups.empty() ? -1 : edp_groups.at(static_cast<size_t>(stage)); }
   int32_t embedding_group() const { return embedding_group_index; }
   // What group `index` is. REQUIRES: 0 <= index < groups.size().
   const WorkloadGroup& role(int32_t index) const { return roles.at(static_cast<size_t>(index)); }
 
   std::vector<int32_t> tp_groups, dp_groups, cp_groups; // by stage (cp_groups empty when cp = 1)
+  std::vector<int32_t> ep_groups, etp_groups, edp_groups; // by stage (empty when that size is 1 or no experts)
   int32_t embedding_group_index = -1;
   // The rank whose program stands for `stage`: tp 0, cp 0, dp 0.
   int32_t stage_rank(int64_t stage) const;
 };
 
-// REQUIRES: validate_plan(model, plan) passed. `ops` defaults to analytic_layer_ops(model, plan).
+// REQUIRES: validate_plan(model, plan) passed. `ops` defaults to analytic_layer_ops(model, plan, loads); `loads` to
+// expert_loads(model, plan) (a test may give its own, e.g. every token on one expert).
 Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const WorkloadOptions& options = {},
-                       std::shared_ptr<const LayerOpSource> ops = nullptr);
+                       std::shared_ptr<const LayerOpSource> ops = nullptr,
+                       std::shared_ptr<const ExpertLoads> loads = nullptr);
 
 // The program of `stage`'s representative rank.
 traces::RankProgram stage_program(const Workload& workload, int64_t stage);

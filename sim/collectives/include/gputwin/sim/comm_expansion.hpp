@@ -5,6 +5,7 @@
 // that stay inside one node -- whose NVLink/PCIe links no other copy touches -- are represented by the
 // program's own copy. Plain C++, no SimGrid.
 
+#include "gputwin/models/expert_load.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/comm_source.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
@@ -40,6 +41,12 @@ private:
   bool within_one_node(const std::vector<int32_t>& ranks) const;
   // Copies (by index) whose flows' links no other copy uses; empty without routes.
   std::vector<bool> link_disjoint_copies(const std::vector<std::vector<Flow>>& copy_flows) const;
+
+  // Whether a MoE layer's all-to-alls have per-pair sizes (some EP rank's load differs from the balanced share).
+  bool skewed(const LayerExpertLoad& load) const;
+  // DeepEP's RDMA bytes per routed copy that crosses nodes, for an EP group on `ep_ranks` (one copy of a token per
+  // destination node; CollectiveOptions::internode_share).
+  double deepep_internode_share(const std::vector<int32_t>& ep_ranks) const;
 
   const topo::ClusterSpec& cluster_;
   const topo::ClusterGraph* graph_ = nullptr;

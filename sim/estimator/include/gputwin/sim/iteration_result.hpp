@@ -52,6 +52,7 @@ struct StageTimes {
   double pipeline_end_s = 0;     // last backward op ended
   double pipeline_compute_s = 0; // compute inside that window
   double pipeline_comm_s = 0;    // exposed communication inside that window
+  double moe_exchange_s = 0;     // the part of exposed_comm_s spent in MoE token exchanges (ops named moe.*)
   std::vector<ExposedSpan> exposed_spans; // what exposed_comm_s adds up, when the accounting records spans
 };
 

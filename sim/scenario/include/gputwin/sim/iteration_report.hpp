@@ -32,6 +32,13 @@ struct IterationReport {
   int64_t gpus = 0, nodes = 0;
   int64_t simulated_events = 0;   // ops executed plus flows simulated
   int64_t simulated_programs = 0; // one per stage, more where stragglers break a stage's symmetry
+  // Mixture of experts (`moe` true for a model with experts; expert_load.hpp): the first stage's compute stream
+  // held by token exchanges, the busiest EP rank's load over the balanced share (the largest over the MoE
+  // layers), the experts' MaxVio (max load / mean - 1), the routed copies dropped by the capacity factor, and the
+  // EP rank the others wait for most (its EP index, and its global rank in the first stage's first EP group).
+  bool moe = false;
+  double moe_exchange_s = 0, moe_max_rank_load = 1, moe_expert_maxvio = 0, moe_dropped_fraction = 0;
+  int64_t moe_slowest_ep_index = 0, moe_slowest_rank = 0;
 };
 
 // The report of `result`, an iteration of `model` under `plan` on `cluster` (its GPU's peaks, its nodes).

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Mixture-of-experts validation: gputwin's predicted iteration time beside measured MoE training runs.
+
+Sets (copied with their sources into tests/data/moe/):
+  - megatron-ci-h100.csv: the mixture-of-experts rows of Megatron-LM's functional tests on one DGX H100 (NVIDIA/
+    Megatron-LM tests/functional_tests, d98e8a6; median iteration time). Rows with features gputwin does not model
+    (Muon optimizer, activation offloading, CUDA graphs, hybrid Mamba models, GRPO) are listed as skipped.
+  - grok1-h100.csv: Grok-1 314B on 512 H100 (NVIDIA dgxc-benchmarking v25.05.04, 6be5ea0).
+
+Usage: scripts/moe-validation.py [GPUTWIN_BINARY]   (default build/gputwin). Prints one line per row and the MAPE.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data", "moe")
+SKIP_WORDS = ("muon", "offloading", "cudagraph", "grpo", "flextron")
+
+
+def run(binary, args):
+    out = subprocess.run([binary, "simulate", "--json", "--allow-oom"] + args, capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "exit %d" % out.returncode
+    return json.loads(out.stdout)["iteration_time_s"], ""
+
+
+def megatron_ci_args(r):
+    tp = int(r["tensor-model-parallel-size"] or 1)
+    pp = int(r["pipeline-model-parallel-size"] or 1)
+    cp = int(r["context-parallel-size"] or 1)
+    dp = 8 // (tp * pp * cp)
+    h = int(r["hidden-size"])
+    args = ["--cluster", "dgx-h100", "--nodes", "1", "--hidden", str(h), "--heads", r["num-attention-heads"],
+            "--layers", r["num-layers"], "--seq-len", r["seq-length"], "--vocab", "50257",
+            "--ffn-hidden", r["ffn-hidden-size"] or str(4 * h), "--num-experts", r["num-experts"],
+            "--moe-topk", r["moe-router-topk"] or "1", "--tp", str(tp), "--pp", str(pp), "--cp", str(cp),
+            "--dp", str(dp), "--ep", r["expert-model-parallel-size"] or "1",
+            "--micro-batch", r["micro-batch-size"], "--global-batch", r["global-batch-size"],
+            "--attention", "flash", "--framework", "megatron-core"]
+    if r["num-query-groups"]:
+        args += ["--num-query-groups", r["num-query-groups"]]
+    if "etp1" in r["test_case"]:
+        args += ["--etp", "1"]
+    if r["sequence-parallel"] == "true" and tp > 1:
+        args.append("--sp")
+    if r["use-distributed-optimizer"] == "true":
+        args += ["--zero", "1"]
+    if r["fp8-format"]:
+        args.append("--fp8")
+    if r["recompute-granularity"]:
+        args += ["--recompute", r["recompute-granularity"]]
+    if r["overlap-grad-reduce"] == "true":
+        args.append("--overlap-grad-reduce")
+    if r["overlap-param-gather"] == "true" and r["use-distributed-optimizer"] == "true":
+        args.append("--overlap-param-gather")
+    if r["virtual-pipeline-model-parallel-size"]:
+        args += ["--schedule", "interleaved", "--chunks", r["virtual-pipeline-model-parallel-size"]]
+    return args
+
+
+def grok_args(r):
+    args = ["--model", "grok-1", "--cluster", "dgx-h100", "--tp", r["tp"], "--pp", r["pp"], "--cp", r["cp"],
+            "--ep", r["ep"], "--etp", r["etp"], "--dp", r["dp"], "--seq-len", r["seq_len"],
+            "--micro-batch", r["micro_batch"], "--global-batch", r["global_batch"], "--attention", "flash", "--sp",
+            "--zero", "1", "--framework", "megatron-core"]
+    if int(r["vp"]) > 1:
+        args += ["--schedule", "interleaved", "--chunks", r["vp"]]
+    if r["precision"] == "fp8":
+        args.append("--fp8")
+    return args
+
+
+def main():
+    binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "gputwin")
+    errors = {}
+    for name, reader, make_args, measured_key in (
+        ("megatron-ci-h100", "megatron-ci-h100.csv", megatron_ci_args, "iter_time_median_s"),
+        ("grok1-h100", "grok1-h100.csv", grok_args, "step_time_s"),
+    ):
+        errors[name] = []
+        for r in csv.DictReader(open(os.path.join(DATA, reader))):
+            case = r.get("test_case") or "%s %s %s GPUs" % (r["model"], r["precision"], r["gpus"])
+            if any(w in case for w in SKIP_WORDS):
+                print("%-90s skipped (not modelled)" % case)
+                continue
+            measured = float(r[measured_key])
+            predicted, why = run(binary, make_args(r))
+            if predicted is None:
+                print("%-90s error: %s" % (case, why))
+                continue
+            err = predicted / measured - 1
+            errors[name].append(err)
+            print("%-90s measured %8.4f s  gputwin %8.4f s  %+6.1f %%" % (case, measured, predicted, 100 * err))
+    for name, errs in errors.items():
+        if errs:
+            mape = sum(abs(e) for e in errs) / len(errs)
+            print("%s: %d rows, MAPE %.1f %%, worst %+.1f %%" % (name, len(errs), 100 * mape,
+                                                            100 * max(errs, key=abs)))
+
+
+if __name__ == "__main__":
+    main()
