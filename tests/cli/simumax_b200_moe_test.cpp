@@ -1,0 +1,106 @@
+// Validation of mixture of experts against measured iterations: the 12 DeepSeek rows of SimuMax's B200 release table
+// (tests/data/simumax-b200-one-node/moe_measurements.csv; MooreThreads/SimuMax docs/b200/b200_release_v1.2_summary.md
+// at commit 1b8ca90, Apache-2.0): DeepSeek-V2 and DeepSeek-V3 cut to 4 layers (the first dense), one DGX B200 node,
+// tp 1, EP 8 x DP 8 or EP 4 x PP 2 x DP 4, 4/8/32 micro-batches of one 4096-token sample, BF16, distributed
+// optimizer, flash attention, alltoall dispatcher with grouped GEMM and permute fusion, no recompute
+// (simu_tools/megatron_scripts/scripts/run_pretrain_deepseekv2.sh; SimuMax's configs/models/deepseekv3.json has no
+// MTP module, hence --mtp-layers 0). Each row runs as a user would:
+//   gputwin simulate --model deepseek-v2|deepseek-v3 --layers 4 --moe-dense-first-layers 1 [--mtp-layers 0]
+//     --seq-len 4096 --cluster dgx-b200 --nodes 1 --tp 1 --pp P --dp D --ep E --micro-batch 1
+//     --global-batch D x micro-batches --zero 1 --cross-entropy-fusion --json
+// Nothing was fitted to these rows (the B200's one constant comes from the dense Llama rows).
+//
+// Measured (2026-11-27), balanced routing (the default):
+//   peak memory: every row within 0.5 % (DeepSeek-V2 +0.3/+0.4 %, V3 +0.3/+0.5 %); the bound is 3 % each.
+//   iteration time: MAPE 15.2 %, every row 11-22 % fast (SimuMax's own model: 6.6 %). The target is 10 %:
+//   NOT met. Known missing costs: the launch runs Megatron's real router (softmax with group-limited routing, seq aux
+//   loss), not forced balance, so EP ranks wait for the busiest one (--moe-imbalance models that, but the runs'
+//   imbalance was not published); the token-count all-gather before each dispatch is not emitted; the B200 GEMM
+//   level is one constant fit on dense GEMMs, grouped GEMMs of ~150-250 rows per expert ride the H100 shape curve.
+// Bounds: memory within 3 % each (the issue's); time a regression guard above today's: MAPE <= 17 %, each <= 25 %.
+#include "csv_cells.hpp"
+#include "json_report.hpp"
+#include "run_cli.hpp"
+
+#include "gputwin/traces/json_value.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace gputwin::testing {
+namespace {
+
+struct Row {
+  std::string name, model;
+  int64_t layers = 0, tp = 0, ep = 0, pp = 0, dp = 0, seq_len = 0, micro_batches = 0;
+  double measured_ms = 0, measured_gib = 0, simumax_ms = 0;
+};
+
+std::vector<Row> rows()
+{
+  // case,model,layers,tp,cp,ep,pp,dp,seq_len,micro_batches,measured_ms,measured_peak_alloc_gib,simumax_ms,...
+  std::vector<Row> out;
+  for (const std::vector<std::string>& f :
+       csv_data_rows(GPUTWIN_TEST_DATA_DIR "/simumax-b200-one-node/moe_measurements.csv", 14)) {
+    Row r;
+    r.name = f[0];
+    r.model = f[1];
+    r.layers = std::stoll(f[2]);
+    r.tp = std::stoll(f[3]);
+    r.ep = std::stoll(f[5]);
+    r.pp = std::stoll(f[6]);
+    r.dp = std::stoll(f[7]);
+    r.seq_len = std::stoll(f[8]);
+    r.micro_batches = std::stoll(f[9]);
+    r.measured_ms = std::stod(f[10]);
+    r.measured_gib = std::stod(f[11]);
+    r.simumax_ms = std::stod(f[12]);
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string flags(const Row& r)
+{
+  const bool v3 = r.model == "deepseekv3";
+  return "simulate --model " + std::string(v3 ? "deepseek-v3 --mtp-layers 0" : "deepseek-v2") + " --layers " +
+         std::to_string(r.layers) + " --moe-dense-first-layers 1 --seq-len " + std::to_string(r.seq_len) +
+         " --cluster dgx-b200 --nodes 1 --tp " + std::to_string(r.tp) + " --pp " + std::to_string(r.pp) + " --dp " +
+         std::to_string(r.dp) + " --ep " + std::to_string(r.ep) + " --micro-batch 1 --global-batch " +
+         std::to_string(r.dp * r.micro_batches) + " --zero 1 --cross-entropy-fusion --json";
+}
+
+TEST(SimuMaxB200Moe, DeepSeekRowsPeakMemoryWithinThreePercentAndTimeGuarded)
+{
+  double sum_abs = 0, simumax_sum_abs = 0;
+  int n = 0;
+  for (const Row& r : rows()) {
+    SCOPED_TRACE(r.name);
+    const CliResult run = run_gputwin(flags(r), false);
+    ASSERT_EQ(run.exit_code, 0) << flags(r);
+    const traces::JsonValue report = traces::parse_json(run.output);
+    const double ms = 1e3 * number(report, "iteration_time_s");
+    const double gib = number(report, "peak_memory_bytes") / (1024.0 * 1024 * 1024);
+    const double error = ms / r.measured_ms - 1, memory_error = gib / r.measured_gib - 1;
+    std::cout << r.name << ": " << ms << " ms (measured " << r.measured_ms << ", " << 100 * error << " %), " << gib
+              << " GiB (measured " << r.measured_gib << ", " << 100 * memory_error << " %)\n";
+    EXPECT_LE(std::abs(memory_error), 0.03);
+    EXPECT_LE(std::abs(error), 0.25);
+    EXPECT_GT(number(member(report, "moe"), "exchange_s"), 0) << "EP all-to-alls on the node's NVLink";
+    sum_abs += std::abs(error);
+    simumax_sum_abs += std::abs(r.simumax_ms / r.measured_ms - 1);
+    ++n;
+  }
+  ASSERT_EQ(n, 12);
+  std::cout << "MoE rows: MAPE " << 100 * sum_abs / n << " % (SimuMax's own model: " << 100 * simumax_sum_abs / n
+            << " %)\n";
+  RecordProperty("mape_percent", std::to_string(100 * sum_abs / n));
+  EXPECT_LE(sum_abs / n, 0.17);
+}
+
+} // namespace
+} // namespace gputwin::testing
