@@ -6,6 +6,7 @@ Sets (copied with their sources into tests/data/moe/):
     Megatron-LM tests/functional_tests, d98e8a6; median iteration time). Rows with features gputwin does not model
     (Muon optimizer, activation offloading, CUDA graphs, hybrid Mamba models, GRPO) are listed as skipped.
   - grok1-h100.csv: Grok-1 314B on 512 H100 (NVIDIA dgxc-benchmarking v25.05.04, 6be5ea0).
+  - grok1-gb200.csv: Grok-1 314B on 128-512 GPUs of GB200 NVL72 racks (same source), on cluster gb200-nvl72.
 
 Usage: scripts/moe-validation.py [GPUTWIN_BINARY]   (default build/gputwin). Prints one line per row and the MAPE.
 """
@@ -61,8 +62,8 @@ def megatron_ci_args(r):
     return args
 
 
-def grok_args(r):
-    args = ["--model", "grok-1", "--cluster", "dgx-h100", "--tp", r["tp"], "--pp", r["pp"], "--cp", r["cp"],
+def grok_args(r, cluster="dgx-h100"):
+    args = ["--model", "grok-1", "--cluster", cluster, "--tp", r["tp"], "--pp", r["pp"], "--cp", r["cp"],
             "--ep", r["ep"], "--etp", r["etp"], "--dp", r["dp"], "--seq-len", r["seq_len"],
             "--micro-batch", r["micro_batch"], "--global-batch", r["global_batch"], "--attention", "flash", "--sp",
             "--zero", "1", "--framework", "megatron-core"]
@@ -73,12 +74,17 @@ def grok_args(r):
     return args
 
 
+def grok_gb200_args(r):
+    return grok_args(r, "gb200-nvl72")
+
+
 def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "gputwin")
     errors = {}
     for name, reader, make_args, measured_key in (
         ("megatron-ci-h100", "megatron-ci-h100.csv", megatron_ci_args, "iter_time_median_s"),
         ("grok1-h100", "grok1-h100.csv", grok_args, "step_time_s"),
+        ("grok1-gb200", "grok1-gb200.csv", grok_gb200_args, "step_time_s"),
     ):
         errors[name] = []
         for r in csv.DictReader(open(os.path.join(DATA, reader))):

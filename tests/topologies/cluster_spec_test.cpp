@@ -23,7 +23,7 @@ std::string error_of(const std::string& cluster, int nodes, const std::vector<st
 
 TEST(ClusterSpec, BuiltinNames)
 {
-  EXPECT_EQ(builtin_cluster_names(), "dgx-a100, dgx-b200, dgx-h100, dgx-h200, localhost, nd-a100-v4");
+  EXPECT_EQ(builtin_cluster_names(), "dgx-a100, dgx-b200, dgx-h100, dgx-h200, gb200-nvl72, localhost, nd-a100-v4");
 }
 
 TEST(ClusterSpec, DgxA100InSiUnits)
@@ -111,6 +111,21 @@ TEST(ClusterSpec, DgxH100AndH200)
   EXPECT_DOUBLE_EQ(h200.nic.bytes_per_s, h100.nic.bytes_per_s);
 }
 
+// GB200 NVL72: one rack is one node of 72 GPUs in one NVLink 5 domain, one NDR NIC per GPU (4 per 4-GPU tray).
+TEST(ClusterSpec, Gb200Nvl72IsOneNodeOf72GpusInOneNvlinkDomain)
+{
+  const ClusterSpec s = load_cluster("gb200-nvl72", 2, {});
+  EXPECT_EQ(s.gpu.kind, "gb200");
+  EXPECT_EQ(s.gpus_per_node, 72);
+  EXPECT_EQ(s.gpus(), 144);
+  EXPECT_DOUBLE_EQ(s.nvlink.bytes_per_s, 900e9); // per GPU, per direction
+  EXPECT_EQ(s.nvlink.switch_chips, 18);
+  EXPECT_EQ(s.nic.count, 72);
+  EXPECT_DOUBLE_EQ(s.nic.bytes_per_s, 50e9); // ConnectX-7, 400 Gb/s
+  EXPECT_DOUBLE_EQ(s.gpu.peak_bf16_flops, 2450e12);
+  EXPECT_DOUBLE_EQ(s.gpu.hbm_bytes_per_s, 8000e9);
+}
+
 TEST(ClusterSpec, FileByPathAndNodes)
 {
   const ClusterSpec tiny = load_cluster(data_dir + "tiny.yaml", 0, {});
@@ -187,7 +202,7 @@ TEST(ClusterSpec, FlagAndSetErrorsNameTheFlag)
       {"dgx-a999",
        0,
        {},
-       "--cluster: unknown cluster 'dgx-a999' (expected one of dgx-a100, dgx-b200, dgx-h100, dgx-h200, localhost, nd-a100-v4, or a cluster .yaml "
+       "--cluster: unknown cluster 'dgx-a999' (expected one of dgx-a100, dgx-b200, dgx-h100, dgx-h200, gb200-nvl72, localhost, nd-a100-v4, or a cluster .yaml "
        "file)"},
       {"dgx-a100", -1, {}, "--nodes: expected a positive number of nodes, got -1"},
       {"dgx-a100",

@@ -71,7 +71,7 @@ TEST(TopoCli, BadInputExitsTwoWithOneLine)
 {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"topo --cluster nope",
-       "gputwin topo: error: --cluster: unknown cluster 'nope' (expected one of dgx-a100, dgx-b200, dgx-h100, dgx-h200, localhost, nd-a100-v4, or a "
+       "gputwin topo: error: --cluster: unknown cluster 'nope' (expected one of dgx-a100, dgx-b200, dgx-h100, dgx-h200, gb200-nvl72, localhost, nd-a100-v4, or a "
        "cluster .yaml file)\n"},
       {"topo --nodes 0", "gputwin topo: error: --nodes: expected a positive integer, got 0\n"},
       {"topo --nodes 2 --set node.nics.count=0",

@@ -60,6 +60,10 @@ CommInterferenceParams nccl_interference(const std::string& gpu)
 // factor 0.488, ~1100 TF/s), somewhat above this model's ~0.42 for the large ones: the fit also absorbs what the
 // model leaves out on B200 (its attention with few heads per GPU, launch gaps). Worst row: Llama 3 70B at tp 8,
 // 16-19 % fast (SimuMax's own model: 7-11 % fast there).
+// GB200 (cluster gb200-nvl72, gpu.kind gb200): the same B200 die, so the same parameters -- 148 SMs assumed as
+// B200's, the same GEMM shape curve and fitted level 0.425 -- against the cluster file's GB200 peaks (2450 / 4900
+// TF/s dense BF16 / FP8), i.e. B200's curve scaled to GB200's peak; nothing fitted on GB200 (its Grok-1 rows in
+// tests/data/moe/grok1-gb200.csv are validation only).
 void set_blackwell_parameters(GpuComputeModel& m)
 {
   m.multiprocessors = 148;

@@ -89,6 +89,11 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::RouterTopkBwd, "moe.router_topk.bwd", OpKind::Compute},
     {OpName::RouterDgrad, "moe.router.dgrad", OpKind::Compute},
     {OpName::RouterWgrad, "moe.router.wgrad", OpKind::Compute},
+    {OpName::MtpNormFwd, "mtp.norm.fwd", OpKind::Compute},
+    {OpName::MtpEhProjFwd, "mtp.eh_proj.fwd", OpKind::Compute},
+    {OpName::MtpEhProjDgrad, "mtp.eh_proj.dgrad", OpKind::Compute},
+    {OpName::MtpEhProjWgrad, "mtp.eh_proj.wgrad", OpKind::Compute},
+    {OpName::MtpNormBwd, "mtp.norm.bwd", OpKind::Compute},
     {OpName::FinalLnFwd, "final_ln.fwd", OpKind::Compute},
     {OpName::LogitsFwd, "logits.fwd", OpKind::Compute},
     {OpName::CrossEntropyMaxFwd, "cross_entropy.max.fwd", OpKind::Compute},
@@ -203,6 +208,49 @@ OpCost sum(const OpCost& a, const OpCost& b)
   return {a.flops + b.flops, a.bytes + b.bytes, GemmShape{a.gemm.m, a.gemm.n, a.gemm.k, 2 * a.gemm.batch}};
 }
 
+// The ops of a MoE layer's expert block and of the MTP modules' projection; nullopt for any other op.
+std::optional<OpCost> moe_op_cost(OpName op, const LayerShape& s)
+{
+  const int64_t T = s.tokens(), h = s.h;
+  switch (op) {
+  case OpName::RouterFwd: return gemm({s.tokens_outside_tp(), s.experts, h}); // replicated router, fp32 logits
+  case OpName::RouterDgrad: return gemm({s.tokens_outside_tp(), h, s.experts});
+  case OpName::RouterWgrad: return gemm({s.experts, h, s.tokens_outside_tp()});
+  case OpName::RouterTopkFwd: // softmax or sigmoid over E logits, top-k, the aux loss's statistics
+  case OpName::RouterTopkBwd: {
+    const double logits_e = d(s.tokens_outside_tp() * s.experts);
+    return memory(logits_e * (4 + 4), logits_e * 6);
+  }
+  case OpName::MoePermuteFwd: // gather the token copies into expert order: read k copies' rows, write them
+  case OpName::MoePermuteBwd:
+  case OpName::MoeUnpermuteFwd: // weighted sum of each token's k expert outputs (and its backward)
+  case OpName::MoeUnpermuteBwd: {
+    const double copies = d(s.tokens_outside_tp() * s.topk * h);
+    return memory(copies * (2 + 2) + d(s.tokens_outside_tp() * s.topk) * 8, copies);
+  }
+  case OpName::ExpertFc1Fwd: return linear(s, expert_gemm(s, s.expert_fc1_per_rank(), h), expert_rows(s) * d(h));
+  case OpName::ExpertFc2Fwd: return linear(s, expert_gemm(s, h, s.f_expert), expert_rows(s) * d(s.f_expert));
+  case OpName::ExpertFc2Dgrad: return linear(s, expert_gemm(s, s.f_expert, h), expert_rows(s) * d(h));
+  case OpName::ExpertFc1Dgrad:
+    return linear(s, expert_gemm(s, h, s.expert_fc1_per_rank()), expert_rows(s) * d(s.expert_fc1_per_rank()));
+  case OpName::ExpertFc2Wgrad: return linear(s, expert_wgrad(s, h, s.f_expert), 0);
+  case OpName::ExpertFc1Wgrad: return linear(s, expert_wgrad(s, s.expert_fc1_per_rank(), h), 0);
+  case OpName::ExpertActFwd: {
+    const double x = expert_rows(s) * d(s.f_expert);
+    return s.gated_experts ? memory(x * (2 + 2 + 2), x * 6) : memory(x * (2 + 2), x * 8);
+  }
+  case OpName::ExpertActBwd: {
+    const double x = expert_rows(s) * d(s.f_expert);
+    return s.gated_experts ? memory(x * (2 + 2 + 2 + 2 + 2), x * 12) : memory(x * (2 + 2 + 2), x * 10);
+  }
+  case OpName::MtpEhProjFwd: return linear(s, {T, h / s.t, 2 * h}, d(T * 2 * h));
+  case OpName::MtpEhProjDgrad: return linear(s, {T, 2 * h, h / s.t}, d(T * h / s.t));
+  case OpName::MtpEhProjWgrad: return linear(s, {h / s.t, 2 * h, T}, 0);
+  default: break;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 const char* op_name(OpName op)
@@ -245,6 +293,8 @@ OpName activation_backward_op(Activation activation)
 
 OpCost op_cost(OpName op, const LayerShape& s)
 {
+  if (const std::optional<OpCost> moe = moe_op_cost(op, s))
+    return *moe;
   const int64_t T = s.tokens(), h = s.h, hp = s.hidden_per_rank(), f = s.ffn_per_rank(), v = s.vocab_per_rank;
   const int64_t f1 = s.fc1_per_rank(), qkv = s.qkv_per_rank(), kv = s.kv_per_rank();
   const int64_t batch = s.b * s.heads_per_rank(), dh = s.head_dim();
@@ -261,6 +311,7 @@ OpCost op_cost(OpName op, const LayerShape& s)
   case OpName::EmbeddingWgrad: return memory(full * (2 + 4 + 4), full); // scatter-add into the fp32 gradient
   case OpName::Ln1Fwd:
   case OpName::Ln2Fwd:
+  case OpName::MtpNormFwd:
   case OpName::FinalLnFwd: return memory(outside * (2 + 2), outside * (rms ? 4 : 8));
   case OpName::QkvFwd: return linear(s, {T, qkv, h}, d(T * h));
   case OpName::AttnScoresFwd: return gemm({s.s, s.s, dh, batch});
@@ -293,6 +344,7 @@ OpCost op_cost(OpName op, const LayerShape& s)
   case OpName::Fc1Wgrad: return linear(s, {f1, h, T}, 0);
   case OpName::Ln1Bwd:
   case OpName::Ln2Bwd:
+  case OpName::MtpNormBwd:
   case OpName::FinalLnBwd:
     return rms ? memory(outside * (2 + 2 + 2), outside * 8) : memory(outside * (2 + 2 + 2 + 2), outside * 12);
   case OpName::RopeFwd:
@@ -318,36 +370,6 @@ OpCost op_cost(OpName op, const LayerShape& s)
   case OpName::QkvDgrad: return linear(s, {T, h, qkv}, d(T * qkv));
   case OpName::QkvBiasGrad: return memory(d(T * qkv) * 2, d(T * qkv));
   case OpName::QkvWgrad: return linear(s, {qkv, h, T}, 0);
-  case OpName::RouterFwd: return gemm({s.tokens_outside_tp(), s.experts, h}); // replicated router, fp32 logits
-  case OpName::RouterDgrad: return gemm({s.tokens_outside_tp(), h, s.experts});
-  case OpName::RouterWgrad: return gemm({s.experts, h, s.tokens_outside_tp()});
-  case OpName::RouterTopkFwd: // softmax or sigmoid over E logits, top-k, the aux loss's statistics
-  case OpName::RouterTopkBwd: {
-    const double logits_e = d(s.tokens_outside_tp() * s.experts);
-    return memory(logits_e * (4 + 4), logits_e * 6);
-  }
-  case OpName::MoePermuteFwd: // gather the token copies into expert order: read k copies' rows, write them
-  case OpName::MoePermuteBwd:
-  case OpName::MoeUnpermuteFwd: // weighted sum of each token's k expert outputs (and its backward)
-  case OpName::MoeUnpermuteBwd: {
-    const double copies = d(s.tokens_outside_tp() * s.topk * h);
-    return memory(copies * (2 + 2) + d(s.tokens_outside_tp() * s.topk) * 8, copies);
-  }
-  case OpName::ExpertFc1Fwd: return linear(s, expert_gemm(s, s.expert_fc1_per_rank(), h), expert_rows(s) * d(h));
-  case OpName::ExpertFc2Fwd: return linear(s, expert_gemm(s, h, s.f_expert), expert_rows(s) * d(s.f_expert));
-  case OpName::ExpertFc2Dgrad: return linear(s, expert_gemm(s, s.f_expert, h), expert_rows(s) * d(h));
-  case OpName::ExpertFc1Dgrad:
-    return linear(s, expert_gemm(s, h, s.expert_fc1_per_rank()), expert_rows(s) * d(s.expert_fc1_per_rank()));
-  case OpName::ExpertFc2Wgrad: return linear(s, expert_wgrad(s, h, s.f_expert), 0);
-  case OpName::ExpertFc1Wgrad: return linear(s, expert_wgrad(s, s.expert_fc1_per_rank(), h), 0);
-  case OpName::ExpertActFwd: {
-    const double x = expert_rows(s) * d(s.f_expert);
-    return s.gated_experts ? memory(x * (2 + 2 + 2), x * 6) : memory(x * (2 + 2), x * 8);
-  }
-  case OpName::ExpertActBwd: {
-    const double x = expert_rows(s) * d(s.f_expert);
-    return s.gated_experts ? memory(x * (2 + 2 + 2 + 2 + 2), x * 12) : memory(x * (2 + 2 + 2), x * 10);
-  }
   case OpName::LogitsFwd: return gemm({T, v, h});
   // Fused vocabulary-parallel cross-entropy: only s b values per reduction cross the ranks (max, target logit,
   // sum of exponentials), never the logits (Megatron-LM cross_entropy.py).

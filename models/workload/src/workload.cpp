@@ -352,6 +352,7 @@ private:
       e_.set_context(traces::Phase::Forward, -1, mb, chunk);
       w_.ops->output_forward(e_, tp_);
       gathers.end(unit, first);
+      emit_mtp(traces::Phase::Forward, mb, chunk);
     } else {
       e_.set_context(traces::Phase::Forward, -1, mb, chunk);
       const Neighbour to = next_of(plan_, stage_, step.chunk);
@@ -378,6 +379,7 @@ private:
       w_.ops->output_backward(e_, tp_);
       gathers.end(unit++, first);
       sharding_.reduce_scatter(-1, sharding_.units().output, chunk);
+      emit_mtp(traces::Phase::Backward, mb, chunk);
     } else {
       const Neighbour from = next_of(plan_, stage_, step.chunk);
       const int64_t seq = w_.message_sequence.at(message_key(from.stage, Direction::Gradient, mb, from.chunk));
@@ -412,6 +414,41 @@ private:
       const Neighbour to = previous_of(plan_, stage_, step.chunk);
       const int64_t seq = w_.message_sequence.at(message_key(stage_, Direction::Gradient, mb, step.chunk));
       e_.send(OpName::PpSendGradient, w_.stage_rank(to.stage), seq, message_bytes_, {e_.last_compute_id()});
+    }
+  }
+
+  // Multi-token prediction modules (DeepSeek-V3; Megatron-Core places them on the last stage, after the decoder,
+  // multi_token_prediction.py MultiTokenPredictionBlock): forward, each module's two norms (hidden state and the
+  // next tokens' embedding, looked up again), eh_proj, one transformer layer (layer index L + m: a MoE layer when the
+  // model's layers are, at balanced load) and the shared output head with its loss; backward the reverse, after the
+  // main output layer's backward.
+  void emit_mtp(traces::Phase phase, int32_t mb, int32_t chunk)
+  {
+    const LayerShape& s = s_;
+    for (int64_t m = 0; m < w_.model.moe.mtp_layers; ++m) {
+      const int32_t layer = static_cast<int32_t>(w_.model.layers + m);
+      if (phase == traces::Phase::Forward) {
+        e_.set_context(phase, -1, mb, chunk);
+        w_.ops->embedding_forward(e_, tp_);
+        e_.compute(OpName::MtpNormFwd, s);
+        e_.compute(OpName::MtpNormFwd, s);
+        e_.compute(OpName::MtpEhProjFwd, s);
+        e_.set_context(phase, layer, mb, chunk);
+        w_.ops->layer_forward(e_, layer_groups_);
+        e_.set_context(phase, -1, mb, chunk);
+        w_.ops->output_forward(e_, tp_);
+      } else {
+        e_.set_context(phase, -1, mb, chunk);
+        w_.ops->output_backward(e_, tp_);
+        e_.set_context(phase, layer, mb, chunk);
+        w_.ops->layer_backward(e_, layer_groups_);
+        e_.set_context(phase, -1, mb, chunk);
+        e_.compute(OpName::MtpEhProjDgrad, s);
+        e_.compute(OpName::MtpEhProjWgrad, s);
+        e_.compute(OpName::MtpNormBwd, s);
+        e_.compute(OpName::MtpNormBwd, s);
+        w_.ops->embedding_backward(e_, tp_);
+      }
     }
   }
 

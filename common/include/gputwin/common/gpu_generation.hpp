@@ -11,7 +11,7 @@ namespace gputwin {
 enum class GpuGeneration {
   Ampere, // A100 (sm_80)
   Hopper, // H100, H200 (sm_90)
-  Blackwell, // B200 (sm_100)
+  Blackwell, // B200, GB200 (sm_100)
   Cpu,    // the host itself (the `localhost` cluster of CPU traces)
 };
 

@@ -111,6 +111,14 @@ enum class OpName : uint8_t {
   RouterTopkBwd,
   RouterDgrad,
   RouterWgrad,
+  // Multi-token prediction (DeepSeek-V3; the last stage, after the output layer): each module normalises the
+  // hidden state and the next tokens' embedding (two norms), projects their concatenation 2h -> h (eh_proj, column-
+  // parallel), runs one transformer layer and the shared output head.
+  MtpNormFwd,
+  MtpEhProjFwd,
+  MtpEhProjDgrad,
+  MtpEhProjWgrad,
+  MtpNormBwd,
   // Output layer and loss (last model chunk).
   FinalLnFwd,
   LogitsFwd,
