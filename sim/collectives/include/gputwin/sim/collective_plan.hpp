@@ -51,7 +51,7 @@ struct CollectiveOptions {
   // All-to-all(-v) with a rank-1 traffic matrix (MoE token exchange, expert_load.hpp): rank i sends rank j
   // bytes / n x w_j (`weights_at_sender` false: the receiver's load, a dispatch) or bytes / n x w_i (true: the
   // sender's, a combine). Empty: every pair bytes / n. REQUIRES: one weight per rank when set.
-  std::vector<double> rank_weights;
+  std::vector<double> rank_weights{};
   bool weights_at_sender = false;
   // All-to-all as DeepEP's internode kernels run it (deepseek-ai/DeepEP csrc/kernels/internode.cu): a pair on two
   // nodes goes over RDMA to the GPU of the destination node with the sender's local index (its own rail), then
