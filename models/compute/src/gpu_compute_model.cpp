@@ -43,6 +43,16 @@ CommInterferenceParams nccl_interference(const std::string& gpu)
   return p;
 }
 
+// The memory-bound kernel classes fit on the lent H100 (bandwidths 1.72 (layernorm), 1.43 (softmax), 2.71 (GeLU),
+// 3.06 TB/s (copy); overheads 0, 0, 2.2 and 4.4 us), also used, not refit, for Blackwell.
+std::map<KernelClass, MemoryClassParams> hopper_memory_classes()
+{
+  return {{KernelClass::LayerNorm, {1.019, 0}},
+          {KernelClass::Softmax, {0.8454, 0}},
+          {KernelClass::Gelu, {1.605, 2.211e-6}},
+          {KernelClass::Elementwise, {1.812, 4.418e-6}}};
+}
+
 // B200 (sm_100, 148 SMs: NVIDIA Blackwell architecture technical brief; the driver reports 148, pytorch/ao pull
 // request 4002). No public B200 GEMM grid at hand, so the GEMM *shape* curve is the H100's (XLA's H100 bf16 table,
 // builtin:h100; wave quantization on 148 SMs beyond its grid) run against the cluster file's B200 peak (2250 TF/s
@@ -74,10 +84,7 @@ void set_blackwell_parameters(GpuComputeModel& m)
   m.gemm_table = builtin_gemm_table("h100");
   m.gemm_table_ref = "builtin:h100";
   m.attention_throughput = builtin_attention_throughput("h100-cudnn");
-  m.memory_classes = {{KernelClass::LayerNorm, {1.019, 0}},
-                      {KernelClass::Softmax, {0.8454, 0}},
-                      {KernelClass::Gelu, {1.605, 2.211e-6}},
-                      {KernelClass::Elementwise, {1.812, 4.418e-6}}};
+  m.memory_classes = hopper_memory_classes();
   m.source = "B200: H100 GEMM-table shape (XLA) at B200's peak; GEMM level fit to SimuMax's dense B200 iteration "
              "times (MooreThreads/SimuMax docs/b200, Llama 3 70B/405B rows); kernel classes: the H100 fit's";
   m.comm_interference = nccl_interference("B200 (148 SMs)");
@@ -127,10 +134,7 @@ GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::strin
     m.attention_throughput = builtin_attention_throughput("h100-cudnn");
     // Bandwidths 1.72 (layernorm), 1.43 (softmax), 2.71 (GeLU), 3.06 TB/s (copy: elementwise streaming, also
     // the GEMMs' memory term); overheads 0, 0, 2.2 and 4.4 us.
-    m.memory_classes = {{KernelClass::LayerNorm, {1.019, 0}},
-                        {KernelClass::Softmax, {0.8454, 0}},
-                        {KernelClass::Gelu, {1.605, 2.211e-6}},
-                        {KernelClass::Elementwise, {1.812, 4.418e-6}}};
+    m.memory_classes = hopper_memory_classes();
     m.source = "GEMM table: XLA's H100 measurements; level and kernel classes fit to cuBLAS/PyTorch kernels "
                "measured on an H100 (traces/captured/NVIDIA-H100-80GB-HBM3)";
     m.comm_interference = nccl_interference("H100/H200 (132 SMs)");
