@@ -100,12 +100,7 @@ void write_moe_json(traces::JsonWriter& json, const sim::IterationReport& run, c
 {
   json.key("moe");
   json.begin_object();
-  json.field("exchange_s", run.moe_exchange_s);
-  json.field("max_rank_load", run.moe_max_rank_load);
-  json.field("expert_maxvio", run.moe_expert_maxvio);
-  json.field("dropped_fraction", run.moe_dropped_fraction);
-  json.field("slowest_ep_index", run.moe_slowest_ep_index);
-  json.field("slowest_rank", run.moe_slowest_rank);
+  sim::write_moe_members(json, run);
   if (links && links->busiest_kind)
     json.field("busiest_link_kind", sim::to_string(*links->busiest_kind));
   json.end_object();

@@ -5,7 +5,10 @@
 #include "gputwin/engine/train/trainer.hpp"
 #include "llama_test_model.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <cstdio>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -155,6 +158,32 @@ inline double relative_l2_error(const std::vector<float>& a, const std::vector<f
     norm += static_cast<double>(b[i]) * b[i];
   }
   return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+}
+
+// A plan's first-step loss and every gradient against the one-rank reference run `ref`: the loss within
+// `loss_tolerance` (relative), each gradient within `gradient_tolerance` (relative L2); prints the worst gradient.
+inline void expect_same_training(const TrainResult& run, const TrainResult& ref, const std::string& label,
+                                 double loss_tolerance, double gradient_tolerance)
+{
+  ASSERT_EQ(run.gradients.size(), ref.gradients.size()) << label;
+  const double loss_error = std::abs(run.loss_per_step[0] - ref.loss_per_step[0]) / ref.loss_per_step[0];
+  EXPECT_LE(loss_error, loss_tolerance) << label << ": loss " << run.loss_per_step[0] << " vs " << ref.loss_per_step[0];
+  double worst = 0;
+  std::string worst_name;
+  for (size_t i = 0; i < ref.gradients.size(); ++i) {
+    const LogicalTensor& g = run.gradients[i];
+    const LogicalTensor& r = ref.gradients[i];
+    ASSERT_EQ(g.name, r.name);
+    ASSERT_EQ(g.values.size(), r.values.size()) << g.name;
+    const double error = relative_l2_error(g.values, r.values);
+    EXPECT_LE(error, gradient_tolerance) << label << ": gradient of " << g.name;
+    if (error > worst) {
+      worst = error;
+      worst_name = g.name;
+    }
+  }
+  std::printf("  %-40s loss error %.2e, worst gradient error %.2e (%s)\n", label.c_str(), loss_error, worst,
+              worst_name.c_str());
 }
 
 } // namespace gputwin::engine::testing

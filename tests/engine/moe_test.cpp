@@ -155,28 +155,8 @@ const TrainResult& moe_reference()
 
 void expect_matches_one_rank(const MoePlan& plan)
 {
-  const TrainResult run = run_moe(tiny_moe_model(), plan, 1, true);
-  const TrainResult& ref = moe_reference();
-  ASSERT_EQ(run.gradients.size(), ref.gradients.size()) << describe(plan);
-  const double loss_error = std::abs(run.loss_per_step[0] - ref.loss_per_step[0]) / ref.loss_per_step[0];
-  EXPECT_LE(loss_error, loss_relative_tolerance)
-      << describe(plan) << ": loss " << run.loss_per_step[0] << " vs " << ref.loss_per_step[0];
-  double worst = 0;
-  std::string worst_name;
-  for (size_t i = 0; i < ref.gradients.size(); ++i) {
-    const LogicalTensor& g = run.gradients[i];
-    const LogicalTensor& r = ref.gradients[i];
-    ASSERT_EQ(g.name, r.name);
-    ASSERT_EQ(g.values.size(), r.values.size()) << g.name;
-    const double error = relative_l2_error(g.values, r.values);
-    EXPECT_LE(error, gradient_relative_l2_tolerance) << describe(plan) << ": gradient of " << g.name;
-    if (error > worst) {
-      worst = error;
-      worst_name = g.name;
-    }
-  }
-  std::printf("  %-40s loss error %.2e, worst gradient error %.2e (%s)\n", describe(plan).c_str(), loss_error, worst,
-              worst_name.c_str());
+  expect_same_training(run_moe(tiny_moe_model(), plan, 1, true), moe_reference(), describe(plan),
+                       loss_relative_tolerance, gradient_relative_l2_tolerance);
 }
 
 TEST(MoeNumerics, TheReferenceHasRouterAndExpertGradients)

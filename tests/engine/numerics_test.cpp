@@ -45,27 +45,8 @@ const TrainResult& reference(int64_t global_batch)
 
 void expect_matches_reference(const PlanSpec& spec, const TrainResult& run)
 {
-  const TrainResult& ref = reference(spec.global_batch);
-  ASSERT_EQ(run.gradients.size(), ref.gradients.size()) << describe(spec);
-  const double loss_error = std::abs(run.loss_per_step[0] - ref.loss_per_step[0]) / ref.loss_per_step[0];
-  EXPECT_LE(loss_error, loss_relative_tolerance)
-      << describe(spec) << ": loss " << run.loss_per_step[0] << " vs " << ref.loss_per_step[0];
-  double worst = 0;
-  std::string worst_name;
-  for (size_t i = 0; i < ref.gradients.size(); ++i) {
-    const LogicalTensor& g = run.gradients[i];
-    const LogicalTensor& r = ref.gradients[i];
-    ASSERT_EQ(g.name, r.name);
-    ASSERT_EQ(g.values.size(), r.values.size()) << g.name;
-    const double error = relative_l2_error(g.values, r.values);
-    EXPECT_LE(error, gradient_relative_l2_tolerance) << describe(spec) << ": gradient of " << g.name;
-    if (error > worst) {
-      worst = error;
-      worst_name = g.name;
-    }
-  }
-  std::printf("  %-40s loss error %.2e, worst gradient error %.2e (%s)\n", describe(spec).c_str(), loss_error, worst,
-              worst_name.c_str());
+  expect_same_training(run, reference(spec.global_batch), describe(spec), loss_relative_tolerance,
+                       gradient_relative_l2_tolerance);
 }
 
 void expect_bit_identical(const TrainResult& a, const TrainResult& b, const std::string& what)

@@ -89,6 +89,11 @@ void visit_moe_members(Report& r, Visit&& visit)
 
 } // namespace
 
+void write_moe_members(traces::JsonWriter& json, const IterationReport& report)
+{
+  visit_moe_members(report, [&](const char* name, const auto& value) { json.field(name, value); });
+}
+
 void write_iteration_report(traces::JsonWriter& json, const IterationReport& report)
 {
   json.begin_object();
@@ -96,7 +101,7 @@ void write_iteration_report(traces::JsonWriter& json, const IterationReport& rep
   if (report.moe) {
     json.key("moe");
     json.begin_object();
-    visit_moe_members(report, [&](const char* name, const auto& value) { json.field(name, value); });
+    write_moe_members(json, report);
     json.end_object();
   }
   json.end_object();

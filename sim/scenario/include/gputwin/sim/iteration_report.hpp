@@ -50,5 +50,8 @@ IterationReport iteration_report(const GptConfig& model, const ParallelPlan& pla
 // or mistyped member.
 void write_iteration_report(traces::JsonWriter& json, const IterationReport& report);
 IterationReport read_iteration_report(const traces::JsonValue& object);
+// The MoE members of `report` (exchange_s, max_rank_load, ...) into the JSON object being written: the "moe" object
+// of write_iteration_report and of `simulate --json`.
+void write_moe_members(traces::JsonWriter& json, const IterationReport& report);
 
 } // namespace gputwin::sim
