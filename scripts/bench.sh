@@ -32,3 +32,16 @@ bench "8 GiB all-reduce, 16384 H100 (dgx-h100, 2048 nodes)" 10 \
   "$gputwin" collective --cluster dgx-h100 --op all-reduce --ranks 16384 --bytes 8G --json
 bench "all-to-all 1 GiB, 1024 H100 (dgx-h100, a million flows)" 30 \
   "$gputwin" collective --cluster dgx-h100 --op all-to-all --ranks 1024 --bytes 1G --json
+# Issue 29's steady state: many micro-batches per pipeline (the estimate and the flow-level simulation), and the
+# sweep whose points each search and confirm such plans.
+bench "estimate gpt3-175b, TP 8 PP 8 DP 1, 1536 micro-batches" 5 \
+  "$gputwin" simulate --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 8 --dp 1 --global-batch 1536 \
+  --micro-batch 1 --sp --recompute selective --estimate --json
+bench "simulate gpt3-175b, TP 4 PP 16 x2 chunks DP 1, 1536 micro-batches" 30 \
+  "$gputwin" simulate --model gpt3-175b --cluster dgx-a100 --tp 4 --pp 16 --dp 1 --global-batch 1536 \
+  --micro-batch 1 --sp --recompute selective --schedule interleaved --chunks 2 --json
+sweep_dir=$(mktemp -d)
+bench "sweep gpt3-175b, dgx-a100 and dgx-h100 x 64..1024 GPUs (10 points)" 30 \
+  "$gputwin" sweep --model gpt3-175b --cluster dgx-a100,dgx-h100 --gpus 64,128,256,512,1024 --global-batch 1536 \
+  --tokens 300e9 --price-per-gpu-hour 2 --csv "$sweep_dir/s.csv"
+rm -rf "$sweep_dir"

@@ -84,6 +84,7 @@ void write_cluster_yaml(std::ostream& y, const topo::ClusterSpec& c, const sim::
     << (c.host_cores > 0 ? "\n  host_cores: " + std::to_string(c.host_cores) : "") // absent: GPUs of their own
     << "\n  nvlink:\n    gbytes_per_s: " << num(c.nvlink.bytes_per_s / 1e9)
     << "\n    latency_us: " << num(c.nvlink.latency_s * 1e6) << "\n    nvswitch_chips: " << c.nvlink.switch_chips
+    << (c.nvlink.domain_gpus > 0 ? "\n    domain_gpus: " + std::to_string(c.nvlink.domain_gpus) : "") // absent: node
     << "\n  pcie:\n    gbytes_per_s: " << num(c.pcie.bytes_per_s / 1e9) << "\n    latency_us: "
     << num(c.pcie.latency_s * 1e6) << "\n    switches: " << c.pcie.switches_per_node << "\n  nics:\n    count: "
     << c.nic.count << "\n    gbits_per_s: " << num(c.nic.bytes_per_s * 8 / 1e9) << "\n    latency_us: "

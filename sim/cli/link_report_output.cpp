@@ -69,7 +69,7 @@ void write_link_report_json(traces::JsonWriter& json, const topo::ClusterGraph& 
   json.field("window_s", report.window_s);
   json.field("flows", report.flows);
   json.field("flow_bytes", report.flow_bytes);
-  json.field("inter_node_bytes", report.inter_node_bytes);
+  json.field("inter_node_bytes", report.inter_domain_bytes); // between NVLink domains (link_report.hpp)
   json.key("kinds");
   json.begin_array();
   for (const sim::LinkClassTotal& total : report.kinds) {
@@ -103,8 +103,8 @@ void write_link_report_json(traces::JsonWriter& json, const topo::ClusterGraph& 
 void print_link_report(std::ostream& out, const topo::ClusterGraph& graph, const sim::LinkReport& report)
 {
   char line[256];
-  std::snprintf(line, sizeof line, "\nlink report over %.4f s: %lld flows, %.4g bytes (%.4g between nodes)\n",
-                report.window_s, static_cast<long long>(report.flows), report.flow_bytes, report.inter_node_bytes);
+  std::snprintf(line, sizeof line, "\nlink report over %.4f s: %lld flows, %.4g bytes (%.4g between NVLink domains)\n",
+                report.window_s, static_cast<long long>(report.flows), report.flow_bytes, report.inter_domain_bytes);
   out << line;
   out << "  kind            links   used       bytes  mean busy   max busy\n";
   for (const sim::LinkClassTotal& total : report.kinds) {

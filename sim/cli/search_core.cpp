@@ -109,7 +109,8 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
   check_fp8_supported(fp8_plan, cluster);
   r.gpu = compute_model_for_gpu(parsed, cluster.gpu);
 
-  r.plans = sim::enumerate_plans(model, r.gpus, r.global_batch, std::min<int64_t>(r.gpus, cluster.gpus_per_node),
+  // TP up to the NVLink domain (the node, or a rack of nodes): its collectives stay on NVLink.
+  r.plans = sim::enumerate_plans(model, r.gpus, r.global_batch, std::min<int64_t>(r.gpus, cluster.domain_gpus()),
                                  cluster.gpu.hbm_bytes, space);
   if (r.plans.shapes == 0)
     throw InputError("--gpus: no parallel plan of " + model.name + " (heads " + std::to_string(model.heads) +

@@ -16,16 +16,20 @@
 #include "shard.hpp"
 
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/common/interrupt.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/output_file.hpp"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -132,6 +136,56 @@ double positive_number(const ParsedArgs& parsed, const std::string& flag, bool a
     throw InputError(flag + ": expected a " + (allow_zero ? "non-negative" : "positive") + " number, got '" + text +
                      "'");
   return v;
+}
+
+// The price of one GPU-hour of each cluster of the sweep (by --cluster position) from --price-per-gpu-hour: one
+// number for every cluster, or NAME=P for each cluster (NAME as given to --cluster, or the cluster file's name).
+// InputError naming the flag for a cluster without a price, a price for a cluster not in the sweep, a cluster
+// priced twice, or a price that is not a non-negative number.
+std::vector<double> cluster_prices(const std::string& text, const std::vector<std::string>& cluster_names,
+                                   const std::vector<topo::ClusterSpec>& nodes)
+{
+  const std::string flag = "--price-per-gpu-hour";
+  const auto price = [&](const std::string& number) {
+    double v = -1;
+    try {
+      v = parse_number(flag, number); // decimal only: no "0x10", "inf", "nan"
+    } catch (const InputError&) {
+      v = -1;
+    }
+    if (v < 0)
+      throw InputError(flag + ": expected a non-negative number or NAME=P,... per cluster, got '" + text + "'");
+    return v;
+  };
+  if (text.find('=') == std::string::npos)
+    return std::vector<double>(cluster_names.size(), price(text));
+  std::vector<double> prices(cluster_names.size(), NAN);
+  for (const std::string& item : split_list(flag, text)) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(flag + ": expected NAME=P for each cluster (dgx-h100=2.5,gb200-nvl72=6), got '" + item + "'");
+    const std::string name = item.substr(0, eq);
+    bool in_sweep = false;
+    for (size_t c = 0; c < cluster_names.size(); ++c) {
+      if (cluster_names[c] != name && nodes[c].name != name)
+        continue;
+      if (!std::isnan(prices[c]))
+        throw InputError(flag + ": two prices for " + cluster_names[c]);
+      prices[c] = price(item.substr(eq + 1));
+      in_sweep = true;
+    }
+    if (!in_sweep) {
+      std::string sweep;
+      for (const std::string& cluster : cluster_names)
+        sweep += (sweep.empty() ? "" : ",") + cluster;
+      throw InputError(flag + ": a price for " + name + ", which is not a cluster of --cluster (" + sweep + ")");
+    }
+  }
+  for (size_t c = 0; c < cluster_names.size(); ++c)
+    if (std::isnan(prices[c]))
+      throw InputError(flag + ": no price for " + cluster_names[c] + " (expected NAME=P for each cluster of --cluster, "
+                       "or one price for all)");
+  return prices;
 }
 
 // One point of the sweep with its best plan. A row read back from a CSV (--merge) has the plan's CSV columns only
@@ -302,54 +356,118 @@ std::string gnuplot_quoted(std::string text)
   return '"' + text + '"';
 }
 
-// Throughput, MFU, time to train (else iteration time) and cost (else GPU-hours, else GPU count x iteration
-// time) against GPU count, one line per (cluster, model), drawn by gnuplot into a temporary directory and then
-// written to `path` atomically.
-void render_plot(const std::string& path, const std::vector<Row>& rows, bool have_tokens, bool have_price)
-{
-  const bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
-  std::string dir_template =
-      (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : "/tmp") + "/gputwin-plot.XXXXXX";
-  if (mkdtemp(dir_template.data()) == nullptr)
-    throw OutputError("--plot: cannot create a temporary directory for gnuplot");
-  const std::string dir = dir_template;
-  const std::string data = dir + "/sweep.dat", script = dir + "/sweep.gp",
-                    image = dir + (svg ? "/plot.svg" : "/plot.png"), log = dir + "/gnuplot.log";
-  struct Cleanup {
-    std::vector<std::string> files;
-    std::string dir;
-    ~Cleanup()
-    {
-      for (const std::string& f : files)
-        std::remove(f.c_str());
-      rmdir(dir.c_str());
-    }
-  } cleanup{{data, script, image, log}, dir};
-
-  std::vector<std::pair<std::string, std::string>> series; // (cluster, model) in first-seen order
+// An anonymous temporary file (removed by the system when closed, also when the process is killed), closed on
+// destruction.
+struct AnonymousFile {
+  std::FILE* file = std::tmpfile();
+  ~AnonymousFile()
   {
-    std::ofstream d(data);
-    for (const Row& r : rows) {
-      const std::pair<std::string, std::string> key{r.cluster, r.model};
-      if (std::find(series.begin(), series.end(), key) != series.end())
+    if (file != nullptr)
+      std::fclose(file);
+  }
+  AnonymousFile() = default;
+  AnonymousFile(const AnonymousFile&) = delete;
+  AnonymousFile& operator=(const AnonymousFile&) = delete;
+  int fd() const { return fileno(file); }
+  // Everything in the file, from its start.
+  std::string contents() const
+  {
+    std::string data;
+    if (::lseek(fd(), 0, SEEK_SET) != 0)
+      return data;
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(fd(), buffer, sizeof buffer)) != 0;) {
+      if (n < 0 && errno == EINTR)
         continue;
-      if (!series.empty())
-        d << "\n\n";
-      series.push_back(key);
-      for (const Row& s : rows)
-        if (s.cluster == r.cluster && s.model == r.model) {
-          const double train = have_tokens ? s.time_to_train_s / 86400 : s.iteration_time_s;
-          const double money = have_price    ? s.cost
-                               : have_tokens ? s.gpu_hours
-                                             : static_cast<double>(s.gpus) * s.iteration_time_s;
-          char line[256];
-          std::snprintf(line, sizeof line, "%lld %.9g %.9g %.9g %.9g\n", static_cast<long long>(s.gpus), s.tokens_per_s,
-                        100 * s.mfu, train, money);
-          d << line;
-        }
+      if (n < 0)
+        break;
+      data.append(buffer, static_cast<size_t>(n));
     }
-    if (!d.flush())
-      throw OutputError("--plot: cannot write gnuplot's data in " + dir);
+    return data;
+  }
+};
+
+// Runs gnuplot on `script` (its standard input) and returns what it wrote on standard output: the image. No shell
+// and no files under a name: gnuplot dies with this process (PR_SET_PDEATHSIG; Ctrl-C kills it through
+// common/interrupt.hpp), and what it was given and wrote vanishes with it. Throws OutputError "--plot: ..." when
+// gnuplot cannot be started, fails (its first line of errors) or writes nothing.
+std::string run_gnuplot(const std::string& script)
+{
+  AnonymousFile input, image, log;
+  if (input.file == nullptr || image.file == nullptr || log.file == nullptr)
+    throw OutputError(std::string("--plot: cannot create a temporary file for gnuplot: ") + std::strerror(errno));
+  if (std::fwrite(script.data(), 1, script.size(), input.file) != script.size() || std::fflush(input.file) != 0 ||
+      ::lseek(input.fd(), 0, SEEK_SET) != 0)
+    throw OutputError(std::string("--plot: cannot write gnuplot's script: ") + std::strerror(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw OutputError(std::string("--plot: cannot start gnuplot: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+      ::_exit(127);
+    ignore_interrupts_in_child();
+    ::dup2(input.fd(), STDIN_FILENO);
+    ::dup2(image.fd(), STDOUT_FILENO);
+    ::dup2(log.fd(), STDERR_FILENO);
+    ::execlp("gnuplot", "gnuplot", static_cast<char*>(nullptr));
+    const std::string why = std::string("cannot run gnuplot: ") + std::strerror(errno) + "\n";
+    (void)!::write(STDERR_FILENO, why.data(), why.size());
+    ::_exit(127);
+  }
+  register_child(pid);
+  // Wait without reaping, forget the child, then reap it: its id cannot be reused while the handler may kill it.
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  forget_child(pid);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::istringstream errors(log.contents());
+    std::string first;
+    for (std::string line; std::getline(errors, line);)
+      if (!line.empty() && line.find_first_not_of(" ^") != std::string::npos) {
+        first = line;
+        break;
+      }
+    const std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                                : "exit status " + std::to_string(WEXITSTATUS(status));
+    throw OutputError("--plot: gnuplot failed (" + how + ")" + (first.empty() ? "" : ": " + first));
+  }
+  std::string content = image.contents();
+  if (content.empty())
+    throw OutputError("--plot: gnuplot wrote no image");
+  return content;
+}
+
+// The gnuplot script of the sweep's plot: one data block per (cluster, model) series, then the four panels.
+std::string plot_script(const std::vector<Row>& rows, bool have_tokens, bool have_price, bool svg)
+{
+  std::ostringstream s;
+  std::vector<std::pair<std::string, std::string>> series; // (cluster, model) in first-seen order
+  for (const Row& r : rows) {
+    const std::pair<std::string, std::string> key{r.cluster, r.model};
+    if (std::find(series.begin(), series.end(), key) != series.end())
+      continue;
+    s << "$series" << series.size() << " << EOD\n";
+    series.push_back(key);
+    for (const Row& p : rows)
+      if (p.cluster == r.cluster && p.model == r.model) {
+        const double train = have_tokens ? p.time_to_train_s / 86400 : p.iteration_time_s;
+        const double money = have_price    ? p.cost
+                             : have_tokens ? p.gpu_hours
+                                           : static_cast<double>(p.gpus) * p.iteration_time_s;
+        char line[256];
+        std::snprintf(line, sizeof line, "%lld %.9g %.9g %.9g %.9g\n", static_cast<long long>(p.gpus), p.tokens_per_s,
+                      100 * p.mfu, train, money);
+        s << line;
+      }
+    s << "EOD\n";
   }
   const std::string panels[4][2] = {
       {"Throughput", "tokens/s"},
@@ -361,46 +479,31 @@ void render_plot(const std::string& path, const std::vector<Row>& rows, bool hav
        have_price    ? "cost (GPU-hours x price per GPU-hour)"
        : have_tokens ? "GPU-hours"
                      : "GPU-seconds"}};
-  {
-    std::ofstream s(script);
-    s << (svg ? "set terminal svg size 1400,1000 dynamic font 'Sans,12'\n"
-              : "set terminal pngcairo size 1400,1000 font 'Sans,11'\n");
-    s << "set termoption noenhanced\nset output '" << image << "'\n";
-    s << "set multiplot layout 2,2 title \"gputwin sweep: best plan per point\"\n";
-    s << "set logscale x 2\nset format x '%g'\nset xlabel 'GPUs'\nset grid\nset key top left\n";
-    for (int panel = 0; panel < 4; ++panel) {
-      s << "set title " << gnuplot_quoted(panels[panel][0]) << "\nset ylabel " << gnuplot_quoted(panels[panel][1])
-        << "\n";
-      s << (panel >= 2 ? "set logscale y\n" : "unset logscale y\n");
-      s << "plot ";
-      for (size_t i = 0; i < series.size(); ++i)
-        s << (i ? ", \\\n     " : "") << "'" << data << "' index " << i << " using 1:" << panel + 2
-          << " with linespoints lw 2 pt 7 title " << gnuplot_quoted(series[i].first + " " + series[i].second);
-      s << "\n";
-    }
-    s << "unset multiplot\n";
-    if (!s.flush())
-      throw OutputError("--plot: cannot write gnuplot's script in " + dir);
+  s << (svg ? "set terminal svg size 1400,1000 dynamic font 'Sans,12'\n"
+            : "set terminal pngcairo size 1400,1000 font 'Sans,11'\n");
+  s << "set termoption noenhanced\n"; // no `set output`: the image goes to standard output
+  s << "set multiplot layout 2,2 title \"gputwin sweep: best plan per point\"\n";
+  s << "set logscale x 2\nset format x '%g'\nset xlabel 'GPUs'\nset grid\nset key top left\n";
+  for (int panel = 0; panel < 4; ++panel) {
+    s << "set title " << gnuplot_quoted(panels[panel][0]) << "\nset ylabel " << gnuplot_quoted(panels[panel][1])
+      << "\n";
+    s << (panel >= 2 ? "set logscale y\n" : "unset logscale y\n");
+    s << "plot ";
+    for (size_t i = 0; i < series.size(); ++i)
+      s << (i ? ", \\\n     " : "") << "$series" << i << " using 1:" << panel + 2
+        << " with linespoints lw 2 pt 7 title " << gnuplot_quoted(series[i].first + " " + series[i].second);
+    s << "\n";
   }
-  const std::string command = "gnuplot '" + script + "' >'" + log + "' 2>&1";
-  const int status = std::system(command.c_str());
-  if (status != 0) {
-    std::ifstream l(log);
-    std::string first, line;
-    while (std::getline(l, line))
-      if (!line.empty() && line.find_first_not_of(" ^") != std::string::npos) {
-        first = line;
-        break;
-      }
-    throw OutputError("--plot: gnuplot failed (exit status " + std::to_string(WEXITSTATUS(status)) + ")" +
-                      (first.empty() ? "" : ": " + first));
-  }
-  std::ifstream in(image, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  if (!in || content.str().empty())
-    throw OutputError("--plot: gnuplot wrote no image");
-  write_file_atomically(path, content.str(), "--plot");
+  s << "unset multiplot\n";
+  return s.str();
+}
+
+// Throughput, MFU, time to train (else iteration time) and cost (else GPU-hours, else GPU count x iteration
+// time) against GPU count, one line per (cluster, model), drawn by gnuplot and written to `path` atomically.
+void render_plot(const std::string& path, const std::vector<Row>& rows, bool have_tokens, bool have_price)
+{
+  const bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
+  write_file_atomically(path, run_gnuplot(plot_script(rows, have_tokens, have_price, svg)), "--plot");
 }
 
 // One row of a sweep CSV (`where` is its file:line for the messages).
@@ -525,6 +628,12 @@ std::vector<Row> read_sweep_csvs(const std::vector<std::string>& files)
       if (line.empty())
         continue;
       const std::string where = file + ":" + std::to_string(line_number);
+      // A quoted cell with a line break (a model file's `name:`, quoted by csv_text) goes on on the next lines.
+      for (std::string more; !csv_cells(line) && std::getline(in, more); ++line_number) {
+        if (!more.empty() && more.back() == '\r')
+          more.pop_back();
+        line += "\n" + more;
+      }
       const Row r = parse_csv_row(line, where, columns);
       const std::string name = point_name(r.model, r.gpus, r.cluster);
       if (const auto it = where_point.find(r.point); it != where_point.end())
@@ -629,7 +738,8 @@ struct SweepSetup {
   std::vector<topo::ClusterSpec> nodes; // one node of each cluster: its name, GPU and node size
   std::optional<int64_t> global_batch;
   bool have_tokens = false, have_price = false;
-  double tokens = NAN, price = NAN;
+  double tokens = NAN;
+  std::vector<double> prices; // of one GPU-hour, by cluster (cluster_names' order); empty without a price
   int64_t top = 1, jobs = 1;
   int threads = 1;
   std::optional<AttentionKernel> attention;
@@ -695,7 +805,8 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
   }
   const bool have_tokens = parsed.has("--tokens"), have_price = parsed.has("--price-per-gpu-hour");
   const double tokens = have_tokens ? positive_number(parsed, "--tokens", false) : NAN;
-  const double price = have_price ? positive_number(parsed, "--price-per-gpu-hour", true) : NAN;
+  std::vector<double> prices = // per cluster of --cluster; empty without --price-per-gpu-hour
+      have_price ? cluster_prices(*parsed.value("--price-per-gpu-hour"), cluster_names, nodes) : std::vector<double>{};
   if (have_price && !have_tokens)
     throw InputError("--price-per-gpu-hour: needs --tokens (the cost is of training on T tokens)");
   const int64_t top = parsed.integer("--top").value_or(1);
@@ -769,7 +880,7 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
   setup.have_tokens = have_tokens;
   setup.have_price = have_price;
   setup.tokens = tokens;
-  setup.price = price;
+  setup.prices = std::move(prices);
   setup.top = top;
   setup.jobs = jobs;
   setup.threads = threads;
@@ -800,8 +911,9 @@ std::string run_sweep_point(const ParsedArgs& parsed, const SweepSetup& s, size_
   point_space.attention = s.attention.value_or(default_attention_kernel(cluster.gpu.generation));
   point_space.context_parallel =
       s.context_parallel.value_or(sim::default_context_parallel(model, point_space.attention));
-  const sim::PlanEnumeration plans = sim::enumerate_plans(model, p.gpus, batch, std::min<int64_t>(p.gpus, node_gpus),
-                                                          cluster.gpu.hbm_bytes, point_space);
+  // TP up to the NVLink domain (the node, or a rack of trays on an NVL72), as search: its collectives stay on NVLink.
+  const sim::PlanEnumeration plans = sim::enumerate_plans(
+      model, p.gpus, batch, std::min<int64_t>(p.gpus, cluster.domain_gpus()), cluster.gpu.hbm_bytes, point_space);
   if (plans.shapes == 0)
     return "Sno parallel plan splits it (tp must divide the heads " + std::to_string(model.heads) +
            ", pp the layers " + std::to_string(model.layers) + ", dp the global batch)";
@@ -849,7 +961,7 @@ std::vector<Row> collect_rows(const SweepSetup& s, const std::vector<std::string
       row.gpu_hours = static_cast<double>(p.gpus) * row.time_to_train_s / 3600;
     }
     if (s.have_price)
-      row.cost = row.gpu_hours * s.price;
+      row.cost = row.gpu_hours * s.prices[p.cluster];
     rows.push_back(row);
   }
   if (rows.empty() && !s.shard.sliced()) {
@@ -901,7 +1013,9 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
                     "GPU counts: 64,128,256 or START:END:xFACTOR (64:1024:x2) or START:END:+STEP");
   parser.add_option("--global-batch", "B", "samples per iteration at every point (default: the point's GPUs)");
   parser.add_option("--tokens", "T", "tokens to train on (300e9): time to train, GPU-hours");
-  parser.add_option("--price-per-gpu-hour", "P", "price of one GPU-hour: cost = GPU-hours x P");
+  parser.add_option("--price-per-gpu-hour", "P|NAME=P[,...]",
+                    "price of one GPU-hour: cost = GPU-hours x P; one P for every cluster, or one per cluster of "
+                    "--cluster (dgx-h100=2.5,gb200-nvl72=6)");
   parser.add_option("--attention", "KERNEL",
                     "attention kernel of every plan: unfused|flash (default: flash on Hopper, unfused on Ampere)");
   parser.add_option("--cp", "LIST",

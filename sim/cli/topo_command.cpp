@@ -57,9 +57,14 @@ void print_table(std::ostream& out, const topo::ClusterGraph& graph)
                 json_number(gbytes(spec.gpu.hbm_bytes_per_s)) + " GB/s");
   print_row(out, "nodes", std::to_string(s.nodes));
   print_row(out, "GPUs", std::to_string(s.gpus) + " (" + std::to_string(spec.gpus_per_node) + per_node + ")");
+  const bool node_domain = spec.nodes_per_domain() == 1;
+  print_row(out, "NVLink domains",
+            std::to_string(s.nvlink_domains) + " of " + std::to_string(s.nvlink_domain_gpus) + " GPUs" +
+                (node_domain ? " (the node)" : " (" + std::to_string(spec.nodes_per_domain()) + " nodes each)"));
   print_row(out, "NVSwitch chips",
-            std::to_string(s.nvswitch_chips) + " (" + std::to_string(spec.nvlink.switch_chips) + per_node +
-                "; one logical crossbar per node in the graph)");
+            std::to_string(s.nvswitch_chips) + " (" + std::to_string(spec.nvlink.switch_chips) +
+                (node_domain ? per_node + "; one logical crossbar per node in the graph)"
+                             : " per domain; one logical crossbar per domain in the graph)"));
   print_row(out, "PCIe switches",
             std::to_string(s.pcie_switches) + " (" + std::to_string(spec.pcie.switches_per_node) + per_node + ")");
   print_row(out, "NICs",
@@ -84,9 +89,13 @@ void print_json(std::ostream& out, const topo::ClusterGraph& graph)
   json.field("cluster", graph.spec().name);
   json.field("nodes", s.nodes);
   json.field("gpus", s.gpus);
+  json.field("gpus_per_node", graph.spec().gpus_per_node);
+  json.field("nvlink_domain_gpus", s.nvlink_domain_gpus);
+  json.field("nvlink_domains", s.nvlink_domains);
   json.field("nvswitch_chips", s.nvswitch_chips);
   json.field("pcie_switches", s.pcie_switches);
   json.field("nics", s.nics);
+  json.field("nics_per_node", graph.spec().nic.count);
   json.key("fabric_switches_per_level");
   json.begin_array();
   for (int count : s.fabric_switches_per_level)

@@ -274,6 +274,51 @@ TEST(FabricFaultsCli, BadNamesAndFactorsAreOneLineErrors)
   EXPECT_EQ(r.exit_code, 2);
 }
 
+TEST(FabricFaultsCli, ACableNamedTwiceIsAOneLineError)
+{
+  const std::string run = "collective --nodes 2 --op all-reduce --bytes 1M ";
+  const std::string expected = " (expected each cable at most once across --degrade-link and --fail-link)";
+  expect_one_line_error(run + "--degrade-link 'n1.nic0->leaf.r0.0=0.5' --fail-link 'leaf.r0.0->n1.nic0'",
+                        "--fail-link: cable n1.nic0<->leaf.r0.0 is also in --degrade-link" + expected);
+  expect_one_line_error(run + "--degrade-link 'n1.nic0->leaf.r0.0=0.5' --degrade-link 'n1.nic0->leaf.r0.0=0.5'",
+                        "--degrade-link: cable n1.nic0<->leaf.r0.0 is given twice" + expected);
+  expect_one_line_error(run + "--fail-link 'n1.nic0->leaf.r0.0' --fail-link 'n1.nic0->leaf.r0.0'",
+                        "--fail-link: cable n1.nic0<->leaf.r0.0 is given twice" + expected);
+  EXPECT_EQ(run_gputwin(run + "--fail-nic 1:3 --fail-nic 1:3", true).exit_code, 2);
+}
+
+// A small GPT on 4 DGX A100 nodes, tp 8 x dp 4: node n holds replica n's TP group. The simulator runs one folded
+// program for the 4 replicas; a fault on the node of replica 1, 2 or 3 must slow the iteration as on replica 0's.
+double folded_iteration_s(const std::string& flags)
+{
+  SCOPED_TRACE(flags);
+  const CliResult r = run_gputwin("simulate --hidden 1024 --heads 16 --layers 8 --seq-len 1024 --vocab 51200 --tp 8 "
+                                  "--dp 4 --global-batch 8 --cluster dgx-a100 --json " +
+                                      flags,
+                                  false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.exit_code == 0 ? number(traces::parse_json(r.output), "iteration_time_s") : -1;
+}
+
+TEST(FabricFaultsCli, AFaultOnAnyReplicaSlowsTheFoldedIterationAsOnReplicaZero)
+{
+  for (const std::string executor : {"", "--estimate "}) {
+    const double healthy = folded_iteration_s(executor);
+    const double on_replica_0 = folded_iteration_s(executor + "--degrade-link 'n0.gpu0->n0.nvswitch=0.01'");
+    EXPECT_GT(on_replica_0, 2 * healthy);
+    EXPECT_DOUBLE_EQ(folded_iteration_s(executor + "--degrade-link 'n3.gpu0->n3.nvswitch=0.01'"), on_replica_0);
+    EXPECT_DOUBLE_EQ(folded_iteration_s(executor + "--degrade-link 'n2.gpu5->n2.nvswitch=0.01'"), on_replica_0);
+  }
+  // A failed NVLink cable of replica 1's node disconnects its TP group (its GPUs share no PCIe switch) as it does
+  // replica 0's.
+  for (const std::string node : {"n0", "n1"})
+    expect_one_line_error("simulate --hidden 1024 --heads 16 --layers 8 --seq-len 1024 --vocab 51200 --tp 8 --dp 2 "
+                          "--global-batch 2 --fail-link '" +
+                              node + ".gpu0->" + node + ".nvswitch'",
+                          "--fail-link: the failure disconnects the job: no path from " + node + ".gpu0 to " + node +
+                              ".gpu");
+}
+
 } // namespace
 } // namespace gputwin::testing
 

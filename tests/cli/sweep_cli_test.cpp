@@ -248,6 +248,26 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
 }
 
 // The sweep's table and JSON name each point's attention, cp, fp8 and overlaps; --no-overlaps turns them off.
+// A model file's `name:` may hold a line break; the CSV quotes it (RFC 4180) and --merge reads it back: the
+// merged file is the same bytes.
+TEST(SweepCli, MergeReadsBackAModelNameWithALineBreak)
+{
+  const std::string csv = test_temp_path("newline-name.csv"), merged = test_temp_path("newline-merged.csv");
+  const std::string content =
+      "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,gpu_hours,cost,model,"
+      "schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point,attention,cp,fp8,tp_comm_overlap,"
+      "overlap_grad_reduce,overlap_param_gather\n"
+      "dgx-a100,8,2,1,4,4,0.87780754948532935,37329.366806212056,0.543105,,,,\"my\nmodel, v2\",1f1b,1,none,"
+      "69441019904,1,0,unfused,1,0,0,0,0\n";
+  std::ofstream(csv, std::ios::binary) << content;
+  std::remove(merged.c_str());
+  const CliResult r = run_gputwin("sweep --merge '" + csv + "' -o '" + merged + "'", true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_file(merged), content);
+  std::remove(csv.c_str());
+  std::remove(merged.c_str());
+}
+
 TEST(SweepCli, TableAndJsonNameAttentionContextParallelismAndOverlaps)
 {
   const std::string sweep = "sweep --model llama3-8b --layers 4 --cluster dgx-h100 --gpus 16 --global-batch 16";

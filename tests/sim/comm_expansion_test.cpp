@@ -116,5 +116,54 @@ TEST(CommExpander, AMessageBetweenStagesHasOneCopyPerFoldedRank)
   }
 }
 
+TEST(CommExpander, CopiesOnANodeWithAFaultedCableAreOnTheLinksToo)
+{
+  const Workload w = plan_workload();
+  topo::ClusterSpec healthy_spec = testing::dgx_like_spec(4, false);
+  const topo::ClusterGraph healthy(healthy_spec);
+  // The last replica's TP group of stage 1, on another node than replica 0's: one of its NVLink cables degraded.
+  const std::vector<int32_t> first = tp_group_ranks(w.plan, 1, 0), last = tp_group_ranks(w.plan, 1, w.plan.dp - 1);
+  const int node = healthy.node_of_gpu(last.front()), local = last.front() % healthy_spec.gpus_per_node;
+  ASSERT_NE(node, healthy.node_of_gpu(first.front()));
+  topo::ClusterSpec faulty_spec = healthy_spec;
+  const std::string prefix = "n" + std::to_string(node) + ".";
+  faulty_spec.faults.degraded_links = {{prefix + "gpu" + std::to_string(local) + "->" + prefix + "nvswitch", 0.01}};
+  const topo::ClusterGraph faulty(std::move(faulty_spec));
+  EXPECT_TRUE(faulty.node_faulted(node));
+  EXPECT_FALSE(faulty.node_faulted(healthy.node_of_gpu(first.front())));
+
+  const traces::Op tp = collective_on(w.tp_group(1), CollectiveOp::AllReduce, 64e6);
+  CommExpander healthy_expander(healthy, w), faulty_expander(faulty, w);
+  EXPECT_EQ(healthy_expander.collective(tp).copies, 1);
+  // Copy 0 stands for the healthy replicas; the faulted node's copy runs on its own links.
+  const CommWork& work = faulty_expander.collective(tp);
+  std::set<int> expected(first.begin(), first.end());
+  for (const int32_t r : tp_group_ranks(w.plan, 1, w.plan.dp - 2))
+    if (healthy.node_of_gpu(r) == node)
+      expected.insert(r); // a replica sharing the faulted node
+  expected.insert(last.begin(), last.end());
+  EXPECT_EQ(gpus_of(work), expected);
+  EXPECT_EQ(work.copies, static_cast<int>(expected.size() / first.size()));
+}
+
+TEST(CommExpander, MessagesInsideANodeWithAFaultedCableAreAllOnTheLinks)
+{
+  // tp 1, pp 4, dp 4 on 2 DGX nodes: stages 0 and 1 on node 0, stages 2 and 3 on node 1, 4 replicas each.
+  ParallelPlan p;
+  p.pp = 4;
+  p.dp = 4;
+  p.global_batch = 8;
+  validate_plan(model(), p);
+  const Workload w = make_workload(model(), p);
+  topo::ClusterSpec spec = testing::dgx_like_spec(2, false);
+  spec.faults.degraded_links = {{"n1.gpu5->n1.nvswitch", 0.01}}; // stage 3 of replica 1
+  const topo::ClusterGraph faulty(std::move(spec));
+  CommExpander expander(faulty, w);
+  EXPECT_EQ(expander.message(int64_t{0}, int64_t{1}, 1e6).copies, 1); // node 0: copy 0 stands for all
+  const CommWork& on_faulted_node = expander.message(int64_t{2}, int64_t{3}, 1e6);
+  EXPECT_EQ(on_faulted_node.copies, 4);
+  EXPECT_EQ(gpus_of(on_faulted_node), (std::set<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+}
+
 } // namespace
 } // namespace gputwin::sim

@@ -42,6 +42,24 @@ FlowLog hand_made_log()
   return log;
 }
 
+// Two GB200 NVL72 racks (36 trays of 4 GPUs): a flow between two trays of rack 0 stays on NVLink and is not
+// counted between domains; one from rack 0 to rack 1 crosses the NICs and is.
+TEST(LinkReport, BytesBetweenDomainsCountRackCrossingsNotTrayCrossings)
+{
+  const topo::ClusterGraph graph(topo::load_cluster("gb200-nvl72", 36, {}));
+  FlowLog log;
+  log.flows.push_back(FlowRecord{0, 4, 100, 0, 1, -1});  // tray 0 -> tray 1, rack 0
+  log.flows.push_back(FlowRecord{5, 71, 40, 0, 1, -1});  // tray 1 -> tray 17, rack 0
+  log.flows.push_back(FlowRecord{0, 72, 30, 1, 2, -1});  // rack 0 -> rack 1
+  const LinkReport report = link_report(graph, log, 10);
+  EXPECT_DOUBLE_EQ(report.flow_bytes, 170);
+  EXPECT_DOUBLE_EQ(report.inter_domain_bytes, 30);
+  std::map<std::string, double> bytes;
+  for (const LinkClassTotal& k : report.kinds)
+    bytes[to_string(k.kind)] = k.bytes;
+  EXPECT_DOUBLE_EQ(bytes["nic_tx"], 30) << "only the rack-to-rack flow leaves NVLink";
+}
+
 TEST(LinkReport, BytesAndTheUnionOfBusyIntervalsPerDirectedLink)
 {
   const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
@@ -59,7 +77,7 @@ TEST(LinkReport, BytesAndTheUnionOfBusyIntervalsPerDirectedLink)
   EXPECT_EQ(use_of(report, link_named(graph, "n0.gpu1->n0.nvswitch")), nullptr); // nothing crossed it
 
   // The inter-node flow: GPU 0 sits beside NIC 0 (no PXN), both NICs on rail 0's leaf.
-  EXPECT_DOUBLE_EQ(report.inter_node_bytes, 30);
+  EXPECT_DOUBLE_EQ(report.inter_domain_bytes, 30);
   EXPECT_DOUBLE_EQ(report.flow_bytes, 190);
   std::map<std::string, const LinkClassTotal*> kinds;
   for (const LinkClassTotal& k : report.kinds)

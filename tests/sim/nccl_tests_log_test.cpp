@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace gputwin::sim {
 namespace {
@@ -44,6 +46,68 @@ TEST(NcclTestsLog, BadInputNamesFileAndLine)
   std::istringstream empty("#   Rank  0 Pid 1 on node-0 device 0\n# Out of bounds values : 0 OK\n");
   EXPECT_THROW(parse_nccl_tests_log(empty, "e.log"), InputError);
   EXPECT_THROW(read_nccl_tests_log("/nonexistent/nccl.log"), InputError);
+}
+
+// The message of the InputError that parsing `text` throws ("" when it parses).
+std::string parse_error(const std::string& text)
+{
+  std::istringstream in(text);
+  try {
+    parse_nccl_tests_log(in, "x.log");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* header_line = "# nThread 1 nGpus 1 minBytes 1024 maxBytes 2048 step: 2(factor)\n";
+const char* data_lines = "        1024   256  float  sum   34.66   0.03   0.06  N/A   34.47\n"
+                         "        2048   512  float  sum   36.05   0.06   0.11  N/A   35.59\n";
+
+TEST(NcclTestsLog, OneRankIsRefused)
+{
+  const std::string one = std::string(header_line) + "#   Rank  0 Pid 1 on node-0 device  0 [0x00] A100\n" + data_lines;
+  EXPECT_NE(parse_error(one).find("x.log: one rank"), std::string::npos) << parse_error(one);
+}
+
+TEST(NcclTestsLog, DamagedRankLinesAreRefused)
+{
+  const std::string rank0 = "#   Rank  0 Pid 1 on node-0 device  0 [0x00] A100\n";
+  // A NUL byte where "Rank" was: the line would be read as a comment and the log as one of fewer ranks.
+  const std::string nul =
+      std::string(header_line) + rank0 + std::string("#   Ra") + '\0' + "k  1 Pid 2 on node-0 device 1\n" + data_lines;
+  EXPECT_NE(parse_error(nul).find("x.log:3: a NUL byte"), std::string::npos) << parse_error(nul);
+  const std::string skipped = std::string(header_line) + rank0 + "#   Rank  2 Pid 2 on node-0 device 1\n" + data_lines;
+  EXPECT_NE(parse_error(skipped).find("x.log:3: expected '#  Rank 1"), std::string::npos) << parse_error(skipped);
+  const std::string garbled = std::string(header_line) + rank0 + "#   Rank  1x Pid 2 on node-0 device 1\n" + data_lines;
+  EXPECT_NE(parse_error(garbled).find("x.log:3: expected '#  Rank 1"), std::string::npos) << parse_error(garbled);
+}
+
+TEST(NcclTestsLog, RankHostsAreRead)
+{
+  std::istringstream in(prefixed_log);
+  const NcclTestsLog log = parse_nccl_tests_log(in, "x.log");
+  EXPECT_EQ(log.rank_hosts, (std::vector<std::string>{"node-0", "node-1"}));
+}
+
+TEST(NcclTestsLog, RanksMustSitOnHostsAsTheFitPlacesThem)
+{
+  // Two ranks on two hosts: the fit would place both on one 8-GPU node and fit NVLink to a network's times.
+  std::istringstream two_hosts(prefixed_log);
+  const NcclTestsLog spread = parse_nccl_tests_log(two_hosts, "x.log");
+  try {
+    check_rank_placement(spread, 8, "dgx-a100");
+    FAIL() << "two hosts of one rank each accepted as one node";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.log: 2 ranks on 2 host(s) (node-0: 1, node-1: 1)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(fit_nccl(topo::load_cluster("dgx-a100", 0, {}), {spread}), InputError);
+  check_rank_placement(spread, 1, "one-gpu-nodes"); // one GPU per node: one rank per host is right
+  // The Echo logs: 16 ranks, 8 on each of two hosts; 8 ranks on one host.
+  check_rank_placement(read_nccl_tests_log(GPUTWIN_NCCL_LOG_DIR "/nccl_16.log"), 8, "dgx-a100");
+  check_rank_placement(read_nccl_tests_log(GPUTWIN_NCCL_LOG_DIR "/nccl_8.log"), 8, "dgx-a100");
+  EXPECT_THROW(check_rank_placement(read_nccl_tests_log(GPUTWIN_NCCL_LOG_DIR "/nccl_16.log"), 16, "x"), InputError);
 }
 
 TEST(NcclTestsLog, EchoLogsParse)

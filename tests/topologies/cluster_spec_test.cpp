@@ -23,7 +23,7 @@ std::string error_of(const std::string& cluster, int nodes, const std::vector<st
 
 TEST(ClusterSpec, BuiltinNames)
 {
-  EXPECT_EQ(builtin_cluster_names(), "dgx-a100, dgx-b200, dgx-h100, dgx-h200, gb200-nvl72, localhost, nd-a100-v4");
+  EXPECT_EQ(builtin_cluster_names(), "dgx-a100, dgx-b200, dgx-b300, dgx-h100, dgx-h200, gb200-nvl72, gb300-nvl72, localhost, nd-a100-v4");
 }
 
 TEST(ClusterSpec, DgxA100InSiUnits)
@@ -111,16 +111,19 @@ TEST(ClusterSpec, DgxH100AndH200)
   EXPECT_DOUBLE_EQ(h200.nic.bytes_per_s, h100.nic.bytes_per_s);
 }
 
-// GB200 NVL72: one rack is one node of 72 GPUs in one NVLink 5 domain, one NDR NIC per GPU (4 per 4-GPU tray).
-TEST(ClusterSpec, Gb200Nvl72IsOneNodeOf72GpusInOneNvlinkDomain)
+// GB200 NVL72: a node is a compute tray of 4 GPUs and 4 NDR NICs (one per GPU); 18 trays share a rack's NVLink 5
+// domain (nvlink_domain_test.cpp: routes and errors).
+TEST(ClusterSpec, Gb200Nvl72IsTraysOfFourGpusInRackDomains)
 {
-  const ClusterSpec s = load_cluster("gb200-nvl72", 2, {});
+  const ClusterSpec s = load_cluster("gb200-nvl72", 36, {});
   EXPECT_EQ(s.gpu.kind, "gb200");
-  EXPECT_EQ(s.gpus_per_node, 72);
+  EXPECT_EQ(s.gpus_per_node, 4);
   EXPECT_EQ(s.gpus(), 144);
+  EXPECT_EQ(s.nvlink.domain_gpus, 72);
+  EXPECT_EQ(s.nvlink_domains(), 2);
   EXPECT_DOUBLE_EQ(s.nvlink.bytes_per_s, 900e9); // per GPU, per direction
-  EXPECT_EQ(s.nvlink.switch_chips, 18);
-  EXPECT_EQ(s.nic.count, 72);
+  EXPECT_EQ(s.nvlink.switch_chips, 18);          // per domain
+  EXPECT_EQ(s.nic.count, 4);
   EXPECT_DOUBLE_EQ(s.nic.bytes_per_s, 50e9); // ConnectX-7, 400 Gb/s
   EXPECT_DOUBLE_EQ(s.gpu.peak_bf16_flops, 2450e12);
   EXPECT_DOUBLE_EQ(s.gpu.hbm_bytes_per_s, 8000e9);
@@ -168,7 +171,7 @@ TEST(ClusterSpec, FileErrorsNameFileLineColumnAndField)
       {"mistyped-field.yaml",
        "mistyped-field.yaml:13:19: node.nvlink.gbytes_per_s: expected a positive number, got 'fast'"},
       {"unknown-field.yaml", "unknown-field.yaml:13:5: node.nvlink.gbytes_per_sec: unknown field (expected one of "
-                             "gbytes_per_s, latency_us, nvswitch_chips)"},
+                             "gbytes_per_s, latency_us, nvswitch_chips, domain_gpus)"},
       {"bad-rail-map.yaml",
        "bad-rail-map.yaml:24:24: node.nics.gpus.1.1: expected a local GPU index from 0 to 3, got 7"},
   };
@@ -202,7 +205,7 @@ TEST(ClusterSpec, FlagAndSetErrorsNameTheFlag)
       {"dgx-a999",
        0,
        {},
-       "--cluster: unknown cluster 'dgx-a999' (expected one of dgx-a100, dgx-b200, dgx-h100, dgx-h200, gb200-nvl72, localhost, nd-a100-v4, or a cluster .yaml "
+       "--cluster: unknown cluster 'dgx-a999' (expected one of dgx-a100, dgx-b200, dgx-b300, dgx-h100, dgx-h200, gb200-nvl72, gb300-nvl72, localhost, nd-a100-v4, or a cluster .yaml "
        "file)"},
       {"dgx-a100", -1, {}, "--nodes: expected a positive number of nodes, got -1"},
       {"dgx-a100",

@@ -133,5 +133,22 @@ TEST(FabricFaults, UnknownNamesAndOutOfRangeNicsAreInputErrors)
   EXPECT_NE(error.find("--fail-nic: NIC 2: a node of 'tiny' has 2 NIC(s)"), std::string::npos) << error;
 }
 
+TEST(FabricFaults, ACableNamedTwiceIsAnInputErrorNamingTheFlagAndTheCable)
+{
+  const std::string expected = "(expected each cable at most once across --degrade-link and --fail-link)";
+  // Degraded and failed at once, either direction naming the cable.
+  std::string error = error_of([] { tiny_with({{{"n1.nic0->leaf.1", 0.5}}, {"leaf.1->n1.nic0"}, {}}); });
+  EXPECT_EQ(error, "--fail-link: cable n1.nic0<->leaf.1 is also in --degrade-link " + expected);
+  // Degraded twice: the factors would multiply.
+  error = error_of([] { tiny_with({{{"n1.nic0->leaf.1", 0.5}, {"leaf.1->n1.nic0", 0.5}}, {}, {}}); });
+  EXPECT_EQ(error, "--degrade-link: cable n1.nic0<->leaf.1 is given twice " + expected);
+  error = error_of([] { tiny_with({{}, {"leaf.0->spine.0", "leaf.0->spine.0"}, {}}); });
+  EXPECT_EQ(error, "--fail-link: cable leaf.0<->spine.0 is given twice " + expected);
+  error = error_of([] { tiny_with({{}, {}, {{1, 0}, {1, 0}}}); });
+  EXPECT_EQ(error, "--fail-nic: NIC 1:0 is given twice (expected each NIC at most once)");
+  // Two cables are no error, nor a degraded cable of a failed NIC (the failure wins).
+  EXPECT_NO_THROW(tiny_with({{{"n1.nic0->leaf.1", 0.5}}, {"n1.nic1->leaf.1"}, {{1, 0}}}));
+}
+
 } // namespace
 } // namespace gputwin::topo

@@ -15,9 +15,13 @@ TEST(TopoCli, GoldenJsonForSixtyFourDgxA100Nodes)
   "cluster": "dgx-a100",
   "nodes": 64,
   "gpus": 512,
+  "gpus_per_node": 8,
+  "nvlink_domain_gpus": 8,
+  "nvlink_domains": 64,
   "nvswitch_chips": 384,
   "pcie_switches": 256,
   "nics": 512,
+  "nics_per_node": 8,
   "fabric_switches_per_level": [
     32,
     20
@@ -71,7 +75,7 @@ TEST(TopoCli, BadInputExitsTwoWithOneLine)
 {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"topo --cluster nope",
-       "gputwin topo: error: --cluster: unknown cluster 'nope' (expected one of dgx-a100, dgx-b200, dgx-h100, dgx-h200, gb200-nvl72, localhost, nd-a100-v4, or a "
+       "gputwin topo: error: --cluster: unknown cluster 'nope' (expected one of dgx-a100, dgx-b200, dgx-b300, dgx-h100, dgx-h200, gb200-nvl72, gb300-nvl72, localhost, nd-a100-v4, or a "
        "cluster .yaml file)\n"},
       {"topo --nodes 0", "gputwin topo: error: --nodes: expected a positive integer, got 0\n"},
       {"topo --nodes 2 --set node.nics.count=0",
@@ -80,6 +84,9 @@ TEST(TopoCli, BadInputExitsTwoWithOneLine)
       {"topo --set node.nvlink.gbytes_per_s=fast",
        "gputwin topo: error: --set node.nvlink.gbytes_per_s: expected a positive number, got 'fast'\n"},
       {"topo --json --dot", "gputwin topo: error: --dot: cannot be combined with --json (expected one of them)\n"},
+      {"topo --cluster gb200-nvl72 --set node.nvlink.domain_gpus=70",
+       "gputwin topo: error: --set node.nvlink.domain_gpus: 70 GPUs are not a whole number of 4-GPU nodes (expected "
+       "a multiple of node.gpus)\n"},
   };
   for (const auto& [args, expected] : cases) {
     const CliResult r = run_gputwin(args, true);

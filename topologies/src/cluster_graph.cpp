@@ -34,6 +34,15 @@ std::string node_prefix(int node)
   return prefix;
 }
 
+// "nvl2.nvswitch": the crossbar of NVLink domain 2 when a domain spans several nodes (appended piecewise, as above).
+std::string domain_switch_name(int domain)
+{
+  std::string name = "nvl";
+  name += std::to_string(domain);
+  name += ".nvswitch";
+  return name;
+}
+
 } // namespace
 
 ClusterGraph::ClusterGraph(ClusterSpec spec)
@@ -85,12 +94,18 @@ void ClusterGraph::build_nodes()
     w.pcie_of_nic.push_back(w.pcie_of_local_gpu[static_cast<size_t>(first)]);
   }
 
+  // One crossbar per NVLink domain, after the GPUs of the domain's first node: "n3.nvswitch" when the domain is
+  // the node, "nvl2.nvswitch" when it spans several nodes.
+  const int nodes_per_domain = spec_.nodes_per_domain();
+  int nvswitch = -1;
   for (int node = 0; node < spec_.nodes; ++node) {
     const std::string prefix = node_prefix(node);
     const int first_gpu = static_cast<int>(vertices_.size());
     for (int i = 0; i < gpus; ++i)
       gpu_vertices_.push_back(add_vertex(VertexKind::Gpu, node, i, 0, prefix + "gpu" + std::to_string(i)));
-    const int nvswitch = add_vertex(VertexKind::NvSwitch, node, 0, 0, prefix + "nvswitch");
+    if (node % nodes_per_domain == 0)
+      nvswitch = add_vertex(VertexKind::NvSwitch, node, 0, 0,
+                            nodes_per_domain == 1 ? prefix + "nvswitch" : domain_switch_name(node / nodes_per_domain));
     const int first_pcie = static_cast<int>(vertices_.size());
     for (int s = 0; s < spec_.pcie.switches_per_node; ++s)
       add_vertex(VertexKind::PcieSwitch, node, s, 0, prefix + "pcie" + std::to_string(s));
@@ -206,11 +221,9 @@ std::vector<int> ClusterGraph::route(int src_gpu, int dst_gpu) const
   if (src_gpu == dst_gpu)
     return path;
   const auto at = [](const std::vector<int>& table, int index) { return table[static_cast<size_t>(index)]; };
-  const int src_node = src_gpu / gpus;
-  const int dst_node = dst_gpu / gpus;
   if (!failed_.empty())
     return route_around_faults(src_gpu, dst_gpu);
-  if (src_node == dst_node)
+  if (spec_.same_nvlink_domain(src_gpu, dst_gpu)) // same node, or another node (tray) of the NVLink domain
     return {at(w.gpu_nvlink, src_gpu), reverse(at(w.gpu_nvlink, dst_gpu))};
   // The rail of the destination GPU: NIC r on both nodes.
   inter_node_path(src_gpu, dst_gpu, at(w.rail_of_local_gpu, dst_gpu % gpus), false, path);
@@ -299,7 +312,9 @@ TopologySummary ClusterGraph::summary() const
   TopologySummary s;
   s.nodes = spec_.nodes;
   s.gpus = spec_.gpus();
-  s.nvswitch_chips = spec_.nvlink.switch_chips * spec_.nodes;
+  s.nvlink_domain_gpus = spec_.domain_gpus();
+  s.nvlink_domains = spec_.nvlink_domains();
+  s.nvswitch_chips = spec_.nvlink.switch_chips * s.nvlink_domains;
   s.pcie_switches = spec_.pcie.switches_per_node * spec_.nodes;
   s.nics = spec_.nic.count * spec_.nodes;
   s.fabric_switches_per_level = fabric_.switches_per_level();

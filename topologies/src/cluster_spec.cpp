@@ -74,10 +74,13 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   spec.gpus_per_node = in.positive_integer("node.gpus");
   if (in.has("node.host_cores"))
     spec.host_cores = in.positive_integer("node.host_cores");
-  in.mapping("node.nvlink", {"gbytes_per_s", "latency_us", "nvswitch_chips"});
+  in.mapping("node.nvlink", {"gbytes_per_s", "latency_us", "nvswitch_chips", "domain_gpus"});
   spec.nvlink.bytes_per_s = in.positive_number("node.nvlink.gbytes_per_s") * giga;
   spec.nvlink.latency_s = in.non_negative_number("node.nvlink.latency_us") * micro;
   spec.nvlink.switch_chips = in.positive_integer("node.nvlink.nvswitch_chips");
+  // Optional: absent, the NVLink domain is the node; a rack-scale domain (NVL72) spans several nodes (trays).
+  if (in.has("node.nvlink.domain_gpus"))
+    spec.nvlink.domain_gpus = in.positive_integer("node.nvlink.domain_gpus");
   in.mapping("node.pcie", {"gbytes_per_s", "latency_us", "switches"});
   spec.pcie.bytes_per_s = in.positive_number("node.pcie.gbytes_per_s") * giga;
   spec.pcie.latency_s = in.non_negative_number("node.pcie.latency_us") * micro;

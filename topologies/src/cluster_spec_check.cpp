@@ -55,6 +55,21 @@ std::optional<SpecProblem> fraction(const std::string& field, double value)
   return SpecProblem{field, "expected a fraction of line rate in (0, 1], got " + json_number(value)};
 }
 
+// The NVLink domain (0: the node) is a whole number of nodes: a tray belongs to one domain.
+std::optional<SpecProblem> check_nvlink_domain(const ClusterSpec& spec)
+{
+  const int domain = spec.nvlink.domain_gpus;
+  if (domain == 0)
+    return std::nullopt;
+  if (auto p = in_range("node.nvlink.domain_gpus", domain, 1, max_cluster_gpus))
+    return p;
+  if (domain % spec.gpus_per_node != 0)
+    return SpecProblem{"node.nvlink.domain_gpus", std::to_string(domain) + " GPUs are not a whole number of " +
+                                                      std::to_string(spec.gpus_per_node) +
+                                                      "-GPU nodes (expected a multiple of node.gpus)"};
+  return std::nullopt;
+}
+
 std::optional<SpecProblem> check_rail_map(const ClusterSpec& spec)
 {
   const NicSpec& nic = spec.nic;
@@ -139,6 +154,8 @@ std::optional<SpecProblem> find_spec_problem(const ClusterSpec& spec)
   if (auto p = non_negative("node.nvlink.latency_us", spec.nvlink.latency_s))
     return p;
   if (auto p = in_range("node.nvlink.nvswitch_chips", spec.nvlink.switch_chips, 1, max_gpus_per_node))
+    return p;
+  if (auto p = check_nvlink_domain(spec))
     return p;
   if (auto p = positive("node.pcie.gbytes_per_s", spec.pcie.bytes_per_s))
     return p;

@@ -50,20 +50,41 @@ void ClusterGraph::apply_faults()
                        "; either direction names the cable)");
     return it->second & ~1; // the cable's first direction
   };
+  // Each cable at most once over --degrade-link and --fail-link (either direction names it): the flag that named it.
+  std::unordered_map<int, const char*> named_by;
+  const auto name_once = [&](const char* flag, int cable) {
+    const auto [it, first] = named_by.emplace(cable, flag);
+    if (first)
+      return;
+    const Link& l = links_[static_cast<size_t>(cable)];
+    const std::string what = std::string(flag) + ": cable " + vertices_[static_cast<size_t>(l.from)].name + "<->" +
+                             vertices_[static_cast<size_t>(l.to)].name;
+    throw InputError(what +
+                     (it->second == std::string(flag) ? " is given twice" : " is also in " + std::string(it->second)) +
+                     " (expected each cable at most once across --degrade-link and --fail-link)");
+  };
   for (const auto& [name, factor] : faults.degraded_links) {
     const int cable = find("--degrade-link", name);
     if (!(factor > 0) || !std::isfinite(factor))
       throw InputError("--degrade-link: " + name + ": expected a factor > 0, got " + traces::json_number(factor));
+    name_once("--degrade-link", cable);
     links_[static_cast<size_t>(cable)].bytes_per_s *= factor;
     links_[static_cast<size_t>(cable) + 1].bytes_per_s *= factor;
   }
   std::vector<char> failed(links_.size(), 0);
   const auto fail = [&](int cable) { failed[static_cast<size_t>(cable)] = failed[static_cast<size_t>(cable) + 1] = 1; };
-  for (const std::string& name : faults.failed_links)
-    fail(find("--fail-link", name));
+  for (const std::string& name : faults.failed_links) {
+    const int cable = find("--fail-link", name);
+    name_once("--fail-link", cable);
+    fail(cable);
+  }
   const Wiring& w = *wiring_;
   const int nics = spec_.nic.count;
-  for (const auto& [node, nic] : faults.failed_nics) {
+  for (auto it = faults.failed_nics.begin(); it != faults.failed_nics.end(); ++it) {
+    const auto [node, nic] = *it;
+    if (std::find(faults.failed_nics.begin(), it, *it) != it)
+      throw InputError("--fail-nic: NIC " + std::to_string(node) + ":" + std::to_string(nic) +
+                       " is given twice (expected each NIC at most once)");
     if (node < 0 || node >= spec_.nodes)
       throw InputError("--fail-nic: node " + std::to_string(node) + " is not in cluster '" + spec_.name +
                        "' (expected 0.." + std::to_string(spec_.nodes - 1) + ")");
@@ -82,6 +103,12 @@ void ClusterGraph::apply_faults()
     if (cut && !faults.nic_failed(index / nics, index % nics))
       faults.failed_nics.emplace_back(index / nics, index % nics);
   }
+  faulted_nodes_.assign(static_cast<size_t>(spec_.nodes), 0);
+  for (size_t id = 0; id < links_.size(); ++id)
+    if (failed[id] || named_by.count(static_cast<int>(id & ~size_t{1})))
+      for (const int vertex : {links_[id].from, links_[id].to})
+        if (const int node = vertices_[static_cast<size_t>(vertex)].node; node >= 0)
+          faulted_nodes_[static_cast<size_t>(node)] = 1;
   if (std::find(failed.begin(), failed.end(), 1) != failed.end())
     failed_ = std::move(failed);
 }
@@ -95,16 +122,18 @@ std::vector<int> ClusterGraph::route_around_faults(int src_gpu, int dst_gpu) con
     return std::none_of(path.begin(), path.end(), [&](int link) { return link_failed(link); });
   };
   std::vector<int> path;
-  if (src_gpu / gpus == dst_gpu / gpus) {
+  const bool same_node = src_gpu / gpus == dst_gpu / gpus;
+  if (spec_.same_nvlink_domain(src_gpu, dst_gpu)) {
     path = {at(w.gpu_nvlink, src_gpu), reverse(at(w.gpu_nvlink, dst_gpu))};
     if (clear(path))
       return path;
-    if (at(w.pcie_of_local_gpu, src_gpu % gpus) == at(w.pcie_of_local_gpu, dst_gpu % gpus)) {
+    if (same_node && at(w.pcie_of_local_gpu, src_gpu % gpus) == at(w.pcie_of_local_gpu, dst_gpu % gpus)) {
       path = {at(w.gpu_pcie, src_gpu), reverse(at(w.gpu_pcie, dst_gpu))}; // through the PCIe switch they share
       if (clear(path))
         return path;
     }
-  } else {
+  }
+  if (!same_node) { // another domain, or a failed NVLink inside a domain of several nodes: the network
     // The destination's rail, then the other NICs of its PCIe switch, then the rest, each in index order after it.
     const int rail = at(w.rail_of_local_gpu, dst_gpu % gpus);
     const int nics = spec_.nic.count;

@@ -74,6 +74,16 @@ std::map<KernelClass, MemoryClassParams> hopper_memory_classes()
 // B200's, the same GEMM shape curve and fitted level 0.425 -- against the cluster file's GB200 peaks (2450 / 4900
 // TF/s dense BF16 / FP8), i.e. B200's curve scaled to GB200's peak; nothing fitted on GB200 (its Grok-1 rows in
 // tests/data/moe/grok1-gb200.csv are validation only).
+// B300 and GB300 (Blackwell Ultra: clusters dgx-b300 and gb300-nvl72, gpu.kind b300 / gb300, or any kind starting
+// so): the same model with 160 SMs (NVIDIA technical blog "Inside NVIDIA Blackwell Ultra", developer.nvidia.com
+// 2025-08: 160 SMs, 640 fifth-generation Tensor Cores) -- only wave quantization changes -- against the cluster
+// file's peaks (2250 / 4500 TF/s dense BF16 / FP8 for B300, 2500 / 5000 for GB300); nothing fitted on Blackwell
+// Ultra, the B200-fitted level 0.425 assumed.
+bool is_blackwell_ultra(const std::string& gpu_kind)
+{
+  return gpu_kind.rfind("b300", 0) == 0 || gpu_kind.rfind("gb300", 0) == 0;
+}
+
 void set_blackwell_parameters(GpuComputeModel& m)
 {
   m.multiprocessors = 148;
@@ -88,6 +98,11 @@ void set_blackwell_parameters(GpuComputeModel& m)
   m.source = "B200: H100 GEMM-table shape (XLA) at B200's peak; GEMM level fit to SimuMax's dense B200 iteration "
              "times (MooreThreads/SimuMax docs/b200, Llama 3 70B/405B rows); kernel classes: the H100 fit's";
   m.comm_interference = nccl_interference("B200 (148 SMs)");
+  if (is_blackwell_ultra(m.gpu_kind)) {
+    m.multiprocessors = 160;
+    m.source += "; Blackwell Ultra: 160 SMs (NVIDIA's Blackwell Ultra technical blog), nothing refit";
+    m.comm_interference = nccl_interference("B300/GB300 (160 SMs)");
+  }
 }
 
 } // namespace

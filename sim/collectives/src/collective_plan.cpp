@@ -9,20 +9,24 @@ namespace gputwin::sim {
 
 namespace {
 
-// Where a node's GPUs and NICs sit, as NCCL's topology detection sees them.
+// Where a node's GPUs and NICs sit, as NCCL's topology detection sees them. NCCL's node is the NVLink domain: a
+// domain of several nodes (trays; multi-node NVLink) is one node to its graph search, its rings and trees cross the
+// network only between domains. A rail is one NIC of the domain, numbered node-major (node of the domain x NICs +
+// NIC); when the domain is the node, the rail is the NIC.
 class NodeLayout {
 public:
   explicit NodeLayout(const topo::ClusterSpec& c) : c_(c) {}
 
-  int node(int gpu) const { return gpu / c_.gpus_per_node; }
-  int gpus_per_node() const { return c_.gpus_per_node; }
+  int node(int gpu) const { return c_.domain_of_gpu(gpu); }
+  int tray(int gpu) const { return gpu / c_.gpus_per_node; } // the cluster node (tray) of the GPU
+  int gpus_per_tray() const { return c_.gpus_per_node; }
   int local(int gpu) const { return gpu % c_.gpus_per_node; }
   int pcie_switch(int local_gpu) const
   {
     const int per_switch = c_.pcie.switches_per_node > 0 ? c_.gpus_per_node / c_.pcie.switches_per_node : 0;
     return per_switch > 0 ? local_gpu / per_switch : 0;
   }
-  // The NIC serving local GPU `local_gpu` (its rail), or -1.
+  // The NIC serving local GPU `local_gpu` (its rail within the tray), or -1.
   int nic_of(int local_gpu) const
   {
     for (int n = 0; n < c_.nic.count; ++n)
@@ -31,9 +35,20 @@ public:
           return n;
     return -1;
   }
-  int nic_switch(int nic) const { return pcie_switch(c_.nic.gpus[static_cast<size_t>(nic)].front()); }
-  int nics() const { return c_.nic.count; }
-  bool nic_failed(int node, int nic) const { return c_.faults.nic_failed(node, nic); }
+  // The rail of GPU `gpu` in its domain (the NIC serving it, on its tray), or -1.
+  int rail_of(int gpu) const
+  {
+    const int nic = nic_of(local(gpu));
+    return nic < 0 ? -1 : tray_in_domain(gpu) * c_.nic.count + nic;
+  }
+  int tray_in_domain(int gpu) const { return (gpu % c_.domain_gpus()) / c_.gpus_per_node; }
+  int rails() const { return c_.nic.count * c_.nodes_per_domain(); }
+  int rail_tray(int rail) const { return rail / c_.nic.count; } // the domain's node the rail's NIC is on
+  int nic_switch(int rail) const { return pcie_switch(c_.nic.gpus[static_cast<size_t>(rail % c_.nic.count)].front()); }
+  bool rail_failed(int domain, int rail) const
+  {
+    return c_.faults.nic_failed(domain * c_.nodes_per_domain() + rail_tray(rail), rail % c_.nic.count);
+  }
 
 private:
   const topo::ClusterSpec& c_;
@@ -60,19 +75,20 @@ std::vector<std::vector<int>> group_by_node(const NodeLayout& layout, const std:
 std::vector<int> channel_rails(const NodeLayout& layout, const std::vector<std::vector<int>>& groups)
 {
   if (groups.size() == 1)
-    return {layout.nic_of(layout.local(groups.front().front()))};
+    return {layout.rail_of(groups.front().front())};
   std::set<int> rails;
   for (const int g : groups.front()) {
-    const int nic = layout.nic_of(layout.local(g));
-    if (nic >= 0)
-      rails.insert(nic);
+    const int rail = layout.rail_of(g);
+    if (rail >= 0)
+      rails.insert(rail);
   }
   // A failed NIC (--fail-nic, --fail-link) takes its rail out of every communicator with a GPU on its node: NCCL's
   // rings run over the remaining rails; if none is left, each lost rail is replaced by the nearest NIC that works
   // on every node (on the same PCIe switch first, then by index).
   const auto failed_somewhere = [&](int rail) {
-    return std::any_of(groups.begin(), groups.end(),
-                       [&](const std::vector<int>& group) { return layout.nic_failed(layout.node(group.front()), rail); });
+    return std::any_of(groups.begin(), groups.end(), [&](const std::vector<int>& group) {
+      return layout.rail_failed(layout.node(group.front()), rail);
+    });
   };
   const std::set<int> own = rails;
   std::erase_if(rails, failed_somewhere);
@@ -80,10 +96,10 @@ std::vector<int> channel_rails(const NodeLayout& layout, const std::vector<std::
     for (const int lost : own)
       for (const bool same_switch : {true, false}) {
         const auto substitute = [&] {
-          for (int k = 1; k < layout.nics(); ++k) {
-            const int nic = (lost + k) % layout.nics();
-            if ((layout.nic_switch(nic) == layout.nic_switch(lost)) == same_switch && !failed_somewhere(nic))
-              return nic;
+          for (int k = 1; k < layout.rails(); ++k) {
+            const int other = (lost + k) % layout.rails();
+            if ((layout.nic_switch(other) == layout.nic_switch(lost)) == same_switch && !failed_somewhere(other))
+              return other;
           }
           return -1;
         }();
@@ -97,20 +113,22 @@ std::vector<int> channel_rails(const NodeLayout& layout, const std::vector<std::
   return {rails.begin(), rails.end()};
 }
 
-// One node's part of rail `rail`'s ring: enter at the GPU the rail's NIC serves, leave from a GPU on the same
-// PCIe switch as that NIC (so the data goes GPU -> PCIe -> NIC without crossing NVLink), the rest between.
+// One node's (domain's) part of rail `rail`'s ring: enter at the GPU the rail's NIC serves, leave from a GPU on the
+// same PCIe switch of the same tray as that NIC (so the data goes GPU -> PCIe -> NIC without crossing NVLink), the
+// rest between.
 std::vector<int> node_ring_segment(const NodeLayout& layout, const std::vector<int>& group, int rail)
 {
   auto entry = group.begin();
   if (rail >= 0)
-    entry = std::find_if(group.begin(), group.end(), [&](int g) { return layout.nic_of(layout.local(g)) == rail; });
+    entry = std::find_if(group.begin(), group.end(), [&](int g) { return layout.rail_of(g) == rail; });
   if (entry == group.end())
     entry = group.begin();
   const int entry_gpu = *entry;
   int exit_gpu = -1;
   if (group.size() > 1) {
     for (const int g : group)
-      if (g != entry_gpu && rail >= 0 && layout.pcie_switch(layout.local(g)) == layout.nic_switch(rail)) {
+      if (g != entry_gpu && rail >= 0 && layout.pcie_switch(layout.local(g)) == layout.nic_switch(rail) &&
+          layout.tray_in_domain(g) == layout.rail_tray(rail)) {
         exit_gpu = g;
         break;
       }
@@ -305,11 +323,11 @@ void add_all_to_all_flows(const FlowList& flows, const NodeLayout& layout, const
         flows.add(src, dst, pair, 1);
         continue;
       }
-      // DeepEP: the relay is the GPU on the sender's rail in the receiver's node (dispatch: RDMA then NVLink;
-      // combine: the reverse, NVLink to the relay on the receiver's rail in the sender's node, then RDMA).
+      // DeepEP: the relay is the GPU on the sender's rail in the receiver's node (tray) (dispatch: RDMA then
+      // NVLink; combine: the reverse, NVLink to the relay on the receiver's rail in the sender's tray, then RDMA).
       const bool combine = options.weights_at_sender;
-      const int relay = combine ? layout.node(src) * layout.gpus_per_node() + layout.local(dst)
-                                : layout.node(dst) * layout.gpus_per_node() + layout.local(src);
+      const int relay = combine ? layout.tray(src) * layout.gpus_per_tray() + layout.local(dst)
+                                : layout.tray(dst) * layout.gpus_per_tray() + layout.local(src);
       if (combine) {
         flows.add(src, relay, pair, 1);
         flows.add(relay, dst, pair * options.internode_share, 1);

@@ -22,9 +22,9 @@ CommExpander::CommExpander(const topo::ClusterGraph& graph, const Workload& work
 
 double CommExpander::deepep_internode_share(const std::vector<int32_t>& ep_ranks) const
 {
-  std::set<int32_t> nodes;
+  std::set<int32_t> nodes; // DeepEP's nodes: NVLink domains (its NVLink buffers reach every GPU of one)
   for (const int32_t r : ep_ranks)
-    nodes.insert(r / cluster_.gpus_per_node);
+    nodes.insert(cluster_.domain_of_gpu(r));
   const double M = static_cast<double>(nodes.size());
   const MoeConfig& moe = workload_.model.moe;
   if (M <= 1 || moe.topk <= 0)
@@ -65,12 +65,23 @@ std::vector<bool> CommExpander::link_disjoint_copies(const std::vector<std::vect
   return disjoint;
 }
 
-bool CommExpander::within_one_node(const std::vector<int32_t>& ranks) const
+bool CommExpander::within_one_domain(const std::vector<int32_t>& ranks) const
 {
   for (const int32_t r : ranks)
-    if (r / cluster_.gpus_per_node != ranks.front() / cluster_.gpus_per_node)
+    if (!cluster_.same_nvlink_domain(r, ranks.front()))
       return false;
   return true;
+}
+
+bool CommExpander::on_faulted_node(int32_t rank) const
+{
+  return graph_ != nullptr && graph_->node_faulted(graph_->node_of_gpu(rank));
+}
+
+bool CommExpander::represented_by_first(const std::vector<int32_t>& ranks) const
+{
+  return within_one_domain(ranks) &&
+         std::none_of(ranks.begin(), ranks.end(), [&](int32_t r) { return on_faulted_node(r); });
 }
 
 std::vector<std::vector<int32_t>> CommExpander::copies_of_group(int32_t group) const
@@ -152,22 +163,23 @@ const CommWork& CommExpander::collective(const traces::Op& op)
   const std::vector<std::vector<int32_t>> copies = copies_of_group(op.group);
   std::vector<CollectivePlan> plans(copies.size());
   for (size_t c = 0; c < copies.size(); ++c) {
-    if (c > 0 && within_one_node(copies[c]))
-      continue; // link-disjoint from every other copy: represented by copy 0
+    if (c > 0 && represented_by_first(copies[c]))
+      continue;
     const std::vector<int> gpus(copies[c].begin(), copies[c].end());
     plans[c] = ub == UserbuffersOp::None ? plan_collective(cluster_, op.collective, gpus, op.bytes, options)
                                          : plan_userbuffers(cluster_, ub, gpus, op.bytes);
   }
   std::vector<bool> disjoint;
-  if (workload_.role(op.group).kind == GroupKind::Cp) {
+  // (With faults every context-parallel copy is on the links: a faulted cable may be on any copy's routes.)
+  if (workload_.role(op.group).kind == GroupKind::Cp && graph_ != nullptr && graph_->spec().faults.empty()) {
     std::vector<std::vector<Flow>> flows;
     for (const CollectivePlan& p : plans)
       flows.push_back(p.flows);
     disjoint = link_disjoint_copies(flows);
   }
   for (size_t c = 0; c < copies.size(); ++c) {
-    if (c > 0 && (within_one_node(copies[c]) || (!disjoint.empty() && disjoint[c])))
-      continue; // link-disjoint from every other copy: represented by copy 0
+    if (c > 0 && (represented_by_first(copies[c]) || (!disjoint.empty() && disjoint[c])))
+      continue; // link-disjoint from every other copy and timed alike: represented by copy 0
     const CollectivePlan& plan = plans[c];
     if (c == 0) {
       work.latency_s = plan.choice.latency_s;
@@ -193,7 +205,7 @@ const CommWork& CommExpander::message(int64_t src_stage, int64_t dst_stage, doub
       const int src = static_cast<int>(global_rank(plan, {src_stage, d, t, c}));
       const int dst = static_cast<int>(global_rank(plan, {dst_stage, d, t, c}));
       const bool first = d == 0 && c == 0 && t == 0;
-      if (!first && src / cluster_.gpus_per_node == dst / cluster_.gpus_per_node)
+      if (!first && cluster_.same_nvlink_domain(src, dst) && !on_faulted_node(src) && !on_faulted_node(dst))
         continue;
       if (first) {
         const CollectivePlan p2p = plan_collective(cluster_, CollectiveOp::SendRecv, {src, dst}, bytes);

@@ -99,6 +99,7 @@ std::vector<NcclLogFit> nccl_log_errors(const topo::ClusterSpec& cluster, const 
 {
   std::vector<NcclLogFit> out;
   for (const NcclTestsLog& log : logs) {
+    check_rank_placement(log, cluster.gpus_per_node, cluster.name);
     const std::vector<double> predicted = predict_nccl_tests_log(cluster, log);
     NcclLogFit f;
     f.path = log.path;
@@ -123,6 +124,8 @@ NcclFit fit_nccl(const topo::ClusterSpec& start, const std::vector<NcclTestsLog>
 {
   if (logs.empty())
     throw std::invalid_argument("fit_nccl: no logs");
+  for (const NcclTestsLog& log : logs)
+    check_rank_placement(log, start.gpus_per_node, start.name);
   topo::ClusterSpec best = start;
   std::vector<double> route_s;
   for (const NcclTestsLog& log : logs)

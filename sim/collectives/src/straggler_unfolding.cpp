@@ -2,6 +2,7 @@
 
 #include "gputwin/models/rank_layout.hpp"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -50,7 +51,8 @@ StragglerClasses straggler_classes(const ParallelPlan& plan, const RankSpeeds& s
 
 StragglerUnfolding::StragglerUnfolding(const topo::ClusterGraph& graph, const Workload& workload,
                                        const RankSpeeds& speeds)
-    : cluster_(graph.spec()), workload_(workload), speeds_(speeds), classes_(straggler_classes(workload.plan, speeds))
+    : cluster_(graph.spec()), graph_(graph), workload_(workload), speeds_(speeds),
+      classes_(straggler_classes(workload.plan, speeds))
 {
   const ParallelPlan& plan = workload.plan;
   replica_class_of_ = class_index(classes_.replicas, plan.dp);
@@ -172,22 +174,29 @@ StragglerUnfolding::unfold(const std::vector<traces::RankProgram>& stage_program
   return programs;
 }
 
-bool StragglerUnfolding::within_one_node(const std::vector<int32_t>& ranks) const
+bool StragglerUnfolding::within_one_domain(const std::vector<int32_t>& ranks) const
 {
   for (const int32_t r : ranks)
-    if (r / cluster_.gpus_per_node != ranks.front() / cluster_.gpus_per_node)
+    if (!cluster_.same_nvlink_domain(r, ranks.front()))
       return false;
   return true;
 }
 
-// As comm_expansion: every copy that leaves its node is on the network; copies confined to one node are
-// represented by the first.
+bool StragglerUnfolding::represented_by_first(const std::vector<int32_t>& ranks) const
+{
+  return within_one_domain(ranks) && std::none_of(ranks.begin(), ranks.end(), [&](int32_t r) {
+           return graph_.node_faulted(graph_.node_of_gpu(r));
+         });
+}
+
+// As comm_expansion: every copy that leaves its NVLink domain is on the network; copies confined to one domain are
+// represented by the first unless a faulted cable is on their node.
 CommWork StragglerUnfolding::copies_work(CollectiveOp op, const std::vector<std::vector<int32_t>>& copies,
                                          double bytes) const
 {
   CommWork work;
   for (size_t c = 0; c < copies.size(); ++c) {
-    if (c > 0 && within_one_node(copies[c]))
+    if (c > 0 && represented_by_first(copies[c]))
       continue;
     const std::vector<int> gpus(copies[c].begin(), copies[c].end());
     const CollectivePlan plan = plan_collective(cluster_, op, gpus, bytes);
@@ -230,7 +239,7 @@ const CommWork& StragglerUnfolding::message(int32_t src_rank, const traces::Op& 
       const int a = static_cast<int>(global_rank(plan, {src.stage, d, tp}));
       const int b = static_cast<int>(global_rank(plan, {dst_stage, d, tp}));
       const bool first = work.copies == 0 && work.flows.empty();
-      if (!first && a / cluster_.gpus_per_node == b / cluster_.gpus_per_node)
+      if (!first && represented_by_first({a, b}))
         continue;
       if (first)
         work.latency_s = plan_collective(cluster_, CollectiveOp::SendRecv, {a, b}, send.bytes).choice.latency_s;
@@ -251,7 +260,7 @@ void StragglerUnfolding::find_exclusive_tp_groups(const topo::ClusterGraph& grap
       continue;
     const auto& copies = class_groups_[g].copies;
     for (size_t c = 0; c < copies.size(); ++c) {
-      if (c > 0 && within_one_node(copies[c]))
+      if (c > 0 && represented_by_first(copies[c]))
         continue;
       for (const int32_t a : copies[c])
         for (const int32_t b : copies[c])

@@ -45,7 +45,7 @@ CollectivePlan plan_userbuffers(const topo::ClusterSpec& cluster, UserbuffersOp 
       throw std::invalid_argument("userbuffers: GPU " + std::to_string(g) + " is not in the cluster");
     if (!seen.insert(g).second)
       throw std::invalid_argument("userbuffers: GPU " + std::to_string(g) + " appears twice");
-    nodes.insert(g / cluster.gpus_per_node);
+    nodes.insert(cluster.domain_of_gpu(g));
   }
   CollectivePlan plan;
   plan.op = ub == UserbuffersOp::RingExchange ? CollectiveOp::SendRecv : CollectiveOp::ReduceScatter;

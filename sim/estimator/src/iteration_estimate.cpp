@@ -3,13 +3,17 @@
 #include "gputwin/sim/comm_expansion.hpp"
 #include "gputwin/sim/interference.hpp"
 #include "gputwin/sim/dag_executor.hpp"
+#include "gputwin/sim/steady_state.hpp"
 #include "gputwin/sim/straggler_unfolding.hpp"
 
 namespace gputwin::sim {
 
-IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
-                                   const GpuComputeModel& gpu, const FrameworkProfile& framework,
-                                   const IterationOptions& options_in, const RankSpeeds& speeds)
+namespace {
+
+// Every micro-batch of `workload` executed.
+IterationResult estimate_whole(const topo::ClusterGraph& graph, const Workload& workload, const GpuComputeModel& gpu,
+                               const FrameworkProfile& framework, const IterationOptions& options_in,
+                               const RankSpeeds& speeds)
 {
   const IterationOptions options = with_interference(options_in, gpu); // the GPU's own interference parameters
   std::vector<traces::RankProgram> programs;
@@ -33,6 +37,17 @@ IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Worklo
     return op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
   };
   return execute_dag(graph, std::move(programs), workload.groups, comm, compute_s, hosts, options);
+}
+
+} // namespace
+
+IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
+                                   const GpuComputeModel& gpu, const FrameworkProfile& framework,
+                                   const IterationOptions& options, const RankSpeeds& speeds)
+{
+  return run_with_steady_state(workload, options, [&](const Workload& w, const IterationOptions& o) {
+    return estimate_whole(graph, w, gpu, framework, o, speeds);
+  });
 }
 
 } // namespace gputwin::sim

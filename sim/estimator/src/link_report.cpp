@@ -103,12 +103,12 @@ LinkReport link_report(const topo::ClusterGraph& graph, const FlowLog& log, doub
   std::vector<LinkUse> uses(link_count);
   std::vector<Running> running(link_count);
   RouteCache route(graph);
-  const int per_node = graph.spec().gpus_per_node;
+  const topo::ClusterSpec& spec = graph.spec();
   for (const size_t i : order) {
     const FlowRecord& f = log.flows[i];
     report.flow_bytes += f.bytes;
-    if (f.src_gpu / per_node != f.dst_gpu / per_node)
-      report.inter_node_bytes += f.bytes;
+    if (!spec.same_nvlink_domain(f.src_gpu, f.dst_gpu))
+      report.inter_domain_bytes += f.bytes;
     for (const int link : route(f.src_gpu, f.dst_gpu)) {
       LinkUse& use = uses[static_cast<size_t>(link)];
       use.bytes += f.bytes;

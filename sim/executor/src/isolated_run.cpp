@@ -1,6 +1,7 @@
 #include "gputwin/sim/isolated_run.hpp"
 
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/common/interrupt.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -50,6 +51,7 @@ struct Reaper {
   {
     for (Running& r : running) {
       kill(r.pid, SIGTERM);
+      forget_child(r.pid);
       close(r.fd);
       int status = 0;
       while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
@@ -108,10 +110,12 @@ std::vector<std::string> run_isolated(size_t count, int jobs, const std::functio
         throw std::runtime_error("cannot fork a process for " + describe(next) + ": " + std::strerror(error));
       }
       if (pid == 0) {
-        // Die with the parent (killed, or stopped by Ctrl-C): no orphaned point runs on.
+        // Die with the parent (killed, or stopped by Ctrl-C): no orphaned point runs on. Ctrl-C reaches the whole
+        // process group; the parent alone reports it and stops this child (common/interrupt.hpp).
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
           _exit(4);
+        ignore_interrupts_in_child();
         close(fds[0]);
         for (const Running& r : running)
           close(r.fd);
@@ -120,6 +124,7 @@ std::vector<std::string> run_isolated(size_t count, int jobs, const std::functio
         _exit(0);
       }
       close(fds[1]);
+      register_child(pid);
       running.push_back(Running{pid, fds[0], next, {}});
       ++next;
     }
@@ -154,6 +159,7 @@ std::vector<std::string> run_isolated(size_t count, int jobs, const std::functio
       // End of file: reap the child and decode its answer.
       Running finished = std::move(r);
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      forget_child(finished.pid);
       close(finished.fd);
       int status = 0;
       while (waitpid(finished.pid, &status, 0) < 0 && errno == EINTR) {

@@ -2,7 +2,9 @@
 
 #include "gputwin/sim/comm_expansion.hpp"
 #include "gputwin/sim/interference.hpp"
+#include "gputwin/sim/isolated_run.hpp"
 #include "gputwin/sim/parallel_for.hpp"
+#include "gputwin/sim/steady_state.hpp"
 #include "gputwin/sim/straggler_unfolding.hpp"
 
 #include <algorithm>
@@ -11,9 +13,12 @@
 
 namespace gputwin::sim {
 
-IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
-                                   const GpuComputeModel& gpu, const IterationOptions& options_in,
-                                   const FrameworkProfile& framework, const RankSpeeds& speeds)
+namespace {
+
+// Every micro-batch of `workload` executed on SimGrid (once per process).
+IterationResult simulate_whole(const topo::ClusterGraph& graph, const Workload& workload, const GpuComputeModel& gpu,
+                               const IterationOptions& options_in, const FrameworkProfile& framework,
+                               const RankSpeeds& speeds)
 {
   const IterationOptions options = with_interference(options_in, gpu); // the GPU's own interference parameters
   // The stage programs are independent (each generated from the workload alone): built on every core, as a
@@ -47,6 +52,31 @@ IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Worklo
   IterationOptions folded = options; // each stage program stands for the tp x dp ranks of its stage
   folded.ranks_per_program = static_cast<int>(workload.plan.tp * workload.plan.cp * workload.plan.dp);
   return execute_programs(graph, std::move(programs), workload.groups, comm, compute_s, folded, hosts);
+}
+
+} // namespace
+
+IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
+                                   const GpuComputeModel& gpu, const IterationOptions& options,
+                                   const FrameworkProfile& framework, const RankSpeeds& speeds)
+{
+  // The steady state's samples each in a process of its own (SimGrid 3.32: one platform per process), a few at a
+  // time; their outcomes come back as exact text.
+  const SampleRuns in_children = [&](const std::vector<Workload>& workloads, const SteadyStateSamples& samples) {
+    const int jobs = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4));
+    const std::vector<std::string> texts = run_isolated(workloads.size(), jobs, [&](size_t k) {
+      const IterationOptions sampled = sample_options(options, k + 1 == workloads.size());
+      return to_text(sample_outcome(simulate_whole(graph, workloads[k], gpu, sampled, framework, speeds), samples,
+                                    workloads[k].plan.micro_batches()));
+    });
+    std::vector<SampleOutcome> outcomes;
+    for (const std::string& text : texts)
+      outcomes.push_back(sample_outcome_from_text(text));
+    return outcomes;
+  };
+  return run_with_steady_state(workload, options, in_children, [&](const Workload& w) {
+    return simulate_whole(graph, w, gpu, options, framework, speeds);
+  });
 }
 
 } // namespace gputwin::sim

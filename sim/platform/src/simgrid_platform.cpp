@@ -1,5 +1,6 @@
 #include "gputwin/sim/simgrid_platform.hpp"
 
+#include "gputwin/common/interrupt.hpp"
 #include "gputwin/sim/dag_executor.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -28,6 +29,7 @@ sg4::Engine& simgrid_engine()
     argv.push_back(a.data());
   static int argc = static_cast<int>(argv.size());
   static sg4::Engine engine(&argc, argv.data());
+  restore_interrupt_handler(); // SimGrid's own SIGINT handler exits 1 without a word
   return engine;
 }
 

@@ -21,9 +21,9 @@ struct Vertex {
   int node = -1;    // owning node; -1 for fabric switches
   int index = 0;    // local index within the node (GPU, NIC, PCIe switch) or within the fabric level
   int level = 0;    // fabric level (1 = leaf) for fabric switches; 0 otherwise
-  std::string name; // unique: "n3.gpu5", "n3.nvswitch", "n3.pcie2", "n3.nic5", "leaf.r5.0", "spine.7", "core.12"
-                    // (3-level trees: "leaf.r5.0", "agg.p1.3" = pod 1's aggregation switch 3, "core.12";
-                    // not rail-optimized: "leaf.4")
+  std::string name; // unique: "n3.gpu5", "n3.nvswitch" ("nvl1.nvswitch": a domain of nodes), "n3.pcie2", "n3.nic5",
+                    // "leaf.r5.0", "spine.7", "core.12" (3-level trees: "leaf.r5.0", "agg.p1.3" = pod 1's aggregation
+                    // switch 3, "core.12"; not rail-optimized: "leaf.4")
 };
 
 // One direction of a physical link.
@@ -38,7 +38,9 @@ struct Link {
 struct TopologySummary {
   int nodes = 0;
   int gpus = 0;
-  int nvswitch_chips = 0; // physical chips over all nodes (spec.nvlink.switch_chips x nodes)
+  int nvlink_domain_gpus = 0; // GPUs of one NVLink domain (spec.domain_gpus())
+  int nvlink_domains = 0;     // domains the nodes fill (the last one partly when they are not whole domains)
+  int nvswitch_chips = 0;     // physical chips over all domains (spec.nvlink.switch_chips x domains)
   int pcie_switches = 0;
   int nics = 0;
   std::vector<int> fabric_switches_per_level; // [0] = leaves, [1] = spines, [2] = cores
@@ -69,19 +71,25 @@ public:
   int gpu_vertex(int gpu) const; // gpu = node * gpus_per_node + local index
   int node_of_gpu(int gpu) const { return gpu / spec_.gpus_per_node; }
 
-  // The directed link ids a transfer from `src_gpu` to `dst_gpu` crosses, in order. Same node: NVLink up,
-  // NVLink down. Different nodes: rail-aligned as NCCL does it -- the NIC of the destination GPU's rail
-  // (its local index's NIC) on both sides; if the source GPU is not on that NIC's PCIe switch, the data first
-  // crosses NVLink to a GPU that is (PXN); then PCIe up, NIC->leaf, up-down through the fat tree
-  // (deterministic destination-based choice of uplinks), leaf->NIC, PCIe down. REQUIRES src != dst.
-  // With failed links (spec.faults) the route avoids them where the graph has another path: inside a node PCIe
-  // through a shared PCIe switch; across nodes another uplink (spine, core) of the same rail, else the nearest
-  // other rail whose NICs work on both nodes (its PCIe switch first); throws InputError when no such path exists
-  // (the failure disconnects the two GPUs).
+  // The directed link ids a transfer from `src_gpu` to `dst_gpu` crosses, in order. Same NVLink domain (the node,
+  // or several nodes for a rack-scale domain): NVLink up, NVLink down. Different domains: rail-aligned as NCCL does it
+  // -- the NIC of the destination GPU's rail (its local index's NIC) on both sides; if the source GPU is not on that
+  // NIC's PCIe switch, the data first crosses NVLink to a GPU that is (PXN); then PCIe up, NIC->leaf, up-down through
+  // the fat tree (deterministic destination-based choice of uplinks), leaf->NIC, PCIe down. REQUIRES src != dst. With
+  // failed links (spec.faults) the route avoids them where the graph has another path: inside a node PCIe through a
+  // shared PCIe switch; across nodes another uplink (spine, core) of the same rail, else the nearest other rail whose
+  // NICs work on both nodes (its PCIe switch first); throws InputError when no such path exists (the failure
+  // disconnects the two GPUs).
   std::vector<int> route(int src_gpu, int dst_gpu) const;
 
   // True when directed link `link` is failed (--fail-link, --fail-nic): nothing crosses it.
   bool link_failed(int link) const { return !failed_.empty() && failed_[static_cast<size_t>(link)] != 0; }
+  // True when a degraded or failed cable (--degrade-link, --fail-link, --fail-nic) ends at a GPU, switch or NIC of
+  // node `node`: that node's traffic no longer times like a healthy node's (a folded simulation must run it).
+  bool node_faulted(int node) const
+  {
+    return !faulted_nodes_.empty() && faulted_nodes_[static_cast<size_t>(node)] != 0;
+  }
 
   TopologySummary summary() const;
 
@@ -118,7 +126,8 @@ private:
   std::unique_ptr<BoostGraph> graph_;
   FatTreeShape fabric_;
   std::unique_ptr<Wiring> wiring_;
-  std::vector<char> failed_; // per directed link, when some link is failed; empty otherwise
+  std::vector<char> failed_;        // per directed link, when some link is failed; empty otherwise
+  std::vector<char> faulted_nodes_; // per node, when some cable is degraded or failed; empty otherwise
 };
 
 } // namespace gputwin::topo

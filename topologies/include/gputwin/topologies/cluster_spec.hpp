@@ -23,11 +23,15 @@ struct GpuSpec {
   GpuGeneration generation = GpuGeneration::Ampere;
 };
 
-// GPU <-> GPU inside a node through NVSwitch: each GPU has one logical full-duplex link to the switch.
+// GPU <-> GPU inside an NVLink domain through NVSwitch: each GPU has one logical full-duplex link to the domain's
+// switch. The domain is the node (DGX) or a whole number of nodes (GB200 NVL72: 18 trays of 4 GPUs).
 struct NvlinkSpec {
   double bytes_per_s = 0; // per GPU, per direction (line rate)
   double latency_s = 0;   // one GPU -> switch hop
-  int switch_chips = 0;   // physical NVSwitch chips (the graph keeps one logical crossbar per node)
+  int switch_chips = 0;   // physical NVSwitch chips per domain (the graph keeps one logical crossbar per domain)
+  // GPUs sharing one NVLink switch domain (node.nvlink.domain_gpus), a multiple of the node's GPUs; 0: the node.
+  // The new field comes last: brace initializers of the fields above stay valid.
+  int domain_gpus = 0;
 };
 
 // GPU <-> NIC: each PCIe switch connects gpus_per_node / switches_per_node GPUs and as many NICs.
@@ -123,6 +127,14 @@ struct ClusterSpec {
   FabricFaults faults; // none in a file; set by the cluster flags
 
   int gpus() const { return nodes * gpus_per_node; }
+  // GPUs of one NVLink domain: nvlink.domain_gpus, or the node's when 0. GPUs g fill domains in order.
+  int domain_gpus() const { return nvlink.domain_gpus > 0 ? nvlink.domain_gpus : gpus_per_node; }
+  int nodes_per_domain() const { return domain_gpus() / gpus_per_node; }
+  // The domain of GPU `gpu_id` (global id): transfers inside it go over NVLink, whatever node (tray) each GPU is on.
+  int domain_of_gpu(int gpu_id) const { return gpu_id / domain_gpus(); }
+  bool same_nvlink_domain(int gpu_a, int gpu_b) const { return domain_of_gpu(gpu_a) == domain_of_gpu(gpu_b); }
+  // Domains the cluster's nodes fill, the last one partly when the nodes are not a whole number of domains.
+  int nvlink_domains() const { return (gpus() + domain_gpus() - 1) / domain_gpus(); }
 };
 
 // Names of the built-in clusters: "dgx-a100, dgx-b200, dgx-h100, ...".

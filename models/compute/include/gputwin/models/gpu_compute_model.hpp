@@ -76,8 +76,9 @@ struct GpuComputeModel {
 };
 
 // The built-in model of a GPU generation (Ampere: the A100's; Hopper: the H100's, also for the H200; Blackwell: the
-// B200's), named `gpu_kind` ("a100-sxm4-80gb", ...), with the cluster file's peaks and HBM bandwidth (peak_fp8_flops
-// 0: the cluster's GPU has no FP8 tensor cores). Throws std::invalid_argument for a generation without one (Cpu).
+// B200's, with 160 SMs for a Blackwell Ultra `gpu_kind` starting "b300" or "gb300"), named `gpu_kind`
+// ("a100-sxm4-80gb", ...), with the cluster file's peaks and HBM bandwidth (peak_fp8_flops 0: the cluster's GPU has
+// no FP8 tensor cores). Throws std::invalid_argument for a generation without one (Cpu).
 GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::string& gpu_kind, double peak_flops,
                                       double hbm_bytes_per_s, double peak_fp8_flops = 0);
 

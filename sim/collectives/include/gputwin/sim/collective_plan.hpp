@@ -30,11 +30,11 @@ struct CollectivePlan {
   CollectiveOp op = CollectiveOp::AllReduce;
   double bytes = 0; // nccl-tests size of the operation
   int ranks = 0;
-  int nodes = 0; // nodes the communicator spans
-  int channels = 0;       // rings/trees the flows stand for (one per NIC rail across nodes, one inside a node)
-  int nccl_channels = 0;  // channels NCCL runs this size on (nccl_channels_used)
-  NcclChoice choice;      // NCCL's choice; choice.latency_s is the calibrated latency (nccl_cost)
-  double transfer_s = 0;  // closed form of the flows' time alone on ideal links (busiest link), without latency
+  int nodes = 0;           // NVLink domains the communicator spans (NCCL's nodes; a domain is one node or several)
+  int channels = 0;        // rings/trees the flows stand for (one per NIC rail across nodes, one inside a node)
+  int nccl_channels = 0;   // channels NCCL runs this size on (nccl_channels_used)
+  NcclChoice choice;       // NCCL's choice; choice.latency_s is the calibrated latency (nccl_cost)
+  double transfer_s = 0;   // closed form of the flows' time alone on ideal links (busiest link), without latency
   double host_issue_s = 0; // host time to issue the call (nccl_host_issue_s)
   std::vector<Flow> flows;
 };
@@ -63,8 +63,8 @@ struct CollectiveOptions {
 };
 
 // The ring bus bandwidth the topology offers a communicator (what NCCL's graph search finds): within one
-// node the NVLink (or PCIe) bandwidth per GPU; across nodes the smaller of that and the NIC bandwidth of the
-// rails the communicator's GPUs use, all at NCCL's efficiency for the link kind.
+// NVLink domain the NVLink (or PCIe) bandwidth per GPU; across domains the smaller of that and the NIC bandwidth of
+// the rails (the domain's NICs) the communicator's GPUs use, all at NCCL's efficiency for the link kind.
 double ring_bus_bytes_per_s(const topo::ClusterSpec& cluster, const std::vector<int>& gpus);
 
 // Decomposes `op` of `bytes` over the GPUs `gpus` (rank i = gpus[i]; global GPU ids, distinct). Send/recv

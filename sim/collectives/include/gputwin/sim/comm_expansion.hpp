@@ -3,7 +3,9 @@
 // stage, so a collective or a pipeline message of that program stands for one copy per folded rank group;
 // every copy that could share a link with another (it leaves its node) is put on the network, and copies
 // that stay inside one node -- whose NVLink/PCIe links no other copy touches -- are represented by the
-// program's own copy. Plain C++, no SimGrid.
+// program's own copy -- unless a fault (--degrade-link, --fail-link, --fail-nic) is on their node: such a copy is
+// put on the links too, so a fault on any replica slows the folded program as one on replica 0 does. Plain C++,
+// no SimGrid.
 
 #include "gputwin/models/expert_load.hpp"
 #include "gputwin/models/workload.hpp"
@@ -38,7 +40,12 @@ public:
 
 private:
   std::vector<std::vector<int32_t>> copies_of_group(int32_t group) const;
-  bool within_one_node(const std::vector<int32_t>& ranks) const;
+  bool within_one_domain(const std::vector<int32_t>& ranks) const; // all in one NVLink domain
+  // A degraded or failed cable ends on the node of GPU `rank` (ClusterGraph::node_faulted); false without routes.
+  bool on_faulted_node(int32_t rank) const;
+  // A copy (c > 0) that copy 0 stands for: inside one NVLink domain, so link-disjoint from every other copy, and
+  // on no faulted node, so timed as copy 0 is.
+  bool represented_by_first(const std::vector<int32_t>& ranks) const;
   // Copies (by index) whose flows' links no other copy uses; empty without routes.
   std::vector<bool> link_disjoint_copies(const std::vector<std::vector<Flow>>& copy_flows) const;
 

@@ -32,10 +32,12 @@ struct NcclFit {
 // runner pays before the transfers.
 std::vector<double> predict_nccl_tests_log(const topo::ClusterSpec& cluster, const NcclTestsLog& log);
 
-// Per-log errors of `cluster` against `logs`.
+// Per-log errors of `cluster` against `logs`. Throws InputError for a log whose ranks sit on their hosts otherwise
+// than packed onto `cluster`'s nodes (check_rank_placement).
 std::vector<NcclLogFit> nccl_log_errors(const topo::ClusterSpec& cluster, const std::vector<NcclTestsLog>& logs);
 
-// Fits `start.nccl` to `logs`. REQUIRES: logs non-empty.
+// Fits `start.nccl` to `logs`; a log placed otherwise than packed onto `start`'s nodes is an InputError
+// (check_rank_placement). REQUIRES: logs non-empty.
 NcclFit fit_nccl(const topo::ClusterSpec& start, const std::vector<NcclTestsLog>& logs);
 
 } // namespace gputwin::sim

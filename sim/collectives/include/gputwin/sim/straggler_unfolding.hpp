@@ -10,7 +10,8 @@
 // its ranks' speed; its TP collectives meet only the programs of its replica class, its DP collectives
 // every replica class of its tp class, its pipeline messages its own classes of the next stage; each class
 // communicator puts the flows of every copy it stands for on the links, as comm_expansion does for the
-// whole stage. Without stragglers there is one class per stage and nothing changes. Plain C++, no SimGrid.
+// whole stage (a copy on a node with a faulted cable among them, as there). Without stragglers there is one
+// class per stage and nothing changes. Plain C++, no SimGrid.
 
 #include "gputwin/models/stragglers.hpp"
 #include "gputwin/models/workload.hpp"
@@ -81,10 +82,13 @@ private:
   int32_t new_group(int32_t old_group, int64_t stage, size_t replica_class, size_t tp_class) const;
   int32_t representative(int64_t stage, size_t replica_class, size_t tp_class) const;
   CommWork copies_work(CollectiveOp op, const std::vector<std::vector<int32_t>>& copies, double bytes) const;
-  bool within_one_node(const std::vector<int32_t>& ranks) const;
+  bool within_one_domain(const std::vector<int32_t>& ranks) const; // all in one NVLink domain
+  // As CommExpander's: a copy inside one NVLink domain with no faulted cable on its nodes (timed as the first).
+  bool represented_by_first(const std::vector<int32_t>& ranks) const;
   void find_exclusive_tp_groups(const topo::ClusterGraph& graph);
 
   const topo::ClusterSpec& cluster_;
+  const topo::ClusterGraph& graph_;
   const Workload& workload_;
   RankSpeeds speeds_;
   StragglerClasses classes_;

@@ -30,6 +30,9 @@ struct IterationOptions {
   // When set, the SimGrid executor records every flow it puts on the network here (link_report.hpp), and each
   // stage's exposed communication as spans (StageTimes::exposed_spans).
   FlowLog* flow_log = nullptr;
+  // Execute a pipeline's repeating period once and add the rest as whole periods (steady_state.hpp), where the
+  // schedule has one and nothing above needs every op; false: every micro-batch executed.
+  bool steady_state = true;
 };
 
 struct OpSlice {
@@ -62,6 +65,9 @@ struct IterationResult {
   int64_t executed_ops = 0;
   int64_t simulated_flows = 0;
   size_t platform_links = 0;
+  // Micro-batches whose time was added as whole steady-state periods instead of executed (steady_state.hpp); the
+  // figures above count them. `programs` are then the last sample's (the SimGrid executor's: ranks without ops).
+  int64_t extrapolated_micro_batches = 0;
   std::vector<traces::RankProgram> programs;
   std::vector<OpSlice> timeline; // when record_timeline
 };

@@ -54,7 +54,10 @@ struct LinkReport {
   double window_s = 0;          // the span busy fractions are taken over (the iteration)
   int64_t flows = 0;            // flows in the log
   double flow_bytes = 0;        // their bytes
-  double inter_node_bytes = 0;  // bytes of the flows between GPUs of different nodes
+  // Bytes of the flows between GPUs of different NVLink domains (ClusterSpec::same_nvlink_domain): the node on a
+  // DGX, the rack of 18 trays on an NVL72, where flows between trays of one rack stay on NVLink. JSON key
+  // `inter_node_bytes` (the name it had when the domain was always the node).
+  double inter_domain_bytes = 0;
   std::vector<LinkUse> links;   // every link some flow crossed, by link id
   std::vector<LinkClassTotal> kinds; // every kind the graph has links of, in enum order
   std::optional<LinkClass> busiest_kind; // the used kind with the highest mean busy fraction

@@ -25,7 +25,8 @@ struct IsolatedRunCallbacks {
 // returns what the tasks returned in index order, so the result does not depend on `jobs`. An exception thrown
 // by a task is rethrown in the parent with the same message and the same kind (InputError, std::logic_error,
 // else std::runtime_error), after the children still running have been stopped (SIGTERM) and reaped; so is a
-// child that dies without answering (a signal, the out-of-memory killer).
+// child that dies without answering (a signal, the out-of-memory killer). Ctrl-C: the children ignore SIGINT and
+// are registered with common/interrupt.hpp, whose handler (when the tool installed it) kills them and exits 130.
 // REQUIRES: jobs >= 1; the calling process runs no other threads (fork copies only the calling thread).
 std::vector<std::string> run_isolated(size_t count, int jobs, const std::function<std::string(size_t index)>& task,
                                       const IsolatedRunCallbacks& callbacks = {});

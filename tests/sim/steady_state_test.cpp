@@ -1,0 +1,293 @@
+// The steady-state shortcut (sim/estimator steady_state.hpp) against executing every micro-batch: the same iteration
+// time and stage figures to 1e-9 relative over 1F1B and interleaved schedules, context parallelism, the
+// Megatron-Core overlaps, ZeRO-3, FP8 on Hopper with its host, stragglers, interference and a MoE model -- each case
+// also required to have taken the shortcut, so that the comparison is not of a run with itself. Then the rules: no
+// shortcut where the figures do not grow evenly (a run whose time is quadratic in micro-batches), where the samples
+// would cost more than half the iteration, with GPipe (stages drift apart), with a timeline, with GPUTWIN_EXACT set.
+#include "gputwin/models/model_catalog.hpp"
+#include "gputwin/models/workload.hpp"
+#include "gputwin/sim/iteration_estimate.hpp"
+#include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/sim/steady_state.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gputwin::sim {
+namespace {
+
+struct Case {
+  std::string name;
+  std::string model = "gpt-22b";
+  std::string cluster = "dgx-a100";
+  std::string framework = "megatron-lm";
+  std::function<void(GptConfig&, ParallelPlan&, WorkloadOptions&)> shape;
+  RankSpeeds speeds;
+  // False where no period is common to all programs: the run must then be executed whole, with the same answer.
+  bool shortcut = true;
+};
+
+// The case with and without the shortcut, on the smallest cluster that holds it (8 layers keep each run short).
+struct RunPair {
+  IterationResult shortcut, whole;
+};
+
+RunPair run_case(const Case& c, bool simgrid = false)
+{
+  GptConfig model = find_catalog_model(c.model)->model;
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.pp = 4;
+  plan.dp = 2;
+  plan.micro_batch = 1;
+  plan.tp_comm = TpComm::SequenceParallel;
+  plan.recompute = Recompute::Selective;
+  plan.zero_stage = 1;
+  WorkloadOptions options;
+  model.layers = 8;
+  c.shape(model, plan, options);
+  validate_plan(model, plan);
+  const topo::ClusterSpec cluster =
+      topo::load_cluster(c.cluster, static_cast<int>((plan.gpus() + 7) / 8), {});
+  const topo::ClusterGraph graph(cluster);
+  const GpuComputeModel gpu = builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
+                                                    cluster.gpu.hbm_bytes_per_s, cluster.gpu.peak_fp8_flops);
+  const FrameworkProfile framework = builtin_framework_profile(c.framework);
+  const Workload workload = make_workload(model, plan, options);
+  IterationOptions whole;
+  whole.steady_state = false;
+  if (simgrid) // the samples in child processes first, then the whole iteration in this one (one SimGrid per process)
+    return {simulate_iteration(graph, workload, gpu, {}, framework, c.speeds),
+            simulate_iteration(graph, workload, gpu, whole, framework, c.speeds)};
+  return {estimate_iteration(graph, workload, gpu, framework, {}, c.speeds),
+          estimate_iteration(graph, workload, gpu, framework, whole, c.speeds)};
+}
+
+void expect_near(double shortcut, double whole, double scale, const std::string& what)
+{
+  EXPECT_NEAR(shortcut, whole, 1e-9 * scale) << what;
+}
+
+std::vector<Case> cases()
+{
+  std::vector<Case> c;
+  c.push_back({"1f1b", "gpt-22b", "dgx-a100", "megatron-lm", [](GptConfig&, ParallelPlan& p, WorkloadOptions&) {
+                 p.global_batch = 2 * 240;
+               }});
+  c.push_back({"1f1b-full-recompute-no-host", "gpt-22b", "dgx-a100", "none",
+               [](GptConfig&, ParallelPlan& p, WorkloadOptions&) {
+                 p.recompute = Recompute::Full;
+                 p.global_batch = 2 * 237;
+               }});
+  c.push_back({"interleaved", "gpt-22b", "dgx-a100", "megatron-lm", [](GptConfig&, ParallelPlan& p, WorkloadOptions&) {
+                 p.schedule = Schedule::Interleaved;
+                 p.chunks = 2;
+                 p.global_batch = 2 * 320;
+               }});
+  c.push_back({"cp-overlaps-fp8-hopper", "llama3-8b", "dgx-h100", "megatron-core",
+               [](GptConfig& m, ParallelPlan& p, WorkloadOptions& o) {
+                 m.seq_len = 8192;
+                 p.cp = 2;
+                 p.attention = AttentionKernel::Flash;
+                 p.fp8 = true;
+                 p.global_batch = 2 * 240;
+                 o = applicable_overlaps(p);
+               }});
+  c.push_back({"interleaved-overlaps-hopper", "gpt-22b", "dgx-h100", "megatron-core",
+               [](GptConfig&, ParallelPlan& p, WorkloadOptions& o) {
+                 p.schedule = Schedule::Interleaved;
+                 p.chunks = 2;
+                 p.global_batch = 2 * 320;
+                 o = applicable_overlaps(p);
+               }});
+  c.push_back({"zero3-no-pipeline", "gpt-22b", "dgx-a100", "megatron-lm", [](GptConfig&, ParallelPlan& p, WorkloadOptions&) {
+                 p.pp = 1;
+                 p.dp = 4;
+                 p.zero_stage = 3;
+                 p.global_batch = 4 * 40;
+               }});
+  c.push_back({"stragglers-in-one-pipeline", "gpt-22b", "dgx-a100", "megatron-lm",
+               [](GptConfig&, ParallelPlan& p, WorkloadOptions&) {
+                 p.dp = 1;
+                 p.global_batch = 240;
+               },
+               RankSpeeds{{1, 0.8}, {6, 0.9}}});
+  // One replica slowed: the two pipelines run at different paces until the gradient reduction joins them, so no
+  // period is common to all programs (each replica's own repeats).
+  c.push_back({"straggler-in-one-replica", "gpt-22b", "dgx-a100", "megatron-lm",
+               [](GptConfig&, ParallelPlan& p, WorkloadOptions&) { p.global_batch = 2 * 240; },
+               RankSpeeds{{5, 0.8}}, false});
+  c.push_back({"moe-ep", "mixtral-8x7b", "dgx-h100", "megatron-core",
+               [](GptConfig& m, ParallelPlan& p, WorkloadOptions&) {
+                 m.seq_len = 1024;
+                 p.ep = 4;
+                 p.etp = 1;
+                 p.moe_imbalance_cv = 0.3;
+                 p.global_batch = 2 * 240;
+               }});
+  return c;
+}
+
+void expect_same_figures(const Case& c, const RunPair& r)
+{
+  if (c.shortcut)
+    EXPECT_GT(r.shortcut.extrapolated_micro_batches, 0) << "the shortcut did not apply";
+  else
+    EXPECT_EQ(r.shortcut.extrapolated_micro_batches, 0) << "a shortcut without a common period";
+  EXPECT_EQ(r.whole.extrapolated_micro_batches, 0);
+  const double t = r.whole.iteration_time_s;
+  std::printf("%-30s %.12f s whole, %.12f s shortcut (%lld micro-batches extrapolated), rel %.2e\n", c.name.c_str(), t,
+              r.shortcut.iteration_time_s, static_cast<long long>(r.shortcut.extrapolated_micro_batches),
+              std::abs(r.shortcut.iteration_time_s - t) / t);
+  expect_near(r.shortcut.iteration_time_s, t, t, "iteration time");
+  EXPECT_EQ(r.shortcut.executed_ops, r.whole.executed_ops);
+  EXPECT_EQ(r.shortcut.simulated_flows, r.whole.simulated_flows);
+  ASSERT_EQ(r.shortcut.stages.size(), r.whole.stages.size());
+  for (size_t s = 0; s < r.whole.stages.size(); ++s) {
+    const StageTimes &a = r.shortcut.stages[s], &b = r.whole.stages[s];
+    const std::string stage = "stage " + std::to_string(s);
+    expect_near(a.compute_s, b.compute_s, t, stage + " compute");
+    expect_near(a.exposed_comm_s, b.exposed_comm_s, t, stage + " exposed communication");
+    expect_near(a.pipeline_start_s, b.pipeline_start_s, t, stage + " pipeline start");
+    expect_near(a.pipeline_end_s, b.pipeline_end_s, t, stage + " pipeline end");
+    expect_near(a.pipeline_compute_s, b.pipeline_compute_s, t, stage + " pipeline compute");
+    expect_near(a.pipeline_comm_s, b.pipeline_comm_s, t, stage + " pipeline communication");
+    expect_near(a.moe_exchange_s, b.moe_exchange_s, t, stage + " MoE exchange");
+  }
+}
+
+TEST(SteadyState, SameFiguresAsEveryMicroBatchExecuted)
+{
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    expect_same_figures(c, run_case(c));
+  }
+}
+
+// The flow-level executor: the samples simulated in child processes, every flow of them on SimGrid; each case in a
+// test of its own (one SimGrid platform per process).
+void expect_flow_level_same(const std::string& name)
+{
+  for (const Case& c : cases())
+    if (c.name == name) {
+      expect_same_figures(c, run_case(c, true));
+      return;
+    }
+  FAIL() << "no case " << name;
+}
+
+TEST(SteadyState, FlowLevel1f1b) { expect_flow_level_same("1f1b"); }
+TEST(SteadyState, FlowLevelInterleavedOverlapsOnHopper) { expect_flow_level_same("interleaved-overlaps-hopper"); }
+TEST(SteadyState, FlowLevelMoe) { expect_flow_level_same("moe-ep"); }
+
+Workload small_workload(int64_t micro_batches, Schedule schedule = Schedule::OneFOneB)
+{
+  GptConfig model = find_catalog_model("gpt-22b")->model;
+  model.layers = 8;
+  ParallelPlan plan;
+  plan.tp = 1;
+  plan.pp = 4;
+  plan.dp = 1;
+  plan.schedule = schedule;
+  plan.chunks = schedule == Schedule::Interleaved ? 2 : 1;
+  plan.global_batch = micro_batches;
+  return make_workload(model, plan);
+}
+
+// A stand-in executor: one program of two ops per micro-batch, micro-batch i starting at 0.25 i (or 0.25 i^2) and
+// the iteration ending 3 s after the last; the figures grow with m alike. Counts the runs and their sizes.
+struct FakeRun {
+  bool quadratic = false;
+  std::vector<int64_t> sizes;
+  IterationResult operator()(const Workload& w, const IterationOptions& options)
+  {
+    const int64_t micro_batches = w.plan.micro_batches();
+    const auto start_s = [this](int64_t i) { return 0.25 * static_cast<double>(quadratic ? i * i : i); };
+    sizes.push_back(micro_batches);
+    IterationResult r;
+    r.iteration_time_s = 3 + start_s(micro_batches);
+    r.executed_ops = 10 + 2 * micro_batches;
+    r.stages.resize(1);
+    r.stages[0].compute_s = 0.2 * static_cast<double>(micro_batches);
+    r.programs.resize(1);
+    for (int64_t i = 0; i < micro_batches; ++i)
+      for (const char* name : {"f", "b"}) {
+        traces::Op op;
+        op.id = static_cast<int64_t>(r.programs[0].ops.size());
+        op.name = name;
+        op.micro_batch = static_cast<int32_t>(i);
+        r.programs[0].ops.push_back(op);
+        const double begin_s = start_s(i) + (name[0] == 'b' ? 0.1 : 0);
+        if (options.record_timeline)
+          r.timeline.push_back({0, op.id, begin_s, begin_s + 0.1});
+      }
+    return r;
+  }
+};
+
+TEST(SteadyState, AffineFiguresAreExtrapolatedFromThreeSamples)
+{
+  FakeRun fake;
+  const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{12, 13, 14})); // first = 3 warm-up = 3 pp, step 1
+  EXPECT_DOUBLE_EQ(r.iteration_time_s, 3 + 0.25 * 400);
+  EXPECT_EQ(r.executed_ops, 10 + 2 * 400);
+  EXPECT_TRUE(r.timeline.empty()); // the last sample's, recorded for the check, is not the iteration's
+  EXPECT_NEAR(r.stages[0].compute_s, 0.2 * 400, 1e-12);
+  EXPECT_EQ(r.extrapolated_micro_batches, 400 - 14);
+}
+
+TEST(SteadyState, InterleavedStepsByWholePipelineRounds)
+{
+  FakeRun fake;
+  run_with_steady_state(small_workload(400, Schedule::Interleaved), {}, std::ref(fake));
+  // warm-up: 2 (pp - 1) + (chunks - 1) pp = 10 chunk steps touch two groups of pp = 8 micro-batches; first = 3 x 8
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{24, 28, 32}));
+}
+
+TEST(SteadyState, NoPeriodMeansTheWholeIteration)
+{
+  FakeRun fake;
+  fake.quadratic = true;
+  const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
+  // Samples at 12.., then longer (29.., 63..) until they would cost half the iteration; then all 400.
+  ASSERT_FALSE(fake.sizes.empty());
+  EXPECT_EQ(fake.sizes.back(), 400);
+  EXPECT_EQ(r.extrapolated_micro_batches, 0);
+  EXPECT_DOUBLE_EQ(r.iteration_time_s, 3 + 0.25 * 400 * 400);
+  int64_t sampled = 0;
+  for (size_t i = 0; i + 1 < fake.sizes.size(); ++i)
+    sampled += fake.sizes[i];
+  EXPECT_LE(sampled, 400); // the failed attempts cost at most the iteration once more
+}
+
+TEST(SteadyState, OffWhereItCannotPayOrSomethingNeedsEveryOp)
+{
+  FakeRun few;
+  run_with_steady_state(small_workload(70), {}, std::ref(few)); // 2 x (12 + 13 + 14) > 70
+  EXPECT_EQ(few.sizes, (std::vector<int64_t>{70}));
+  FakeRun gpipe;
+  run_with_steady_state(small_workload(400, Schedule::GPipe), {}, std::ref(gpipe));
+  EXPECT_EQ(gpipe.sizes, (std::vector<int64_t>{400}));
+  FakeRun timeline;
+  IterationOptions options;
+  options.record_timeline = true;
+  run_with_steady_state(small_workload(400), options, std::ref(timeline));
+  EXPECT_EQ(timeline.sizes, (std::vector<int64_t>{400}));
+  FakeRun exact;
+  ::setenv("GPUTWIN_EXACT", "1", 1);
+  EXPECT_FALSE(shortcuts_enabled());
+  run_with_steady_state(small_workload(400), {}, std::ref(exact));
+  ::unsetenv("GPUTWIN_EXACT");
+  EXPECT_TRUE(shortcuts_enabled());
+  EXPECT_EQ(exact.sizes, (std::vector<int64_t>{400}));
+}
+
+} // namespace
+} // namespace gputwin::sim
