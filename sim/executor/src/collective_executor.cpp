@@ -1,6 +1,7 @@
 #include "gputwin/sim/collective_executor.hpp"
 
 #include "gputwin/sim/flow_runner.hpp"
+#include "gputwin/sim/steady_state.hpp" // shortcuts_enabled
 
 #include <simgrid/s4u.hpp>
 
@@ -28,7 +29,7 @@ run_collective_streams(const SimgridPlatform& platform, const topo::ClusterGraph
                        FlowLog* flow_log)
 {
   FlowRunner runner(platform, graph);
-  runner.set_shortcut(flow_shortcut);
+  runner.set_shortcut(flow_shortcut && shortcuts_enabled());
   runner.set_flow_log(flow_log);
   std::vector<std::vector<PlanTiming>> timings(streams.size());
   const double run_start_s = sg4::Engine::get_clock();

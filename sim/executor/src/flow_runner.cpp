@@ -1,6 +1,7 @@
 #include "gputwin/sim/flow_runner.hpp"
 
 #include "gputwin/sim/flow_set.hpp"
+#include "gputwin/sim/steady_state.hpp" // shortcuts_enabled
 
 #include <simgrid/s4u.hpp>
 
@@ -280,7 +281,7 @@ struct FlowRunner::State {
   std::vector<int32_t> free_groups;
   std::unordered_map<aid_t, std::vector<sg4::CommPtr>> created_by; // remainders started on behalf of others
   FlowRunnerStats stats;
-  bool shortcut = true;
+  bool shortcut = shortcuts_enabled(); // GPUTWIN_EXACT=1: every flow through SimGrid's max-min
   FlowLog* log = nullptr;
 };
 

@@ -13,10 +13,10 @@
 // a fixed time), m1 is doubled and tried again, and when the samples would cost half of m the iteration is executed
 // whole.
 // So the shortcut never changes an answer beyond rounding: the tests hold it to 1e-9 relative against the whole
-// iteration (tests/sim/steady_state_test.cpp) over 1F1B, interleaved, GPipe, CP, overlaps, stragglers and MoE.
+// iteration (tests/sim/steady_state_test.cpp) over 1F1B, interleaved, CP, overlaps, stragglers and MoE.
 // It is off for runs that record a timeline or flows (those need every op), with IterationOptions::steady_state
-// false, and when the environment sets GPUTWIN_EXACT (to anything but "" or "0"): every shortcut of the simulator
-// obeys that variable. Plain C++.
+// false, and when the environment sets GPUTWIN_EXACT (to anything but "" or "0"), which the flow runner's flow-set
+// shortcut (sim/executor/flow_runner.hpp) obeys too. Plain C++.
 
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_result.hpp"

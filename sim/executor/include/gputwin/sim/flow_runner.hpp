@@ -59,7 +59,8 @@ public:
   // and ended, whichever way it ran (closed form, SimGrid, or converted). `log` outlives the runs.
   void set_flow_log(FlowLog* log);
 
-  // Test hook: with the shortcut off every flow is a SimGrid flow (the reference the shortcut must equal).
+  // Test hook: with the shortcut off every flow is a SimGrid flow (the reference the shortcut must equal). Off by
+  // default when GPUTWIN_EXACT is set (shortcuts_enabled, steady_state.hpp).
   void set_shortcut(bool enabled);
 
 private:
