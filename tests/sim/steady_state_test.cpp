@@ -8,6 +8,7 @@
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/sim/scenario.hpp"
 #include "gputwin/sim/steady_state.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
@@ -53,11 +54,10 @@ RunPair run_case(const Case& c, bool simgrid = false)
   model.layers = 8;
   c.shape(model, plan, options);
   validate_plan(model, plan);
-  const topo::ClusterSpec cluster =
-      topo::load_cluster(c.cluster, static_cast<int>((plan.gpus() + 7) / 8), {});
+  const topo::ClusterSpec cluster = topo::load_cluster(
+      c.cluster, static_cast<int>(nodes_needed(plan, topo::load_cluster(c.cluster, 1, {}))), {});
   const topo::ClusterGraph graph(cluster);
-  const GpuComputeModel gpu = builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops,
-                                                    cluster.gpu.hbm_bytes_per_s, cluster.gpu.peak_fp8_flops);
+  const GpuComputeModel gpu = builtin_gpu_model(cluster.gpu);
   const FrameworkProfile framework = builtin_framework_profile(c.framework);
   const Workload workload = make_workload(model, plan, options);
   IterationOptions whole;

@@ -23,23 +23,6 @@ void check_shape(const PipelineShape& shape, int64_t stage)
     throw std::invalid_argument("pipeline schedule: interleaved needs micro-batches to be a multiple of stages");
 }
 
-// Warm-up forwards on `stage` before the first backward, in (micro-batch, chunk) units.
-int64_t warmup_steps(const PipelineShape& shape, int64_t stage)
-{
-  const int64_t p = shape.stages, m = shape.micro_batches, v = shape.chunks;
-  switch (shape.schedule) {
-  case Schedule::GPipe: return m;
-  case Schedule::OneFOneB: return std::min(p - stage - 1, m);
-  case Schedule::Interleaved:
-    // Megatron-LM's interleaved schedule: the later stages must first receive the first micro-batches of
-    // every chunk, 2 steps per stage of distance, plus one round of p for each additional chunk.
-    if (m == p)
-      return m * v;
-    return std::min(2 * (p - stage - 1) + (v - 1) * p, m * v);
-  }
-  return 0;
-}
-
 // The k-th forward (or backward) of an interleaved stage: micro-batches go in groups of p through chunk 0,
 // then the same group through chunk 1, ...; backwards walk the chunks in reverse.
 PipelineStep interleaved_step(const PipelineShape& shape, PipelinePhase phase, int64_t k)
@@ -61,6 +44,23 @@ PipelineStep nth_step(const PipelineShape& shape, PipelinePhase phase, int64_t k
 }
 
 } // namespace
+
+int64_t warmup_steps(const PipelineShape& shape, int64_t stage)
+{
+  check_shape(shape, stage);
+  const int64_t p = shape.stages, m = shape.micro_batches, v = shape.chunks;
+  switch (shape.schedule) {
+  case Schedule::GPipe: return m;
+  case Schedule::OneFOneB: return std::min(p - stage - 1, m);
+  case Schedule::Interleaved:
+    // Megatron-LM's interleaved schedule: the later stages must first receive the first micro-batches of
+    // every chunk, 2 steps per stage of distance, plus one round of p for each additional chunk.
+    if (m == p)
+      return m * v;
+    return std::min(2 * (p - stage - 1) + (v - 1) * p, m * v);
+  }
+  return 0;
+}
 
 std::vector<PipelineStep> stage_schedule(const PipelineShape& shape, int64_t stage)
 {

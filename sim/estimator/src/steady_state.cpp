@@ -1,5 +1,7 @@
 #include "gputwin/sim/steady_state.hpp"
 
+#include "gputwin/models/pipeline_schedule.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -116,10 +118,10 @@ std::optional<SteadyStateSamples> steady_state_samples(const ParallelPlan& plan)
   SteadyStateSamples s;
   const bool interleaved = plan.schedule == Schedule::Interleaved;
   s.step = interleaved ? plan.pp : 1;
-  // Megatron's interleaved warm-up: 2 (pp - 1) + (chunks - 1) pp forward steps of one chunk each, micro-batches
-  // walking the chunks in groups of pp: it touches whole groups; the cool-down as many backward steps at the end.
-  const int64_t warmup_steps = 2 * (plan.pp - 1) + (plan.chunks - 1) * plan.pp;
-  s.warmup = interleaved ? ((warmup_steps - 1) / (plan.pp * plan.chunks) + 1) * plan.pp : plan.pp;
+  // The first stage's interleaved warm-up (the longest), in forward steps of one chunk each, micro-batches walking
+  // the chunks in groups of pp: it touches whole groups; the cool-down as many backward steps at the end.
+  const int64_t first_stage_warmup = warmup_steps(pipeline_shape(plan), 0);
+  s.warmup = interleaved ? ((first_stage_warmup - 1) / (plan.pp * plan.chunks) + 1) * plan.pp : plan.pp;
   // A multiple of the step; the last sample then has room for a warm-up's transient, a warm-up's reach and a
   // period between its warm-up and its cool-down (steady_period).
   s.first = (3 * s.warmup + s.step - 1) / s.step * s.step;

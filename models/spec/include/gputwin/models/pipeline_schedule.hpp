@@ -31,6 +31,11 @@ struct PipelineShape {
 // The shape `plan` runs.
 PipelineShape pipeline_shape(const ParallelPlan& plan);
 
+// Forward steps (one chunk of one micro-batch each) `stage` runs before its first backward: GPipe m; 1F1B
+// min(p - stage - 1, m); interleaved (Megatron-LM) min(2(p - stage - 1) + (v - 1)p, m v), or m v when m == p. The
+// cool-down runs as many backward steps after the last forward. REQUIRES: as stage_schedule.
+int64_t warmup_steps(const PipelineShape& shape, int64_t stage);
+
 // The order of steps on `stage` (0 = first). Every (micro-batch, chunk) appears once forward and once
 // backward. REQUIRES: stages, micro_batches, chunks >= 1; interleaved: micro_batches a multiple of stages.
 std::vector<PipelineStep> stage_schedule(const PipelineShape& shape, int64_t stage);
