@@ -2,6 +2,7 @@
 // fitted to measured iteration times, with k-fold cross-validated error (folds grouped by model).
 #include "commands.hpp"
 #include "iteration_cases.hpp"
+#include "resource_estimate.hpp"
 
 #include "gputwin/config/framework_yaml.hpp"
 #include "gputwin/config/gpu_model_yaml.hpp"
@@ -37,6 +38,7 @@ ArgParser calibrate_iterations_parser()
   parser.add_option("--folds", "K", "cross-validation folds (default 5; 1: no cross-validation)");
   parser.add_option("--max-evaluations", "N", "objective evaluations per fit (default 800)");
   parser.add_option("--threads", "N", "threads (default: the machine's cores)");
+  add_max_work_flag(parser);
   return parser;
 }
 
@@ -64,6 +66,7 @@ FitInputs read_fit_inputs(const ParsedArgs& parsed)
   const IterationTable table = read_iteration_table(inputs.table_path);
   inputs.cluster = iteration_cluster(table, parsed);
   inputs.cases = iteration_cases(table, parsed, inputs.cluster);
+  check_work(iteration_cases_work(inputs.cases), max_work(parsed), "the fit of " + inputs.table_path);
 
   inputs.options.folds = static_cast<int>(parsed.integer("--folds").value_or(5));
   inputs.options.max_evaluations = static_cast<int>(parsed.integer("--max-evaluations").value_or(800));

@@ -2,6 +2,7 @@
 // percentage error: the twin's error on the user's own data.
 #include "commands.hpp"
 #include "iteration_cases.hpp"
+#include "resource_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
@@ -25,6 +26,7 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
                    "example: gputwin compare --iterations ground_truth_single.csv --gpu-model v.yaml --recompute full \\\n"
                    "           --schedule 1f1b --vocab 50257 --json");
   add_iteration_table_flags(parser);
+  add_max_work_flag(parser);
   ParsedArgs parsed = parser.parse(args);
   // Stated on stderr once the run has succeeded (an error stays one line).
   const std::optional<std::string> attention_note =
@@ -37,6 +39,7 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
   const IterationTable table = read_iteration_table(table_path);
   const topo::ClusterSpec cluster = iteration_cluster(table, parsed);
   std::vector<sim::IterationCase> cases = iteration_cases(table, parsed, cluster);
+  check_work(iteration_cases_work(cases), max_work(parsed), "the comparison of " + table_path);
   const GpuComputeModel gpu =
       compute_model_for_gpu(parsed, cluster.gpu);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));

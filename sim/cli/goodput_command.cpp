@@ -4,6 +4,7 @@
 // formulas (models/goodput.hpp; sim/GOODPUT.md).
 #include "commands.hpp"
 #include "overlap_flags.hpp"
+#include "resource_estimate.hpp"
 #include "search_core.hpp"
 
 #include "gputwin/models/flops.hpp"
@@ -105,6 +106,7 @@ ArgParser goodput_parser()
   parser.add_switch("--allow-oom",
                     "with plan flags: run a plan whose busiest GPU needs more memory than the GPU has (default: an "
                     "error)");
+  add_max_work_flag(parser);
   topo::add_cluster_flags(parser);
   parser.add_section("failures and checkpoints");
   parser.add_option("--tokens", "T", "tokens to train on (300e9)");
@@ -299,15 +301,20 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
     return 0;
   }
 
+  const bool search = parsed.has("--search");
+  const GptConfig model = model_from_flags(parsed);
+  if (!search) { // a plan too large to generate fails first, in milliseconds (--search: read_search_request)
+    const ParallelPlan plan = read_plan(parsed, model);
+    check_work(estimate_plan_work(model, plan, true, true, overlap_options_from_flags(parsed, plan)),
+               max_work(parsed), "the simulation");
+  }
   // The failure inputs first: bad ones fail before any simulation runs.
   const double tokens = number_flag(parsed, "--tokens", false, "tokens to train on, e.g. 300e9");
   const double mtbf_gpu_hours = number_flag(parsed, "--mtbf-gpu-hours", false, "one GPU's MTBF in hours");
   const double write_gbps = number_flag(parsed, "--checkpoint-write-gbps", false, "the job's checkpoint write GB/s");
   const double restart_s = number_flag(parsed, "--restart-s", true, "seconds to restart after a failure");
-  const bool search = parsed.has("--search");
   const bool json = parsed.has("--json");
 
-  const GptConfig model = model_from_flags(parsed);
   const FrameworkProfile framework =
       framework_from_flags(parsed, default_framework_for(topo::read_cluster(parsed).gpu.generation));
   const Run run = search ? searched_run(parsed, model, framework) : run_of_flags(parsed, model, framework);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -38,12 +39,15 @@ struct Counts {
 };
 
 // The ops, flows and routes of the workload of (model, plan): stage 0, stage 1 (standing for every middle stage,
-// which all hold the same ops) and the last stage are generated; the middle one counts pp - 2 times.
-Counts count_workload(const topo::ClusterSpec& cluster, const GptConfig& model, const ParallelPlan& plan,
+// which all hold the same ops) and the last stage are generated; the middle one counts pp - 2 times. Without
+// `cluster` the ops only: no communication is expanded.
+Counts count_workload(const topo::ClusterSpec* cluster, const GptConfig& model, const ParallelPlan& plan,
                       const WorkloadOptions& options)
 {
   const Workload workload = make_workload(model, plan, options);
-  sim::CommExpander comm(cluster, workload);
+  std::optional<sim::CommExpander> comm;
+  if (cluster != nullptr)
+    comm.emplace(*cluster, workload);
   std::vector<std::pair<int64_t, double>> stages = {{0, 1.0}};
   if (plan.pp > 2)
     stages.emplace_back(1, static_cast<double>(plan.pp - 2));
@@ -52,22 +56,26 @@ Counts count_workload(const topo::ClusterSpec& cluster, const GptConfig& model, 
   Counts c;
   for (const auto& [stage, weight] : stages) {
     const traces::RankProgram program = stage_program(workload, stage);
+    c.ops += weight * static_cast<double>(program.ops.size());
+    if (!comm)
+      continue;
     std::set<std::pair<int, int>> pairs;
+    std::set<const sim::CommWork*> seen; // the expansions are cached: their pairs counted once
     double step_flows = 0, iteration_flows = 0;
     for (const traces::Op& op : program.ops) {
       const sim::CommWork* work = nullptr;
       if (op.kind == traces::OpKind::Collective)
-        work = &comm.collective(op);
+        work = &comm->collective(op);
       else if (op.kind == traces::OpKind::Send)
-        work = &comm.message(program.rank, op);
+        work = &comm->message(program.rank, op);
       if (work == nullptr)
         continue;
       (op.micro_batch >= 0 ? step_flows : iteration_flows) += static_cast<double>(work->flows.size());
       c.largest_op_flows = std::max(c.largest_op_flows, static_cast<double>(work->flows.size()));
-      for (const sim::Flow& f : work->flows)
-        pairs.emplace(f.src_gpu, f.dst_gpu);
+      if (seen.insert(work).second)
+        for (const sim::Flow& f : work->flows)
+          pairs.emplace(f.src_gpu, f.dst_gpu);
     }
-    c.ops += weight * static_cast<double>(program.ops.size());
     c.step_flows += weight * step_flows;
     c.iteration_flows += weight * iteration_flows;
     c.routes += weight * static_cast<double>(pairs.size());
@@ -82,8 +90,9 @@ Counts count_workload(const topo::ClusterSpec& cluster, const GptConfig& model, 
 // the largest op neither. The once-per-iteration reductions carry bytes in proportion to the layers, and NCCL's
 // choice of algorithm (so their flow count) follows the bytes: they are taken from the larger probe, scaled by
 // the layers where there is one per layer. Uneven first/last stages move layers between stages without changing
-// their number: the probes split their few layers evenly, and the plan's layers per chunk is the mean.
-Counts count_plan(const topo::ClusterSpec& cluster, const GptConfig& model, const ParallelPlan& plan,
+// their number: the probes split their few layers evenly, and the plan's layers per chunk is the mean. Without
+// `cluster` the ops only.
+Counts count_plan(const topo::ClusterSpec* cluster, const GptConfig& model, const ParallelPlan& plan,
                   const WorkloadOptions& options)
 {
   const int64_t chunks = stage_chunks(plan);
@@ -165,7 +174,7 @@ ResourceEstimate estimate_simulation(const topo::ClusterSpec& cluster, const Gpt
       return e; // refused on the platform alone, in microseconds
     e.counted = true;
   }
-  const Counts c = count_plan(cluster, model, plan, options);
+  const Counts c = count_plan(&cluster, model, plan, options);
   e.ops = c.ops;
   e.flows = c.step_flows + c.iteration_flows;
   e.routes = c.routes;
@@ -213,6 +222,161 @@ void check_resources(const ResourceEstimate& e, int64_t limit_bytes, const Parse
                    (e.counted ? "" : " or more") + " of memory (" + detail + ") but " +
                    (args.has("--max-memory") ? "--max-memory is " + limit : "this machine has " + limit) +
                    " (expected a smaller plan or cluster, or --max-memory SIZE above the estimate to run it anyway)");
+}
+
+void add_max_work_flag(ArgParser& parser)
+{
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0e", default_max_work);
+  parser.add_option("--max-work", "N",
+                    std::string("refuse a run estimated to build more than N items (pipeline-schedule steps, ops, "
+                                "flows), e.g. 1e10 (default ") +
+                        text + ")");
+}
+
+double max_work(const ParsedArgs& args)
+{
+  const std::optional<std::string> text = args.value("--max-work");
+  if (!text)
+    return default_max_work;
+  double value = -1;
+  try {
+    value = parse_number("--max-work", *text);
+  } catch (const InputError&) {
+    value = -1;
+  }
+  if (!(value >= 1))
+    throw InputError("--max-work: expected a number of items >= 1 (1e10), got '" + *text + "'");
+  return value;
+}
+
+WorkEstimate& WorkEstimate::operator+=(const WorkEstimate& other)
+{
+  plans += other.plans;
+  schedule_steps += other.schedule_steps;
+  ops += other.ops;
+  flows += other.flows;
+  ops_exact = ops_exact && other.ops_exact;
+  micro_batches = std::max(micro_batches, other.micro_batches);
+  return *this;
+}
+
+namespace {
+
+// The closed forms of one (model, plan) shape, in doubles (no overflow at any size): m micro-batches per
+// pipeline, v model chunks per stage. Every stage walks its schedule of 2 m v steps (pipeline_schedule); every
+// micro-batch runs forward and backward through every layer, at least one op each; each of the pp v - 1 chunk
+// boundaries carries an activation forward and a gradient back per micro-batch, one flow per GPU of a stage.
+WorkEstimate shape_work(double layers, double pp, double v, double m, double gpus, bool workload)
+{
+  WorkEstimate w;
+  w.plans = 1;
+  w.micro_batches = m;
+  w.schedule_steps = pp * 2 * m * v;
+  if (workload) {
+    w.ops = 2 * m * layers;
+    w.flows = pp > 1 ? 2 * m * (pp * v - 1) * (gpus / pp) : 0;
+  }
+  return w;
+}
+
+std::vector<int64_t> divisors(int64_t n)
+{
+  std::vector<int64_t> low, high;
+  for (int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d * d != n)
+        high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+} // namespace
+
+WorkEstimate estimate_plan_work(const GptConfig& model, const ParallelPlan& plan, bool workload, bool probe_ops,
+                                const WorkloadOptions& options)
+{
+  WorkEstimate w = shape_work(static_cast<double>(model.layers), static_cast<double>(plan.pp),
+                              static_cast<double>(stage_chunks(plan)), static_cast<double>(plan.micro_batches()),
+                              static_cast<double>(plan.gpus()), workload);
+  if (workload && probe_ops) {
+    w.ops = count_plan(nullptr, model, plan, options).ops;
+    w.ops_exact = true;
+  }
+  return w;
+}
+
+WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t max_tp,
+                                  const sim::SearchSpace& space)
+{
+  constexpr double recompute_modes = 3; // the memory model runs for none, selective, full until one fits
+  constexpr double overlap_variants = 2; // rank_plans estimates a plan with its overlaps and without
+  WorkEstimate total;
+  for (const int64_t tp : divisors(gpus)) {
+    if (tp > std::max<int64_t>(1, max_tp) || model.heads % tp != 0)
+      continue;
+    for (const int64_t cp : space.context_parallel) {
+      if (cp < 1 || (gpus / tp) % cp != 0)
+        continue;
+      for (const int64_t pp : divisors(gpus / (tp * cp))) {
+        const int64_t dp = gpus / (tp * cp * pp);
+        if (model.layers % pp != 0 || global_batch % dp != 0)
+          continue;
+        for (const int64_t micro_batch : space.micro_batches) {
+          if (micro_batch < 1 || (global_batch / dp) % micro_batch != 0)
+            continue;
+          const int64_t m = global_batch / dp / micro_batch;
+          std::vector<int64_t> chunks = {1};
+          if (pp > 1 && m % pp == 0)
+            for (const int64_t v : space.interleaved_chunks)
+              if (v > 1 && model.layers % (pp * v) == 0)
+                chunks.push_back(v);
+          for (const int64_t v : chunks) {
+            WorkEstimate w = shape_work(static_cast<double>(model.layers), static_cast<double>(pp),
+                                        static_cast<double>(v), static_cast<double>(m), static_cast<double>(gpus), true);
+            w.schedule_steps *= recompute_modes;
+            w.ops *= overlap_variants;
+            w.flows *= overlap_variants;
+            total += w;
+          }
+        }
+      }
+    }
+  }
+  return total;
+}
+
+WorkEstimate iteration_cases_work(const std::vector<sim::IterationCase>& cases)
+{
+  WorkEstimate total;
+  for (const sim::IterationCase& c : cases)
+    total += estimate_plan_work(c.model, c.plan, true, false, c.options);
+  return total;
+}
+
+void check_work(const WorkEstimate& w, double limit, const std::string& what)
+{
+  if (!(limit > 0) || w.total() <= limit)
+    return;
+  std::string counts;
+  const auto add = [&](double n, const std::string& name) {
+    if (n > 0)
+      counts += std::string(counts.empty() ? "" : ", ") + "~" + count_text(n) + " " + name;
+  };
+  add(w.ops, w.ops_exact ? "ops" : "ops (at least)");
+  add(w.schedule_steps, "pipeline-schedule steps");
+  add(w.flows, "pipeline-message flows");
+  std::string detail = count_text(w.micro_batches) + " micro-batches per pipeline";
+  if (w.plans > 1)
+    detail = count_text(w.plans) + " plans, up to " + detail;
+  char limit_text[32];
+  std::snprintf(limit_text, sizeof limit_text, "%.3g", limit);
+  throw InputError("--max-work: " + what + " would build " + counts + " (" + detail + "), more than the limit of " +
+                   limit_text +
+                   " (expected a smaller --global-batch, plan or cluster, or --max-work N above the estimate to run "
+                   "it anyway)");
 }
 
 } // namespace gputwin::cli

@@ -1,6 +1,7 @@
 // `gputwin search`: every parallel plan of a model on N GPUs that fits memory, ranked by the fast estimator,
 // the best K confirmed by the full flow-level simulation.
 #include "commands.hpp"
+#include "resource_estimate.hpp"
 #include "search_core.hpp"
 
 #include "gputwin/common/input_error.hpp"
@@ -77,6 +78,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_option("--jobs", "N", "threads for the estimates (default: the machine's cores)");
+  add_max_work_flag(parser);
   topo::add_cluster_flags(parser);
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable list, best first");
@@ -99,8 +101,10 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
 
   const bool json = parsed.has("--json");
   const topo::ClusterGraph graph(cluster);
+  size_t ruled_out = 0;
   const std::vector<Ranked> ranked = rank_and_simulate(cluster, graph, model, plans.fitting, request.gpu,
-                                                       framework, request.jobs, request.top, "search", !json);
+                                                       framework, request.jobs, request.top, "search", !json,
+                                                       &ruled_out);
   const size_t confirmed = ranked.size();
 
   if (const auto file = parsed.value("--csv"))
@@ -128,10 +132,12 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   out << "model    " << model.name << " on " << gpus << " GPUs of " << cluster.name << ", global batch " << global_batch
       << "\n";
   out << "plans    " << plans.shapes << " valid splits; " << plans.too_big << " do not fit "
-      << gib(cluster.gpu.hbm_bytes) << " GiB even with full recompute; " << plans.fitting.size() << " estimated ("
+      << gib(cluster.gpu.hbm_bytes) << " GiB even with full recompute; " << plans.fitting.size() << " fit: "
+      << plans.fitting.size() - ruled_out << " estimated ("
       << std::count_if(plans.fitting.begin(), plans.fitting.end(),
                        [](const sim::PlanCandidate& c) { return any_overlap(c.options); })
-      << " with overlaps that apply, tried where they could rank); best " << confirmed << " simulated\n\n";
+      << " of all with overlaps that apply, tried where they could rank), " << ruled_out
+      << " ruled out by their compute alone; best " << confirmed << " simulated\n\n";
   char line[512];
   std::snprintf(line, sizeof line, "%4s  %-58s %-9s %-13s %10s %10s %12s %6s %7s %9s %8s\n", "rank", "plan",
                 "attention", "overlaps", "sim s", "est s", "tokens/s", "MFU", "bubble", "exp.comm", "mem GiB");

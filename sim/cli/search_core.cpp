@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "gputwin/sim/isolated_run.hpp"
 #include "progress.hpp"
+#include "resource_estimate.hpp"
 
 #include "gputwin/models/flops.hpp"
 #include "gputwin/common/input_error.hpp"
@@ -110,8 +111,9 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
   r.gpu = compute_model_for_gpu(parsed, cluster.gpu);
 
   // TP up to the NVLink domain (the node, or a rack of nodes): its collectives stay on NVLink.
-  r.plans = sim::enumerate_plans(model, r.gpus, r.global_batch, std::min<int64_t>(r.gpus, cluster.domain_gpus()),
-                                 cluster.gpu.hbm_bytes, space);
+  const int64_t max_tp = std::min<int64_t>(r.gpus, cluster.domain_gpus());
+  check_work(estimate_search_work(model, r.gpus, r.global_batch, max_tp, space), max_work(parsed), "the search");
+  r.plans = sim::enumerate_plans(model, r.gpus, r.global_batch, max_tp, cluster.gpu.hbm_bytes, space);
   if (r.plans.shapes == 0)
     throw InputError("--gpus: no parallel plan of " + model.name + " (heads " + std::to_string(model.heads) +
                      ", layers " + std::to_string(model.layers) + ") splits over " + std::to_string(r.gpus) +
@@ -129,13 +131,17 @@ std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& clust
                                                   const GptConfig& model,
                                                   const std::vector<sim::PlanCandidate>& fitting,
                                                   const GpuComputeModel& gpu, const FrameworkProfile& framework,
-                                                  int jobs, size_t top, const char* command, bool show_progress)
+                                                  int jobs, size_t top, const char* command, bool show_progress,
+                                                  size_t* ruled_out)
 {
   ProgressBar estimating("estimating plans", show_progress);
   const std::vector<sim::PlanEstimate> estimates = sim::rank_plans(
       graph, model, fitting, gpu, framework, jobs, [&](size_t done, size_t total) { estimating.update(done, total); },
       top);
   estimating.finish();
+  if (ruled_out)
+    *ruled_out = static_cast<size_t>(std::count_if(estimates.begin(), estimates.end(),
+                                                   [](const sim::PlanEstimate& e) { return !e.estimated; }));
 
   // The best `top` in full, each in a process of its own (SimGrid builds one platform per process), its report
   // coming back as JSON.

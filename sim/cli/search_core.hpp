@@ -33,12 +33,14 @@ SimulatedCandidate parse_simulated_candidate_json(const std::string& json);
 
 // Ranks `fitting` with the fast estimator (`jobs` threads), simulates the best `top` in full and returns them
 // fastest (simulated) first. `command` names the subcommand in error messages ("search"); `show_progress`
-// enables the progress bars (progress.hpp: on a terminal only) of the estimates and of the simulations.
+// enables the progress bars (progress.hpp: on a terminal only) of the estimates and of the simulations. With
+// `ruled_out`, how many plans rank_plans ruled out by their compute alone (never estimated).
 std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& cluster, const topo::ClusterGraph& graph,
                                                   const GptConfig& model,
                                                   const std::vector<sim::PlanCandidate>& fitting,
                                                   const GpuComputeModel& gpu, const FrameworkProfile& framework,
-                                                  int jobs, size_t top, const char* command, bool show_progress);
+                                                  int jobs, size_t top, const char* command, bool show_progress,
+                                                  size_t* ruled_out = nullptr);
 
 // What `search` and `goodput --search` read from their flags: the job and the plans a search considers.
 struct SearchRequest {

@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
+#include <map>
 
 namespace gputwin::cli {
 
@@ -88,6 +90,102 @@ std::optional<Shard> shard_from_slurm(const std::function<const char*(const char
                      " tasks from SLURM_ARRAY_TASK_MIN " + std::to_string(min) + " in steps of " +
                      std::to_string(step) + " (use --array=1-N or --array=0-(N-1), or --shard K/N)");
   return Shard{static_cast<size_t>(offset / step), static_cast<size_t>(count)};
+}
+
+std::string SweepIdentity::line() const
+{
+  return "# gputwin sweep " + hash + " shard " + to_string(shard) + " of " + std::to_string(points) +
+         " points: " + flags;
+}
+
+bool SweepIdentity::same_sweep(const SweepIdentity& other) const
+{
+  return hash == other.hash && flags == other.flags && points == other.points;
+}
+
+SweepIdentity sweep_identity(const std::string& flags, size_t points, const Shard& shard)
+{
+  SweepIdentity id;
+  for (const char c : flags)
+    id.flags += c == '\n' ? std::string("\\n") : c == '\r' ? std::string("\\r") : std::string(1, c);
+  uint64_t hash = 14695981039346656037ull; // FNV-1a, 64 bits
+  for (const char c : id.flags) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  id.hash = text;
+  id.points = points;
+  id.shard = shard;
+  return id;
+}
+
+SweepIdentity parse_sweep_identity(const std::string& line, const std::string& where)
+{
+  const std::string prefix = "# gputwin sweep ";
+  const auto bad = [&](const std::string& why) {
+    return InputError("--merge: " + where + ": " + why + " (expected the first line gputwin sweep --csv writes, '" +
+                      prefix + "HASH shard K/N of P points: FLAGS', got '" + line.substr(0, 120) + "')");
+  };
+  if (line.rfind(prefix, 0) != 0)
+    throw bad("not the identity line of a sweep CSV");
+  SweepIdentity id;
+  size_t at = prefix.size();
+  const auto word = [&]() {
+    const size_t end = std::min(line.find(' ', at), line.size());
+    std::string w = line.substr(at, end - at);
+    at = std::min(end + 1, line.size());
+    return w;
+  };
+  id.hash = word();
+  if (id.hash.size() != 16 || id.hash.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw bad("the hash '" + id.hash + "' is not 16 hex digits");
+  const std::string shard_word = word(), shard_text = word(), of_word = word(), points_text = word();
+  if (shard_word != "shard" || of_word != "of")
+    throw bad("no 'shard K/N of P points'");
+  try {
+    id.shard = parse_shard(shard_text);
+  } catch (const InputError&) {
+    throw bad("the shard '" + shard_text + "' is not K/N");
+  }
+  const std::optional<int64_t> points = whole_integer(points_text, 0, INT64_MAX);
+  if (!points || line.compare(at, 8, "points: ") != 0)
+    throw bad("no 'of P points: '");
+  id.points = static_cast<size_t>(*points);
+  id.flags = line.substr(at + 8);
+  return id;
+}
+
+void check_one_sweep(const std::vector<std::pair<std::string, SweepIdentity>>& files)
+{
+  if (files.empty())
+    return;
+  const auto& [first_file, first] = files.front();
+  std::map<size_t, std::string> file_of_shard;
+  for (const auto& [file, id] : files) {
+    if (!id.same_sweep(first))
+      throw InputError("--merge: " + file + ":1: a shard of another sweep than " + first_file + "'s (sweep " + id.hash +
+                       " of " + std::to_string(id.points) + " points, '" + id.flags + "'; expected sweep " +
+                       first.hash + " of " + std::to_string(first.points) + " points, '" + first.flags + "')");
+    if (id.shard.count != first.shard.count)
+      throw InputError("--merge: " + file + ":1: shard " + to_string(id.shard) + " but " + first_file + " is shard " +
+                       to_string(first.shard) + " (expected the " + std::to_string(first.shard.count) +
+                       " shards of one slicing)");
+    const auto [it, inserted] = file_of_shard.emplace(id.shard.index, file);
+    if (!inserted)
+      throw InputError("--merge: " + file + ":1: shard " + to_string(id.shard) + " is also " + it->second +
+                       " (expected each shard once)");
+  }
+  for (size_t k = 0; k < first.shard.count; ++k)
+    if (file_of_shard.count(k) == 0) {
+      std::string given;
+      for (const auto& [index, file] : file_of_shard)
+        given += (given.empty() ? "" : ", ") + to_string(Shard{index, first.shard.count});
+      throw InputError("--merge: shard " + to_string(Shard{k, first.shard.count}) + " of sweep " + first.hash +
+                       " is missing (expected " + std::to_string(first.shard.count) + " files, one per shard; got " +
+                       given + ")");
+    }
 }
 
 } // namespace gputwin::cli

@@ -305,6 +305,7 @@ ArgParser simulate_parser()
   add_framework_flag(parser);
   parser.add_switch("--estimate", "fast estimate (longest paths through the op graph, no SimGrid; transfers sharing a link slow each other once)");
   add_max_memory_flag(parser);
+  add_max_work_flag(parser);
   topo::add_cluster_flags(parser);
   parser.add_section("stragglers");
   add_straggler_flags(parser);
@@ -347,6 +348,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   const ParallelPlan& plan = scenario.plan;
   Report r;
   r.stragglers = scenario.stragglers;
+  // The work first, from closed forms and small probes: the rules below walk the pipeline schedules.
+  check_work(estimate_plan_work(model, plan, true, true, overlap_options_from_flags(parsed, plan)), max_work(parsed),
+             "the simulation");
   // The rules first, on the cluster as named (its GPU is the same at any node count): FP8, memory, stragglers.
   const topo::ClusterSpec as_named = topo::load_cluster(scenario.cluster);
   const sim::ScenarioCheck check = sim::validate(scenario, as_named);

@@ -12,6 +12,7 @@
 #include "gputwin/sim/isolated_run.hpp"
 #include "commands.hpp"
 #include "progress.hpp"
+#include "resource_estimate.hpp"
 #include "search_core.hpp"
 #include "shard.hpp"
 
@@ -245,9 +246,26 @@ const char* const csv_header =
     "gpu_hours,cost,model,schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point,attention,cp,fp8,"
     "tp_comm_overlap,overlap_grad_reduce,overlap_param_gather";
 
-void write_csv(std::ostream& out, const std::vector<Row>& rows)
+// The flags that decide a sweep's points and rows, in a fixed order (the identity of its CSVs, shard.hpp): not the
+// ones that only say how it runs or where it writes (--jobs, --shard, --csv, --plot, --json, --max-work).
+std::string sweep_flags(const ParsedArgs& parsed)
 {
-  out << csv_header << '\n';
+  std::string flags = "--model " + parsed.value("--model").value_or("gpt3-175b");
+  for (const std::string& arg : model_flag_arguments(parsed))
+    flags += " " + arg;
+  for (const char* flag : {"--cluster", "--set", "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour",
+                           "--attention", "--cp", "--top", "--gpu-model", "--framework"})
+    for (const std::string& value : parsed.values(flag))
+      flags += std::string(" ") + flag + " " + value;
+  for (const char* flag : {"--fp8", "--no-overlaps"})
+    if (parsed.has(flag))
+      flags += std::string(" ") + flag;
+  return flags;
+}
+
+void write_csv(std::ostream& out, const SweepIdentity& identity, const std::vector<Row>& rows)
+{
+  out << identity.line() << '\n' << csv_header << '\n';
   for (const Row& r : rows) {
     const ParallelPlan& p = r.plan;
     out << csv_text(r.cluster) << ',' << r.gpus << ',' << p.tp << ',' << p.pp << ',' << p.dp << ',' << p.micro_batch
@@ -588,9 +606,30 @@ Row parse_csv_row(const std::string& line, const std::string& where, const std::
   return r;
 }
 
+// The identity lines (line 1) of sweep CSVs, checked to be every shard of one sweep once (check_one_sweep).
+SweepIdentity read_sweep_identities(const std::vector<std::string>& files)
+{
+  std::vector<std::pair<std::string, SweepIdentity>> identities;
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+      throw InputError("--merge: cannot read '" + file + "': " + std::strerror(errno));
+    std::string line;
+    if (!std::getline(in, line))
+      throw InputError("--merge: " + file + ": empty, expected a CSV written by gputwin sweep --csv");
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    identities.emplace_back(file, parse_sweep_identity(line, file + ":1"));
+  }
+  check_one_sweep(identities);
+  SweepIdentity whole = identities.front().second;
+  whole.shard = Shard{};
+  return whole;
+}
+
 // The rows of sweep CSVs (--merge), in point order, with the scaling efficiency recomputed over all of them.
 // Throws InputError naming `file:line` when a file is not a sweep CSV, the headers differ, or two files hold the
-// same point (shards overlap).
+// same point (shards overlap). The identity lines are read_sweep_identities'.
 std::vector<Row> read_sweep_csvs(const std::vector<std::string>& files)
 {
   const std::vector<std::string> columns = *csv_cells(csv_header);
@@ -605,22 +644,22 @@ std::vector<Row> read_sweep_csvs(const std::vector<std::string>& files)
     if (!in)
       throw InputError("--merge: cannot read '" + file + "': " + std::strerror(errno));
     std::string header;
-    if (!std::getline(in, header))
-      throw InputError("--merge: " + file + ": empty, expected a CSV written by gputwin sweep --csv");
+    if (!std::getline(in, header) || !std::getline(in, header)) // line 1: the identity
+      throw InputError("--merge: " + file + ":2: missing, expected the header of a CSV written by gputwin sweep --csv");
     if (!header.empty() && header.back() == '\r')
       header.pop_back();
     if (first_file.empty()) {
       first_file = file;
       first_header = header;
     } else if (header != first_header) {
-      throw InputError("--merge: " + file + ":1: the header differs from " + first_file +
+      throw InputError("--merge: " + file + ":2: the header differs from " + first_file +
                        "'s (files of different commands or gputwin versions cannot be merged)");
     }
     if (header != csv_header)
       throw InputError("--merge: " + file +
-                       ":1: not the header of a CSV written by this gputwin sweep --csv (expected '" + csv_header +
+                       ":2: not the header of a CSV written by this gputwin sweep --csv (expected '" + csv_header +
                        "')");
-    size_t line_number = 1;
+    size_t line_number = 2;
     for (std::string line; std::getline(in, line);) {
       ++line_number;
       if (!line.empty() && line.back() == '\r')
@@ -686,11 +725,11 @@ std::optional<std::string> csv_output(const ParsedArgs& parsed)
   return parsed.has("--csv") ? parsed.value("--csv") : parsed.value("--output");
 }
 
-void render_outputs(const ParsedArgs& parsed, const std::vector<Row>& rows)
+void render_outputs(const ParsedArgs& parsed, const SweepIdentity& identity, const std::vector<Row>& rows)
 {
   if (const auto file = csv_output(parsed))
     write_file_atomically(
-        *file, [&](std::ostream& csv) { write_csv(csv, rows); }, parsed.has("--csv") ? "--csv" : "--output");
+        *file, [&](std::ostream& csv) { write_csv(csv, identity, rows); }, parsed.has("--csv") ? "--csv" : "--output");
   if (const auto plot = parsed.value("--plot"); plot && !rows.empty())
     render_plot(*plot, rows, std::isfinite(rows.front().time_to_train_s), std::isfinite(rows.front().cost));
 }
@@ -701,7 +740,7 @@ int run_merge(const ParsedArgs& parsed, std::ostream& out)
   for (const char* flag : {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--cluster", "--set",
                            "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour", "--attention", "--cp",
                            "--no-overlaps", "--fp8", "--top",
-                           "--gpu-model", "--framework", "--jobs", "--shard", "--json"})
+                           "--max-work", "--gpu-model", "--framework", "--jobs", "--shard", "--json"})
     if (parsed.has(flag))
       throw InputError(std::string(flag) + ": not used with --merge (it joins CSV files: gputwin sweep --merge A.csv "
                                            "B.csv ... [-o ALL.csv] [--plot FILE])");
@@ -711,14 +750,15 @@ int run_merge(const ParsedArgs& parsed, std::ostream& out)
   check_plot(parsed.value("--plot"));
   csv_output(parsed);
   check_output_flags(parsed, {"--csv", "--output", "--plot"}); // before reading: a typo fails at once
+  const SweepIdentity identity = read_sweep_identities(files);
   const std::vector<Row> rows = read_sweep_csvs(files);
   if (rows.empty())
     throw InputError("--merge: the files hold no rows (no point of the sweep has a plan that fits)");
-  render_outputs(parsed, rows);
+  render_outputs(parsed, identity, rows);
   if (csv_output(parsed))
     write_table(out, rows);
   else
-    write_csv(out, rows);
+    write_csv(out, identity, rows);
   return 0;
 }
 
@@ -896,6 +936,23 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
   return setup;
 }
 
+// The work of this shard's points (a search each), counted before the first one runs.
+void check_sweep_work(const SweepSetup& s, const ParsedArgs& parsed)
+{
+  WorkEstimate total;
+  for (const size_t i : s.selected) {
+    const PointSpec& p = s.points[i];
+    const GptConfig& model = s.models[p.model];
+    const topo::ClusterSpec& node = s.nodes[p.cluster];
+    sim::SearchSpace space = s.space;
+    space.attention = s.attention.value_or(default_attention_kernel(node.gpu.generation));
+    space.context_parallel = s.context_parallel.value_or(sim::default_context_parallel(model, space.attention));
+    total += estimate_search_work(model, p.gpus, s.global_batch.value_or(p.gpus),
+                                  std::min<int64_t>(p.gpus, node.domain_gpus()), space);
+  }
+  check_work(total, max_work(parsed), "the sweep");
+}
+
 // One process per point, `jobs` at once: the search at that point, the best plan's bytes or the reason it is
 // skipped sent back.
 std::string run_sweep_point(const ParsedArgs& parsed, const SweepSetup& s, size_t k)
@@ -1025,6 +1082,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
                                      "overlap that applies and with none, the faster kept)");
   parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
+  add_max_work_flag(parser);
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_section("scale-out");
@@ -1049,6 +1107,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
                      "' for 'gputwin sweep' (CSV files are read with --merge; see gputwin sweep --help)");
 
   const SweepSetup setup = read_sweep_setup(parsed);
+  check_sweep_work(setup, parsed);
   const bool json = setup.json;
   ProgressBar progress("sweep points", !json);
   size_t done = 0;
@@ -1060,7 +1119,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   progress.finish();
 
   const std::vector<Row> rows = collect_rows(setup, outcomes);
-  render_outputs(parsed, rows);
+  render_outputs(parsed, sweep_identity(sweep_flags(parsed), setup.points.size(), setup.shard), rows);
   if (json)
     write_json(out, rows);
   else

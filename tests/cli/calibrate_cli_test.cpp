@@ -13,14 +13,6 @@ namespace {
 
 const std::string trace_dir = GPUTWIN_TEST_DATA_DIR "/traces/";
 
-std::string read_file(const std::string& path)
-{
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // A copy of `trace` with `from` replaced by `to` (first occurrence).
 std::string edited_trace(const std::string& trace, const std::string& name, const std::string& from,
                          const std::string& to)

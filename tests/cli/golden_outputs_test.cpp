@@ -13,14 +13,7 @@
 namespace {
 
 using gputwin::testing::CliResult;
-
-std::string read_file(const std::string& path)
-{
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gputwin::testing::read_file;
 
 // The report with its wall time (the only field that may differ between runs) written as 0.
 std::string without_wall_time(const std::string& report)

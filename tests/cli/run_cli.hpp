@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 
@@ -52,5 +54,14 @@ inline void expect_one_line_error(const std::string& arguments, const std::strin
   EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "expected one line: " << r.output;
 }
 #endif
+
+// The whole of file `path` (empty if it cannot be read).
+inline std::string read_file(const std::string& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
 
 } // namespace gputwin::testing

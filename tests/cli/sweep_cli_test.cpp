@@ -16,14 +16,6 @@
 namespace gputwin::testing {
 namespace {
 
-std::string read_file(const std::string& path)
-{
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
 std::vector<std::string> split(const std::string& line, char separator)
 {
   std::vector<std::string> items;
@@ -50,6 +42,8 @@ TEST(SweepCli, OneCsvRowPerPointWithConsistentScalingColumnsAndAPng)
 
   std::vector<std::string> lines = split(read_file(csv), '\n');
   ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().rfind("# gputwin sweep ", 0), 0u) << "the sweep's identity first: " << lines.front();
+  lines.erase(lines.begin());
   if (lines.back().empty())
     lines.pop_back();
   const std::string required = "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,"
@@ -168,8 +162,10 @@ std::string sweep_csv(const std::string& arguments, const std::string& name, con
 TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
 {
   const std::string whole = sweep_csv(six_points, "whole.csv");
-  const std::vector<std::string> lines = split(whole, '\n');
-  ASSERT_EQ(lines.size(), 8u) << "a header, 6 rows and the final newline: " << whole;
+  std::vector<std::string> lines = split(whole, '\n');
+  ASSERT_EQ(lines.size(), 9u) << "the identity, a header, 6 rows and the final newline: " << whole;
+  EXPECT_NE(lines.front().find(" shard 1/1 of 6 points: "), std::string::npos) << lines.front();
+  lines.erase(lines.begin());
   // The columns after `point` came later and are appended, so older columns keep their places.
   const std::string tail = "scaling_efficiency,point,attention,cp,fp8,tp_comm_overlap,overlap_grad_reduce,"
                            "overlap_param_gather";
@@ -194,8 +190,11 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
     const std::string part = test_temp_path("shard" + std::to_string(k) + ".csv");
     std::ofstream(part, std::ios::binary)
         << sweep_csv(six_points + " --shard " + std::to_string(k) + "/3", "shard-run.csv");
-    const std::vector<std::string> part_lines = split(read_file(part), '\n');
-    ASSERT_GE(part_lines.size(), 2u);
+    std::vector<std::string> part_lines = split(read_file(part), '\n');
+    ASSERT_GE(part_lines.size(), 3u);
+    EXPECT_NE(part_lines.front().find(" shard " + std::to_string(k) + "/3 of 6 points: "), std::string::npos)
+        << part_lines.front();
+    part_lines.erase(part_lines.begin());
     EXPECT_EQ(part_lines.front(), lines.front()) << "the same header";
     for (size_t i = 1; i + 1 < part_lines.size(); ++i) {
       EXPECT_NE(whole.find(part_lines[i].substr(0, part_lines[i].find(",gpt-22b,"))), std::string::npos);
@@ -229,15 +228,19 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
   std::ofstream(whole_file, std::ios::binary) << whole;
   EXPECT_EQ(run_gputwin("sweep --merge '" + whole_file + "'", false).output, whole);
 
-  // Overlapping files and files with different headers are one-line errors.
-  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[0] + "'", "the files overlap");
-  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + whole_file + "'", "the files overlap");
+  // A shard given twice, a whole sweep with a shard, and files with different headers are one-line errors.
+  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + parts[0] + "'",
+                        "shard 1/3 is also " + parts[0]);
+  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + whole_file + "'", "shard 1/1 but " + parts[0]);
   const std::string other_header = test_temp_path("other-header.csv");
   std::string renamed = read_file(parts[1]);
   renamed.replace(renamed.find("tokens_per_s"), 12, "tokens_per_h");
+  renamed.replace(renamed.find(" shard 2/3 "), 11, " shard 3/3 ");
   std::ofstream(other_header, std::ios::binary) << renamed;
-  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + other_header + "'", "the header differs from");
-  expect_one_line_error("sweep --merge '" + other_header + "'", "not the header of a CSV written by");
+  expect_one_line_error("sweep --merge '" + parts[0] + "' '" + parts[1] + "' '" + other_header + "'",
+                        "the header differs from");
+  expect_one_line_error("sweep --merge '" + other_header + "' '" + parts[0] + "' '" + parts[1] + "'",
+                        "not the header of a CSV written by");
   expect_one_line_error("sweep --merge", "--merge: expected the CSV files");
   expect_one_line_error("sweep --merge '" + parts[0] + "' --gpus 8", "--gpus: not used with --merge");
   expect_one_line_error("sweep --merge /nonexistent/a.csv", "--merge: cannot read '/nonexistent/a.csv'");
@@ -254,6 +257,7 @@ TEST(SweepCli, MergeReadsBackAModelNameWithALineBreak)
 {
   const std::string csv = test_temp_path("newline-name.csv"), merged = test_temp_path("newline-merged.csv");
   const std::string content =
+      "# gputwin sweep 0123456789abcdef shard 1/1 of 1 points: --model my-model.yaml --gpus 8\n"
       "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,gpu_hours,cost,model,"
       "schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point,attention,cp,fp8,tp_comm_overlap,"
       "overlap_grad_reduce,overlap_param_gather\n"
@@ -302,11 +306,11 @@ TEST(SweepCli, ASlurmArraySlicesLikeShardAndAnEmptySliceIsHeaderOnly)
   EXPECT_EQ(
       split(sweep_csv(six_points + " --shard 1/1", "all.csv", "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3"), '\n')
           .size(),
-      8u);
+      9u);
   // More slices than points: the last ones have nothing to do; they succeed with a header-only CSV (a Slurm array
   // larger than the sweep still merges).
   const std::string empty = sweep_csv(six_points + " --shard 7/7", "empty.csv");
-  EXPECT_EQ(split(empty, '\n').size(), 2u) << empty;
+  EXPECT_EQ(split(empty, '\n').size(), 3u) << empty;
 }
 
 TEST(SweepCli, ParallelJobsGiveTheSameOutputAsOne)

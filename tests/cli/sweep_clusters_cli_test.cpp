@@ -31,10 +31,10 @@ std::vector<std::map<std::string, std::string>> csv_rows(const std::string& path
   text << in.rdbuf();
   const std::vector<std::string> lines = split(text.str(), '\n');
   std::vector<std::map<std::string, std::string>> rows;
-  if (lines.empty())
+  if (lines.size() < 2) // line 1: the sweep's identity (# gputwin sweep ...), line 2: the header
     return rows;
-  const std::vector<std::string> header = split(lines.front(), ',');
-  for (size_t i = 1; i < lines.size(); ++i) {
+  const std::vector<std::string> header = split(lines[1], ',');
+  for (size_t i = 2; i < lines.size(); ++i) {
     if (lines[i].empty())
       continue;
     const std::vector<std::string> cells = split(lines[i], ',');

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -171,16 +172,23 @@ TEST(PlanSearch, FindsZero3WhereOnlyShardedWeightsFit)
   EXPECT_EQ(stages(plans), (std::set<std::pair<int64_t, int>>{{1, 3}, {2, 1}}));
 }
 
+// Two DGX-like A100 nodes, their GPU's built-in compute model and Megatron-LM's host.
+struct SmallCluster {
+  topo::ClusterGraph graph{testing::dgx_like_spec(2, false)};
+  GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Ampere, graph.spec().gpu.kind,
+                                              graph.spec().gpu.peak_bf16_flops, graph.spec().gpu.hbm_bytes_per_s);
+  FrameworkProfile framework = builtin_framework_profile("megatron-lm");
+};
+
 // rank_plans keeps, for each plan, the faster of its variant with every applicable overlap and its variant with none.
 TEST(PlanSearch, RankingKeepsTheFasterOfWithAndWithoutOverlaps)
 {
   GptConfig model = find_catalog_model("gpt-22b")->model;
   model.layers = 4;
-  const topo::ClusterGraph graph(testing::dgx_like_spec(2, false));
-  const topo::GpuSpec& gpu_spec = graph.spec().gpu;
-  const GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Ampere, gpu_spec.kind, gpu_spec.peak_bf16_flops,
-                                                    gpu_spec.hbm_bytes_per_s);
-  const FrameworkProfile framework = builtin_framework_profile("megatron-lm");
+  const SmallCluster c;
+  const topo::ClusterGraph& graph = c.graph;
+  const GpuComputeModel& gpu = c.gpu;
+  const FrameworkProfile& framework = c.framework;
   SearchSpace space;
   space.micro_batches = {1};
   const PlanEnumeration plans = enumerate_plans(model, 16, 16, 8, a100_80gb_bytes, space);
@@ -217,6 +225,47 @@ TEST(PlanSearch, RankingKeepsTheFasterOfWithAndWithoutOverlaps)
       EXPECT_EQ(any_overlap(best[i].candidate.options), any_overlap(ranked[i].candidate.options)) << i;
     }
   }
+}
+
+// iteration_lower_bound_s: never above the estimate of any variant, and close to it where compute dominates; a
+// search for the best few rules out the plans whose bound exceeds them, and ranks the same plans first.
+TEST(PlanSearch, PlansRuledOutByComputeAloneCouldNotRank)
+{
+  GptConfig model = find_catalog_model("gpt-22b")->model;
+  model.layers = 8;
+  const SmallCluster c;
+  const topo::ClusterGraph& graph = c.graph;
+  const GpuComputeModel& gpu = c.gpu;
+  const FrameworkProfile& framework = c.framework;
+  SearchSpace space;
+  space.micro_batches = {1, 2, 4};
+  const PlanEnumeration plans = enumerate_plans(model, 16, 64, 8, a100_80gb_bytes, space);
+  ASSERT_GT(plans.fitting.size(), 4u);
+  double tightest = 0;
+  for (const PlanCandidate& c : plans.fitting)
+    for (const WorkloadOptions& options : {WorkloadOptions{}, applicable_overlaps(c.plan)}) {
+      const Workload w = make_workload(model, c.plan, options);
+      const double bound_s = iteration_lower_bound_s(w, gpu);
+      const double estimate_s = estimate_iteration(graph, w, gpu, framework).iteration_time_s;
+      EXPECT_LE(bound_s, estimate_s) << describe_plan(c.plan);
+      tightest = std::max(tightest, bound_s / estimate_s);
+    }
+  EXPECT_GT(tightest, 0.7); // compute is most of a plan's time: the bound is no trivial zero
+
+  const std::vector<PlanEstimate> all = rank_plans(graph, model, plans.fitting, gpu, framework, 2);
+  const std::vector<PlanEstimate> best = rank_plans(graph, model, plans.fitting, gpu, framework, 2, {}, 1);
+  ASSERT_EQ(best.size(), all.size());
+  EXPECT_TRUE(std::all_of(all.begin(), all.end(), [](const PlanEstimate& e) { return e.estimated; }));
+  EXPECT_EQ(describe_plan(best[0].candidate.plan), describe_plan(all[0].candidate.plan));
+  EXPECT_EQ(best[0].iteration_time_s, all[0].iteration_time_s);
+  size_t ruled_out = 0;
+  for (const PlanEstimate& e : best)
+    if (!e.estimated) {
+      ++ruled_out;
+      EXPECT_GT(e.iteration_time_s, best[0].iteration_time_s) << describe_plan(e.candidate.plan); // its bound
+    }
+  EXPECT_GT(ruled_out, 0u);
+  EXPECT_FALSE(best.back().estimated); // ruled out last
 }
 
 // An error in a worker thread reaches the caller (no std::terminate), and the other threads stop

@@ -201,14 +201,18 @@ Workload small_workload(int64_t micro_batches, Schedule schedule = Schedule::One
 }
 
 // A stand-in executor: one program of two ops per micro-batch, micro-batch i starting at 0.25 i (or 0.25 i^2) and
-// the iteration ending 3 s after the last; the figures grow with m alike. Counts the runs and their sizes.
+// the iteration ending 3 s after the last; the figures grow with m alike. With `transient` t, micro-batches
+// before t start 0.1 s early, so the run repeats from t on. Counts the runs and their sizes.
 struct FakeRun {
   bool quadratic = false;
+  int64_t transient = 0;
   std::vector<int64_t> sizes;
   IterationResult operator()(const Workload& w, const IterationOptions& options)
   {
     const int64_t micro_batches = w.plan.micro_batches();
-    const auto start_s = [this](int64_t i) { return 0.25 * static_cast<double>(quadratic ? i * i : i); };
+    const auto start_s = [this](int64_t i) {
+      return 0.25 * static_cast<double>(quadratic ? i * i : i) - (i < transient ? 0.1 : 0);
+    };
     sizes.push_back(micro_batches);
     IterationResult r;
     r.iteration_time_s = 3 + start_s(micro_batches);
@@ -235,12 +239,24 @@ TEST(SteadyState, AffineFiguresAreExtrapolatedFromThreeSamples)
 {
   FakeRun fake;
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{12, 13, 14})); // first = 3 warm-up = 3 pp, step 1
+  // first = 3 warm-ups (3 pp) and the two micro-batches 1F1B takes past its warm-up to repeat; step 1
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{14, 15, 16}));
   EXPECT_DOUBLE_EQ(r.iteration_time_s, 3 + 0.25 * 400);
   EXPECT_EQ(r.executed_ops, 10 + 2 * 400);
   EXPECT_TRUE(r.timeline.empty()); // the last sample's, recorded for the check, is not the iteration's
   EXPECT_NEAR(r.stages[0].compute_s, 0.2 * 400, 1e-12);
-  EXPECT_EQ(r.extrapolated_micro_batches, 400 - 14);
+  EXPECT_EQ(r.extrapolated_micro_batches, 400 - 16);
+}
+
+TEST(SteadyState, ALongerTransientLengthensTheSamplesByWhatTheRepeatFellShortOf)
+{
+  FakeRun fake;
+  fake.transient = 9; // repeats from micro-batch 9: the last sample (16) repeats over 16 - pp - 1 - 9 = 2 < pp + 1
+  const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
+  // Short by 5 - 2 = 3 micro-batches: the next samples start at 14 + 3.
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{14, 15, 16, 17, 18, 19}));
+  EXPECT_DOUBLE_EQ(r.iteration_time_s, 3 + 0.25 * 400);
+  EXPECT_EQ(r.extrapolated_micro_batches, 400 - 19);
 }
 
 TEST(SteadyState, InterleavedStepsByWholePipelineRounds)
@@ -256,7 +272,7 @@ TEST(SteadyState, NoPeriodMeansTheWholeIteration)
   FakeRun fake;
   fake.quadratic = true;
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  // Samples at 12.., then longer (29.., 63..) until they would cost half the iteration; then all 400.
+  // Samples at 14.., then longer (18.. by the shortfall of the one repeating pair, then doubling: 36..) until they would cost half the iteration; then all 400.
   ASSERT_FALSE(fake.sizes.empty());
   EXPECT_EQ(fake.sizes.back(), 400);
   EXPECT_EQ(r.extrapolated_micro_batches, 0);
@@ -270,7 +286,7 @@ TEST(SteadyState, NoPeriodMeansTheWholeIteration)
 TEST(SteadyState, OffWhereItCannotPayOrSomethingNeedsEveryOp)
 {
   FakeRun few;
-  run_with_steady_state(small_workload(70), {}, std::ref(few)); // 2 x (12 + 13 + 14) > 70
+  run_with_steady_state(small_workload(70), {}, std::ref(few)); // 2 x (14 + 15 + 16) > 70
   EXPECT_EQ(few.sizes, (std::vector<int64_t>{70}));
   FakeRun gpipe;
   run_with_steady_state(small_workload(400, Schedule::GPipe), {}, std::ref(gpipe));

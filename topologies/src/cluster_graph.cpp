@@ -20,11 +20,6 @@ struct ClusterGraph::BoostGraph {
 
 namespace {
 
-constexpr int reverse(int link)
-{
-  return link ^ 1;
-}
-
 // "n3." (appended piecewise: GCC 12 falsely warns -Wrestrict on "n" + std::string, its bug 105651).
 std::string node_prefix(int node)
 {
@@ -224,7 +219,7 @@ std::vector<int> ClusterGraph::route(int src_gpu, int dst_gpu) const
   if (!failed_.empty())
     return route_around_faults(src_gpu, dst_gpu);
   if (spec_.same_nvlink_domain(src_gpu, dst_gpu)) // same node, or another node (tray) of the NVLink domain
-    return {at(w.gpu_nvlink, src_gpu), reverse(at(w.gpu_nvlink, dst_gpu))};
+    return {at(w.gpu_nvlink, src_gpu), reverse_link(at(w.gpu_nvlink, dst_gpu))};
   // The rail of the destination GPU: NIC r on both nodes.
   inter_node_path(src_gpu, dst_gpu, at(w.rail_of_local_gpu, dst_gpu % gpus), false, path);
   return path;
@@ -245,7 +240,7 @@ bool ClusterGraph::inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoi
   if (at(w.pcie_of_local_gpu, src_gpu % gpus) != rail_switch) { // PXN: NVLink to a GPU beside the NIC first
     src = src_node * gpus + rail_gpu;
     path.push_back(at(w.gpu_nvlink, src_gpu));
-    path.push_back(reverse(at(w.gpu_nvlink, src)));
+    path.push_back(reverse_link(at(w.gpu_nvlink, src)));
   }
   const int src_nic = src_node * spec_.nic.count + rail;
   const int dst_nic = dst_node * spec_.nic.count + rail;
@@ -289,20 +284,20 @@ bool ClusterGraph::inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoi
     path.push_back(at(w.leaf_up, src_leaf * u + k));
     if (cross_pod) {
       path.push_back(at(w.agg_up, (src_pod * u + k) * per_group + core));
-      path.push_back(reverse(at(w.agg_up, (dst_pod * u + k) * per_group + core)));
+      path.push_back(reverse_link(at(w.agg_up, (dst_pod * u + k) * per_group + core)));
     }
-    path.push_back(reverse(at(w.leaf_up, dst_leaf * u + k)));
+    path.push_back(reverse_link(at(w.leaf_up, dst_leaf * u + k)));
   }
 
-  path.push_back(reverse(at(w.nic_leaf, dst_nic)));
-  path.push_back(reverse(at(w.nic_pcie, dst_nic)));
+  path.push_back(reverse_link(at(w.nic_leaf, dst_nic)));
+  path.push_back(reverse_link(at(w.nic_pcie, dst_nic)));
   if (at(w.pcie_of_local_gpu, dst_gpu % gpus) == rail_switch) {
-    path.push_back(reverse(at(w.gpu_pcie, dst_gpu)));
+    path.push_back(reverse_link(at(w.gpu_pcie, dst_gpu)));
   } else { // the destination is not beside its NIC: through the NIC's first GPU, then NVLink
     const int via = dst_node * gpus + rail_gpu;
-    path.push_back(reverse(at(w.gpu_pcie, via)));
+    path.push_back(reverse_link(at(w.gpu_pcie, via)));
     path.push_back(at(w.gpu_nvlink, via));
-    path.push_back(reverse(at(w.gpu_nvlink, dst_gpu)));
+    path.push_back(reverse_link(at(w.gpu_nvlink, dst_gpu)));
   }
   return !avoid || std::none_of(path.begin(), path.end(), [&](int link) { return link_failed(link); });
 }

@@ -24,4 +24,10 @@ struct ClusterGraph::Wiring {
   std::vector<int> first_gpu_of_nic;
 };
 
+// The opposite direction of directed link `link` (see Wiring).
+constexpr int reverse_link(int link)
+{
+  return link ^ 1;
+}
+
 } // namespace gputwin::topo

@@ -13,15 +13,6 @@
 
 namespace gputwin::topo {
 
-namespace {
-
-constexpr int reverse(int link)
-{
-  return link ^ 1;
-}
-
-} // namespace
-
 bool FabricFaults::nic_failed(int node, int nic) const
 {
   return std::find(failed_nics.begin(), failed_nics.end(), std::make_pair(node, nic)) != failed_nics.end();
@@ -124,11 +115,11 @@ std::vector<int> ClusterGraph::route_around_faults(int src_gpu, int dst_gpu) con
   std::vector<int> path;
   const bool same_node = src_gpu / gpus == dst_gpu / gpus;
   if (spec_.same_nvlink_domain(src_gpu, dst_gpu)) {
-    path = {at(w.gpu_nvlink, src_gpu), reverse(at(w.gpu_nvlink, dst_gpu))};
+    path = {at(w.gpu_nvlink, src_gpu), reverse_link(at(w.gpu_nvlink, dst_gpu))};
     if (clear(path))
       return path;
     if (same_node && at(w.pcie_of_local_gpu, src_gpu % gpus) == at(w.pcie_of_local_gpu, dst_gpu % gpus)) {
-      path = {at(w.gpu_pcie, src_gpu), reverse(at(w.gpu_pcie, dst_gpu))}; // through the PCIe switch they share
+      path = {at(w.gpu_pcie, src_gpu), reverse_link(at(w.gpu_pcie, dst_gpu))}; // through the PCIe switch they share
       if (clear(path))
         return path;
     }

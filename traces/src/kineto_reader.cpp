@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -651,7 +652,53 @@ bool is_chrome_trace(std::string_view text)
   return text.find("\"traceEvents\"") != std::string_view::npos;
 }
 
-std::string read_trace_text(const std::string& path)
+namespace {
+
+std::string inflate_limit_text(const std::string& path, int64_t limit)
+{
+  char size[32];
+  std::snprintf(size, sizeof size, "%.3g GiB", static_cast<double>(limit) / (1 << 30));
+  return path + ": the gzip stream inflates to more than " + size +
+         ", the limit of a trace's text (expected a trace of a few profiler steps: record fewer with "
+         "torch.profiler's schedule, or split it per rank)";
+}
+
+// Inflates the gzip file `path`, handing each piece to `sink`; returns the bytes inflated. Throws TraceError for a
+// stream that passes `limit` bytes or is truncated or corrupt.
+int64_t inflate_gzip(const std::string& path, int64_t limit, const std::function<void(const char*, size_t)>& sink)
+{
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr)
+    throw TraceError(path + ": cannot open the gzip file");
+  gzbuffer(file, 1 << 17);
+  int64_t inflated = 0;
+  std::vector<char> buffer(1 << 16);
+  for (;;) {
+    const int n = gzread(file, buffer.data(), static_cast<unsigned>(buffer.size()));
+    if (n <= 0)
+      break;
+    if (inflated + n > limit) {
+      gzclose(file);
+      throw TraceError(inflate_limit_text(path, limit));
+    }
+    inflated += n;
+    sink(buffer.data(), static_cast<size_t>(n));
+  }
+  int code = Z_OK;
+  const char* message = gzerror(file, &code);
+  std::string what = message ? message : "";
+  if (what.rfind(path + ": ", 0) == 0)
+    what = what.substr(path.size() + 2);
+  gzclose(file);
+  if (code != Z_OK && code != Z_STREAM_END)
+    throw TraceError(path + ": truncated or corrupt gzip stream (" + (what.empty() ? "zlib error" : what) + " after " +
+                     std::to_string(inflated) + " bytes; expected a complete .json.gz)");
+  return inflated;
+}
+
+} // namespace
+
+std::string read_trace_text(const std::string& path, int64_t max_inflated_bytes)
 {
   std::ifstream probe(path, std::ios::binary);
   if (!probe)
@@ -667,29 +714,12 @@ std::string read_trace_text(const std::string& path)
     return text.str();
   }
   probe.close();
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr)
-    throw TraceError(path + ": cannot open the gzip file");
-  gzbuffer(file, 1 << 17);
+  // Twice: counted first, holding nothing (a gzip bomb is refused in the time it takes to inflate the limit,
+  // never held), then kept, in one allocation.
+  const int64_t inflated = inflate_gzip(path, max_inflated_bytes, [](const char*, size_t) {});
   std::string text;
-  char buffer[1 << 16];
-  for (;;) {
-    const int n = gzread(file, buffer, sizeof buffer);
-    if (n < 0)
-      break;
-    if (n == 0)
-      break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  int code = Z_OK;
-  const char* message = gzerror(file, &code);
-  std::string what = message ? message : "";
-  if (what.rfind(path + ": ", 0) == 0)
-    what = what.substr(path.size() + 2);
-  gzclose(file);
-  if (code != Z_OK && code != Z_STREAM_END)
-    throw TraceError(path + ": truncated or corrupt gzip stream (" + (what.empty() ? "zlib error" : what) + " after " +
-                     std::to_string(text.size()) + " bytes; expected a complete .json.gz)");
+  text.reserve(static_cast<size_t>(inflated));
+  inflate_gzip(path, max_inflated_bytes, [&](const char* data, size_t n) { text.append(data, n); });
   return text;
 }
 

@@ -33,15 +33,19 @@ double interfered_duration_s(const GpuComputeModel& gpu, const traces::Op& op, c
          op.bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency * c.relative_efficiency * share);
 }
 
-double interference_rate(const GpuComputeModel& gpu, const traces::Op& op, const CommLoad& load)
+double interference_rate(const GpuComputeModel& gpu, const traces::Op& op, const CommLoad& load, double alone_s)
 {
   if (load.empty())
     return 1.0;
-  const double alone_s = compute_duration_s(gpu, op);
   const double loaded_s = interfered_duration_s(gpu, op, load);
   if (!(alone_s > 0) || !(loaded_s > alone_s))
     return 1.0;
   return alone_s / loaded_s;
+}
+
+double interference_rate(const GpuComputeModel& gpu, const traces::Op& op, const CommLoad& load)
+{
+  return load.empty() ? 1.0 : interference_rate(gpu, op, load, compute_duration_s(gpu, op));
 }
 
 } // namespace gputwin

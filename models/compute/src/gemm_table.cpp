@@ -1,6 +1,7 @@
 #include "gputwin/models/gemm_table.hpp"
 
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/common/text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -16,14 +17,6 @@ namespace gputwin {
 namespace {
 
 constexpr const char* header = "batch,m,n,k,flops_per_s";
-
-std::string trim(const std::string& text)
-{
-  const size_t first = text.find_first_not_of(" \t\r");
-  if (first == std::string::npos)
-    return "";
-  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
 
 // A positive integer field (a GEMM dimension or batch).
 int64_t positive_integer(const std::string& where, const char* field, const std::string& text)

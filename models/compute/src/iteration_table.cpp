@@ -1,6 +1,7 @@
 #include "gputwin/models/iteration_table.hpp"
 
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/common/text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -61,16 +62,6 @@ constexpr ColumnRule rules[] = {
     {"vp", ColumnKind::VirtualStages, "--chunks"},
     {"grad_accum", ColumnKind::GradAccum, ""},
 };
-
-std::string trim(const std::string& text)
-{
-  size_t b = 0, e = text.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(text[b])))
-    ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1])))
-    --e;
-  return text.substr(b, e - b);
-}
 
 std::string lower(std::string text)
 {

@@ -676,6 +676,13 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
   return w;
 }
 
+Workload with_micro_batches(const Workload& workload, int64_t micro_batches)
+{
+  ParallelPlan plan = workload.plan;
+  plan.global_batch = micro_batches * plan.micro_batch * plan.dp;
+  return make_workload(workload.model, plan, workload.options, workload.ops, workload.expert_loads);
+}
+
 traces::RankProgram stage_program(const Workload& w, int64_t stage)
 {
   return StageProgramBuilder(w, stage).build();

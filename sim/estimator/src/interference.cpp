@@ -35,48 +35,52 @@ IterationOptions with_interference(const IterationOptions& options, const GpuCom
 
 LoadTimeline::LoadTimeline(std::vector<LoadInterval> intervals)
 {
-  // Changes at the same instant are one change; when no op is in flight the load is exactly none (no rounding
-  // residue of the sums), as in the SimGrid executor.
+  // Changes at the same instant are one change, summed in the intervals' order; when no op is in flight the load
+  // is exactly none (no rounding residue of the sums), as in the SimGrid executor.
   struct Change {
+    double t = 0;
     CommLoad load;
     int ops = 0;
   };
-  std::map<double, Change> delta;
+  std::vector<Change> changes;
+  changes.reserve(2 * intervals.size());
   for (const LoadInterval& i : intervals) {
     if (!(i.end_s > i.start_s) || i.load.empty())
       continue;
-    Change& begin = delta[i.start_s];
-    begin.load += i.load;
-    ++begin.ops;
-    Change& end = delta[i.end_s];
-    end.load -= i.load;
-    --end.ops;
+    changes.push_back({i.start_s, i.load, 1});
+    CommLoad minus;
+    minus -= i.load;
+    changes.push_back({i.end_s, minus, -1});
   }
+  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.t < b.t; });
+  times_.reserve(changes.size());
+  loads_.reserve(changes.size());
   CommLoad now;
   int ops = 0;
-  for (const auto& [t, d] : delta) {
-    now += d.load;
-    ops += d.ops;
+  for (size_t k = 0; k < changes.size();) {
+    Change at{changes[k].t, {}, 0};
+    for (; k < changes.size() && changes[k].t == at.t; ++k) {
+      at.load += changes[k].load;
+      at.ops += changes[k].ops;
+    }
+    now += at.load;
+    ops += at.ops;
     if (ops == 0)
       now = CommLoad{};
-    times_.push_back(t);
+    times_.push_back(at.t);
     loads_.push_back(now);
   }
 }
 
-double LoadTimeline::end_s(const GpuComputeModel& gpu, const traces::Op& op, double start_s, double work_s) const
+size_t LoadTimeline::segment_after(double t, size_t hint) const
 {
-  RatedProgress progress{start_s, work_s};
-  size_t k = static_cast<size_t>(std::upper_bound(times_.begin(), times_.end(), start_s) - times_.begin());
-  for (;;) {
-    const CommLoad load = k == 0 ? CommLoad{} : loads_[k - 1];
-    const double rate = interference_rate(gpu, op, load);
-    const double end = progress.end_at(rate);
-    if (k == times_.size() || end <= times_[k])
-      return end;
-    progress.advance(times_[k], rate);
-    ++k;
-  }
+  const auto begin = times_.begin();
+  if (hint > times_.size() || (hint > 0 && times_[hint - 1] > t))
+    return static_cast<size_t>(std::upper_bound(begin, begin + static_cast<std::ptrdiff_t>(std::min(hint, times_.size())), t) - begin);
+  for (int steps = 0; steps < 8; ++steps, ++hint) // usually a change or two later than the previous op's
+    if (hint == times_.size() || times_[hint] > t)
+      return hint;
+  return static_cast<size_t>(std::upper_bound(begin + static_cast<std::ptrdiff_t>(hint), times_.end(), t) - begin);
 }
 
 DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vector<traces::RankProgram>& programs,
@@ -99,12 +103,16 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
   };
   load_.resize(programs.size());
   send_of_.resize(programs.size());
+  alone_s_.resize(programs.size());
   for (size_t p = 0; p < programs.size(); ++p) {
     const int32_t rank = programs[p].rank;
     load_[p].resize(programs[p].ops.size());
     send_of_[p].assign(programs[p].ops.size(), {-1, -1});
+    alone_s_[p].assign(programs[p].ops.size(), 0);
     for (size_t i = 0; i < programs[p].ops.size(); ++i) {
       const traces::Op& op = programs[p].ops[i];
+      if (retimed(op))
+        alone_s_[p][i] = compute_duration_s(gpu, op);
       if (op.kind == traces::OpKind::Collective) {
         load_[p][i] = load(comm.collective(op), op, rank);
       } else if (op.kind == traces::OpKind::Send) {
@@ -130,6 +138,14 @@ int DagInterference::settle(const DagExecutor& executor, std::vector<std::vector
   bool changed = false;
   int passes = 0;
   std::vector<std::vector<double>> start_s, ends;
+  // Each re-timed op's rate under the last load it met: passes near the fixed point meet the same loads.
+  struct Memo {
+    CommLoad load;
+    double rate = 1;
+  };
+  std::vector<std::vector<Memo>> memo(programs_.size());
+  for (size_t p = 0; p < programs_.size(); ++p)
+    memo[p].assign(programs_[p].ops.size(), Memo{});
   while (passes < max_passes) {
     ++passes;
     executor.run(duration_s, hosts, nullptr, nullptr, options, &ends, &start_s);
@@ -151,12 +167,23 @@ int DagInterference::settle(const DagExecutor& executor, std::vector<std::vector
         intervals.push_back({start, end, load_[p][i]});
       }
       const LoadTimeline timeline(std::move(intervals));
+      size_t cursor = 0;
       for (size_t i = 0; i < ops.size(); ++i) {
         const traces::Op& op = ops[i];
-        if ((op.kind != traces::OpKind::Compute && op.kind != traces::OpKind::Memcpy) || op.duration_ns >= 0)
+        if (!retimed(op))
           continue;
-        const double d =
-            timeline.empty() ? base_s_[p][i] : timeline.end_s(gpu_, op, start_s[p][i], base_s_[p][i]) - start_s[p][i];
+        const auto rate_of = [&](const CommLoad& load) {
+          Memo& m = memo[p][i];
+          if (load.empty())
+            return 1.0;
+          if (load.channels != m.load.channels || load.hbm_bytes_per_s != m.load.hbm_bytes_per_s) {
+            m.load = load;
+            m.rate = interference_rate(gpu_, op, load, alone_s_[p][i]);
+          }
+          return m.rate;
+        };
+        const double d = timeline.empty() ? base_s_[p][i]
+                                          : timeline.end_s(start_s[p][i], base_s_[p][i], cursor, rate_of) - start_s[p][i];
         moved_s = std::max(moved_s, std::abs(d - duration_s[p][i]));
         duration_s[p][i] = d;
       }

@@ -142,7 +142,40 @@ PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t g
   return out;
 }
 
+// Seconds of compute each stage's compute stream runs in `workload`: every compute op of the stage (OpEmitter puts
+// them all on stream 0) alone (compute_duration_s, or its measured duration).
+std::vector<double> stage_compute_s(const Workload& workload, const GpuComputeModel& gpu)
+{
+  std::vector<double> seconds;
+  for (int64_t stage = 0; stage < workload.plan.pp; ++stage) {
+    double stage_s = 0;
+    for (const traces::Op& op : stage_program(workload, stage).ops)
+      if ((op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy) && op.stream == 0)
+        stage_s += op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
+    seconds.push_back(stage_s);
+  }
+  return seconds;
+}
+
 } // namespace
+
+double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu)
+{
+  // Each stage's compute stream grows by the same ops with every micro-batch: counted on one and two steps of the
+  // schedule (interleaved: pp micro-batches) and extrapolated, not built for all m.
+  const int64_t step = workload.plan.schedule == Schedule::Interleaved ? workload.plan.pp : 1;
+  const int64_t m = workload.plan.micro_batches();
+  std::vector<double> stage_s;
+  if (m <= 2 * step) {
+    stage_s = stage_compute_s(workload, gpu);
+  } else {
+    stage_s = stage_compute_s(with_micro_batches(workload, step), gpu);
+    const std::vector<double> two_s = stage_compute_s(with_micro_batches(workload, 2 * step), gpu);
+    for (size_t s = 0; s < stage_s.size(); ++s)
+      stage_s[s] += (two_s[s] - stage_s[s]) * static_cast<double>(m - step) / static_cast<double>(step);
+  }
+  return *std::max_element(stage_s.begin(), stage_s.end()) * (1 - 1e-9); // below the sums' rounding
+}
 
 std::vector<int64_t> default_context_parallel(const GptConfig& model, AttentionKernel attention)
 {
@@ -187,7 +220,7 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   // remove it, and the bubble is made of the same steps).
   std::vector<PlanEstimate> estimates(candidates.size());
   std::vector<double> least_with_overlaps_s(candidates.size());
-  in_parallel(candidates.size(), 0, candidates.size(), [&](size_t i) {
+  const auto estimate_without_overlaps = [&](size_t i) {
     const PlanCandidate& candidate = candidates[i];
     const IterationResult result =
         estimate_iteration(graph, make_workload(model, candidate.plan, WorkloadOptions{}), gpu, framework);
@@ -198,13 +231,50 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
       if (stage.compute_s + stage.exposed_comm_s > 0)
         compute_share = std::min(compute_share, stage.compute_s / (stage.compute_s + stage.exposed_comm_s));
     least_with_overlaps_s[i] = result.iteration_time_s * compute_share;
-  });
+  };
+
+  // With a `top` to find, the plans whose compute alone (iteration_lower_bound_s, with and without their overlaps)
+  // exceeds the top-th time of the `top` plans with the least compute are never estimated: their estimate could
+  // not rank. The threshold comes from a fixed set of plans, so which plans are ruled out is deterministic.
+  std::vector<double> bound_s(candidates.size(), 0);
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  const bool prune = top < candidates.size();
+  if (prune) {
+    parallel_for(candidates.size(), threads, [&](size_t i) {
+      const PlanCandidate& c = candidates[i];
+      bound_s[i] = iteration_lower_bound_s(make_workload(model, c.plan, WorkloadOptions{}), gpu);
+      if (any_overlap(c.options))
+        bound_s[i] = std::min(bound_s[i], iteration_lower_bound_s(make_workload(model, c.plan, c.options), gpu));
+    });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bound_s[a] < bound_s[b]; });
+  }
+  const size_t first_batch = prune ? top : candidates.size();
+  in_parallel(first_batch, 0, candidates.size(), [&](size_t k) { estimate_without_overlaps(order[k]); });
+  std::vector<bool> ruled_out(candidates.size(), false);
+  std::vector<size_t> rest;
+  if (prune) {
+    double first_batch_worst_s = 0; // the top-th time of the first batch: the final top-th time is at most this
+    for (size_t k = 0; k < first_batch; ++k)
+      first_batch_worst_s = std::max(first_batch_worst_s, estimates[order[k]].iteration_time_s);
+    for (size_t k = first_batch; k < order.size(); ++k) {
+      if (bound_s[order[k]] > first_batch_worst_s) {
+        ruled_out[order[k]] = true;
+        estimates[order[k]] = {candidates[order[k]], bound_s[order[k]], false};
+      } else {
+        rest.push_back(order[k]);
+      }
+    }
+  }
+  const size_t estimated = first_batch + rest.size();
+  in_parallel(rest.size(), first_batch, estimated, [&](size_t k) { estimate_without_overlaps(rest[k]); });
 
   // The plans whose overlaps could bring them into the best `top`: the top-th time without overlaps bounds the
   // final top-th time from above.
-  std::vector<double> without_s(candidates.size());
+  std::vector<double> without_s;
   for (size_t i = 0; i < candidates.size(); ++i)
-    without_s[i] = estimates[i].iteration_time_s;
+    if (!ruled_out[i])
+      without_s.push_back(estimates[i].iteration_time_s);
   double threshold_s = std::numeric_limits<double>::infinity();
   if (top < without_s.size()) {
     std::vector<double> sorted = without_s;
@@ -213,9 +283,9 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   }
   std::vector<size_t> tried;
   for (size_t i = 0; i < candidates.size(); ++i)
-    if (any_overlap(candidates[i].options) && least_with_overlaps_s[i] <= threshold_s)
+    if (!ruled_out[i] && any_overlap(candidates[i].options) && least_with_overlaps_s[i] <= threshold_s)
       tried.push_back(i);
-  in_parallel(tried.size(), candidates.size(), candidates.size() + tried.size(), [&](size_t k) {
+  in_parallel(tried.size(), estimated, estimated + tried.size(), [&](size_t k) {
     const size_t i = tried[k];
     const double with_s =
         estimate_iteration(graph, make_workload(model, candidates[i].plan, candidates[i].options), gpu, framework)
@@ -225,6 +295,8 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   });
 
   std::stable_sort(estimates.begin(), estimates.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
+    if (a.estimated != b.estimated)
+      return a.estimated;
     return a.iteration_time_s < b.iteration_time_s;
   });
   return estimates;

@@ -102,13 +102,6 @@ std::optional<std::vector<double>> even_growth(const std::array<std::vector<doub
   return growth;
 }
 
-Workload with_micro_batches(const Workload& workload, int64_t micro_batches)
-{
-  ParallelPlan plan = workload.plan;
-  plan.global_batch = micro_batches * plan.micro_batch * plan.dp;
-  return make_workload(workload.model, plan, workload.options, workload.ops, workload.expert_loads);
-}
-
 } // namespace
 
 std::optional<SteadyStateSamples> steady_state_samples(const ParallelPlan& plan)
@@ -122,9 +115,13 @@ std::optional<SteadyStateSamples> steady_state_samples(const ParallelPlan& plan)
   // the chunks in groups of pp: it touches whole groups; the cool-down as many backward steps at the end.
   const int64_t first_stage_warmup = warmup_steps(pipeline_shape(plan), 0);
   s.warmup = interleaved ? ((first_stage_warmup - 1) / (plan.pp * plan.chunks) + 1) * plan.pp : plan.pp;
-  // A multiple of the step; the last sample then has room for a warm-up's transient, a warm-up's reach and a
-  // period between its warm-up and its cool-down (steady_period).
-  s.first = (3 * s.warmup + s.step - 1) / s.step * s.step;
+  // A multiple of the step; the last sample then has room for a warm-up, a warm-up's reach and a period between
+  // its warm-up and its cool-down (steady_period), and for 1F1B two micro-batches more: its period starts a
+  // micro-batch or two after the warm-up (the first forward of the steady phase on stage 0 is micro-batch pp - 1,
+  // and its backward pairs with a forward pp - 1 later; measured on gpt3-175b, pp 16 and 32: from micro-batch pp + 1
+  // or pp + 2). The interleaved period starts with the first whole group after the warm-up (measured: 2 pp).
+  const int64_t transient = interleaved ? 0 : 2;
+  s.first = (3 * s.warmup + transient + s.step - 1) / s.step * s.step;
   if (!worthwhile(s, plan.micro_batches()))
     return std::nullopt;
   return s;
@@ -248,6 +245,7 @@ IterationResult run_with_steady_state(const Workload& workload, const IterationO
   if (!options.steady_state || options.record_timeline || options.flow_log != nullptr || !shortcuts_enabled())
     samples.reset();
   const int64_t m = workload.plan.micro_batches();
+  bool lengthened = false;
   while (samples && worthwhile(*samples, m)) {
     std::vector<Workload> workloads;
     for (int k = 0; k < SteadyStateSamples::samples; ++k)
@@ -277,9 +275,12 @@ IterationResult run_with_steady_state(const Workload& workload, const IterationO
       last.extrapolated_micro_batches = m - samples->last();
       return std::move(last);
     }
-    // Longer samples: past the transient seen (it repeated from period->first_micro_batch on), else twice as long.
-    const int64_t transient = period ? period->first_micro_batch - samples->warmup : samples->first;
-    samples->first += std::max(samples->step, (transient + wanted + samples->step - 1) / samples->step * samples->step);
+    // Longer samples: the first time by what the repeat fell short of (it repeated from period->first_micro_batch
+    // on), at least a period; with no repeat, or when that was not enough either (a transient that grows with the
+    // samples), twice as long, so failed attempts cost at most about the iteration once more.
+    const int64_t shortfall = period && !lengthened ? wanted - (end - period->first_micro_batch) : samples->first;
+    samples->first += std::max(samples->step, (shortfall + samples->step - 1) / samples->step * samples->step);
+    lengthened = true;
   }
   return run_whole(workload);
 }

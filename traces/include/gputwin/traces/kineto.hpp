@@ -58,9 +58,15 @@ struct KinetoTrace {
 // True when `text` looks like a Chrome trace-event JSON object (has a "traceEvents" member near the start).
 bool is_chrome_trace(std::string_view text);
 
+// What a gzip'd trace may inflate to (1 GiB): the parsed events take several times the text, and a trace of a
+// few profiler steps is far smaller; a stream that inflates past it (a gzip bomb) is refused.
+constexpr int64_t max_inflated_trace_bytes = int64_t{1} << 30;
+
 // The whole content of `path`, gunzipped when it starts with the gzip magic. Throws TraceError
-// "PATH: cannot read ..." / "PATH: truncated or corrupt gzip stream (...)".
-std::string read_trace_text(const std::string& path);
+// "PATH: cannot read ..." / "PATH: truncated or corrupt gzip stream (...)" / "PATH: the gzip stream inflates to
+// more than ..." (past `max_inflated_bytes`: refused from the stream's size field when it says so, else as soon as
+// the inflated text passes it, holding no more than that).
+std::string read_trace_text(const std::string& path, int64_t max_inflated_bytes = max_inflated_trace_bytes);
 
 // Parses a Kineto trace and builds the op graph of step `step` (the N of ProfilerStep#N; default: the step of
 // median duration, the earlier one of two middle steps). Throws TraceError naming `source` and what is missing

@@ -63,5 +63,8 @@ double interfered_duration_s(const GpuComputeModel& gpu, const traces::Op& op, c
 // The rate, in (0, 1], at which compute op `op` progresses under `load`: compute_duration_s / interfered_duration_s
 // (1 for an empty load or an op without modelled time).
 double interference_rate(const GpuComputeModel& gpu, const traces::Op& op, const CommLoad& load);
+// The same with the op's compute_duration_s(gpu, op) given (`alone_s`): for callers that evaluate one op under
+// many loads.
+double interference_rate(const GpuComputeModel& gpu, const traces::Op& op, const CommLoad& load, double alone_s);
 
 } // namespace gputwin

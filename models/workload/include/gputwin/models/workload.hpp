@@ -113,6 +113,10 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
                        std::shared_ptr<const LayerOpSource> ops = nullptr,
                        std::shared_ptr<const ExpertLoads> loads = nullptr);
 
+// `workload` with `micro_batches` micro-batches per iteration (the global batch changed to match), the same layer
+// ops and expert loads. REQUIRES: validate_plan accepts the plan with that count.
+Workload with_micro_batches(const Workload& workload, int64_t micro_batches);
+
 // The program of `stage`'s representative rank.
 traces::RankProgram stage_program(const Workload& workload, int64_t stage);
 

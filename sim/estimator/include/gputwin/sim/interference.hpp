@@ -61,10 +61,33 @@ class LoadTimeline {
 public:
   explicit LoadTimeline(std::vector<LoadInterval> intervals);
   // When compute op `op` (work `work_s` at rate 1) started at `start_s` ends.
-  double end_s(const GpuComputeModel& gpu, const traces::Op& op, double start_s, double work_s) const;
+  double end_s(const GpuComputeModel& gpu, const traces::Op& op, double start_s, double work_s) const
+  {
+    size_t cursor = 0;
+    return end_s(start_s, work_s, cursor, [&](const CommLoad& load) { return interference_rate(gpu, op, load); });
+  }
+  // The same with the op's rate under a load given by `rate_of(load)`, and `cursor` a hint where to look for
+  // start_s (ops timed in order of their starts: the previous op's; updated).
+  template <class RateOf> double end_s(double start_s, double work_s, size_t& cursor, RateOf&& rate_of) const
+  {
+    RatedProgress progress{start_s, work_s};
+    size_t k = segment_after(start_s, cursor);
+    cursor = k;
+    for (;;) {
+      const double rate = k == 0 ? 1.0 : rate_of(loads_[k - 1]);
+      const double end = progress.end_at(rate);
+      if (k == times_.size() || end <= times_[k])
+        return end;
+      progress.advance(times_[k], rate);
+      ++k;
+    }
+  }
   bool empty() const { return times_.empty(); }
 
 private:
+  // The first k with times_[k] > t, searched from `hint` on.
+  size_t segment_after(double t, size_t hint) const;
+
   std::vector<double> times_;   // change times, increasing
   std::vector<CommLoad> loads_; // loads_[k]: the load from times_[k] to times_[k + 1]
 };
@@ -99,6 +122,12 @@ private:
   std::vector<std::vector<double>> base_s_;
   std::vector<std::vector<CommLoad>> load_;                       // per communication op
   std::vector<std::vector<std::pair<int32_t, int32_t>>> send_of_; // receives: (program, op) of their send
+  std::vector<std::vector<double>> alone_s_;                      // re-timed ops: compute_duration_s
+  // The ops settle re-times: compute and memcpy ops without a measured duration.
+  static bool retimed(const traces::Op& op)
+  {
+    return (op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy) && op.duration_ns < 0;
+  }
 };
 
 } // namespace gputwin::sim

@@ -77,12 +77,22 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
 
 struct PlanEstimate {
   PlanCandidate candidate;
-  double iteration_time_s = 0;
+  double iteration_time_s = 0; // estimated; for a plan ruled out (estimated false): its lower bound
+  bool estimated = true;
 };
 
-// Estimates every candidate (threads in parallel; `progress(done, total)` after each, from any thread, may be
-// empty; total grows once, when the second pass below is known) and returns them fastest first; ties keep
-// enumeration order, so the result is deterministic. Each candidate is estimated without overlaps, and a candidate
+// A lower bound on the iteration time of `workload` in either executor, from compute alone: each stage's compute
+// ops run one after another on its compute stream, each at most at its speed alone (compute-communication
+// interference, stragglers and the host only slow them), so no stage ends before their sum. Computed from one and
+// two schedule steps of micro-batches (the sum grows by the same ops with each), not from the whole workload.
+double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu);
+
+// Estimates the candidates (threads in parallel; `progress(done, total)` after each, from any thread, may be
+// empty; total changes when the plans ruled out and the second pass below are known) and returns them fastest
+// first, the plans ruled out last; ties keep enumeration order, so the result is deterministic. With top <
+// candidates, the `top` plans of least iteration_lower_bound_s are estimated first and a plan whose bound (the
+// least of its variants') exceeds their slowest estimate is ruled out unestimated: it could not rank in the top.
+// Each candidate is estimated without overlaps, and a candidate
 // with overlaps also with them when they could bring it into the best `top` (its time without them, shrunk by the
 // largest share of a stage's busy time that was exposed communication, at most the top-th time without overlaps);
 // it keeps the faster (its options say which; the overlaps on a tie). The first `top` are the ones a search of

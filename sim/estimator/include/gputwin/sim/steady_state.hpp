@@ -45,7 +45,7 @@ struct SteadyStateSamples {
   int64_t last() const { return first + (samples - 1) * step; }
 };
 
-// The first samples for `plan` (first = 3 warmup rounded up to a multiple of the step), or nullopt when they would execute at
+// The first samples for `plan` (first = 3 warmup, + 2 for 1F1B, rounded up to a multiple of the step), or nullopt when they would execute at
 // least half as many micro-batches as the plan has, so the whole iteration is cheaper to execute, or the schedule
 // has no common period (GPipe: every stage runs its forwards at its own pace).
 std::optional<SteadyStateSamples> steady_state_samples(const ParallelPlan& plan);

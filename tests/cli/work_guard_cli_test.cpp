@@ -1,0 +1,151 @@
+// Work guards through the real binary: a run whose pipeline schedules, ops or flows are far beyond what it can
+// build is refused from closed forms and small probes, in well under a second, with one line that names the
+// counts, the limit and --max-work; what is within the limit still runs. A gzip'd Kineto trace that inflates past
+// the reader's cap is refused while it is counted.
+#include "run_cli.hpp"
+#include "test_temp_path.hpp"
+
+#include "gputwin/traces/kineto.hpp"
+#include "gputwin/traces/trace_io.hpp"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace gputwin::testing {
+namespace {
+
+// Runs `arguments`, checks the refusal: exit 2, one line on stderr naming --max-work, `counted` and the limit;
+// finished within 10 s (a guard against a hang, not a performance target: the refusal takes ~0.2 s).
+void expect_work_refusal(const std::string& arguments, const std::string& counted, const std::string& limit = "1e+09")
+{
+  SCOPED_TRACE(arguments);
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult r = run_gputwin(arguments, true);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  ASSERT_FALSE(r.output.empty());
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
+  EXPECT_NE(r.output.find("error: --max-work: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(counted), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("more than the limit of " + limit), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("or --max-work N above the estimate to run it anyway"), std::string::npos) << r.output;
+}
+
+const std::string huge_batch = "--model gpt3-175b --plan paper --global-batch 100000000";
+
+TEST(WorkGuards, MemoryRefusesAScheduleOfAHundredMillionMicroBatches)
+{
+  // 8 stages x 2 x 1e8 micro-batches x 3 chunks: the memory model would walk 4.8e9 schedule steps.
+  expect_work_refusal("memory " + huge_batch, "the memory model would build ~4.8e+09 pipeline-schedule steps");
+}
+
+TEST(WorkGuards, SimulateAndGoodputRefuseBeforeTheRulesAndTheWorkload)
+{
+  expect_work_refusal("simulate " + huge_batch, "~4.8e+09 pipeline-schedule steps");
+  expect_work_refusal("simulate " + huge_batch + " --estimate", "the simulation would build ~5.1e+11 ops");
+  // goodput: the plan's work before its failure inputs are asked for.
+  expect_work_refusal("goodput " + huge_batch, "the simulation would build ~5.1e+11 ops");
+  // A million GPUs (dp 15625): 6400 micro-batches, but every pipeline message has 125000 copies on the network.
+  const std::string million = "simulate " + huge_batch + " --dp 15625 --set fabric.switch_radix=4096";
+  expect_work_refusal(million, "~3.7e+10 pipeline-message flows (6400 micro-batches per pipeline)");
+  expect_work_refusal(million + " --estimate", "~3.7e+10 pipeline-message flows");
+}
+
+TEST(WorkGuards, SearchAndSweepCountEveryShapeBeforeRanking)
+{
+  expect_work_refusal("search --model gpt3-175b --gpus 64 --global-batch 100000000", "the search would build ");
+  expect_work_refusal("search --model gpt3-175b --gpus 64 --global-batch 100000000", " plans, up to 1e+08 micro-batches");
+  expect_work_refusal("goodput --search --model gpt3-175b --gpus 64 --global-batch 100000000 --tokens 1e9 "
+                      "--mtbf-gpu-hours 20000 --checkpoint-write-gbps 2 --restart-s 300",
+                      "the search would build ");
+  expect_work_refusal("sweep --model gpt3-175b --gpus 64,128 --global-batch 100000000", "the sweep would build ");
+}
+
+TEST(WorkGuards, TheLimitIsAFlagAndRunsWithinItAreUnchanged)
+{
+  // 640 micro-batches: 8 x 2 x 640 x 3 = 30720 schedule steps; within the default, refused under --max-work 1000.
+  const std::string plan = "memory --model gpt3-175b --plan paper --global-batch 640";
+  expect_work_refusal(plan + " --max-work 1000", "~30720 pipeline-schedule steps", "1e+03");
+  const CliResult ok = run_gputwin(plan, false);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("verdict: "), std::string::npos) << ok.output;
+  expect_one_line_error(plan + " --max-work 0x10", "--max-work: expected a number of items >= 1");
+  expect_one_line_error(plan + " --max-work 0", "--max-work: expected a number of items >= 1");
+  // scripts/bench.sh's 1536 micro-batches per pipeline (7.7e6 ops): counted, not refused.
+  const CliResult estimate = run_gputwin("simulate --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 8 --dp 1 "
+                                         "--global-batch 1536 --micro-batch 1 --sp --recompute selective --estimate "
+                                         "--json --max-work 1e8",
+                                         false);
+  EXPECT_EQ(estimate.exit_code, 0) << estimate.output;
+}
+
+// A measured-iteration table of `rows` rows (vTrain's columns), each a small plan.
+std::string iteration_table(const std::string& name, int rows)
+{
+  const std::string path = test_temp_path(name);
+  std::ofstream out(path);
+  out << "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
+         "data parallelism,pipeline parallelism,iteration time (ms)\n";
+  for (int i = 0; i < rows; ++i)
+    out << "2,16,8,1024,16,24,1024,1,1,2," << 300 + i % 100 << "\n";
+  return path;
+}
+
+TEST(WorkGuards, IterationTablesCountRowsTimesPlanSize)
+{
+  const std::string table = iteration_table("work-rows.csv", 2000);
+  const std::string flags = " --cluster dgx-a100 --recompute full --schedule 1f1b --vocab 50257 --max-work 1e5";
+  expect_work_refusal("compare --iterations '" + table + "'" + flags,
+                      "the comparison of " + table + " would build ", "1e+05");
+  expect_work_refusal("compare --iterations '" + table + "'" + flags, "(2000 plans, up to 2 micro-batches per pipeline)",
+                      "1e+05");
+  const std::string out = test_temp_path("work-fit.yaml");
+  expect_work_refusal("calibrate --iterations '" + table + "'" + flags + " -o '" + out + "'",
+                      "the fit of " + table + " would build ", "1e+05");
+  std::remove(table.c_str());
+}
+
+// A gzip file of `bytes` zero bytes.
+void write_zeros_gzip(const std::string& path, int64_t bytes)
+{
+  gzFile file = gzopen(path.c_str(), "wb1");
+  ASSERT_NE(file, nullptr);
+  const std::vector<char> zeros(1 << 20, 0);
+  for (int64_t left = bytes; left > 0;) {
+    const int n = static_cast<int>(std::min<int64_t>(left, static_cast<int64_t>(zeros.size())));
+    ASSERT_EQ(gzwrite(file, zeros.data(), static_cast<unsigned>(n)), n);
+    left -= n;
+  }
+  gzclose(file);
+}
+
+TEST(InflateCap, AGzipStreamPastTheCapIsRefusedWithTheCap)
+{
+  const std::string path = test_temp_path("bomb.json.gz");
+  write_zeros_gzip(path, 3 << 20);
+  try {
+    traces::read_trace_text(path, 1 << 20);
+    FAIL() << "3 MiB inflated past a 1 MiB cap";
+  } catch (const traces::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": the gzip stream inflates to more than 0.000977 GiB"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(traces::read_trace_text(path, 4 << 20).size(), size_t{3} << 20) << "under the cap: read whole";
+  // Through the CLI, at the default cap (1 GiB): a ~1 MiB file that inflates past it.
+  write_zeros_gzip(path, (int64_t{1} << 30) + (1 << 20));
+  const CliResult r = run_gputwin("replay '" + path + "'", true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the gzip stream inflates to more than 1 GiB"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
+  std::remove(path.c_str());
+}
+
+} // namespace
+} // namespace gputwin::testing
