@@ -251,7 +251,6 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   }
   const size_t first_batch = prune ? top : candidates.size();
   in_parallel(first_batch, 0, candidates.size(), [&](size_t k) { estimate_without_overlaps(order[k]); });
-  std::vector<bool> ruled_out(candidates.size(), false);
   std::vector<size_t> rest;
   if (prune) {
     double first_batch_worst_s = 0; // the top-th time of the first batch: the final top-th time is at most this
@@ -259,7 +258,6 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
       first_batch_worst_s = std::max(first_batch_worst_s, estimates[order[k]].iteration_time_s);
     for (size_t k = first_batch; k < order.size(); ++k) {
       if (bound_s[order[k]] > first_batch_worst_s) {
-        ruled_out[order[k]] = true;
         estimates[order[k]] = {candidates[order[k]], bound_s[order[k]], false};
       } else {
         rest.push_back(order[k]);
@@ -273,7 +271,7 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   // final top-th time from above.
   std::vector<double> without_s;
   for (size_t i = 0; i < candidates.size(); ++i)
-    if (!ruled_out[i])
+    if (estimates[i].estimated)
       without_s.push_back(estimates[i].iteration_time_s);
   double threshold_s = std::numeric_limits<double>::infinity();
   if (top < without_s.size()) {
@@ -283,7 +281,7 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   }
   std::vector<size_t> tried;
   for (size_t i = 0; i < candidates.size(); ++i)
-    if (!ruled_out[i] && any_overlap(candidates[i].options) && least_with_overlaps_s[i] <= threshold_s)
+    if (estimates[i].estimated && any_overlap(candidates[i].options) && least_with_overlaps_s[i] <= threshold_s)
       tried.push_back(i);
   in_parallel(tried.size(), estimated, estimated + tried.size(), [&](size_t k) {
     const size_t i = tried[k];
