@@ -1,47 +1,83 @@
 #!/usr/bin/env bash
-# Benchmarks of the simulator itself (wall time and peak memory of real CLI runs); prints one line per case.
-# Usage: scripts/bench.sh [build-dir]   (after scripts/run.sh or scripts/test.sh has built build/gputwin)
+# Benchmarks of the simulator itself: wall time and peak memory of real CLI runs, one line per case with its target
+# (issue 29's figures, and the earlier cases). Each case runs BENCH_REPEAT times (default 3): the median wall time
+# and the largest peak RSS are printed, with "ok" or "MISSED" against the targets.
+# Usage: scripts/bench.sh [build-dir]     (after scripts/run.sh or scripts/test.sh has built build/gputwin)
+#        BENCH_REPEAT=1 scripts/bench.sh  (one run per case)
+#        BENCH_ONLY=sweep scripts/bench.sh (the cases whose name contains the text)
 set -euo pipefail
 build_dir=${1:-$(cd "$(dirname "$0")/.." && pwd)/build}
 gputwin="$build_dir/gputwin"
+repeat=${BENCH_REPEAT:-3}
+only=${BENCH_ONLY:-}
 [ -x "$gputwin" ] || { echo "bench: $gputwin not built (run scripts/test.sh first)" >&2; exit 1; }
+case "$repeat" in '' | *[!0-9]* | 0) echo "bench: BENCH_REPEAT: expected a positive integer, got '$repeat'" >&2; exit 2 ;; esac
+work_dir=$(mktemp -d)
+trap 'rm -rf "$work_dir"' EXIT
+missed=0
 
-bench() { # name, target seconds, command...
-  local name=$1 target_s=$2
-  shift 2
-  local out
-  out=$( { /usr/bin/time -f '%e %M' "$@" >/dev/null; } 2>&1 | tail -n 1)
-  local wall_s=${out% *} rss_kb=${out#* }
-  printf '%-58s wall %6.2f s (target < %s s)  peak RSS %6.0f MiB\n' "$name" "$wall_s" "$target_s" "$((rss_kb / 1024))"
+bench() { # name, target seconds, target MiB ("-": none), command...
+  local name=$1 target_s=$2 target_mib=$3
+  shift 3
+  [ -z "$only" ] || [[ "$name" == *"$only"* ]] || return 0
+  local walls=() rss_max_kb=0 out wall_s rss_kb
+  for ((run = 0; run < repeat; run++)); do
+    if ! /usr/bin/time -o "$work_dir/time" -f '%e %M' "$@" >/dev/null 2>"$work_dir/stderr"; then
+      echo "bench: $name: the command failed: $(head -c 300 "$work_dir/stderr")" >&2
+      missed=1
+      return 0
+    fi
+    out=$(tail -n 1 "$work_dir/time")
+    wall_s=${out% *} rss_kb=${out#* }
+    walls+=("$wall_s")
+    ((rss_kb > rss_max_kb)) && rss_max_kb=$rss_kb
+  done
+  local median_s
+  median_s=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+  local rss_mib=$((rss_max_kb / 1024)) verdict=ok
+  awk -v a="$median_s" -v b="$target_s" 'BEGIN { exit !(a <= b) }' || verdict=MISSED
+  if [ "$target_mib" != - ] && ((rss_mib > target_mib)); then verdict=MISSED; fi
+  [ "$verdict" = ok ] || missed=1
+  printf '%-66s wall %7.2f s (target %5s s)  peak RSS %6d MiB (target %5s)  %s\n' "$name" "$median_s" "$target_s" \
+    "$rss_mib" "$target_mib" "$verdict"
 }
 
-echo "# gputwin benchmarks on $(nproc) cores, $(date -u +%Y-%m-%d)"
-bench "8 GiB all-reduce, 1024 GPUs (dgx-a100, 128 nodes)" 5 \
-  "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 1024 --bytes 8G --json
-bench "all-reduce sweep 1M:8G, 128 GPUs (dgx-a100, 16 nodes)" 5 \
-  "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 128 --sweep 1M:8G --json
-bench "simulate gpt-1t, Table 3 plan, SP + selective, 512 GPUs" 10 \
-  "$gputwin" simulate --model gpt-1t --plan paper --sp --recompute selective --json
-bench "simulate gpt-1t, TP 8 PP 64 DP 6, 3072 GPUs (also < 4 GiB)" 10 \
+echo "# gputwin benchmarks on $(nproc) cores, $(date -u +%Y-%m-%d), median of $repeat run(s), peak RSS the largest"
+# Issue 29's checks.
+bench "sweep gpt3-175b, dgx-a100 and dgx-h100 x 64..1024 GPUs (10 points)" 30 2048 \
+  "$gputwin" sweep --model gpt3-175b --cluster dgx-a100,dgx-h100 --gpus 64,128,256,512,1024 --global-batch 1536 \
+  --tokens 300e9 --price-per-gpu-hour 2 --csv "$work_dir/s.csv" --plot "$work_dir/s.png"
+overlaps=(--sp --tp-comm-overlap --overlap-grad-reduce --overlap-param-gather --zero 1 --attention flash)
+bench "simulate gpt3-175b TP 4 PP 8 x12 FP8 overlaps, dp 128 (4096 H100)" 5 - \
+  "$gputwin" simulate --model gpt3-175b --cluster dgx-h100 --tp 4 --pp 8 --schedule interleaved --chunks 12 --fp8 \
+  "${overlaps[@]}" --dp 128 --global-batch 2048 --json
+bench "simulate gpt3-175b TP 4 PP 8 x12 FP8 overlaps, dp 336 (10752 H100)" 15 - \
+  "$gputwin" simulate --model gpt3-175b --cluster dgx-h100 --tp 4 --pp 8 --schedule interleaved --chunks 12 --fp8 \
+  "${overlaps[@]}" --dp 336 --global-batch 2688 --json
+bench "simulate llama3-405b TP 8 PP 16 dp 768 (98304 H100), seq 8192" 60 8192 \
+  "$gputwin" simulate --model llama3-405b --cluster dgx-h100 --tp 8 --pp 16 --dp 768 --global-batch 8192 \
+  --seq-len 8192 "${overlaps[@]}" --json
+bench "simulate gpt-1t, TP 8 PP 64 DP 6, 3072 GPUs" 3 4096 \
   "$gputwin" simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072 --micro-batch 1 --sp \
   --recompute selective --json
-bench "simulate gpt3-175b, TP 8 PP 16 DP 128, 16384 H100 (dgx-h100)" 60 \
+bench "all-to-all 1 GiB, 1024 H100 (dgx-h100, a million flows)" 2 - \
+  "$gputwin" collective --cluster dgx-h100 --op all-to-all --ranks 1024 --bytes 1G --json
+# Earlier cases.
+bench "8 GiB all-reduce, 1024 GPUs (dgx-a100, 128 nodes)" 5 - \
+  "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 1024 --bytes 8G --json
+bench "all-reduce sweep 1M:8G, 128 GPUs (dgx-a100, 16 nodes)" 5 - \
+  "$gputwin" collective --cluster dgx-a100 --op all-reduce --ranks 128 --sweep 1M:8G --json
+bench "simulate gpt-1t, Table 3 plan, SP + selective, 512 GPUs" 10 - \
+  "$gputwin" simulate --model gpt-1t --plan paper --sp --recompute selective --json
+bench "simulate gpt3-175b, TP 8 PP 16 DP 128, 16384 H100 (dgx-h100)" 60 - \
   "$gputwin" simulate --model gpt3-175b --cluster dgx-h100 --tp 8 --pp 16 --dp 128 --global-batch 4096 \
   --micro-batch 1 --sp --recompute selective --json
-bench "8 GiB all-reduce, 16384 H100 (dgx-h100, 2048 nodes)" 10 \
+bench "8 GiB all-reduce, 16384 H100 (dgx-h100, 2048 nodes)" 10 - \
   "$gputwin" collective --cluster dgx-h100 --op all-reduce --ranks 16384 --bytes 8G --json
-bench "all-to-all 1 GiB, 1024 H100 (dgx-h100, a million flows)" 30 \
-  "$gputwin" collective --cluster dgx-h100 --op all-to-all --ranks 1024 --bytes 1G --json
-# Issue 29's steady state: many micro-batches per pipeline (the estimate and the flow-level simulation), and the
-# sweep whose points each search and confirm such plans.
-bench "estimate gpt3-175b, TP 8 PP 8 DP 1, 1536 micro-batches" 5 \
+bench "estimate gpt3-175b, TP 8 PP 8 DP 1, 1536 micro-batches" 5 - \
   "$gputwin" simulate --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 8 --dp 1 --global-batch 1536 \
   --micro-batch 1 --sp --recompute selective --estimate --json
-bench "simulate gpt3-175b, TP 4 PP 16 x2 chunks DP 1, 1536 micro-batches" 30 \
+bench "simulate gpt3-175b, TP 4 PP 16 x2 chunks DP 1, 1536 micro-batches" 30 - \
   "$gputwin" simulate --model gpt3-175b --cluster dgx-a100 --tp 4 --pp 16 --dp 1 --global-batch 1536 \
   --micro-batch 1 --sp --recompute selective --schedule interleaved --chunks 2 --json
-sweep_dir=$(mktemp -d)
-bench "sweep gpt3-175b, dgx-a100 and dgx-h100 x 64..1024 GPUs (10 points)" 30 \
-  "$gputwin" sweep --model gpt3-175b --cluster dgx-a100,dgx-h100 --gpus 64,128,256,512,1024 --global-batch 1536 \
-  --tokens 300e9 --price-per-gpu-hour 2 --csv "$sweep_dir/s.csv"
-rm -rf "$sweep_dir"
+[ "$missed" = 0 ] || echo "bench: some cases missed their targets (MISSED above)"

@@ -4,6 +4,8 @@
 # float-cast-overflow on top of `undefined`, which leaves it out) in build-asan/, and run by ctest: the readers
 # (trace JSON, YAML, CSV, nccl-tests logs), the models, topologies, collectives, both executors (SimGrid and the DAG
 # estimator), the engine's kernels, numerics, tracer and communicators, and every fuzz corpus (`ctest -L fuzz`).
+# The test sources themselves are compiled at -O0 with AddressSanitizer only (tests/CMakeLists.txt): the libraries
+# under test keep every sanitizer, and UBSan on the tests' own assertions cost ~2 minutes of this stage's build.
 #
 # Not here: the tests that drive the `gputwin` / `gputwin-engine` binaries as subprocesses (cli_test, replay_test,
 # kineto_replay_test, chakra_export_test, output_file_cli_test, topologies_cli_test, engine_cli_test, launch and
