@@ -252,6 +252,27 @@ TEST(PlanSearch, PlansRuledOutByComputeAloneCouldNotRank)
     }
   EXPECT_GT(tightest, 0.7); // compute is most of a plan's time: the bound is no trivial zero
 
+  // A deep pipeline with as many micro-batches as stages spends ~(pp - 1) / (m + pp - 1) of its time filling and
+  // draining: the compute sums alone bound it at ~m / (m + pp - 1) = 0.53 of its estimate; with the fill (micro-batch
+  // 0's forward through the stages before the last, a third of a micro-batch's compute each) ~0.69.
+  const auto expect_fill_counted = [&](const GptConfig& deep_model, const ParallelPlan& deep) {
+    const Workload w = make_workload(deep_model, deep);
+    const double bound_s = iteration_lower_bound_s(w, gpu);
+    const double estimate_s = estimate_iteration(graph, w, gpu, framework).iteration_time_s;
+    EXPECT_LE(bound_s, estimate_s) << describe_plan(deep);
+    EXPECT_GT(bound_s, 0.6 * estimate_s) << describe_plan(deep);
+  };
+  ParallelPlan deep;
+  deep.pp = 8;
+  deep.dp = 2;
+  deep.global_batch = 16;
+  expect_fill_counted(model, deep); // 1F1B, 8 micro-batches
+  GptConfig sixteen_layers = model;
+  sixteen_layers.layers = 16;
+  deep.schedule = Schedule::Interleaved;
+  deep.chunks = 2;
+  expect_fill_counted(sixteen_layers, deep);
+
   const std::vector<PlanEstimate> all = rank_plans(graph, model, plans.fitting, gpu, framework, 2);
   const std::vector<PlanEstimate> best = rank_plans(graph, model, plans.fitting, gpu, framework, 2, {}, 1);
   ASSERT_EQ(best.size(), all.size());

@@ -142,19 +142,34 @@ PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t g
   return out;
 }
 
-// Seconds of compute each stage's compute stream runs in `workload`: every compute op of the stage (OpEmitter puts
-// them all on stream 0) alone (compute_duration_s, or its measured duration).
-std::vector<double> stage_compute_s(const Workload& workload, const GpuComputeModel& gpu)
+// What a stage's compute stream runs in `workload` (OpEmitter puts every compute op on stream 0), each op alone
+// (compute_duration_s, or its measured duration): `total_s` in all; `lead_s` of it issued before the stage's first
+// per-micro-batch op (once-per-iteration ops that need no activation); `first_forward_s`, micro-batch 0's forward of
+// chunk 0, which runs before the stage sends that micro-batch's activations on.
+struct StageCompute {
+  double total_s = 0, lead_s = 0, first_forward_s = 0;
+};
+
+std::vector<StageCompute> stage_compute(const Workload& workload, const GpuComputeModel& gpu)
 {
-  std::vector<double> seconds;
+  std::vector<StageCompute> stages;
   for (int64_t stage = 0; stage < workload.plan.pp; ++stage) {
-    double stage_s = 0;
-    for (const traces::Op& op : stage_program(workload, stage).ops)
-      if ((op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy) && op.stream == 0)
-        stage_s += op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
-    seconds.push_back(stage_s);
+    StageCompute c;
+    bool per_micro_batch_seen = false;
+    for (const traces::Op& op : stage_program(workload, stage).ops) {
+      if ((op.kind != traces::OpKind::Compute && op.kind != traces::OpKind::Memcpy) || op.stream != 0)
+        continue;
+      const double op_s = op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
+      c.total_s += op_s;
+      per_micro_batch_seen = per_micro_batch_seen || op.micro_batch >= 0;
+      if (!per_micro_batch_seen)
+        c.lead_s += op_s;
+      if (op.micro_batch == 0 && op.chunk == 0 && op.phase == traces::Phase::Forward)
+        c.first_forward_s += op_s;
+    }
+    stages.push_back(c);
   }
-  return seconds;
+  return stages;
 }
 
 } // namespace
@@ -165,16 +180,25 @@ double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& 
   // schedule (interleaved: pp micro-batches) and extrapolated, not built for all m.
   const int64_t step = workload.plan.schedule == Schedule::Interleaved ? workload.plan.pp : 1;
   const int64_t m = workload.plan.micro_batches();
-  std::vector<double> stage_s;
+  std::vector<StageCompute> stages;
   if (m <= 2 * step) {
-    stage_s = stage_compute_s(workload, gpu);
+    stages = stage_compute(workload, gpu);
   } else {
-    stage_s = stage_compute_s(with_micro_batches(workload, step), gpu);
-    const std::vector<double> two_s = stage_compute_s(with_micro_batches(workload, 2 * step), gpu);
-    for (size_t s = 0; s < stage_s.size(); ++s)
-      stage_s[s] += (two_s[s] - stage_s[s]) * static_cast<double>(m - step) / static_cast<double>(step);
+    stages = stage_compute(with_micro_batches(workload, step), gpu);
+    const std::vector<StageCompute> two = stage_compute(with_micro_batches(workload, 2 * step), gpu);
+    for (size_t s = 0; s < stages.size(); ++s)
+      stages[s].total_s +=
+          (two[s].total_s - stages[s].total_s) * static_cast<double>(m - step) / static_cast<double>(step);
   }
-  return *std::max_element(stage_s.begin(), stage_s.end()) * (1 - 1e-9); // below the sums' rounding
+  // Stage s's per-micro-batch ops start with micro-batch 0's forward, which needs its activations from stage s - 1:
+  // they cannot start before micro-batch 0's forward of chunk 0 has run on every stage before it (the pipeline's
+  // fill; the transfers only add). Its once-per-iteration ops issued before them (lead_s) may run meanwhile.
+  double bound_s = 0, fill_s = 0;
+  for (const StageCompute& c : stages) {
+    bound_s = std::max({bound_s, c.total_s, fill_s + c.total_s - c.lead_s});
+    fill_s += c.first_forward_s;
+  }
+  return bound_s * (1 - 1e-9); // below the sums' rounding
 }
 
 std::vector<int64_t> default_context_parallel(const GptConfig& model, AttentionKernel attention)

@@ -83,8 +83,10 @@ struct PlanEstimate {
 
 // A lower bound on the iteration time of `workload` in either executor, from compute alone: each stage's compute
 // ops run one after another on its compute stream, each at most at its speed alone (compute-communication
-// interference, stragglers and the host only slow them), so no stage ends before their sum. Computed from one and
-// two schedule steps of micro-batches (the sum grows by the same ops with each), not from the whole workload.
+// interference, stragglers and the host only slow them), so no stage ends before their sum; and a stage's
+// per-micro-batch ops cannot start before micro-batch 0's forward (chunk 0) has run on every stage before it (the
+// pipeline's fill). Computed from one and two schedule steps of micro-batches (the sum grows by the same ops with
+// each), not from the whole workload.
 double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu);
 
 // Estimates the candidates (threads in parallel; `progress(done, total)` after each, from any thread, may be
