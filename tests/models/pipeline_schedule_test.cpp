@@ -91,6 +91,45 @@ TEST(PipelineSchedule, PeakInFlightClosedForms)
   EXPECT_EQ(peak_in_flight(PipelineShape{Schedule::GPipe, 8, 64, 1}, 0), 64);
 }
 
+// peak_equivalent_shape: the same running peak as the whole schedule for any per-chunk weight (a chunk's layers,
+// uneven; chunk 0 alone, as the embedding's dropout mask counts), on every stage, and a bounded walk.
+TEST(PipelineSchedule, PeakEquivalentShapeReachesTheSamePeaksWithBoundedMicroBatches)
+{
+  const auto peak = [](const std::vector<PipelineStep>& steps, const std::vector<int64_t>& weight) {
+    int64_t in_flight = 0, most = 0;
+    for (const PipelineStep& s : steps) {
+      const int64_t w = weight[static_cast<size_t>(s.chunk)];
+      in_flight += s.phase == PipelinePhase::Forward ? w : -w;
+      most = std::max(most, in_flight);
+    }
+    return most;
+  };
+  int shapes = 0;
+  for (const Schedule schedule : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved})
+    for (int64_t p = 1; p <= 6; ++p)
+      for (int64_t v = 1; v <= (schedule == Schedule::Interleaved ? 4 : 1); ++v)
+        for (int64_t m = schedule == Schedule::Interleaved ? p : 1; m <= 9 * p; m += schedule == Schedule::Interleaved ? p : 1) {
+          const PipelineShape whole{schedule, p, m, v};
+          const PipelineShape short_shape = peak_equivalent_shape(whole);
+          if (schedule != Schedule::GPipe)
+            EXPECT_LE(short_shape.micro_batches, schedule == Schedule::Interleaved ? 5 * p : p + 1);
+          for (int64_t stage = 0; stage < p; ++stage) {
+            const std::vector<PipelineStep> full = stage_schedule(whole, stage);
+            const std::vector<PipelineStep> cut = stage_schedule(short_shape, stage);
+            for (const std::vector<int64_t>& weight :
+                 {std::vector<int64_t>{1, 1, 1, 1}, {3, 1, 2, 5}, {1, 0, 0, 0}, {0, 4, 1, 7}}) {
+              EXPECT_EQ(peak(cut, weight), peak(full, weight))
+                  << to_string(schedule) << " p " << p << " v " << v << " m " << m << " stage " << stage;
+            }
+          }
+          ++shapes;
+        }
+  EXPECT_GT(shapes, 300);
+  // GPipe's forwards all run first: no shorter shape has its peak.
+  EXPECT_EQ(peak_equivalent_shape(PipelineShape{Schedule::GPipe, 4, 1000, 1}).micro_batches, 1000);
+  EXPECT_EQ(peak_equivalent_shape(PipelineShape{Schedule::Interleaved, 8, 10000000, 3}).micro_batches, 40);
+}
+
 TEST(PipelineSchedule, RejectsImpossibleShapes)
 {
   EXPECT_THROW(stage_schedule(PipelineShape{Schedule::OneFOneB, 0, 4, 1}, 0), std::invalid_argument);

@@ -292,7 +292,7 @@ StageActivations stage_activation_memory(const GptConfig& model, const ParallelP
   if (stage == 0 && model.dropout) {
     // Embedding dropout mask, 1 byte per element (s b h, sharded by SP), kept for each micro-batch whose
     // first chunk is in flight: p of them with 1F1B, as in the paper's s b h p / t term.
-    const std::vector<PipelineStep> steps = stage_schedule(shape, 0);
+    const std::vector<PipelineStep> steps = stage_schedule(peak_equivalent_shape(shape), 0);
     int64_t in_flight = 0, peak = 0;
     for (const PipelineStep& s : steps) {
       if (s.chunk != 0)

@@ -85,6 +85,17 @@ std::vector<PipelineStep> stage_schedule(const PipelineShape& shape, int64_t sta
   return steps;
 }
 
+PipelineShape peak_equivalent_shape(const PipelineShape& shape)
+{
+  PipelineShape out = shape;
+  switch (shape.schedule) {
+  case Schedule::GPipe: return out;
+  case Schedule::OneFOneB: out.micro_batches = std::min(shape.micro_batches, shape.stages + 1); return out;
+  case Schedule::Interleaved: out.micro_batches = std::min(shape.micro_batches, 5 * shape.stages); return out;
+  }
+  return out;
+}
+
 int64_t peak_in_flight(const PipelineShape& shape, int64_t stage)
 {
   check_shape(shape, stage);
@@ -108,7 +119,7 @@ int64_t peak_layers_in_flight(const GptConfig& model, const ParallelPlan& plan, 
   for (int64_t c = 0; c < stage_chunks(plan); ++c)
     layers.push_back(chunk_layers(model, plan, stage, c));
   int64_t in_flight = 0, peak = 0;
-  for (const PipelineStep& s : stage_schedule(pipeline_shape(plan), stage)) {
+  for (const PipelineStep& s : stage_schedule(peak_equivalent_shape(pipeline_shape(plan)), stage)) {
     const int64_t n = layers[static_cast<size_t>(s.chunk)];
     in_flight += s.phase == PipelinePhase::Forward ? n : -n;
     peak = std::max(peak, in_flight);

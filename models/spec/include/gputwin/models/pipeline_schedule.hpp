@@ -40,6 +40,15 @@ int64_t warmup_steps(const PipelineShape& shape, int64_t stage);
 // backward. REQUIRES: stages, micro_batches, chunks >= 1; interleaved: micro_batches a multiple of stages.
 std::vector<PipelineStep> stage_schedule(const PipelineShape& shape, int64_t stage);
 
+// The shape with the fewest micro-batches whose schedule reaches, on every stage, the same running peaks of any
+// per-chunk weight of the in-flight steps as `shape`'s (peak_in_flight, peak_layers_in_flight, a chunk's count):
+// after the warm-up, each forward-backward pair of the steady phase repeats the one p v pairs earlier (1F1B: the
+// one before) and the cool-down only drains, so the peak is reached within the warm-up and one period. 1F1B keeps
+// at most p + 1 micro-batches, interleaved 5 p (m' v - warm-up >= p v, and m' != p unless m == p), GPipe all
+// (its forwards all run first). Lets a memory estimate of 10^7 micro-batches walk a few hundred steps (tested
+// equal to the whole schedule).
+PipelineShape peak_equivalent_shape(const PipelineShape& shape);
+
 // The most (micro-batch, chunk) pairs whose forward has run and backward has not, at any point on
 // `stage` — what bounds the stage's stored activations. Closed form, equal to
 // peak_in_flight(stage_schedule(shape, stage)) (tested): GPipe m; 1F1B min(p - stage, m); interleaved
