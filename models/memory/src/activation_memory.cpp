@@ -292,14 +292,9 @@ StageActivations stage_activation_memory(const GptConfig& model, const ParallelP
   if (stage == 0 && model.dropout) {
     // Embedding dropout mask, 1 byte per element (s b h, sharded by SP), kept for each micro-batch whose
     // first chunk is in flight: p of them with 1F1B, as in the paper's s b h p / t term.
-    const std::vector<PipelineStep> steps = stage_schedule(peak_equivalent_shape(shape), 0);
-    int64_t in_flight = 0, peak = 0;
-    for (const PipelineStep& s : steps) {
-      if (s.chunk != 0)
-        continue;
-      in_flight += s.phase == PipelinePhase::Forward ? 1 : -1;
-      peak = std::max(peak, in_flight);
-    }
+    std::vector<int64_t> first_chunk_only(static_cast<size_t>(shape.chunks), 0);
+    first_chunk_only[0] = 1;
+    const int64_t peak = peak_weighted_in_flight(shape, 0, first_chunk_only);
     a.embedding_bytes = checked_product({outside_tp_region(sbh(model, plan), plan), peak}, "activations");
   }
   if (stage == plan.pp - 1) {

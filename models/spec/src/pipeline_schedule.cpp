@@ -113,18 +113,25 @@ int64_t peak_in_flight(const std::vector<PipelineStep>& steps)
   return peak;
 }
 
+int64_t peak_weighted_in_flight(const PipelineShape& shape, int64_t stage, const std::vector<int64_t>& chunk_weight)
+{
+  if (static_cast<int64_t>(chunk_weight.size()) != shape.chunks)
+    throw std::invalid_argument("pipeline schedule: one weight per chunk expected");
+  int64_t in_flight = 0, peak = 0;
+  for (const PipelineStep& s : stage_schedule(peak_equivalent_shape(shape), stage)) {
+    const int64_t w = chunk_weight[static_cast<size_t>(s.chunk)];
+    in_flight += s.phase == PipelinePhase::Forward ? w : -w;
+    peak = std::max(peak, in_flight);
+  }
+  return peak;
+}
+
 int64_t peak_layers_in_flight(const GptConfig& model, const ParallelPlan& plan, int64_t stage)
 {
   std::vector<int64_t> layers; // per chunk
   for (int64_t c = 0; c < stage_chunks(plan); ++c)
     layers.push_back(chunk_layers(model, plan, stage, c));
-  int64_t in_flight = 0, peak = 0;
-  for (const PipelineStep& s : stage_schedule(peak_equivalent_shape(pipeline_shape(plan)), stage)) {
-    const int64_t n = layers[static_cast<size_t>(s.chunk)];
-    in_flight += s.phase == PipelinePhase::Forward ? n : -n;
-    peak = std::max(peak, in_flight);
-  }
-  return peak;
+  return peak_weighted_in_flight(pipeline_shape(plan), stage, layers);
 }
 
 std::string format_schedule(const std::vector<PipelineStep>& steps, bool show_chunks)

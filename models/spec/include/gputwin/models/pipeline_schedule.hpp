@@ -58,6 +58,11 @@ int64_t peak_in_flight(const PipelineShape& shape, int64_t stage);
 // The same maximum, counted along an emitted order.
 int64_t peak_in_flight(const std::vector<PipelineStep>& steps);
 
+// The most in-flight (micro-batch, chunk) pairs on `stage`, each weighted by its chunk's entry of `chunk_weight`
+// (one per chunk): a chunk's layers, or 1 for chunk 0 only (what micro-batches hold their first chunk's tensors).
+// Walks the schedule of peak_equivalent_shape(shape), so its cost does not grow with the micro-batches.
+int64_t peak_weighted_in_flight(const PipelineShape& shape, int64_t stage, const std::vector<int64_t>& chunk_weight);
+
 // The most transformer layers whose forward has run and backward has not on `stage` of `plan`: the in-flight
 // (micro-batch, chunk) pairs weighted by their chunk's layers (chunk_layers), along stage_schedule's order.
 // peak_in_flight x the stage's layers per chunk when its chunks are equal. REQUIRES: validate_plan passed.
