@@ -4,7 +4,7 @@
 # reader the executions, crashes (any crash, sanitizer report or exception the reader does not document) and hangs
 # (inputs running longer than the timeout), and the total.
 #
-#   scripts/fuzz.sh            # 100000 runs per reader (>= 1M executions in all)
+#   scripts/fuzz.sh            # 100000 runs per reader (1.5M executions in all, 15 harnesses)
 #   scripts/fuzz.sh 250000     # runs per reader
 #   scripts/fuzz.sh 60s        # seconds per reader
 #   FUZZ_READERS="json kineto" scripts/fuzz.sh 10s      # some readers only
@@ -24,7 +24,7 @@ esac
 timeout_s=${FUZZ_TIMEOUT:-10}   # per input; an input running longer is a hang
 fuzz_dir="$repo_root/build-fuzz"
 readers=${FUZZ_READERS:-"json trace_json kineto cluster_yaml model_yaml gpu_model_yaml framework_yaml gemm_table_csv
-                          iteration_csv nccl_tests_log"}
+                          iteration_csv nccl_tests_log hf_config megatron_args chakra chakra_writer sweep_csv"}
 
 if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then # FUZZ_SKIP_BUILD=1: run what build-fuzz/ holds
   install_missing_packages

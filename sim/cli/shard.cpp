@@ -1,6 +1,7 @@
 #include "shard.hpp"
 
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/common/text.hpp"
 
 #include <charconv>
 #include <cstdint>
@@ -125,11 +126,16 @@ SweepIdentity parse_sweep_identity(const std::string& line, const std::string& w
 {
   const std::string prefix = "# gputwin sweep ";
   const auto bad = [&](const std::string& why) {
+    const std::string shown = printable_excerpt(line); // on one line: control characters as '?'
     return InputError("--merge: " + where + ": " + why + " (expected the first line gputwin sweep --csv writes, '" +
-                      prefix + "HASH shard K/N of P points: FLAGS', got '" + line.substr(0, 120) + "')");
+                      prefix + "HASH shard K/N of P points: FLAGS', got '" + shown + "')");
   };
   if (line.rfind(prefix, 0) != 0)
     throw bad("not the identity line of a sweep CSV");
+  // The flags' line breaks are written as \n and \r (sweep_identity): a CR left in the line (one before the CR LF
+  // line end, found by the sweep_csv fuzz harness) is no sweep's, and would not be written back as read.
+  if (line.find_first_of("\r\n") != std::string::npos)
+    throw bad("a CR or line break in the line (a sweep writes its flags' as \\r, \\n)");
   SweepIdentity id;
   size_t at = prefix.size();
   const auto word = [&]() {

@@ -5,16 +5,18 @@
 // Scale-out: every point runs in its own forked process (sim/isolated_run.hpp), `--jobs N` of them at once, their
 // results collected in point order, so the output does not depend on N. `--shard K/N` (or a Slurm job array's
 // environment, shard.hpp) runs the points i with i mod N = K - 1, and `--merge A.csv B.csv ...` joins the shards'
-// CSVs: it orders the rows by their `point` column (the point's index in the whole sweep) and recomputes the
-// one column that depends on other points (scaling efficiency, against the smallest point of the same model and
-// cluster; a shard leaves it empty) from the rows' tokens/s, which the CSV writes exactly (%.17g round-trips), so
-// the merged file is byte for byte the one an unsharded run writes.
+// CSVs (sweep_csv.hpp writes and reads one): it orders the rows by their `point` column (the point's index in the
+// whole sweep) and recomputes the one column that depends on other points (scaling efficiency, against the smallest
+// point of the same model and cluster; a shard leaves it empty) from the rows' tokens/s, which the CSV writes
+// exactly (%.17g round-trips), so the merged file is byte for byte the one an unsharded run writes.
+#include "gputwin/common/text.hpp"
 #include "gputwin/sim/isolated_run.hpp"
 #include "commands.hpp"
 #include "progress.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
 #include "shard.hpp"
+#include "sweep_csv.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/common/interrupt.hpp"
@@ -31,7 +33,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -189,62 +190,21 @@ std::vector<double> cluster_prices(const std::string& text, const std::vector<st
   return prices;
 }
 
-// One point of the sweep with its best plan. A row read back from a CSV (--merge) has the plan's CSV columns only
-// (tp, pp, dp, micro-batch, schedule, chunks, recompute, attention, cp, fp8, the overlaps).
-struct Row {
-  size_t point = 0; // index in the whole sweep (model, then cluster, then GPU count), skipped points included
-  std::string model, cluster;
-  int64_t gpus = 0;
-  ParallelPlan plan;
-  WorkloadOptions options; // the Megatron-Core overlaps the best plan runs with
-  int64_t peak_memory_bytes = 0;
-  double iteration_time_s = NAN, tokens_per_s = NAN, mfu = NAN;
-  double time_to_train_s = NAN, gpu_hours = NAN, cost = NAN; // NaN without --tokens / --price-per-gpu-hour
-  double scaling_efficiency = NAN;                           // NaN in a shard: it depends on other points
-};
-
 // Tokens/s per GPU against the smallest point of the same model and cluster.
-void compute_scaling_efficiency(std::vector<Row>& rows)
+void compute_scaling_efficiency(std::vector<SweepRow>& rows)
 {
-  std::map<std::pair<std::string, std::string>, const Row*> smallest;
-  for (const Row& r : rows) {
-    const Row*& s = smallest[{r.model, r.cluster}];
+  std::map<std::pair<std::string, std::string>, const SweepRow*> smallest;
+  for (const SweepRow& r : rows) {
+    const SweepRow*& s = smallest[{r.model, r.cluster}];
     if (s == nullptr || r.gpus < s->gpus)
       s = &r;
   }
-  for (Row& r : rows) {
-    const Row* s = smallest[{r.model, r.cluster}];
+  for (SweepRow& r : rows) {
+    const SweepRow* s = smallest[{r.model, r.cluster}];
     r.scaling_efficiency =
         (r.tokens_per_s / static_cast<double>(r.gpus)) / (s->tokens_per_s / static_cast<double>(s->gpus));
   }
 }
-
-// A number for CSV: `format` of `v`, or empty when not known (no --tokens, no --price-per-gpu-hour, a shard's
-// scaling efficiency).
-std::string csv_number(const char* format, double v)
-{
-  if (!std::isfinite(v))
-    return "";
-  char text[64];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
-
-// A text cell, quoted as RFC 4180 when it holds a comma, a quote or a line break (a model file's `name:`).
-std::string csv_text(const std::string& text)
-{
-  if (text.find_first_of(",\"\r\n") == std::string::npos)
-    return text;
-  std::string quoted = "\"";
-  for (const char c : text)
-    quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-const char* const csv_header =
-    "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,"
-    "gpu_hours,cost,model,schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point,attention,cp,fp8,"
-    "tp_comm_overlap,overlap_grad_reduce,overlap_param_gather";
 
 // The flags that decide a sweep's points and rows, in a fixed order (the identity of its CSVs, shard.hpp): not the
 // ones that only say how it runs or where it writes (--jobs, --shard, --csv, --plot, --json, --max-work).
@@ -263,64 +223,19 @@ std::string sweep_flags(const ParsedArgs& parsed)
   return flags;
 }
 
-void write_csv(std::ostream& out, const SweepIdentity& identity, const std::vector<Row>& rows)
-{
-  out << identity.line() << '\n' << csv_header << '\n';
-  for (const Row& r : rows) {
-    const ParallelPlan& p = r.plan;
-    out << csv_text(r.cluster) << ',' << r.gpus << ',' << p.tp << ',' << p.pp << ',' << p.dp << ',' << p.micro_batch
-        << ',' << csv_number("%.17g", r.iteration_time_s) << ',' << csv_number("%.17g", r.tokens_per_s) << ','
-        << csv_number("%.6g", r.mfu) << ',' << csv_number("%.17g", r.time_to_train_s) << ','
-        << csv_number("%.17g", r.gpu_hours) << ',' << csv_number("%.17g", r.cost) << ',' << csv_text(r.model) << ','
-        << to_string(p.schedule) << ',' << p.chunks << ',' << to_string(p.recompute) << ',' << r.peak_memory_bytes
-        << ',' << csv_number("%.6g", r.scaling_efficiency) << ',' << r.point << ',' << to_string(p.attention) << ','
-        << p.cp << ',' << (p.fp8 ? 1 : 0) << ',' << (r.options.tp_comm_overlap ? 1 : 0) << ','
-        << (r.options.overlap_grad_reduce ? 1 : 0) << ',' << (r.options.overlap_param_gather ? 1 : 0) << '\n';
-  }
-}
-
-// The cells of one CSV line (RFC 4180 quoting), or nullopt when a quote is not closed.
-std::optional<std::vector<std::string>> csv_cells(const std::string& line)
-{
-  std::vector<std::string> cells(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cells.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cells.back() += c;
-      }
-    } else if (c == '"' && cells.back().empty()) {
-      quoted = true;
-    } else if (c == ',') {
-      cells.emplace_back();
-    } else {
-      cells.back() += c;
-    }
-  }
-  if (quoted)
-    return std::nullopt;
-  return cells;
-}
-
 std::string point_name(const std::string& model, int64_t gpus, const std::string& cluster)
 {
   return model + " on " + std::to_string(gpus) + " GPUs of " + cluster;
 }
 
-void write_table(std::ostream& out, const std::vector<Row>& rows)
+void write_table(std::ostream& out, const std::vector<SweepRow>& rows)
 {
   char line[512];
   std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-52s %-9s %-13s %9s %12s %6s %10s %12s %12s %7s\n", "model",
                 "cluster", "GPUs", "best plan", "attention", "overlaps", "iter s", "tokens/s", "MFU", "train days",
                 "GPU-hours", "cost", "scaling");
   out << line;
-  for (const Row& r : rows) {
+  for (const SweepRow& r : rows) {
     const ParallelPlan& p = r.plan;
     char plan_text[128];
     const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
@@ -340,11 +255,11 @@ void write_table(std::ostream& out, const std::vector<Row>& rows)
   }
 }
 
-void write_json(std::ostream& out, const std::vector<Row>& rows)
+void write_json(std::ostream& out, const std::vector<SweepRow>& rows)
 {
   traces::JsonWriter w(out);
   w.begin_array();
-  for (const Row& r : rows) {
+  for (const SweepRow& r : rows) {
     w.begin_object();
     w.field("model", r.model);
     w.field("cluster", r.cluster);
@@ -464,17 +379,17 @@ std::string run_gnuplot(const std::string& script)
 }
 
 // The gnuplot script of the sweep's plot: one data block per (cluster, model) series, then the four panels.
-std::string plot_script(const std::vector<Row>& rows, bool have_tokens, bool have_price, bool svg)
+std::string plot_script(const std::vector<SweepRow>& rows, bool have_tokens, bool have_price, bool svg)
 {
   std::ostringstream s;
   std::vector<std::pair<std::string, std::string>> series; // (cluster, model) in first-seen order
-  for (const Row& r : rows) {
+  for (const SweepRow& r : rows) {
     const std::pair<std::string, std::string> key{r.cluster, r.model};
     if (std::find(series.begin(), series.end(), key) != series.end())
       continue;
     s << "$series" << series.size() << " << EOD\n";
     series.push_back(key);
-    for (const Row& p : rows)
+    for (const SweepRow& p : rows)
       if (p.cluster == r.cluster && p.model == r.model) {
         const double train = have_tokens ? p.time_to_train_s / 86400 : p.iteration_time_s;
         const double money = have_price    ? p.cost
@@ -518,92 +433,10 @@ std::string plot_script(const std::vector<Row>& rows, bool have_tokens, bool hav
 
 // Throughput, MFU, time to train (else iteration time) and cost (else GPU-hours, else GPU count x iteration
 // time) against GPU count, one line per (cluster, model), drawn by gnuplot and written to `path` atomically.
-void render_plot(const std::string& path, const std::vector<Row>& rows, bool have_tokens, bool have_price)
+void render_plot(const std::string& path, const std::vector<SweepRow>& rows, bool have_tokens, bool have_price)
 {
   const bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
   write_file_atomically(path, run_gnuplot(plot_script(rows, have_tokens, have_price, svg)), "--plot");
-}
-
-// One row of a sweep CSV (`where` is its file:line for the messages).
-Row parse_csv_row(const std::string& line, const std::string& where, const std::vector<std::string>& columns)
-{
-  const std::optional<std::vector<std::string>> cells = csv_cells(line);
-  if (!cells || cells->size() != columns.size())
-    throw InputError("--merge: " + where + ": expected " + std::to_string(columns.size()) +
-                     " comma-separated cells as in the header, got " +
-                     (cells ? std::to_string(cells->size()) : std::string("an unclosed quote")));
-  const auto cell = [&](size_t i) -> const std::string& { return (*cells)[i]; };
-  const auto integer = [&](size_t i, int64_t low) {
-    int64_t v = 0;
-    const std::string& text = cell(i);
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || error != std::errc() || end != text.data() + text.size() || v < low)
-      throw InputError("--merge: " + where + ": " + columns[i] + ": expected an integer of at least " +
-                       std::to_string(low) + ", got '" + text + "'");
-    return v;
-  };
-  const auto number = [&](size_t i, bool may_be_empty) {
-    const std::string& text = cell(i);
-    if (text.empty() && may_be_empty)
-      return static_cast<double>(NAN);
-    double v = -1;
-    try {
-      v = parse_number("--merge", text); // decimal only, as the CSV was written
-    } catch (const InputError&) {
-      v = -1;
-    }
-    if (v < 0)
-      throw InputError("--merge: " + where + ": " + columns[i] + ": expected a non-negative number" +
-                       (may_be_empty ? " or nothing" : "") + ", got '" + text + "'");
-    return v;
-  };
-  Row r;
-  r.cluster = cell(0);
-  r.gpus = integer(1, 1);
-  r.plan.tp = integer(2, 1);
-  r.plan.pp = integer(3, 1);
-  r.plan.dp = integer(4, 1);
-  r.plan.micro_batch = integer(5, 1);
-  r.iteration_time_s = number(6, false);
-  r.tokens_per_s = number(7, false);
-  r.mfu = number(8, false);
-  r.time_to_train_s = number(9, true);
-  r.gpu_hours = number(10, true);
-  r.cost = number(11, true);
-  r.model = cell(12);
-  const std::optional<Schedule> schedule = parse_schedule(cell(13));
-  if (!schedule)
-    throw InputError("--merge: " + where + ": schedule: expected 1f1b|interleaved|gpipe, got '" + cell(13) + "'");
-  r.plan.schedule = *schedule;
-  r.plan.chunks = integer(14, 1);
-  const std::optional<Recompute> recompute = parse_recompute(cell(15));
-  if (!recompute)
-    throw InputError("--merge: " + where + ": recompute: expected none|selective|full, got '" + cell(15) + "'");
-  r.plan.recompute = *recompute;
-  r.peak_memory_bytes = integer(16, 0);
-  number(17, true); // scaling_efficiency: recomputed over every file below
-  r.point = static_cast<size_t>(integer(18, 0));
-  const std::optional<AttentionKernel> attention = parse_attention(cell(19));
-  if (!attention)
-    throw InputError("--merge: " + where + ": attention: expected unfused|flash, got '" + cell(19) + "'");
-  r.plan.attention = *attention;
-  r.plan.cp = integer(20, 1);
-  const auto flag = [&](size_t i) {
-    const std::string& text = cell(i);
-    if (text != "0" && text != "1")
-      throw InputError("--merge: " + where + ": " + columns[i] + ": expected 0 or 1, got '" + text + "'");
-    return text == "1";
-  };
-  r.plan.fp8 = flag(21);
-  r.options.tp_comm_overlap = flag(22);
-  r.options.overlap_grad_reduce = flag(23);
-  r.options.overlap_param_gather = flag(24);
-  if (r.cluster.empty() || r.model.empty())
-    throw InputError("--merge: " + where + ": cluster and model must not be empty");
-  if (r.tokens_per_s <= 0)
-    throw InputError("--merge: " + where + ": tokens_per_s: expected a positive number, got '" + cell(7) + "'");
-
-  return r;
 }
 
 // The identity lines (line 1) of sweep CSVs, checked to be every shard of one sweep once (check_one_sweep).
@@ -614,12 +447,7 @@ SweepIdentity read_sweep_identities(const std::vector<std::string>& files)
     std::ifstream in(file, std::ios::binary);
     if (!in)
       throw InputError("--merge: cannot read '" + file + "': " + std::strerror(errno));
-    std::string line;
-    if (!std::getline(in, line))
-      throw InputError("--merge: " + file + ": empty, expected a CSV written by gputwin sweep --csv");
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    identities.emplace_back(file, parse_sweep_identity(line, file + ":1"));
+    identities.emplace_back(file, read_sweep_csv_identity(in, file));
   }
   check_one_sweep(identities);
   SweepIdentity whole = identities.front().second;
@@ -630,73 +458,45 @@ SweepIdentity read_sweep_identities(const std::vector<std::string>& files)
 // The rows of sweep CSVs (--merge), in point order, with the scaling efficiency recomputed over all of them.
 // Throws InputError naming `file:line` when a file is not a sweep CSV, the headers differ, or two files hold the
 // same point (shards overlap). The identity lines are read_sweep_identities'.
-std::vector<Row> read_sweep_csvs(const std::vector<std::string>& files)
+std::vector<SweepRow> read_sweep_csvs(const std::vector<std::string>& files)
 {
-  const std::vector<std::string> columns = *csv_cells(csv_header);
-  std::string first_file, first_header;
-  std::vector<Row> rows;
+  std::string first_file;
+  std::vector<SweepRow> rows;
   std::map<size_t, std::string> where_point;
   std::map<std::tuple<std::string, std::string, int64_t>, std::string> where_key;
   std::string where_pattern;
   std::pair<bool, bool> pattern{};
+  const auto add_row = [&](const SweepRow& r, const std::string& where) {
+    const std::string name = point_name(printable_excerpt(r.model), r.gpus, printable_excerpt(r.cluster)); // one line
+    if (const auto it = where_point.find(r.point); it != where_point.end())
+      throw InputError("--merge: " + where + ": point " + std::to_string(r.point) + " (" + name + ") is also in " +
+                       it->second + ": the files overlap (the shards of one sweep are disjoint)");
+    if (const auto it = where_key.find({r.model, r.cluster, r.gpus}); it != where_key.end())
+      throw InputError("--merge: " + where + ": " + name + " is also in " + it->second +
+                       ": the files overlap (the shards of one sweep are disjoint)");
+    where_point[r.point] = where;
+    where_key[{r.model, r.cluster, r.gpus}] = where;
+    const std::pair<bool, bool> have{std::isfinite(r.time_to_train_s), std::isfinite(r.cost)};
+    if (where_pattern.empty()) {
+      where_pattern = where;
+      pattern = have;
+    } else if (have != pattern) {
+      throw InputError("--merge: " + where + ": time_to_train_s and cost are " + (have.first ? "given" : "empty") +
+                       "/" + (have.second ? "given" : "empty") + " but " + (pattern.first ? "given" : "empty") + "/" +
+                       (pattern.second ? "given" : "empty") + " in " + where_pattern +
+                       " (shards of sweeps with different --tokens/--price-per-gpu-hour)");
+    }
+    rows.push_back(r);
+  };
   for (const std::string& file : files) {
     std::ifstream in(file, std::ios::binary);
     if (!in)
       throw InputError("--merge: cannot read '" + file + "': " + std::strerror(errno));
-    std::string header;
-    if (!std::getline(in, header) || !std::getline(in, header)) // line 1: the identity
-      throw InputError("--merge: " + file + ":2: missing, expected the header of a CSV written by gputwin sweep --csv");
-    if (!header.empty() && header.back() == '\r')
-      header.pop_back();
-    if (first_file.empty()) {
+    read_sweep_csv(in, file, first_file, add_row);
+    if (first_file.empty())
       first_file = file;
-      first_header = header;
-    } else if (header != first_header) {
-      throw InputError("--merge: " + file + ":2: the header differs from " + first_file +
-                       "'s (files of different commands or gputwin versions cannot be merged)");
-    }
-    if (header != csv_header)
-      throw InputError("--merge: " + file +
-                       ":2: not the header of a CSV written by this gputwin sweep --csv (expected '" + csv_header +
-                       "')");
-    size_t line_number = 2;
-    for (std::string line; std::getline(in, line);) {
-      ++line_number;
-      if (!line.empty() && line.back() == '\r')
-        line.pop_back();
-      if (line.empty())
-        continue;
-      const std::string where = file + ":" + std::to_string(line_number);
-      // A quoted cell with a line break (a model file's `name:`, quoted by csv_text) goes on on the next lines.
-      for (std::string more; !csv_cells(line) && std::getline(in, more); ++line_number) {
-        if (!more.empty() && more.back() == '\r')
-          more.pop_back();
-        line += "\n" + more;
-      }
-      const Row r = parse_csv_row(line, where, columns);
-      const std::string name = point_name(r.model, r.gpus, r.cluster);
-      if (const auto it = where_point.find(r.point); it != where_point.end())
-        throw InputError("--merge: " + where + ": point " + std::to_string(r.point) + " (" + name + ") is also in " +
-                         it->second + ": the files overlap (the shards of one sweep are disjoint)");
-      if (const auto it = where_key.find({r.model, r.cluster, r.gpus}); it != where_key.end())
-        throw InputError("--merge: " + where + ": " + name + " is also in " + it->second +
-                         ": the files overlap (the shards of one sweep are disjoint)");
-      where_point[r.point] = where;
-      where_key[{r.model, r.cluster, r.gpus}] = where;
-      const std::pair<bool, bool> have{std::isfinite(r.time_to_train_s), std::isfinite(r.cost)};
-      if (where_pattern.empty()) {
-        where_pattern = where;
-        pattern = have;
-      } else if (have != pattern) {
-        throw InputError("--merge: " + where + ": time_to_train_s and cost are " + (have.first ? "given" : "empty") +
-                         "/" + (have.second ? "given" : "empty") + " but " + (pattern.first ? "given" : "empty") + "/" +
-                         (pattern.second ? "given" : "empty") + " in " + where_pattern +
-                         " (shards of sweeps with different --tokens/--price-per-gpu-hour)");
-      }
-      rows.push_back(r);
-    }
   }
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.point < b.point; });
+  std::sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) { return a.point < b.point; });
   if (!rows.empty())
     compute_scaling_efficiency(rows);
   return rows;
@@ -725,11 +525,12 @@ std::optional<std::string> csv_output(const ParsedArgs& parsed)
   return parsed.has("--csv") ? parsed.value("--csv") : parsed.value("--output");
 }
 
-void render_outputs(const ParsedArgs& parsed, const SweepIdentity& identity, const std::vector<Row>& rows)
+void render_outputs(const ParsedArgs& parsed, const SweepIdentity& identity, const std::vector<SweepRow>& rows)
 {
   if (const auto file = csv_output(parsed))
     write_file_atomically(
-        *file, [&](std::ostream& csv) { write_csv(csv, identity, rows); }, parsed.has("--csv") ? "--csv" : "--output");
+        *file, [&](std::ostream& csv) { write_sweep_csv(csv, identity, rows); },
+        parsed.has("--csv") ? "--csv" : "--output");
   if (const auto plot = parsed.value("--plot"); plot && !rows.empty())
     render_plot(*plot, rows, std::isfinite(rows.front().time_to_train_s), std::isfinite(rows.front().cost));
 }
@@ -751,14 +552,14 @@ int run_merge(const ParsedArgs& parsed, std::ostream& out)
   csv_output(parsed);
   check_output_flags(parsed, {"--csv", "--output", "--plot"}); // before reading: a typo fails at once
   const SweepIdentity identity = read_sweep_identities(files);
-  const std::vector<Row> rows = read_sweep_csvs(files);
+  const std::vector<SweepRow> rows = read_sweep_csvs(files);
   if (rows.empty())
     throw InputError("--merge: the files hold no rows (no point of the sweep has a plan that fits)");
   render_outputs(parsed, identity, rows);
   if (csv_output(parsed))
     write_table(out, rows);
   else
-    write_csv(out, identity, rows);
+    write_sweep_csv(out, identity, rows);
   return 0;
 }
 
@@ -989,9 +790,9 @@ std::string run_sweep_point(const ParsedArgs& parsed, const SweepSetup& s, size_
 
 // The rows of the points that ran (in point order) from what their processes answered; the skipped points'
 // reasons on stderr. InputError when no point of a whole sweep has a plan that fits.
-std::vector<Row> collect_rows(const SweepSetup& s, const std::vector<std::string>& outcomes)
+std::vector<SweepRow> collect_rows(const SweepSetup& s, const std::vector<std::string>& outcomes)
 {
-  std::vector<Row> rows;
+  std::vector<SweepRow> rows;
   std::vector<std::string> skipped; // warnings, in point order
   for (size_t k = 0; k < s.selected.size(); ++k) {
     const PointSpec& p = s.points[s.selected[k]];
@@ -1002,7 +803,7 @@ std::vector<Row> collect_rows(const SweepSetup& s, const std::vector<std::string
     if (outcomes[k].rfind("R", 0) != 0)
       throw std::runtime_error("the process of the point " + s.describe(s.selected[k]) + " sent a malformed answer");
     const std::optional<SimulatedCandidate> best = parse_simulated_candidate_json(outcomes[k].substr(1));
-    Row row;
+    SweepRow row;
     row.point = s.selected[k];
     row.model = s.models[p.model].name;
     row.cluster = s.cluster_names[p.cluster];
@@ -1118,7 +919,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
                          [&] { progress.tick(); }, [&](size_t k) { return "the point " + setup.describe(setup.selected[k]); }});
   progress.finish();
 
-  const std::vector<Row> rows = collect_rows(setup, outcomes);
+  const std::vector<SweepRow> rows = collect_rows(setup, outcomes);
   render_outputs(parsed, sweep_identity(sweep_flags(parsed), setup.points.size(), setup.shard), rows);
   if (json)
     write_json(out, rows);

@@ -251,8 +251,8 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
 }
 
 // The sweep's table and JSON name each point's attention, cp, fp8 and overlaps; --no-overlaps turns them off.
-// A model file's `name:` may hold a line break; the CSV quotes it (RFC 4180) and --merge reads it back: the
-// merged file is the same bytes.
+// A model file's `name:` may hold a line break (CR LF too); the CSV quotes it (RFC 4180) and --merge reads it back:
+// the merged file is the same bytes.
 TEST(SweepCli, MergeReadsBackAModelNameWithALineBreak)
 {
   const std::string csv = test_temp_path("newline-name.csv"), merged = test_temp_path("newline-merged.csv");
@@ -263,11 +263,27 @@ TEST(SweepCli, MergeReadsBackAModelNameWithALineBreak)
       "overlap_grad_reduce,overlap_param_gather\n"
       "dgx-a100,8,2,1,4,4,0.87780754948532935,37329.366806212056,0.543105,,,,\"my\nmodel, v2\",1f1b,1,none,"
       "69441019904,1,0,unfused,1,0,0,0,0\n";
-  std::ofstream(csv, std::ios::binary) << content;
-  std::remove(merged.c_str());
-  const CliResult r = run_gputwin("sweep --merge '" + csv + "' -o '" + merged + "'", true);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(read_file(merged), content);
+  // Writes `text` as the shard, merges it alone and expects the merged file to be the same bytes.
+  const auto expect_merge_reads_back = [&](const std::string& text) {
+    std::ofstream(csv, std::ios::binary) << text;
+    std::remove(merged.c_str());
+    const CliResult r = run_gputwin("sweep --merge '" + csv + "' -o '" + merged + "'", true);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(read_file(merged), text);
+  };
+  expect_merge_reads_back(content);
+
+  // A name holding CR LF (YAML "my\r\nmodel"): the CR inside the quoted cell is the name's, not a line end to drop
+  // (found by the sweep_csv fuzz harness: it read back as "my\nmodel", so the merge changed the name).
+  std::string crlf = content;
+  crlf.replace(crlf.find("\"my\nmodel"), 9, "\"my\r\nmodel");
+  expect_merge_reads_back(crlf);
+
+  // A bad cell in a quoted, multi-line record is named on one line: its line break shown as '?'.
+  std::string bad = content;
+  bad.replace(bad.find(",1f1b,"), 6, ",\"1f\n1b\",");
+  std::ofstream(csv, std::ios::binary) << bad;
+  expect_one_line_error("sweep --merge '" + csv + "'", "schedule: expected 1f1b|interleaved|gpipe, got '1f?1b'");
   std::remove(csv.c_str());
   std::remove(merged.c_str());
 }

@@ -64,10 +64,9 @@ inline void check_error_message(const std::exception& e)
   }
 }
 
-// The path of a file holding `bytes`, for the readers that take a path. One directory per process, removed at exit,
-// under /dev/shm where there is one (a file rewritten per execution: 10-20x faster than a disk-backed /tmp), else
-// $TMPDIR or /tmp; `name` is the file's name (readers look at its extension, and name things after it).
-inline std::string input_file(std::string_view bytes, const std::string& name)
+// A directory of this process for the files of its inputs, removed at exit: under /dev/shm where there is one (a file
+// rewritten per execution: 10-20x faster than a disk-backed /tmp), else $TMPDIR or /tmp.
+inline const std::filesystem::path& scratch_dir()
 {
   static const std::filesystem::path dir = [] {
     const char* tmp = std::getenv("TMPDIR");
@@ -87,7 +86,14 @@ inline std::string input_file(std::string_view bytes, const std::string& name)
     });
     return made;
   }();
-  const std::filesystem::path path = dir / name;
+  return dir;
+}
+
+// The path of a file holding `bytes`, for the readers that take a path, in scratch_dir(); `name` is the file's name
+// (readers look at its extension, and name things after it).
+inline std::string input_file(std::string_view bytes, const std::string& name)
+{
+  const std::filesystem::path path = scratch_dir() / name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();

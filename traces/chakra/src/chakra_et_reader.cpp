@@ -3,6 +3,7 @@
 #include "gputwin/chakra/chakra_reader.hpp"
 #include "gputwin/chakra/chakra_writer.hpp"
 
+#include "gputwin/common/text.hpp"
 #include "et_def.pb.h"
 #include "gputwin/traces/json_value.hpp"
 #include "gputwin/traces/trace_io.hpp"
@@ -96,20 +97,9 @@ struct RankParse {
   throw TraceError(source + ": " + what);
 }
 
-// A name from the file as error messages show it: control characters (a newline would split the one-line
-// error) as '?', at most 120 characters.
-std::string printable(const std::string& text)
-{
-  std::string out = text.substr(0, 120);
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      c = '?';
-  return text.size() > 120 ? out + "..." : out;
-}
-
 std::string node_text(const Node& n)
 {
-  return "node " + std::to_string(n.id()) + " '" + printable(n.name()) + "'";
+  return "node " + std::to_string(n.id()) + " '" + printable_excerpt(n.name()) + "'";
 }
 
 // Reads the GlobalMetadata message into `r`: the schema version, the rank (default `default_rank`), the comm_size
@@ -134,7 +124,7 @@ void read_global_metadata(google::protobuf::io::ZeroCopyInputStream& stream, con
   if (const auto convention = string_attr(meta.attr(), chakra_convention_attr)) {
     if (*convention != chakra_astra_sim_convention)
       fail_at(source, std::string("GlobalMetadata attribute '") + chakra_convention_attr + "' is '" +
-                          printable(*convention) + "' (expected " + chakra_astra_sim_convention + ")");
+                          printable_excerpt(*convention) + "' (expected " + chakra_astra_sim_convention + ")");
     r.astra_sim_sizes = true;
   }
   for (const AttributeProto& a : meta.attr())
@@ -496,7 +486,7 @@ ChakraTrace assemble(std::vector<std::pair<std::string, RankParse>> files,
       const auto& ranks = trace.graph.groups[static_cast<size_t>(op.group)].ranks;
       if (std::find(ranks.begin(), ranks.end(), r.program.rank) == ranks.end())
         throw TraceError(source + ": op " + std::to_string(op.id) + ": rank " + std::to_string(r.program.rank) +
-                         " is not a member of pg_name '" + printable(pg) + "'");
+                         " is not a member of pg_name '" + printable_excerpt(pg) + "'");
       if (r.astra_sim_sizes) { // back to the nccl-tests bytes the op graph holds
         const double bytes = nccl_tests_bytes_from_astra_sim(op.collective, op.bytes, ranks.size());
         r.stats.collective_bytes += bytes - op.bytes;

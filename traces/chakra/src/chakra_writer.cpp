@@ -2,6 +2,7 @@
 #include "gputwin/chakra/chakra_writer.hpp"
 
 #include "et_def.pb.h"
+#include "gputwin/traces/json_writer.hpp"
 #include "gputwin/traces/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <ostream>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -57,9 +59,131 @@ void add_string(Node& node, const char* name, const std::string& value)
   a->set_string_val(value);
 }
 
+// What a Chakra ET holds and chakra_et_reader.cpp reads back: the writer refuses anything beyond, rather than write
+// a file that replays as something else or does not read at all.
+constexpr int32_t max_et_rank = (1 << 24) - 1;     // the GlobalMetadata's rank, comm_src/comm_dst, comm_groups.json
+constexpr int32_t max_et_stream = 1023;            // gputwin.stream
+constexpr int32_t max_et_position = (1 << 24) - 1; // gputwin.layer, gputwin.micro_batch, gputwin.chunk
+constexpr int64_t max_et_node_id = INT64_MAX / 2;  // node ids, a ring exchange's receive's included
+constexpr double et_count_limit = 9223372036854775808.0; // 2^63: FLOPs and bytes are int64 num_ops, comm_size
+constexpr uint64_t max_et_duration_micros = uint64_t{1} << 40;
+// comm_tag: a message's sequence on its (src, dst) pair; a ring exchange's 2^24 + its sequence, within int32.
+constexpr int64_t ring_tag_base = int64_t{1} << 24;
+constexpr int64_t max_ring_sequence = INT32_MAX - ring_tag_base;
+
 uint64_t non_negative_round(double v)
 {
   return v > 0 && std::isfinite(v) ? static_cast<uint64_t>(std::llround(v)) : 0;
+}
+
+// True when `text` is UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF): protobuf writes a proto3
+// string that is not, with an error on stderr, and then refuses to parse it.
+bool is_utf8(std::string_view text)
+{
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char c = byte(i);
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xbf; // the second byte's range
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+      length = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      length = 3;
+      low = c == 0xe0 ? 0xa0 : 0x80;  // no overlong form
+      high = c == 0xed ? 0x9f : 0xbf; // no surrogate
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      length = 4;
+      low = c == 0xf0 ? 0x90 : 0x80;  // no overlong form
+      high = c == 0xf4 ? 0x8f : 0xbf; // at most U+10FFFF
+    } else {
+      return false;
+    }
+    if (i + length > text.size() || byte(i + 1) < low || byte(i + 1) > high)
+      return false;
+    for (size_t k = i + 2; k < i + length; ++k)
+      if (byte(k) < 0x80 || byte(k) > 0xbf)
+        return false;
+    i += length;
+  }
+  return true;
+}
+
+// A name as error messages show it: one line of UTF-8 (control characters, and every byte above 0x7f of a name that
+// is not UTF-8, as '?'), at most 120 bytes.
+std::string printable(const std::string& text)
+{
+  std::string out = text.substr(0, 120);
+  const bool utf8 = is_utf8(out);
+  for (char& c : out) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f || (byte > 0x7f && !utf8))
+      c = '?';
+  }
+  return text.size() > 120 ? out + "..." : out;
+}
+
+[[noreturn]] void refuse(const traces::RankProgram& program, const traces::Op& op, const std::string& why)
+{
+  throw traces::TraceError("chakra export: rank " + std::to_string(program.rank) + " op " + std::to_string(op.id) +
+                           " '" + printable(op.name) + "': " + why);
+}
+
+// Refuses, with a TraceError naming the rank, op and field, what a Chakra ET of `program` would not hold as it is
+// (the limits above). Compute durations are checked as they are written (they come from a callback).
+void check_exportable(const traces::OpGraph& graph, const traces::RankProgram& program)
+{
+  const std::string rank = "chakra export: rank " + std::to_string(program.rank);
+  if (program.rank < 0 || program.rank > max_et_rank)
+    throw traces::TraceError(rank + ": a Chakra ET holds ranks 0 to " + std::to_string(max_et_rank));
+  for (const auto& [key, value] : graph.metadata)
+    if (!is_utf8(key) || !is_utf8(value))
+      throw traces::TraceError(rank + ": metadata '" + printable(key) +
+                               "' is not UTF-8 text (Chakra ET strings are UTF-8)");
+  const auto count = [&](const traces::Op& op, const char* what, double v) {
+    if (v >= et_count_limit)
+      refuse(program, op, std::string(what) + " " + traces::json_number(v) + " beyond the int64 a Chakra ET holds");
+  };
+  for (const traces::Op& op : program.ops) {
+    if (!is_utf8(op.name))
+      refuse(program, op, "the name is not UTF-8 text (Chakra ET strings are UTF-8)");
+    if (op.id < 0 || op.id >= max_et_node_id - static_cast<int64_t>(program.ops.size()))
+      refuse(program, op, "id beyond the node ids a Chakra ET is read back with (below 2^62, less the rank's ops)");
+    if (op.stream < 0 || op.stream > max_et_stream)
+      refuse(program, op,
+             "stream " + std::to_string(op.stream) + " beyond the 0.." + std::to_string(max_et_stream) +
+                 " a Chakra ET is read back with");
+    if (op.layer < -1 || op.layer > max_et_position || op.micro_batch < -1 || op.micro_batch > max_et_position ||
+        op.chunk < 0 || op.chunk > max_et_position)
+      refuse(program, op,
+             "layer, micro-batch or chunk beyond the -1.." + std::to_string(max_et_position) +
+                 " a Chakra ET is read back with");
+    count(op, "FLOPs", op.flops);
+    count(op, "bytes", op.bytes);
+    if (op.kind == traces::OpKind::Send || op.kind == traces::OpKind::Recv) {
+      if (op.peer < 0 || op.peer > max_et_rank)
+        refuse(program, op, "peer " + std::to_string(op.peer) + " beyond the ranks a Chakra ET holds");
+      if (op.sequence < 0 || op.sequence >= ring_tag_base)
+        refuse(program, op,
+               "message sequence " + std::to_string(op.sequence) +
+                   " beyond the comm_tag of a message (below 2^24; ring exchanges' tags are above)");
+    }
+    if (op.kind == traces::OpKind::Collective && op.collective == CollectiveOp::SendRecv) {
+      const std::vector<int32_t>& ring = graph.groups.at(static_cast<size_t>(op.group)).ranks;
+      if (ring.size() < 2)
+        refuse(program, op,
+               "a ring exchange in a group of " + std::to_string(ring.size()) +
+                   " rank has no peer to send to (a Chakra send needs another rank)");
+      if (op.sequence < 0 || op.sequence > max_ring_sequence)
+        refuse(program, op,
+               "ring exchange sequence " + std::to_string(op.sequence) +
+                   " beyond the comm_tag 2^24 + sequence (int32)");
+    }
+  }
 }
 
 ChakraProtoMsg::CollectiveCommType comm_type(CollectiveOp op, const traces::RankProgram& program, const traces::Op& o)
@@ -72,8 +196,7 @@ ChakraProtoMsg::CollectiveCommType comm_type(CollectiveOp op, const traces::Rank
   case CollectiveOp::AllToAll: return ChakraProtoMsg::ALL_TO_ALL;
   case CollectiveOp::SendRecv: break;
   }
-  throw traces::TraceError("chakra export: rank " + std::to_string(program.rank) + " op " + std::to_string(o.id) +
-                           " '" + o.name + "': a send/recv collective has no Chakra collective type");
+  refuse(program, o, "a send/recv collective has no Chakra collective type");
 }
 
 // Where the op sits in the iteration (ignored by ASTRA-sim, kept for people reading the trace).
@@ -93,8 +216,7 @@ std::pair<int32_t, int32_t> ring_neighbours(const traces::OpGraph& graph, const 
   const std::vector<int32_t>& ring = graph.groups.at(static_cast<size_t>(op.group)).ranks;
   const auto it = std::find(ring.begin(), ring.end(), program.rank);
   if (it == ring.end())
-    throw traces::TraceError("chakra export: rank " + std::to_string(program.rank) + " op " + std::to_string(op.id) +
-                             " '" + op.name + "': the rank is not in its group " + std::to_string(op.group));
+    refuse(program, op, "the rank is not in its group " + std::to_string(op.group));
   const size_t at = static_cast<size_t>(it - ring.begin()), n = ring.size();
   return {ring[(at + 1) % n], ring[(at + n - 1) % n]};
 }
@@ -103,8 +225,7 @@ std::pair<int32_t, int32_t> ring_neighbours(const traces::OpGraph& graph, const 
 // pair), the exchange's sequence on its group.
 int32_t ring_tag(const traces::Op& op)
 {
-  constexpr int32_t ring_tag_base = 1 << 24;
-  return ring_tag_base + static_cast<int32_t>(op.sequence);
+  return static_cast<int32_t>(ring_tag_base + op.sequence); // check_exportable: at most INT32_MAX
 }
 
 // pg_name of group index `group`: from 1, ASTRA-sim's CommunicatorGroup::set_id asserts id > 0 and its
@@ -125,6 +246,7 @@ void write_delimited(const google::protobuf::MessageLite& message, std::ostream&
 void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const traces::RankProgram& program,
                        const ChakraExportOptions& options)
 {
+  check_exportable(graph, program);
   ChakraProtoMsg::GlobalMetadata meta;
   meta.set_version(chakra_schema_version);
   {
@@ -202,8 +324,13 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
     case traces::OpKind::Compute:
     case traces::OpKind::Memcpy:
       node.set_type(ChakraProtoMsg::COMP_NODE);
-      if (options.compute_duration_s)
-        node.set_duration_micros(non_negative_round(options.compute_duration_s(op) * 1e6));
+      if (options.compute_duration_s) {
+        const double micros = options.compute_duration_s(op) * 1e6;
+        if (micros >= static_cast<double>(max_et_duration_micros) + 0.5) // rounds above it
+          refuse(program, op,
+                 "duration " + traces::json_number(micros) + " us beyond the 2^40 a Chakra ET is read back with");
+        node.set_duration_micros(non_negative_round(micros));
+      }
       add_bool(node, "is_cpu_op", false);
       add_int64(node, "num_ops", static_cast<int64_t>(non_negative_round(op.flops)));
       add_uint64(node, "tensor_size", non_negative_round(op.bytes));
@@ -260,7 +387,10 @@ ChakraExportSummary write_chakra_traces(const traces::OpGraph& graph, const std:
     throw traces::TraceError("--chakra: cannot create directory '" + dir.string() + "'" +
                              (ec ? ": " + ec.message() : std::string(": not a directory")));
 
-  // Every file through the atomic writer: an interrupted or failed export never leaves a truncated file.
+  // Every file through the atomic writer: an interrupted or failed export never leaves a truncated file. What Chakra
+  // cannot hold is refused before the first file.
+  for (const traces::RankProgram& program : graph.ranks)
+    check_exportable(graph, program);
   ChakraExportSummary summary;
   for (const traces::RankProgram& program : graph.ranks) {
     const std::filesystem::path path = dir / (options.prefix + "." + std::to_string(program.rank) + ".et");
@@ -275,7 +405,8 @@ ChakraExportSummary write_chakra_traces(const traces::OpGraph& graph, const std:
   }
   summary.comm_groups_file = dir / (options.prefix + ".comm_groups.json");
   write_file_atomically(
-      summary.comm_groups_file.string(), [&](std::ostream& file) { write_chakra_comm_groups(file, graph); }, "--chakra");
+      summary.comm_groups_file.string(), [&](std::ostream& file) { write_chakra_comm_groups(file, graph); },
+      "--chakra");
   return summary;
 }
 

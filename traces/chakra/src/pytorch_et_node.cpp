@@ -1,6 +1,7 @@
 // The nodes of a PyTorch host execution trace: fields, tensor arguments, GEMM-like work (pytorch_et_node.hpp).
 #include "pytorch_et_node.hpp"
 
+#include "gputwin/common/text.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <algorithm>
@@ -118,23 +119,12 @@ double product(const std::vector<int64_t>& dims, size_t begin, size_t end)
 
 void fail_node(const std::string& source, const EtNode& n, const std::string& what)
 {
-  fail_at(source, "node " + std::to_string(n.id) + " '" + printable(n.name) + "': " + what);
+  fail_at(source, "node " + std::to_string(n.id) + " '" + printable_excerpt(n.name) + "': " + what);
 }
 
 bool starts_with(std::string_view text, std::string_view prefix)
 {
   return text.substr(0, prefix.size()) == prefix;
-}
-
-// A name from the file as error messages and reports show it: control characters (a newline would split the
-// one-line error) as '?', at most 120 characters.
-std::string printable(std::string_view text)
-{
-  std::string out(text.substr(0, 120));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      c = '?';
-  return text.size() > 120 ? out + "..." : out;
 }
 
 std::optional<int64_t> integer(const JsonValue* v)

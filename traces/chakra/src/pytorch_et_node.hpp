@@ -45,9 +45,6 @@ struct EtNode {
 
 bool starts_with(std::string_view text, std::string_view prefix);
 
-// A name from the file as error messages and reports show it: control characters (a newline would split the
-// one-line error) as '?', at most 120 characters.
-std::string printable(std::string_view text);
 
 // An integral JSON number; nullopt for anything else.
 std::optional<int64_t> integer(const traces::JsonValue* v);

@@ -4,6 +4,7 @@
 #include "gputwin/chakra/chakra_reader.hpp"
 
 #include "pytorch_et_node.hpp"
+#include "gputwin/common/text.hpp"
 
 #include "gputwin/traces/json_value.hpp"
 #include "gputwin/traces/trace_io.hpp"
@@ -289,7 +290,7 @@ void EtReader::emit_comm(size_t index)
   if (!op_kind) {
     const bool p2p = key.find("send") != std::string::npos || key.find("recv") != std::string::npos;
     trace_.stats.ignored[p2p ? "point-to-point (the peer's trace is not here)"
-                             : "collective gputwin does not model (" + printable(collective) + ")"][n.name]++;
+                             : "collective gputwin does not model (" + printable_excerpt(collective) + ")"][n.name]++;
     return skip_children();
   }
   // Sizes: the record's tensors (inputs: its first argument), else the c10d node's own arguments:

@@ -53,12 +53,17 @@ struct ChakraExportSummary {
   int64_t collectives = 0;                  // of which COMM_COLL_NODE
 };
 
-// Writes one rank program as a Chakra ET stream. Throws traces::TraceError for an op Chakra cannot express.
+// Writes one rank program as a Chakra ET stream. Throws traces::TraceError "chakra export: rank R op ID 'NAME': ..."
+// for an op Chakra cannot express (a send/recv collective outside a ring of two ranks or more) and for what the file
+// would not give back as it is (chakra_reader.hpp reads it): a rank or peer from 2^24, a stream from 1024, a layer,
+// micro-batch or chunk from 2^24, an id from 2^62, FLOPs or bytes from 2^63, a duration above 2^40 us, a message
+// sequence from 2^24 (its comm_tag), a name or metadata that is not UTF-8 (proto3 strings).
 void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const traces::RankProgram& program,
                        const ChakraExportOptions& options);
 
 // Creates `dir` (and parents) if needed and writes every rank program of `graph` plus the communicator file.
-// Throws traces::TraceError naming the path when the directory cannot be created or a file cannot be written.
+// Throws traces::TraceError naming the path when the directory cannot be created or a file cannot be written, and
+// write_chakra_rank's errors (checked for every rank before the first file is written, durations apart).
 ChakraExportSummary write_chakra_traces(const traces::OpGraph& graph, const std::filesystem::path& dir,
                                         const ChakraExportOptions& options);
 

@@ -1,0 +1,62 @@
+#pragma once
+// The CSV file of `gputwin sweep --csv` and its reading back by `--merge` (sweep_command.cpp): line 1 the sweep's
+// identity (shard.hpp: `# gputwin sweep HASH shard K/N of P points: FLAGS`), line 2 the header, then one row per
+// point, text cells quoted as RFC 4180 when they hold a comma, a quote or a line break (a model file's `name:`).
+// Numbers the merge recomputes from are written exactly (%.17g round-trips), so that a sweep's CSV read and written
+// again is the same bytes. A file of its own so that the fuzz harness (tests/fuzz/sweep_csv_fuzz.cpp) links it
+// without the commands.
+
+#include "shard.hpp"
+
+#include "gputwin/models/parallel_plan.hpp"
+#include "gputwin/models/workload.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace gputwin::cli {
+
+// One point of the sweep with its best plan. A row read back from a CSV (--merge) has the plan's CSV columns only
+// (tp, pp, dp, micro-batch, schedule, chunks, recompute, attention, cp, fp8, the overlaps).
+struct SweepRow {
+  size_t point = 0; // index in the whole sweep (model, then cluster, then GPU count), skipped points included
+  std::string model, cluster;
+  int64_t gpus = 0;
+  ParallelPlan plan;
+  WorkloadOptions options; // the Megatron-Core overlaps the best plan runs with
+  int64_t peak_memory_bytes = 0;
+  double iteration_time_s = NAN, tokens_per_s = NAN, mfu = NAN;
+  double time_to_train_s = NAN, gpu_hours = NAN, cost = NAN; // NaN without --tokens / --price-per-gpu-hour
+  double scaling_efficiency = NAN;                           // NaN in a shard: it depends on other points
+};
+
+// Line 2 of every sweep CSV.
+extern const char* const sweep_csv_header;
+
+// A number for CSV (and the table): `format` of `v`, or empty when not known (no --tokens, no
+// --price-per-gpu-hour, a shard's scaling efficiency).
+std::string csv_number(const char* format, double v);
+
+
+// Writes the identity line, the header and one line per row.
+void write_sweep_csv(std::ostream& out, const SweepIdentity& identity, const std::vector<SweepRow>& rows);
+
+// Line 1 of the sweep CSV `file`, read from `in`, as its identity. Throws InputError "--merge: FILE: empty ..." or
+// parse_sweep_identity's "--merge: FILE:1: ...".
+SweepIdentity read_sweep_csv_identity(std::istream& in, const std::string& file);
+
+// Reads the sweep CSV `file` from `in`: its identity (line 1), the header (line 2), then each row, handed to `row`
+// with its `FILE:LINE` (the line it starts on) as soon as it is read, in file order, so that the caller's checks
+// across rows come in file order. A record ending in CR LF reads as one ending in LF, blank lines are skipped, and a
+// quoted cell holding a line break goes on over the next lines (a CR before one of its line breaks is the cell's). `first_file`: in a merge, the file read first, whose
+// header this one must repeat (named in the message); empty for that first file. Throws InputError "--merge:
+// FILE:LINE: ..." naming the column and what was expected, for a file that is not a sweep CSV of this gputwin.
+SweepIdentity read_sweep_csv(std::istream& in, const std::string& file, const std::string& first_file,
+                             const std::function<void(const SweepRow& row, const std::string& where)>& row);
+
+} // namespace gputwin::cli
