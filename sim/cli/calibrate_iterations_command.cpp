@@ -39,6 +39,7 @@ ArgParser calibrate_iterations_parser()
   parser.add_option("--max-evaluations", "N", "objective evaluations per fit (default 800)");
   parser.add_option("--threads", "N", "threads (default: the machine's cores)");
   add_max_work_flag(parser);
+  add_max_memory_flag(parser);
   return parser;
 }
 
@@ -67,6 +68,7 @@ FitInputs read_fit_inputs(const ParsedArgs& parsed)
   inputs.cluster = iteration_cluster(table, parsed);
   inputs.cases = iteration_cases(table, parsed, inputs.cluster);
   check_work(iteration_cases_work(inputs.cases), max_work(parsed), "the fit of " + inputs.table_path);
+  check_resources(estimate_iteration_cases(inputs.cluster.gpus(), inputs.cases), max_memory_bytes(parsed), parsed, "the fit of " + inputs.table_path);
 
   inputs.options.folds = static_cast<int>(parsed.integer("--folds").value_or(5));
   inputs.options.max_evaluations = static_cast<int>(parsed.integer("--max-evaluations").value_or(800));

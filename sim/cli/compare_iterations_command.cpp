@@ -27,6 +27,7 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
                    "           --schedule 1f1b --vocab 50257 --json");
   add_iteration_table_flags(parser);
   add_max_work_flag(parser);
+  add_max_memory_flag(parser);
   ParsedArgs parsed = parser.parse(args);
   // Stated on stderr once the run has succeeded (an error stays one line).
   const std::optional<std::string> attention_note =
@@ -40,6 +41,7 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
   const topo::ClusterSpec cluster = iteration_cluster(table, parsed);
   std::vector<sim::IterationCase> cases = iteration_cases(table, parsed, cluster);
   check_work(iteration_cases_work(cases), max_work(parsed), "the comparison of " + table_path);
+  check_resources(estimate_iteration_cases(cluster.gpus(), cases), max_memory_bytes(parsed), parsed, "the comparison of " + table_path);
   const GpuComputeModel gpu =
       compute_model_for_gpu(parsed, cluster.gpu);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));

@@ -34,7 +34,8 @@ int64_t row_integer(const MeasuredIteration& row, const ParsedArgs& flags, const
   return it != row.flags.end() ? std::stoll(it->second) : flags.integer(flag).value_or(1);
 }
 
-ParsedArgs row_arguments(const MeasuredIteration& row, const ParsedArgs& flags)
+// The row's flags on top of the command line's, read by `parser` (the model and plan flags; built once per table).
+ParsedArgs row_arguments(const MeasuredIteration& row, const ParsedArgs& flags, ArgParser& parser)
 {
   std::vector<std::string> args;
   for (const auto& [flag, column] : row_switches) {
@@ -69,9 +70,6 @@ ParsedArgs row_arguments(const MeasuredIteration& row, const ParsedArgs& flags)
       args.push_back(*value);
     }
   }
-  ArgParser parser("row", "");
-  add_model_flags(parser);
-  add_plan_flags(parser);
   return parser.parse(args);
 }
 
@@ -94,6 +92,9 @@ std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, con
                                                 const topo::ClusterSpec& cluster)
 {
   std::vector<sim::IterationCase> cases;
+  ArgParser parser("row", "");
+  add_model_flags(parser);
+  add_plan_flags(parser);
   for (const MeasuredIteration& row : table.rows) {
     const std::string where = table.path + ":" + std::to_string(row.line) + ": ";
     sim::IterationCase c;
@@ -102,7 +103,7 @@ std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, con
     if (const auto model = row.flags.find("--model"); model != row.flags.end())
       c.group = model->second;
     try {
-      const ParsedArgs args = row_arguments(row, flags);
+      const ParsedArgs args = row_arguments(row, flags, parser);
       c.model = model_from_flags(args);
       c.plan = read_plan(args, c.model);
       check_fp8_supported(c.plan, cluster);

@@ -31,6 +31,10 @@ constexpr double bytes_per_timeline_op = 120;      // one recorded interval
 constexpr double bytes_per_route = 800;            // transfer host + route links + our pair, latency entries
 constexpr double bytes_per_flow_in_flight = 1.5e3; // SimGrid comm activity + network action
 constexpr double estimator_bytes_per_op = 330;     // the DAG executor's graph node per op (--estimate)
+// A compiled case of a measured-iteration table (sim/iteration_fit.cpp, CompiledCase: the DAG executor's node, the
+// op's signature index, communication time and host class; the programs are dropped once compiled). Fitted to
+// `compare --iterations` on vTrain's 1440 rows repeated to 5000 and 20000 rows: 307 KB per row of ~5050 ops.
+constexpr double compiled_case_bytes_per_op = 61;
 
 struct Counts {
   double ops = 0, routes = 0, largest_op_flows = 0;
@@ -354,6 +358,26 @@ WorkEstimate iteration_cases_work(const std::vector<sim::IterationCase>& cases)
   for (const sim::IterationCase& c : cases)
     total += estimate_plan_work(c.model, c.plan, true, false, c.options);
   return total;
+}
+
+ResourceEstimate estimate_iteration_cases(int64_t gpus, const std::vector<sim::IterationCase>& cases,
+                                          size_t sampled_rows)
+{
+  double bound = 0;
+  for (const sim::IterationCase& c : cases)
+    bound += estimate_plan_work(c.model, c.plan, true, false, c.options).ops;
+  double sampled_exact = 0, sampled_bound = 0;
+  const size_t samples = std::min(cases.size(), std::max<size_t>(1, sampled_rows));
+  for (size_t k = 0; k < samples; ++k) {
+    const sim::IterationCase& c = cases[k * cases.size() / samples];
+    sampled_exact += count_plan(nullptr, c.model, c.plan, c.options).ops;
+    sampled_bound += estimate_plan_work(c.model, c.plan, true, false, c.options).ops;
+  }
+  ResourceEstimate e;
+  e.gpus = gpus;
+  e.ops = sampled_bound > 0 ? bound * sampled_exact / sampled_bound : bound;
+  e.bytes = base_bytes + compiled_case_bytes_per_op * e.ops;
+  return e;
 }
 
 void check_work(const WorkEstimate& w, double limit, const std::string& what)

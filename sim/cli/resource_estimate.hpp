@@ -111,6 +111,14 @@ WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t 
 // plan generated and run once, counted in closed form (rows x plan size).
 WorkEstimate iteration_cases_work(const std::vector<sim::IterationCase>& cases);
 
+// The memory of compiling the cases of a measured-iteration table (calibrate/compare --iterations hold every row's
+// compiled op graph for the whole fit) on a cluster of `gpus` GPUs. Each row's ops are bounded below in closed form
+// (2 m L); the ratio of exact ops (probes of the workload generator, as for one plan) to that bound is measured on
+// at most `sampled_rows` rows spread over the table and applied to the rest, so the estimate takes milliseconds
+// for any row count.
+ResourceEstimate estimate_iteration_cases(int64_t gpus, const std::vector<sim::IterationCase>& cases,
+                                         size_t sampled_rows = 64);
+
 // Throws InputError when `work.total()` exceeds `limit` (> 0): one line with the counts, what drives them, the
 // limit, and the flag that overrides it. `what` names the run ("the simulation", "the search").
 void check_work(const WorkEstimate& work, double limit, const std::string& what);

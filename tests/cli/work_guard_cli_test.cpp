@@ -111,6 +111,30 @@ TEST(WorkGuards, IterationTablesCountRowsTimesPlanSize)
   std::remove(table.c_str());
 }
 
+// calibrate/compare --iterations hold every row's compiled op graph for the whole fit: 100k rows of vTrain's table
+// needed ~30 GB (the machine has 24) and ended killed. The memory guard counts rows x ops per row (exact on a sample
+// of rows, 61 bytes per compiled op) before any row is compiled: this plan is ~2500 ops, ~150 KB a row.
+TEST(WorkGuards, IterationTablesCountTheirCompiledMemory)
+{
+  const std::string flags = " --cluster dgx-a100 --recompute full --schedule 1f1b --vocab 50257 --max-memory 100M";
+  const std::string big = iteration_table("memory-rows.csv", 2000), small = iteration_table("memory-rows-ok.csv", 150);
+  for (const std::string& command : {"compare --iterations '" + big + "'" + flags,
+                                     "calibrate --iterations '" + big + "'" + flags + " -o '" +
+                                         test_temp_path("memory-fit.yaml") + "'"}) {
+    SCOPED_TRACE(command);
+    const CliResult r = run_gputwin(command, true);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
+    EXPECT_NE(r.output.find(" of " + big + " is estimated to need "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("but --max-memory is 100 MiB"), std::string::npos) << r.output;
+  }
+  // 150 rows of the same plan fit in 100 MiB (~60 MB): the comparison runs.
+  const CliResult fits = run_gputwin("compare --iterations '" + small + "'" + flags, true);
+  EXPECT_EQ(fits.exit_code, 0) << fits.output;
+  std::remove(big.c_str());
+  std::remove(small.c_str());
+}
+
 // A gzip file of `bytes` zero bytes.
 void write_zeros_gzip(const std::string& path, int64_t bytes)
 {
