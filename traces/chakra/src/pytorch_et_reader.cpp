@@ -339,7 +339,10 @@ void EtReader::ignore_subtree(size_t index, const std::string& reason)
   while (!stack.empty()) {
     const size_t i = stack.back();
     stack.pop_back();
-    trace_.stats.ignored[reason][nodes_[i].name]++;
+    // An unreadable process-group description is counted as ignored already (read_process_groups); a collective or
+    // GEMM-like op it hangs under (found by the chakra fuzz harness: a "gloo:" root) must not count it again.
+    if (!(nodes_[i].name == "## process_group:init ##" && unreadable_groups_.count(nodes_[i].id)))
+      trace_.stats.ignored[reason][nodes_[i].name]++;
     stack.insert(stack.end(), nodes_[i].children.begin(), nodes_[i].children.end());
   }
 }
