@@ -270,15 +270,17 @@ TEST(LlamaArchitecture, ContextParallelRingInTheWorkload)
   EXPECT_EQ(waiting_steps, 3);
 }
 
-// --overlap-param-gather: one all-gather bucket per layer on its own stream before the first forward, each
-// layer's first op waiting for its bucket; the buckets cover the whole (padded) buffer; no all-gather after
-// the optimizer step.
-void expect_one_gather_bucket_per_layer(const GptConfig& m, const ParallelPlan& p, int64_t stage)
+// --overlap-param-gather (with --overlap-grad-reduce, as Megatron-Core requires): the buffer's buckets gathered on
+// their own stream before the first forward, `buckets` all-gathers; the buckets cover the whole (padded) buffer;
+// every layer's first forward op waits for the gather of the bucket that holds it, one of its own chunk; no
+// all-gather after the optimizer step.
+void expect_gather_buckets(const GptConfig& m, const ParallelPlan& p, int64_t stage, size_t buckets)
 {
   SCOPED_TRACE(describe_plan(p));
   validate_plan(m, p);
   WorkloadOptions options;
   options.overlap_param_gather = true;
+  options.overlap_grad_reduce = true;
   const Workload w = make_workload(m, p, options);
   const traces::RankProgram prog = stage_program(w, stage);
   std::map<int64_t, const traces::Op*> gathers;
@@ -289,23 +291,24 @@ void expect_one_gather_bucket_per_layer(const GptConfig& m, const ParallelPlan& 
       gathers[op.id] = &op;
       gathered_bytes += op.bytes;
     }
-  const int64_t layers = stage_layers(m, p, stage);
-  EXPECT_EQ(static_cast<int64_t>(gathers.size()), layers);
+  EXPECT_EQ(gathers.size(), buckets);
   const int64_t params = data_parallel_buffer_elements(stage_parameters_per_gpu(m, p, stage), p.dp * p.cp);
   EXPECT_DOUBLE_EQ(gathered_bytes, 2.0 * static_cast<double>(params));
-  std::map<int32_t, int> waits; // layer -> ops waiting for a gather
+  std::set<int32_t> waiting_layers;
+  std::set<int64_t> waited;
   for (const traces::Op& op : prog.ops)
     for (const int64_t dep : op.deps)
       if (gathers.count(dep)) {
-        ++waits[op.layer];
-        EXPECT_EQ(gathers.at(dep)->layer, op.layer); // each layer waits for its own bucket
+        EXPECT_EQ(op.phase, traces::Phase::Forward);
+        EXPECT_EQ(gathers.at(dep)->chunk, op.chunk);
+        EXPECT_TRUE(waiting_layers.insert(op.layer).second || waited.count(dep) == 0) << op.layer;
+        waited.insert(dep);
       }
-  EXPECT_EQ(static_cast<int64_t>(waits.size()), layers);
-  for (const auto& [layer, n] : waits)
-    EXPECT_EQ(n, 1) << layer;
+  EXPECT_EQ(static_cast<int64_t>(waiting_layers.size()), stage_layers(m, p, stage));
+  EXPECT_EQ(waited.size(), gathers.size()); // every bucket is waited for
 }
 
-TEST(LlamaArchitecture, OverlappedParameterGatherIsBucketedByLayer)
+TEST(LlamaArchitecture, OverlappedParameterGatherFollowsTheGradientBuckets)
 {
   GptConfig m = catalog_model("llama3-8b");
   m.layers = 4;
@@ -314,8 +317,10 @@ TEST(LlamaArchitecture, OverlappedParameterGatherIsBucketedByLayer)
   p.zero_stage = 1;
   p.global_batch = 8;
   p.attention = AttentionKernel::Flash;
-  expect_one_gather_bucket_per_layer(m, p, 0);
-  // Interleaved with context parallelism: the buckets of both chunks of stage 1, over the dp x cp ranks.
+  // Pipeline rank 0's chunk in 40M-parameter buckets: a layer is 218M, so the output layer (525M), each layer and
+  // the embedding close one each.
+  expect_gather_buckets(m, p, 0, 6);
+  // Interleaved with context parallelism: pipeline rank 1 keeps each chunk in one bucket, over the dp x cp ranks.
   m.layers = 8;
   p.dp = 2;
   p.cp = 2;
@@ -324,7 +329,7 @@ TEST(LlamaArchitecture, OverlappedParameterGatherIsBucketedByLayer)
   p.pp = 2;
   p.schedule = Schedule::Interleaved;
   p.chunks = 2;
-  expect_one_gather_bucket_per_layer(m, p, 1);
+  expect_gather_buckets(m, p, 1, 2);
 }
 
 // Untied embeddings: no embedding-gradient all-reduce between the first and the last stage, and the last stage

@@ -143,9 +143,48 @@ TEST(Workload, DataParallelReduction)
   };
   ParallelPlan plan = plan_of(2, 2, 4, 16, true, Recompute::None);
   EXPECT_EQ(names(plan, false), (std::map<std::string, int>{{"dp.all_reduce", 1}}));
-  EXPECT_EQ(names(plan, true), (std::map<std::string, int>{{"dp.all_reduce", 4}})); // one bucket per layer
+  // Overlapped on pipeline rank 1: one bucket for the stage (Megatron-Core buckets pp rank 0's first chunk only).
+  EXPECT_EQ(names(plan, true), (std::map<std::string, int>{{"dp.all_reduce", 1}}));
   plan.zero_stage = 1;
   EXPECT_EQ(names(plan, false), (std::map<std::string, int>{{"dp.all_gather", 1}, {"dp.reduce_scatter", 1}}));
+}
+
+// --overlap-grad-reduce on pipeline rank 0's first chunk: Megatron-Core's buckets (distributed_data_parallel.py:
+// bucket_size = max(4e7, 1e6 x dp) parameters; param_and_grad_buffer.py: parameters in reverse registration order,
+// a bucket closing at the parameter that reaches the size). The paper's GPT (h 1024, L 8, tied embeddings): a
+// layer holds 12.6M parameters, the word and position embeddings 52.9M, the output side only the final norm.
+TEST(Workload, OverlappedGradientBucketsFollowMegatronCore)
+{
+  const GptConfig m = small_model();
+  const double layer = 12.0 * 1024 * 1024 + 13.0 * 1024;
+  const auto buckets = [&](int64_t dp) {
+    ParallelPlan plan = plan_of(1, 1, dp, 2 * dp, false, Recompute::None);
+    WorkloadOptions options;
+    options.overlap_grad_reduce = true;
+    std::vector<std::pair<int32_t, double>> out; // (layer whose backward closes it, bytes)
+    double total = 0;
+    for (const auto& op : stage_program(make_workload(m, plan, options), 0).ops)
+      if (op.kind == traces::OpKind::Collective && op.name == "dp.all_reduce") {
+        out.emplace_back(op.layer, op.bytes);
+        total += op.bytes;
+      }
+    // Every element of the buffer reduced once: what the whole-buffer reduction without the overlap moves.
+    EXPECT_DOUBLE_EQ(total, 4.0 * static_cast<double>(stage_parameters_per_gpu(m, plan, 0))) << "dp " << dp;
+    return out;
+  };
+  // dp 4: 40M-parameter buckets: the final norm and layers 7-4 (50.4M), layers 3-0, then the embedding alone (the
+  // last bucket: ready after the embedding's backward, the iteration's last compute).
+  const auto small = buckets(4);
+  ASSERT_EQ(small.size(), 3U);
+  EXPECT_EQ(small[0].first, 4);
+  EXPECT_DOUBLE_EQ(small[0].second, 4.0 * (2048 + 4 * layer));
+  EXPECT_EQ(small[1].first, 0);
+  EXPECT_DOUBLE_EQ(small[1].second, 4.0 * 4 * layer);
+  EXPECT_EQ(small[2].first, -1);
+  // dp 128: 128M-parameter buckets: everything (154M) closes at the embedding, one reduction after the backward.
+  const auto large = buckets(128);
+  ASSERT_EQ(large.size(), 1U);
+  EXPECT_EQ(large[0].first, -1);
 }
 
 // ZeRO-2/3 over dp 4 (pp 1), two micro-batches: counts and bytes from the units' sizes (sharded_units).
@@ -193,7 +232,9 @@ TEST(Workload, Zero2And3ReduceScatterEveryUnitAndZero3GathersEveryUnitTwice)
     EXPECT_EQ(t["dp.reduce_scatter"].ops, micro_batches * (layers + 2));
     EXPECT_DOUBLE_EQ(t["dp.reduce_scatter"].bytes, micro_batches * gradient_bytes);
     EXPECT_EQ(t["dp.reduce_scatter"].streams, (std::set<int32_t>{dp_stream}));
-    EXPECT_EQ(t["dp.all_gather"].ops, overlaps ? layers : 1);
+    // With the overlaps: one gather per unit (the output layer's final norm, 8 layers, the embedding), else one
+    // after the step.
+    EXPECT_EQ(t["dp.all_gather"].ops, overlaps ? layers + 2 : 1);
     EXPECT_DOUBLE_EQ(t["dp.all_gather"].bytes, 2.0 * static_cast<double>(data_parallel_buffer_elements(
                                                           static_cast<int64_t>(params), 4)));
 

@@ -156,6 +156,11 @@ LayerParameters layer_parameter_split(const GptConfig& model, int64_t layer)
   return p;
 }
 
+int64_t embedding_parameters_per_gpu(const GptConfig& model, int64_t tp)
+{
+  return checked_sum(word_embedding_per_rank(model, tp), position_parameters(model), "--vocab");
+}
+
 LayerParameters layer_parameter_split_per_gpu(const GptConfig& model, const ParallelPlan& plan, int64_t layer)
 {
   LayerParameters p;

@@ -233,6 +233,9 @@ public:
       offset += size;
     }
     program_.rank = w.stage_rank(stage);
+    if ((w.options.overlap_grad_reduce && reduced_ && !sharding_.shards_gradients()) ||
+        (zero_gather_ && w.options.overlap_param_gather))
+      buckets_ = parameter_buckets();
   }
   StageProgramBuilder(const StageProgramBuilder&) = delete; // e_ and sharding_ refer to program_ and dp_ops_
   StageProgramBuilder& operator=(const StageProgramBuilder&) = delete;
@@ -271,45 +274,50 @@ private:
                          {id});
   }
 
-  // --overlap-param-gather: the all-gathers of the parameters the last step updated, one bucket per layer
-  // (the stage's non-layer parameters with its first layer's), on their own stream; each layer's first forward
-  // waits for its bucket only (emit_forward_step).
-  // Buckets are numbered in the stage's layer order: chunk c's layer l is bucket chunks_[c].offset + l.
+  // --overlap-param-gather: the all-gathers of the parameters the last step updated, bucket by bucket in forward
+  // order (the buckets of parameter_buckets, which the gradients are reduced in: Megatron-Core gathers each bucket
+  // group it reduced), on their own stream; each layer's first forward waits for the bucket that holds it (a bucket
+  // of the embedding or output layer alone: the chunk's first or last layer). BF16 parameters. MoE: each layer's
+  // experts in their own gather over the expert data-parallel group.
   void emit_param_gather_buckets()
   {
     if (!zero_gather_ || !w_.options.overlap_param_gather)
       return;
-    // Dense models: every layer's parameters alike; MoE: each layer's own (dense and expert).
-    auto layer_params = [&](int64_t layer) {
-      return w_.model.moe.enabled() ? layer_parameter_split_per_gpu(w_.model, plan_, layer).total()
-                                    : layer_parameters_per_gpu(w_.model, plan_.tp);
-    };
-    const int64_t expert_total = stage_parameter_split(w_.model, plan_, stage_).expert;
-    int64_t in_layers = 0;
+    // Forward order: chunk by chunk, each chunk's buckets in reverse of the buffer's order.
+    std::vector<const ParameterBucket*> order;
     for (int64_t chunk = 0; chunk < shape_.chunks; ++chunk)
-      for (int64_t l = 0; l < chunks_[static_cast<size_t>(chunk)].size; ++l)
-        in_layers += layer_params(chunks_[static_cast<size_t>(chunk)].first + l);
-    const int64_t rest = params_ + expert_total - in_layers; // embedding, output layer, norms, padding
-    for (int64_t chunk = 0; chunk < shape_.chunks; ++chunk) {
-      const ChunkLayers& c = chunks_[static_cast<size_t>(chunk)];
-      for (int64_t l = 0; l < c.size; ++l) {
-        const int64_t k = c.offset + l;
-        const int64_t bucket_params = layer_params(c.first + l) + (k == 0 ? rest : 0);
-        const int64_t layer = c.first + l;
-        e_.set_context(traces::Phase::Forward, static_cast<int32_t>(layer), -1, static_cast<int32_t>(chunk));
-        const LayerParameters split = layer_parameter_split_per_gpu(w_.model, plan_, layer);
-        const int64_t dense_params = bucket_params - split.expert; // a MoE layer's experts: their own gather
-        param_gather_[k].push_back(e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
-                                                 2.0 * static_cast<double>(dense_params), param_gather_stream));
-        if (split.expert > 0 && edp_ >= 0)
-          param_gather_[k].push_back(e_.collective(OpName::EdpAllGather, CollectiveOp::AllGather, edp_,
-                                                   2.0 * static_cast<double>(split.expert), param_gather_stream));
-      }
+      for (auto b = buckets_.rbegin(); b != buckets_.rend(); ++b)
+        if (b->chunk == chunk)
+          order.push_back(&*b);
+    for (const ParameterBucket* bucket : order) {
+      const ChunkLayers& c = chunks_[static_cast<size_t>(bucket->chunk)];
+      if (c.size == 0)
+        continue;
+      std::vector<int64_t> layers = bucket->layers; // in the buffer's order: last layer first
+      if (layers.empty())
+        layers.push_back(bucket->closed_by == embedding_item ? c.first : c.first + c.size - 1);
+      e_.set_context(traces::Phase::Forward, static_cast<int32_t>(layers.back()), -1,
+                     static_cast<int32_t>(bucket->chunk));
+      const int64_t gather = e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
+                                           2.0 * static_cast<double>(bucket->parameters), param_gather_stream);
+      for (const int64_t layer : layers)
+        param_gather_[c.offset + layer - c.first].push_back(gather);
     }
+    if (edp_ < 0)
+      return;
+    for (const ChunkLayers& c : chunks_)
+      for (int64_t l = 0; l < c.size; ++l) {
+        const LayerParameters split = layer_parameter_split_per_gpu(w_.model, plan_, c.first + l);
+        if (split.expert <= 0)
+          continue;
+        e_.set_context(traces::Phase::Forward, static_cast<int32_t>(c.first + l), -1,
+                       static_cast<int32_t>(&c - chunks_.data()));
+        param_gather_[c.offset + l].push_back(e_.collective(OpName::EdpAllGather, CollectiveOp::AllGather, edp_,
+                                                            2.0 * static_cast<double>(split.expert),
+                                                            param_gather_stream));
+      }
   }
 
-  // A forward step: the received activation (but on the first virtual stage), the embedding on the first virtual
-  // stage, the chunk's layers, then the output layer on the last virtual stage or the activation sent on.
   void emit_forward_step(const PipelineStep& step)
   {
     const int64_t v = virtual_stage(plan_, stage_, step.chunk);
@@ -336,9 +344,10 @@ private:
       const size_t before = program_.ops.size();
       w_.ops->layer_forward(e_, layer_groups_);
       gathers.end(unit++, first);
-      const int64_t bucket = c.offset + l;
-      if (!param_gather_.empty() && before < program_.ops.size() && gathered_layers_.insert(bucket).second)
-        for (const int64_t gather : param_gather_.at(bucket))
+      const int64_t local = c.offset + l;
+      if (const auto g = param_gather_.find(local);
+          g != param_gather_.end() && before < program_.ops.size() && gathered_layers_.insert(local).second)
+        for (const int64_t gather : g->second)
           program_.ops[before].deps.push_back(gather);
       if (!input.empty() && before < program_.ops.size()) {
         // The first kernel of the chunk needs the received activation.
@@ -380,12 +389,13 @@ private:
       gathers.end(unit++, first);
       sharding_.reduce_scatter(-1, sharding_.units().output, chunk);
       emit_mtp(traces::Phase::Backward, mb, chunk);
+      if (overlapped_reduction(step))
+        emit_bucket_reductions(chunk, output_item, -1);
     } else {
       const Neighbour from = next_of(plan_, stage_, step.chunk);
       const int64_t seq = w_.message_sequence.at(message_key(from.stage, Direction::Gradient, mb, from.chunk));
       grad_input.push_back(receive(OpName::PpRecvGradient, w_.stage_rank(from.stage), seq));
     }
-    const bool last_backward_of_chunk = step.micro_batch == shape_.micro_batches - 1;
     for (int64_t l = c.size - 1; l >= 0; --l) {
       const int32_t layer = static_cast<int32_t>(c.first + l);
       const size_t first = gathers.begin(unit, traces::Phase::Backward, chunk);
@@ -400,8 +410,10 @@ private:
           program_.ops[before].deps.push_back(id);
         grad_input.clear();
       }
-      if (w_.options.overlap_grad_reduce && last_backward_of_chunk && reduced_ && !sharding_.shards_gradients())
-        emit_layer_gradient_reduction(layer, chunk);
+      if (overlapped_reduction(step)) {
+        emit_bucket_reductions(chunk, layer, layer);
+        emit_expert_gradient_reduction(layer, chunk);
+      }
     }
     e_.set_context(traces::Phase::Backward, -1, mb, chunk);
     if (v == 0) {
@@ -410,6 +422,8 @@ private:
       w_.ops->embedding_backward(e_, tp_);
       gathers.end(unit, first);
       sharding_.reduce_scatter(-1, sharding_.units().embedding, chunk);
+      if (overlapped_reduction(step))
+        emit_bucket_reductions(chunk, embedding_item, -1);
     } else {
       const Neighbour to = previous_of(plan_, stage_, step.chunk);
       const int64_t seq = w_.message_sequence.at(message_key(stage_, Direction::Gradient, mb, step.chunk));
@@ -452,20 +466,111 @@ private:
     }
   }
 
-  // --overlap-grad-reduce (ZeRO-0/1): a layer's data-parallel gradient reduction (all-reduce, or reduce-scatter
-  // with ZeRO-1) on the dp stream right after the layer's backward in the chunk's last micro-batch.
-  // MoE layers: the dense part over the dp x cp group, the experts' over the expert data-parallel group.
-  void emit_layer_gradient_reduction(int32_t layer, int32_t chunk)
+  // --overlap-grad-reduce (ZeRO-0/1): the dense gradients are reduced (all-reduce, or reduce-scatter with ZeRO-1)
+  // bucket by bucket on the dp stream during the chunk's last micro-batch, as Megatron-Core's
+  // DistributedDataParallel does (megatron/core/distributed/distributed_data_parallel.py, param_and_grad_buffer.py):
+  //   - a chunk's parameters are laid out in reverse registration order -- the output layer and final norm, the
+  //     layers last to first, the word embedding -- and cut into buckets of at least bucket_size parameters
+  //     (_compute_default_per_buffer_param_layout: a bucket closes at the parameter that reaches the size);
+  //   - bucket_size = max(4e7, 1e6 x dp) ("larger DP sizes need larger buckets"), on pipeline rank 0's first model
+  //     chunk only: every other stage and chunk is one bucket (pp_rank > 0 or model_chunk_idx > 0: bucket_size
+  //     None, megatron/training/models/dist_utils.py);
+  //   - a bucket's reduction starts when its last parameter's gradient is ready: here after the backward of the
+  //     layer (output layer, embedding) that closes it. Layer granularity: a bucket that closes inside a layer
+  //     starts after that layer's backward.
+  // Bytes: FP32 gradients (Megatron-LM forces accumulate_allreduce_grads_in_fp32 with bf16), 2 with
+  // --grad-reduce-in-bf16. MoE: the experts' gradients are their own buffer, reduced per layer over the expert
+  // data-parallel group (emit_expert_gradient_reduction).
+  static constexpr int64_t output_item = -2, embedding_item = -1;
+
+  bool overlapped_reduction(const PipelineStep& step) const
+  {
+    return w_.options.overlap_grad_reduce && step.micro_batch == shape_.micro_batches - 1 && reduced_ &&
+           !sharding_.shards_gradients();
+  }
+
+  // One bucket of a chunk's buffer: its dense parameters, the layers it holds and the item (layer, output_item,
+  // embedding_item) whose backward closes it.
+  struct ParameterBucket {
+    int64_t chunk = 0, closed_by = 0, parameters = 0;
+    std::vector<int64_t> layers;
+  };
+
+  // The buckets of every chunk of this stage, chunk by chunk, each chunk's in the buffer's order.
+  std::vector<ParameterBucket> parameter_buckets() const
+  {
+    std::vector<ParameterBucket> buckets;
+    int64_t in_layers = 0;
+    for (const ChunkLayers& c : chunks_)
+      for (int64_t l = 0; l < c.size; ++l)
+        in_layers += layer_parameter_split_per_gpu(w_.model, plan_, c.first + l).dense;
+    // The buffer's other elements: the word and position embeddings on stage 0, the rest (output layer or tied
+    // copy, final norm, padding to dp x cp) with the output layer where the stage has it, else with the embedding
+    // or the last layer.
+    const int64_t rest = std::max<int64_t>(0, params_ - in_layers);
+    const int64_t embedding = stage_ == 0 ? std::min(rest, embedding_parameters_per_gpu(w_.model, plan_.tp)) : 0;
+    const int64_t output = rest - embedding;
+    const bool has_output = stage_ == plan_.pp - 1;
+    // Megatron-Core sizes buckets only with --overlap-grad-reduce (else one bucket per chunk).
+    const int64_t bucket_size = std::max<int64_t>(40'000'000, 1'000'000 * plan_.dp);
+    for (int64_t chunk = 0; chunk < shape_.chunks; ++chunk) {
+      const ChunkLayers& c = chunks_[static_cast<size_t>(chunk)];
+      const bool first_virtual = stage_ == 0 && chunk == 0, last_virtual = has_output && chunk == shape_.chunks - 1;
+      std::vector<std::pair<int64_t, int64_t>> items; // (item, parameters) in the buffer's order
+      if (last_virtual)
+        items.emplace_back(output_item, output);
+      for (int64_t l = c.size - 1; l >= 0; --l)
+        items.emplace_back(c.first + l, layer_parameter_split_per_gpu(w_.model, plan_, c.first + l).dense);
+      if (first_virtual)
+        items.emplace_back(embedding_item, embedding + (has_output ? 0 : output));
+      else if (!last_virtual && chunk == shape_.chunks - 1 && !items.empty())
+        items.back().second += output; // a middle stage's padding
+      // ZeRO-2 (Megatron-FSDP, FSDP2): every unit (embedding, layer, output layer) its own bucket, as its
+      // gradients are reduce-scattered.
+      const bool units = sharding_.shards_gradients();
+      const bool bucketed = units || (first_virtual && w_.options.overlap_grad_reduce); // pp_rank 0, model chunk 0
+      ParameterBucket open{chunk, 0, 0, {}};
+      for (size_t k = 0; k < items.size(); ++k) {
+        open.parameters += items[k].second;
+        if (items[k].first >= 0)
+          open.layers.push_back(items[k].first);
+        if ((bucketed && (units || open.parameters >= bucket_size)) || k + 1 == items.size()) {
+          open.closed_by = items[k].first;
+          if (open.parameters > 0)
+            buckets.push_back(open);
+          open = ParameterBucket{chunk, 0, 0, {}};
+        }
+      }
+    }
+    return buckets;
+  }
+
+  // The buckets of `chunk` that `item`'s backward closes, each reduced on the dp stream after the last compute op.
+  void emit_bucket_reductions(int32_t chunk, int64_t item, int32_t layer)
+  {
+    e_.set_context(traces::Phase::Backward, layer, -1, chunk);
+    const double bytes_per_parameter = plan_.grad_reduce_bf16 ? 2.0 : gradient_bytes_per_parameter;
+    for (const ParameterBucket& bucket : buckets_) {
+      if (bucket.chunk != chunk || bucket.closed_by != item)
+        continue;
+      const int64_t parameters = bucket.parameters;
+      dp_ops_.push_back(e_.collective(plan_.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
+                                      plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
+                                      w_.dp_group(stage_), bytes_per_parameter * static_cast<double>(parameters),
+                                      dp_stream, {e_.last_compute_id()}));
+    }
+  }
+
+  // A MoE layer's expert gradients over the expert data-parallel group, after the layer's backward in the chunk's
+  // last micro-batch.
+  void emit_expert_gradient_reduction(int32_t layer, int32_t chunk)
   {
     const LayerParameters split = layer_parameter_split_per_gpu(w_.model, plan_, layer);
+    if (split.expert <= 0 || edp_ < 0)
+      return;
     e_.set_context(traces::Phase::Backward, layer, -1, chunk);
-    const int64_t last = e_.last_compute_id();
-    dp_ops_.push_back(e_.collective(plan_.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
-                                    plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
-                                    w_.dp_group(stage_), gradient_bytes_per_parameter * static_cast<double>(split.dense),
-                                    dp_stream, {last}));
-    if (split.expert > 0 && edp_ >= 0)
-      dp_ops_.push_back(expert_reduction(gradient_bytes_per_parameter * static_cast<double>(split.expert), {last}));
+    dp_ops_.push_back(expert_reduction(gradient_bytes_per_parameter * static_cast<double>(split.expert),
+                                       {e_.last_compute_id()}));
   }
 
   // The expert gradients' reduction over the expert data-parallel group (reduce-scatter with ZeRO-1).
@@ -574,8 +679,10 @@ private:
   // data-parallel ranks that reduce (and with ZeRO-1 shard) them over `edp_` (-1: edp = 1, nothing reduced).
   int64_t expert_params_;
   int32_t edp_;
-  std::map<int64_t, std::vector<int64_t>> param_gather_; // --overlap-param-gather: bucket -> gather ops
-  std::set<int64_t> gathered_layers_;       // buckets whose layer's first forward already waited for them
+  // --overlap-grad-reduce, --overlap-param-gather: the buckets of the gradient and parameter buffer.
+  std::vector<ParameterBucket> buckets_;
+  std::map<int64_t, std::vector<int64_t>> param_gather_; // --overlap-param-gather: stage-local layer -> gather ops
+  std::set<int64_t> gathered_layers_;       // stage-local layers whose first forward already waited for their gathers
 };
 
 } // namespace

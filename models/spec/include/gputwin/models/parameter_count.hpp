@@ -42,6 +42,9 @@ LayerParameters layer_parameter_split(const GptConfig& model, int64_t layer);
 // The same layer on one GPU: the dense part split by tp (replicated parts whole), the expert part E/ep experts each
 // split by etp (plan.expert_tp()). REQUIRES: validate_plan passed.
 LayerParameters layer_parameter_split_per_gpu(const GptConfig& model, const ParallelPlan& plan, int64_t layer);
+// The input embedding on one GPU of `tp`: the word embedding's vocabulary-parallel rows (padded vocabulary / tp x h)
+// and, with learned positions, the position embedding (s x h, replicated).
+int64_t embedding_parameters_per_gpu(const GptConfig& model, int64_t tp);
 
 // One dense transformer layer (for a MoE model: one of its dense layers, the MLP of width F): QKV h (h + 2 g d) + biases, attention output h^2 + h, MLP h F' + F' and F h + h (F' = F,
 // or 2F for SwiGLU's gate and up projections), two norms (2h LayerNorm, h RMSNorm each). The paper's GPT
