@@ -9,6 +9,7 @@
 #include "gputwin/models/workload.hpp"
 #include "gputwin/models/workload_unfolding.hpp"
 #include "gputwin/traces/json_value.hpp"
+#include "gputwin/traces/trace_io.hpp"
 #include "test_temp_path.hpp"
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -309,6 +310,29 @@ TEST(ChakraExport, ContextParallelRingExchangesAreSendsAndReceives)
     EXPECT_EQ(exchanges, 4) << "rank " << rank;
   }
   EXPECT_EQ(sends, recvs);
+}
+
+// cp 2 and dp 1: the CP ring and the dp x cp group have the same two members but are separate communicators,
+// each numbering its own collectives from 0; the unfolded graph keeps them apart (merged, the dp all-reduce reused
+// the ring's sequence 0 and the graph did not validate -- found by the chakra_writer fuzz harness's author).
+TEST(ChakraExport, UnfoldedGraphKeepsCommunicatorsOfOneMemberSetApart)
+{
+  const CatalogEntry* entry = find_catalog_model("llama3-8b");
+  ASSERT_NE(entry, nullptr);
+  GptConfig model = entry->model;
+  model.layers = 2;
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.cp = 2;
+  plan.tp_comm = TpComm::SequenceParallel;
+  plan.global_batch = 1;
+  plan.attention = AttentionKernel::Flash;
+  const traces::OpGraph graph = unfolded_workload_graph(make_workload(model, plan));
+  EXPECT_NO_THROW(traces::validate_op_graph(graph));
+  std::map<std::vector<int32_t>, std::set<std::string>> kinds; // members -> the kinds of their communicators
+  for (const traces::CommGroup& g : graph.groups)
+    kinds[g.ranks].insert(g.kind);
+  EXPECT_EQ(kinds.at({0, 2}), (std::set<std::string>{"cp", "dp"}));
 }
 
 TEST(ChakraExport, SameInputGivesByteIdenticalFiles)

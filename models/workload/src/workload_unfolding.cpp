@@ -62,11 +62,15 @@ traces::OpGraph unfolded_workload_graph(const Workload& workload)
   graph.metadata = {{"generator", "gputwin workload"}, {"folded", "false"}};
   write_plan_metadata(workload.model, plan, graph.metadata);
 
-  std::map<std::vector<int32_t>, int32_t> group_index; // members -> index in graph.groups
+  // (kind, members) -> index in graph.groups. The kind is part of the key: two communicators of one member set
+  // (the CP ring and the dp x cp group when dp is 1) are separate process groups, each with its own sequence of
+  // collectives; merged, their sequence numbers would collide.
+  std::map<std::pair<std::string, std::vector<int32_t>>, int32_t> group_index;
   const auto group_of = [&](int32_t folded_group, const RankCoord& coord) {
     const traces::CommGroup& g = workload.groups.at(static_cast<size_t>(folded_group));
     std::vector<int32_t> members = counterpart(plan, g.ranks, coord);
-    const auto [it, inserted] = group_index.emplace(members, static_cast<int32_t>(graph.groups.size()));
+    const auto [it, inserted] =
+        group_index.emplace(std::make_pair(g.kind, members), static_cast<int32_t>(graph.groups.size()));
     if (inserted)
       graph.groups.push_back({g.kind, std::move(members)});
     return it->second;
