@@ -187,6 +187,31 @@ TEST(Workload, OverlappedGradientBucketsFollowMegatronCore)
   EXPECT_EQ(large[0].first, -1);
 }
 
+// --fp8-param-gather (FP8 with ZeRO-1): the layers' weights are FP8 parameters and all-gathered in FP8, the
+// embedding and norms in BF16 -- after the step, or bucket by bucket with --overlap-param-gather.
+TEST(Workload, Fp8ParamGatherMovesTheLayersWeightsInFp8)
+{
+  const GptConfig m = small_model(); // h 1024, L 8: 12.6M parameters a layer
+  ParallelPlan plan = plan_of(1, 1, 4, 8, false, Recompute::None);
+  plan.zero_stage = 1;
+  plan.fp8 = true;
+  const double layers = 8 * (12.0 * 1024 * 1024 + 13.0 * 1024);
+  const double buffer = static_cast<double>(data_parallel_buffer_elements(stage_parameters_per_gpu(m, plan, 0), 4));
+  for (const bool fp8_gather : {false, true})
+    for (const bool overlap : {false, true}) {
+      SCOPED_TRACE(std::string(fp8_gather ? "fp8" : "bf16") + (overlap ? ", overlapped" : ", after the step"));
+      plan.fp8_param_gather = fp8_gather;
+      WorkloadOptions options;
+      options.overlap_grad_reduce = overlap;
+      options.overlap_param_gather = overlap;
+      double gathered = 0;
+      for (const auto& op : stage_program(make_workload(m, plan, options), 0).ops)
+        if (op.name == "dp.all_gather")
+          gathered += op.bytes;
+      EXPECT_DOUBLE_EQ(gathered, 2.0 * buffer - (fp8_gather ? layers : 0.0));
+    }
+}
+
 // ZeRO-2/3 over dp 4 (pp 1), two micro-batches: counts and bytes from the units' sizes (sharded_units).
 TEST(Workload, Zero2And3ReduceScatterEveryUnitAndZero3GathersEveryUnitTwice)
 {

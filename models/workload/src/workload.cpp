@@ -274,11 +274,20 @@ private:
                          {id});
   }
 
+  // Bytes an all-gather of `parameters` updated parameters moves, `layer_weights` of them transformer-layer weights:
+  // BF16, the layers' weights FP8 with --fp8-param-gather (Megatron-Core keeps them as FP8 parameters and gathers
+  // those; embeddings, output layer and norms stay BF16 -- the norms' few elements counted as FP8 here).
+  double gathered_bytes(int64_t parameters, int64_t layer_weights) const
+  {
+    const int64_t fp8 = plan_.fp8 && plan_.fp8_param_gather ? std::min(layer_weights, parameters) : 0;
+    return 2.0 * static_cast<double>(parameters - fp8) + static_cast<double>(fp8);
+  }
+
   // --overlap-param-gather: the all-gathers of the parameters the last step updated, bucket by bucket in forward
   // order (the buckets of parameter_buckets, which the gradients are reduced in: Megatron-Core gathers each bucket
   // group it reduced), on their own stream; each layer's first forward waits for the bucket that holds it (a bucket
-  // of the embedding or output layer alone: the chunk's first or last layer). BF16 parameters. MoE: each layer's
-  // experts in their own gather over the expert data-parallel group.
+  // of the embedding or output layer alone: the chunk's first or last layer). Bytes: gathered_bytes. MoE: each
+  // layer's experts in their own gather over the expert data-parallel group.
   void emit_param_gather_buckets()
   {
     if (!zero_gather_ || !w_.options.overlap_param_gather)
@@ -298,8 +307,11 @@ private:
         layers.push_back(bucket->closed_by == embedding_item ? c.first : c.first + c.size - 1);
       e_.set_context(traces::Phase::Forward, static_cast<int32_t>(layers.back()), -1,
                      static_cast<int32_t>(bucket->chunk));
+      int64_t layer_weights = 0;
+      for (const int64_t layer : bucket->layers)
+        layer_weights += layer_parameter_split_per_gpu(w_.model, plan_, layer).dense;
       const int64_t gather = e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
-                                           2.0 * static_cast<double>(bucket->parameters), param_gather_stream);
+                                           gathered_bytes(bucket->parameters, layer_weights), param_gather_stream);
       for (const int64_t layer : layers)
         param_gather_[c.offset + layer - c.first].push_back(gather);
     }
@@ -635,8 +647,12 @@ private:
         static_cast<double>(expert_params_) / static_cast<double>(plan_.zero_stage ? plan_.expert_dp() : 1);
     e_.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
     if (zero_gather_ && !w_.options.overlap_param_gather) {
+      int64_t layer_weights = 0;
+      for (const ChunkLayers& c : chunks_)
+        for (int64_t l = 0; l < c.size; ++l)
+          layer_weights += layer_parameter_split_per_gpu(w_.model, plan_, c.first + l).dense;
       e_.collective(OpName::DpAllGather, CollectiveOp::AllGather, w_.dp_group(stage_),
-                    2.0 * static_cast<double>(params_), compute_stream);
+                    gathered_bytes(params_, layer_weights), compute_stream);
       if (expert_params_ > 0 && edp_ >= 0)
         e_.collective(OpName::EdpAllGather, CollectiveOp::AllGather, edp_, 2.0 * static_cast<double>(expert_params_),
                       compute_stream);
