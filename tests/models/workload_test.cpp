@@ -212,6 +212,36 @@ TEST(Workload, Fp8ParamGatherMovesTheLayersWeightsInFp8)
     }
 }
 
+// FP8 delayed scaling: Transformer Engine reduces the amaxes when a chunk's forward leaves its fp8_autocast region
+// and when its backward ends, in every micro-batch, on the compute stream; with FP8 parameters the weights' amaxes
+// once more per iteration.
+TEST(Workload, Fp8AmaxReductionsPerChunkAndMicroBatch)
+{
+  const GptConfig m = small_model(); // 8 layers
+  ParallelPlan plan = plan_of(1, 2, 2, 8, false, Recompute::None, Schedule::Interleaved, 2);
+  plan.fp8 = true;
+  ASSERT_EQ(plan.micro_batches(), 4);
+  for (const bool fp8_params : {false, true}) {
+    SCOPED_TRACE(fp8_params ? "FP8 parameters" : "BF16 parameters");
+    plan.zero_stage = fp8_params ? 1 : 0;
+    plan.fp8_param_gather = fp8_params;
+    std::map<traces::Phase, int> count;
+    double forward_bytes = 0;
+    for (const auto& op : stage_program(make_workload(m, plan), 1).ops)
+      if (op.name == "fp8.amax.all_reduce") {
+        EXPECT_EQ(op.stream, compute_stream);
+        ++count[op.phase];
+        if (op.phase == traces::Phase::Forward)
+          forward_bytes = op.bytes;
+      }
+    EXPECT_EQ(count[traces::Phase::Forward], 4 * 2);  // micro-batches x chunks
+    EXPECT_EQ(count[traces::Phase::Backward], 4 * 2);
+    EXPECT_EQ(count[traces::Phase::Optimizer], fp8_params ? 1 : 0);
+    // 2 layers a chunk, 4 linear modules a layer, fp32: inputs and weights, or the inputs alone.
+    EXPECT_DOUBLE_EQ(forward_bytes, 2 * 4 * 4.0 * (fp8_params ? 1 : 2));
+  }
+}
+
 // ZeRO-2/3 over dp 4 (pp 1), two micro-batches: counts and bytes from the units' sizes (sharded_units).
 TEST(Workload, Zero2And3ReduceScatterEveryUnitAndZero3GathersEveryUnitTwice)
 {

@@ -368,6 +368,7 @@ private:
         input.clear();
       }
     }
+    emit_amax_reduction(traces::Phase::Forward, mb, chunk, c.size);
     if (v == last_virtual_) {
       const size_t first = gathers.begin(unit, traces::Phase::Forward, chunk);
       e_.set_context(traces::Phase::Forward, -1, mb, chunk);
@@ -427,6 +428,7 @@ private:
         emit_expert_gradient_reduction(layer, chunk);
       }
     }
+    emit_amax_reduction(traces::Phase::Backward, mb, chunk, c.size);
     e_.set_context(traces::Phase::Backward, -1, mb, chunk);
     if (v == 0) {
       const size_t first = gathers.begin(unit, traces::Phase::Backward, chunk);
@@ -441,6 +443,25 @@ private:
       const int64_t seq = w_.message_sequence.at(message_key(stage_, Direction::Gradient, mb, step.chunk));
       e_.send(OpName::PpSendGradient, w_.stage_rank(to.stage), seq, message_bytes_, {e_.last_compute_id()});
     }
+  }
+
+  // FP8 delayed scaling (Transformer Engine quantization.py, reduce_and_update_fp8_tensors): the amaxes of a
+  // chunk's FP8 tensors are all-reduced (MAX) over the amax reduction group when the chunk's forward leaves its
+  // fp8_autocast region (Megatron-Core wraps a TransformerBlock's whole pass: transformer_block.py) and again when
+  // its backward ends (the region's first module sets reduce_and_update_bwd_fp8_tensors), on the compute stream
+  // (async_op=False: the stream waits), in every micro-batch. The group is Megatron-Core's tensor x data x
+  // context-parallel group (parallel_state.get_amax_reduction_group); the data-parallel group (else the tensor-
+  // parallel one) stands for it here. fp32 amaxes of the 4 linear modules a layer has (QKV, projection, FC1,
+  // FC2): forward their inputs' (the weights' amaxes with FP8 parameters are reduced after the optimizer step;
+  // without, with the inputs'), backward their output gradients'.
+  void emit_amax_reduction(traces::Phase phase, int32_t mb, int32_t chunk, int64_t layers)
+  {
+    if (!plan_.fp8 || plan_.tp * plan_.dp * plan_.cp <= 1 || layers <= 0)
+      return;
+    const double per_linear = phase == traces::Phase::Forward && !plan_.fp8_param_gather ? 2.0 : 1.0;
+    e_.set_context(phase, -1, mb, chunk);
+    e_.collective(OpName::Fp8AmaxAllReduce, CollectiveOp::AllReduce, reduced_ ? w_.dp_group(stage_) : tp_,
+                  4.0 * 4.0 * per_linear * static_cast<double>(layers), compute_stream);
   }
 
   // Multi-token prediction modules (DeepSeek-V3; Megatron-Core places them on the last stage, after the decoder,
@@ -615,11 +636,12 @@ private:
       before_step.push_back(e_.collective(OpName::EmbeddingGradAllReduce, CollectiveOp::AllReduce, w_.embedding_group(),
                                           bytes, compute_stream));
     }
-    if (plan_.fp8 && plan_.tp * plan_.dp * plan_.cp > 1) {
-      // Delayed scaling: the amax histories of every FP8 tensor (3 per linear: input, weight, output gradient;
-      // 1024-entry fp32 histories, Transformer Engine's default) reduced over the data- and tensor-parallel ranks
-      // once per iteration; the data-parallel group stands for that reduction here.
-      const double bytes = 4.0 * 1024 * 3 * 4 * static_cast<double>(stage_layers(w_.model, plan_, stage_));
+    if (plan_.fp8 && plan_.fp8_param_gather && plan_.tp * plan_.dp * plan_.cp > 1) {
+      // Delayed scaling with FP8 parameters: the weights' amaxes (one fp32 per linear module, 4 a layer) reduced
+      // once per iteration around the optimizer step (Transformer Engine's autocast_exit leaves the FP8 weight
+      // modules to it); the forward and backward amaxes are reduced per chunk and micro-batch
+      // (emit_amax_reduction). Modelled before the step.
+      const double bytes = 4.0 * 4 * static_cast<double>(stage_layers(w_.model, plan_, stage_));
       before_step.push_back(e_.collective(OpName::Fp8AmaxAllReduce, CollectiveOp::AllReduce,
                                           reduced_ ? w_.dp_group(stage_) : tp_, bytes, compute_stream));
     }

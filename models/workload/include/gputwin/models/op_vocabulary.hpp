@@ -145,7 +145,7 @@ enum class OpName : uint8_t {
   DpAllGather,
   CpKvExchange,    // context parallelism: one ring step of the K/V block (forward)
   CpKvGradExchange, // one ring step backward: the K/V block and its gradient
-  Fp8AmaxAllReduce, // FP8 delayed scaling: the amax histories reduced once per iteration
+  Fp8AmaxAllReduce, // FP8 delayed scaling: amaxes reduced per chunk forward and backward (and weights' per iteration)
   TpRingExchange,   // --tp-comm-overlap: one step of Transformer Engine's ring-exchange all-gather (one slice)
   TpReduceScatterChunk, // --tp-comm-overlap: one chunk of TE's pipelined userbuffers reduce-scatter (not NCCL)
   MoeDispatch,       // all-to-all(-v) of the routed token copies to their experts' EP ranks (forward)
