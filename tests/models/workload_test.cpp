@@ -149,6 +149,27 @@ TEST(Workload, DataParallelReduction)
   EXPECT_EQ(names(plan, false), (std::map<std::string, int>{{"dp.all_gather", 1}, {"dp.reduce_scatter", 1}}));
 }
 
+// --grad-reduce-in-bf16: every reduction of the gradient buffer (main_grad) moves 2 bytes an element instead of 4,
+// whole after the backward or bucket by bucket with --overlap-grad-reduce.
+TEST(Workload, GradReduceInBf16HalvesEveryGradientReduction)
+{
+  const GptConfig m = small_model();
+  ParallelPlan plan = plan_of(1, 1, 4, 8, false, Recompute::None);
+  const double buffer = static_cast<double>(data_parallel_buffer_elements(stage_parameters_per_gpu(m, plan, 0), 4));
+  for (const bool bf16 : {false, true})
+    for (const bool overlap : {false, true}) {
+      SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + (overlap ? ", overlapped" : ""));
+      plan.grad_reduce_bf16 = bf16;
+      WorkloadOptions options;
+      options.overlap_grad_reduce = overlap;
+      double reduced = 0;
+      for (const auto& op : stage_program(make_workload(m, plan, options), 0).ops)
+        if (op.name == "dp.all_reduce")
+          reduced += op.bytes;
+      EXPECT_DOUBLE_EQ(reduced, (bf16 ? 2.0 : 4.0) * buffer);
+    }
+}
+
 // --overlap-grad-reduce on pipeline rank 0's first chunk: Megatron-Core's buckets (distributed_data_parallel.py:
 // bucket_size = max(4e7, 1e6 x dp) parameters; param_and_grad_buffer.py: parameters in reverse registration order,
 // a bucket closing at the parameter that reaches the size). The paper's GPT (h 1024, L 8, tied embeddings): a

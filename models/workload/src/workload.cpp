@@ -516,6 +516,10 @@ private:
   // data-parallel group (emit_expert_gradient_reduction).
   static constexpr int64_t output_item = -2, embedding_item = -1;
 
+  // Bytes per element of the gradient buffer every data-parallel and SP/embedding gradient reduction reads
+  // (Megatron-Core's main_grad): FP32, BF16 with --grad-reduce-in-bf16.
+  double gradient_buffer_bytes() const { return plan_.grad_reduce_bf16 ? 2.0 : gradient_bytes_per_parameter; }
+
   bool overlapped_reduction(const PipelineStep& step) const
   {
     return w_.options.overlap_grad_reduce && step.micro_batch == shape_.micro_batches - 1 && reduced_ &&
@@ -582,7 +586,7 @@ private:
   void emit_bucket_reductions(int32_t chunk, int64_t item, int32_t layer)
   {
     e_.set_context(traces::Phase::Backward, layer, -1, chunk);
-    const double bytes_per_parameter = plan_.grad_reduce_bf16 ? 2.0 : gradient_bytes_per_parameter;
+    const double bytes_per_parameter = gradient_buffer_bytes();
     for (const ParameterBucket& bucket : buckets_) {
       if (bucket.chunk != chunk || bucket.closed_by != item)
         continue;
@@ -602,7 +606,7 @@ private:
     if (split.expert <= 0 || edp_ < 0)
       return;
     e_.set_context(traces::Phase::Backward, layer, -1, chunk);
-    dp_ops_.push_back(expert_reduction(gradient_bytes_per_parameter * static_cast<double>(split.expert),
+    dp_ops_.push_back(expert_reduction(gradient_buffer_bytes() * static_cast<double>(split.expert),
                                        {e_.last_compute_id()}));
   }
 
@@ -627,12 +631,12 @@ private:
       // position embedding), summed over the TP group in one coalesced all-reduce (Megatron-LM
       // finalize_model_grads: _allreduce_layernorm_grads).
       const double bytes =
-          gradient_bytes_per_parameter * static_cast<double>(sp_partial_parameters(w_.model, plan_, stage_));
+          gradient_buffer_bytes() * static_cast<double>(sp_partial_parameters(w_.model, plan_, stage_));
       before_step.push_back(
           e_.collective(OpName::SpGradAllReduce, CollectiveOp::AllReduce, tp_, bytes, compute_stream));
     }
     if (plan_.pp > 1 && w_.model.tie_embeddings && (stage_ == 0 || stage_ == plan_.pp - 1)) {
-      const double bytes = gradient_bytes_per_parameter * static_cast<double>(s_.vocab_per_rank * s_.h);
+      const double bytes = gradient_buffer_bytes() * static_cast<double>(s_.vocab_per_rank * s_.h);
       before_step.push_back(e_.collective(OpName::EmbeddingGradAllReduce, CollectiveOp::AllReduce, w_.embedding_group(),
                                           bytes, compute_stream));
     }
@@ -650,9 +654,9 @@ private:
         dp_ops_.push_back(e_.collective(
             plan_.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
             plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, w_.dp_group(stage_),
-            gradient_bytes_per_parameter * static_cast<double>(params_), dp_stream, {e_.last_compute_id()}));
+            gradient_buffer_bytes() * static_cast<double>(params_), dp_stream, {e_.last_compute_id()}));
         if (expert_params_ > 0 && edp_ >= 0)
-          dp_ops_.push_back(expert_reduction(gradient_bytes_per_parameter * static_cast<double>(expert_params_),
+          dp_ops_.push_back(expert_reduction(gradient_buffer_bytes() * static_cast<double>(expert_params_),
                                              {e_.last_compute_id()}));
       }
       before_step.insert(before_step.end(), dp_ops_.begin(), dp_ops_.end());
