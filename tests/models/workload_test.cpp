@@ -149,6 +149,16 @@ TEST(Workload, DataParallelReduction)
   EXPECT_EQ(names(plan, false), (std::map<std::string, int>{{"dp.all_gather", 1}, {"dp.reduce_scatter", 1}}));
 }
 
+// The bytes of stage 0's collectives named `name` under `options`, summed.
+double stage0_bytes(const GptConfig& m, const ParallelPlan& plan, const WorkloadOptions& options, const char* name)
+{
+  double bytes = 0;
+  for (const auto& op : stage_program(make_workload(m, plan, options), 0).ops)
+    if (op.name == name)
+      bytes += op.bytes;
+  return bytes;
+}
+
 // --grad-reduce-in-bf16: every reduction of the gradient buffer (main_grad) moves 2 bytes an element instead of 4,
 // whole after the backward or bucket by bucket with --overlap-grad-reduce.
 TEST(Workload, GradReduceInBf16HalvesEveryGradientReduction)
@@ -162,11 +172,7 @@ TEST(Workload, GradReduceInBf16HalvesEveryGradientReduction)
       plan.grad_reduce_bf16 = bf16;
       WorkloadOptions options;
       options.overlap_grad_reduce = overlap;
-      double reduced = 0;
-      for (const auto& op : stage_program(make_workload(m, plan, options), 0).ops)
-        if (op.name == "dp.all_reduce")
-          reduced += op.bytes;
-      EXPECT_DOUBLE_EQ(reduced, (bf16 ? 2.0 : 4.0) * buffer);
+      EXPECT_DOUBLE_EQ(stage0_bytes(m, plan, options, "dp.all_reduce"), (bf16 ? 2.0 : 4.0) * buffer);
     }
 }
 
@@ -225,11 +231,7 @@ TEST(Workload, Fp8ParamGatherMovesTheLayersWeightsInFp8)
       WorkloadOptions options;
       options.overlap_grad_reduce = overlap;
       options.overlap_param_gather = overlap;
-      double gathered = 0;
-      for (const auto& op : stage_program(make_workload(m, plan, options), 0).ops)
-        if (op.name == "dp.all_gather")
-          gathered += op.bytes;
-      EXPECT_DOUBLE_EQ(gathered, 2.0 * buffer - (fp8_gather ? layers : 0.0));
+      EXPECT_DOUBLE_EQ(stage0_bytes(m, plan, options, "dp.all_gather"), 2.0 * buffer - (fp8_gather ? layers : 0.0));
     }
 }
 
