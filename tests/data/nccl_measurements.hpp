@@ -14,5 +14,12 @@ inline constexpr double hdr_nic_sendrecv_busbw_gbps = 24;
 // 8x H100, ring collectives: about 370 GB/s (450 GB/s line rate, ~20% protocol overhead).
 // NCCL maintainer, NVIDIA/nccl-tests issue 212.
 inline constexpr double h100_node_ring_busbw_gbps = 370;
+// 8x H100, NVLS (NVLink SHARP) all-reduce, > 256 MB: about 480 GB/s busbw (algbw ~275 GB/s). Same source (NCCL
+// maintainer, NVIDIA/nccl-tests issue 212; NVIDIA GTC 2024 talk S62129 quotes 480 GB/s, NVIDIA/nccl issue 1374).
+inline constexpr double h100_node_nvls_allreduce_busbw_gbps = 480;
+// A whole GB200 NVL72 rack (72 GPUs, one multi-node NVLink domain), all-reduce, 8 GiB: 834.57 GB/s busbw
+// out-of-place, 846.82 in-place (4 GiB: 839.16 / 835.32). CoreWeave's nccl-tests run on a full NVL72 rack,
+// coreweave/nccl-tests pull request 43 ("Add a GB200 NVL72 example", 2025-02-20).
+inline constexpr double gb200_nvl72_rack_allreduce_8gib_busbw_gbps = (834.57 + 846.82) / 2;
 
 } // namespace gputwin::reference

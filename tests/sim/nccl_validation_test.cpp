@@ -66,6 +66,21 @@ TEST(NcclValidation, H100NodeRingAllGather)
   EXPECT_NEAR(r[0].busbw_gbps, reference::h100_node_ring_busbw_gbps, 0.10 * reference::h100_node_ring_busbw_gbps);
 }
 
+TEST(NcclValidation, H100NodeNvlsAllReduce)
+{
+  const auto r = simulate("dgx-h100", 1, CollectiveOp::AllReduce, first_gpus(8), {8 * GiB});
+  EXPECT_NEAR(r[0].busbw_gbps, reference::h100_node_nvls_allreduce_busbw_gbps,
+              0.05 * reference::h100_node_nvls_allreduce_busbw_gbps);
+}
+
+// Not fitted: the NVL72's NVLink efficiency is the DGX B200 ring figure, NVLS's efficiency NCCL's own.
+TEST(NcclValidation, Gb200Nvl72RackAllReduce8GiB)
+{
+  const auto r = simulate("gb200-nvl72", 18, CollectiveOp::AllReduce, first_gpus(72), {8 * GiB});
+  EXPECT_NEAR(r[0].busbw_gbps, reference::gb200_nvl72_rack_allreduce_8gib_busbw_gbps,
+              0.10 * reference::gb200_nvl72_rack_allreduce_8gib_busbw_gbps);
+}
+
 TEST(NcclValidation, BusBandwidthRisesWithSizeAndSmallSizesAreLatencyBound)
 {
   std::vector<double> sizes;

@@ -68,7 +68,7 @@ TEST(NvlinkDomainCollective, GroupInsideOneDomainIsOneNcclNodeOnNvlink)
     const CollectivePlan plan = plan_collective(c, CollectiveOp::AllReduce, gpus, 8.0 * (1 << 30));
     EXPECT_EQ(plan.nodes, 1);
     EXPECT_EQ(plan.channels, 1);
-    EXPECT_EQ(plan.choice.algorithm, NcclAlgorithm::Ring);
+    EXPECT_EQ(plan.choice.algorithm, NcclAlgorithm::Nvls); // NVLink SHARP inside the domain
     for (const Flow& f : plan.flows)
       EXPECT_TRUE(c.same_nvlink_domain(f.src_gpu, f.dst_gpu)) << f.src_gpu << " -> " << f.dst_gpu;
     EXPECT_EQ(plan_collective(c, CollectiveOp::AllToAll, gpus, 1e9).nodes, 1);

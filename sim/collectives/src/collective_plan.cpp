@@ -229,6 +229,42 @@ double ring_bus_bytes_per_s(const topo::ClusterSpec& c, const std::vector<int>& 
 
 namespace {
 
+// NVLink SHARP as one communicator sees it: usable where the GPU generation has it (NCCL's nvlsEfficiency), the
+// domain has NVSwitches, the cluster leaves NVLS on, and every domain holds at least two of its GPUs (NCCL turns
+// NVLS off with one local GPU, transport/nvls.cc); heads from the smallest domain share.
+struct NvlsShape {
+  bool usable = false;
+  double efficiency = 0;
+  int heads = 0;
+  int gpus_per_domain = 0; // the smallest number of the communicator's GPUs in one domain
+  double intra_bus_bytes_per_s = 0;
+  double net_bus_bytes_per_s = 0;
+};
+
+NvlsShape nvls_shape(const topo::ClusterSpec& cluster, const CollectivePlan& plan)
+{
+  NvlsShape shape;
+  shape.efficiency = nccl_nvls_efficiency(cluster.gpu.generation);
+  shape.gpus_per_domain = plan.domain_ranks;
+  shape.heads = nvls_heads(shape.gpus_per_domain);
+  shape.intra_bus_bytes_per_s = cluster.nvlink.bytes_per_s * cluster.nccl.nvlink_efficiency;
+  shape.net_bus_bytes_per_s = static_cast<double>(plan.channels) * cluster.nic.bytes_per_s * cluster.nccl.net_efficiency;
+  shape.usable = cluster.nccl.nvls && shape.efficiency > 0 && cluster.nvlink.switch_chips > 0 &&
+                 shape.intra_bus_bytes_per_s > 0 && shape.gpus_per_domain >= 2;
+  return shape;
+}
+
+// Bytes NVLS puts on each GPU's NVLink, each direction, for an all-reduce of `bytes` over `gpus` GPUs of one domain
+// with `heads` NVLS channels: the time NCCL's NVLS bandwidth (nvls_bus_bytes_per_s) gives it, at the NVLink's own
+// efficiency. With a head per GPU (up to 32) that is bytes x (n + 1) / n / efficiency: every GPU sends its whole
+// buffer to the switches' reduction and its reduced share to their multicast, and receives the same.
+double nvls_link_bytes(double bytes, int gpus, int heads, double efficiency)
+{
+  if (gpus < 2 || heads < 2 || !(efficiency > 0))
+    return 0.0;
+  return bytes * (heads + 1.0) * (gpus - 1.0) / (efficiency * (heads - 1.0) * gpus);
+}
+
 // What NCCL's tuner sees of the collective planned in `plan` (op, bytes, ranks, nodes set).
 TunerInput tuner_input(const topo::ClusterSpec& cluster, const CollectivePlan& plan, double bus_bytes_per_s,
                        const CollectiveOptions& options)
@@ -243,6 +279,14 @@ TunerInput tuner_input(const topo::ClusterSpec& cluster, const CollectivePlan& p
   in.ampere = cluster.gpu.generation == GpuGeneration::Ampere;
   in.force_algorithm = options.algorithm;
   in.force_protocol = options.protocol;
+  const NvlsShape nvls = nvls_shape(cluster, plan);
+  in.nvls = nvls.usable;
+  in.nvls_efficiency = nvls.efficiency;
+  in.nvls_heads = nvls.heads;
+  in.intra_bus_bytes_per_s = nvls.intra_bus_bytes_per_s;
+  in.net_bus_bytes_per_s = nvls.net_bus_bytes_per_s;
+  in.nvls_tree_max_bus_bytes_per_s =
+      nvls_tree_max_bus_bytes_per_s(cluster.gpu.generation, plan.nodes, cluster.nic.bytes_per_s);
   return in;
 }
 
@@ -263,6 +307,20 @@ NcclCostInput nccl_cost_input(const topo::ClusterSpec& cluster, const Collective
   cost_in.nodes = plan.nodes;
   if (op == CollectiveOp::SendRecv || op == CollectiveOp::AllToAll || plan.ranks <= 1)
     return cost_in;
+  if (plan.choice.algorithm == NcclAlgorithm::Nvls || plan.choice.algorithm == NcclAlgorithm::NvlsTree) {
+    // The busiest NVLink carries nvls_link_bytes; across domains each rail's NIC carries the tree's edges as for
+    // NCCL's tree (one edge on two domains, (3 + 1) / 2 on more).
+    const NvlsShape nvls = nvls_shape(cluster, plan);
+    const double intra_s = nvls_link_bytes(bytes, nvls.gpus_per_domain, nvls.heads, nvls.efficiency) /
+                           nvls.intra_bus_bytes_per_s;
+    double inter_s = 0;
+    if (plan.choice.algorithm == NcclAlgorithm::NvlsTree) {
+      const double edges = plan.nodes == 2 ? 1.0 : 2.0;
+      inter_s = bytes * edges / nvls.net_bus_bytes_per_s;
+    }
+    cost_in.link_time_s = std::max(intra_s, inter_s);
+    return cost_in;
+  }
   if (plan.choice.algorithm == NcclAlgorithm::Tree) {
     // Per rail a node's root sends its share to its parent and two children in the tree where it is inner and
     // to its parent alone in the other (one edge each across two nodes): (3 + 1) / 2 edges on average. The
@@ -338,26 +396,16 @@ void add_all_to_all_flows(const FlowList& flows, const NodeLayout& layout, const
     }
 }
 
-// Every rail carries two of NCCL's channels, one on each tree of the double binary tree over nodes (NCCL doubles
-// its channels and gives the two copies the two trees), each rooted in a node at the GPU the rail enters through,
-// with the node's other GPUs chained behind it. A node is inner in one tree and a leaf in the other, so each NIC
-// carries (3 + 1) / 2 shares on average rather than 3. Reduce up and broadcast down are pipelined, so both
-// directions of every edge carry the channel's share at the same time.
-void add_tree_flows(const FlowList& flows, const NodeLayout& layout, const std::vector<std::vector<int>>& groups,
-                    const std::vector<int>& rails, double bytes, double channels)
+// The edges of the double binary tree over nodes for every rail, rooted in each node at the GPU the rail enters
+// through: both directions of every edge carry half the rail's `share` (one half per tree).
+void add_tree_edges(const FlowList& flows, const NodeLayout& layout, const std::vector<std::vector<int>>& groups,
+                    const std::vector<int>& rails, double share)
 {
   const auto parents = double_binary_tree_parents(static_cast<int>(groups.size()));
-  const double share = bytes / channels;
   for (const int rail : rails) {
     std::vector<int> node_root;
-    for (const auto& group : groups) {
-      const std::vector<int> chain = node_ring_segment(layout, group, rail);
-      node_root.push_back(chain.front());
-      for (size_t k = 1; k < chain.size(); ++k) {
-        flows.add(chain[k], chain[k - 1], share, 1);
-        flows.add(chain[k - 1], chain[k], share, 1);
-      }
-    }
+    for (const auto& group : groups)
+      node_root.push_back(node_ring_segment(layout, group, rail).front());
     for (const std::vector<int>& tree_parent : parents)
       for (size_t k = 0; k < node_root.size(); ++k) {
         const int parent = tree_parent[k];
@@ -367,6 +415,41 @@ void add_tree_flows(const FlowList& flows, const NodeLayout& layout, const std::
         }
       }
   }
+}
+
+// Every rail carries two of NCCL's channels, one on each tree of the double binary tree over nodes (NCCL doubles
+// its channels and gives the two copies the two trees), each rooted in a node at the GPU the rail enters through,
+// with the node's other GPUs chained behind it. A node is inner in one tree and a leaf in the other, so each NIC
+// carries (3 + 1) / 2 shares on average rather than 3. Reduce up and broadcast down are pipelined, so both
+// directions of every edge carry the channel's share at the same time.
+void add_tree_flows(const FlowList& flows, const NodeLayout& layout, const std::vector<std::vector<int>>& groups,
+                    const std::vector<int>& rails, double bytes, double channels)
+{
+  const double share = bytes / channels;
+  for (const int rail : rails)
+    for (const auto& group : groups) {
+      const std::vector<int> chain = node_ring_segment(layout, group, rail);
+      for (size_t k = 1; k < chain.size(); ++k) {
+        flows.add(chain[k], chain[k - 1], share, 1);
+        flows.add(chain[k - 1], chain[k], share, 1);
+      }
+    }
+  add_tree_edges(flows, layout, groups, rails, share);
+}
+
+// NVLS inside each domain: a cycle over the domain's GPUs whose every hop carries `link_bytes`, which loads each
+// GPU's NVLink to the switches with that many bytes each way (a route inside a domain is the sender's link up and
+// the receiver's link down). NVLS tree adds NCCL's tree between the domains, each rail rooted at the GPU the rail
+// enters through, carrying the rail's share.
+void add_nvls_flows(const FlowList& flows, const NodeLayout& layout, const std::vector<std::vector<int>>& groups,
+                    const std::vector<int>& rails, double bytes, double link_bytes, bool tree)
+{
+  for (const auto& group : groups)
+    if (group.size() > 1)
+      for (size_t k = 0; k < group.size(); ++k)
+        flows.add(group[k], group[(k + 1) % group.size()], link_bytes, 1);
+  if (tree)
+    add_tree_edges(flows, layout, groups, rails, bytes / static_cast<double>(rails.size()));
 }
 
 // Rings: every hop of every channel is one flow carrying all the steps' bytes; a broadcast is a chain from the
@@ -412,6 +495,9 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   plan.ranks = static_cast<int>(gpus.size());
   plan.nodes = static_cast<int>(groups.size());
   plan.channels = static_cast<int>(rails.size());
+  plan.domain_ranks = static_cast<int>(
+      std::min_element(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); })
+          ->size());
   const double bus_bytes_per_s = ring_bus_bytes_per_s(cluster, gpus);
   plan.choice = choose_nccl_algorithm(tuner_input(cluster, plan, bus_bytes_per_s, options));
 
@@ -432,6 +518,12 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
     add_all_to_all_flows(flows, layout, gpus, bytes, options);
   else if (plan.choice.algorithm == NcclAlgorithm::Tree)
     add_tree_flows(flows, layout, groups, rails, bytes, channels);
+  else if (plan.choice.algorithm == NcclAlgorithm::Nvls || plan.choice.algorithm == NcclAlgorithm::NvlsTree) {
+    const NvlsShape nvls = nvls_shape(cluster, plan);
+    add_nvls_flows(flows, layout, groups, rails, bytes,
+                   nvls_link_bytes(bytes, nvls.gpus_per_domain, nvls.heads, nvls.efficiency),
+                   plan.choice.algorithm == NcclAlgorithm::NvlsTree);
+  }
   else
     add_ring_flows(flows, ring_orders(cluster, gpus), op, gpus.front(), plan.ranks, bytes, channels);
   return plan;

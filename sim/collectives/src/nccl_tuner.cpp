@@ -9,7 +9,13 @@ namespace gputwin::sim {
 
 std::string to_string(NcclAlgorithm a)
 {
-  return a == NcclAlgorithm::Ring ? "ring" : "tree";
+  switch (a) {
+  case NcclAlgorithm::Ring: return "ring";
+  case NcclAlgorithm::Tree: return "tree";
+  case NcclAlgorithm::Nvls: return "nvls";
+  case NcclAlgorithm::NvlsTree: return "nvlstree";
+  }
+  return "?";
 }
 
 std::string to_string(NcclProtocol p)
@@ -28,6 +34,10 @@ std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& text)
     return NcclAlgorithm::Ring;
   if (text == "tree")
     return NcclAlgorithm::Tree;
+  if (text == "nvls")
+    return NcclAlgorithm::Nvls;
+  if (text == "nvlstree")
+    return NcclAlgorithm::NvlsTree;
   return std::nullopt;
 }
 
@@ -101,6 +111,105 @@ int log2_floor(double x)
 
 } // namespace
 
+double nccl_nvls_efficiency(GpuGeneration generation)
+{
+  switch (generation) {
+  case GpuGeneration::Hopper: return 0.85;
+  case GpuGeneration::Blackwell: return 0.74;
+  default: return 0.0;
+  }
+}
+
+int nvls_heads(int gpus_in_domain)
+{
+  constexpr int max_nvls_arity = 32; // NCCL_MAX_NVLS_ARITY
+  return std::clamp(gpus_in_domain, 0, max_nvls_arity);
+}
+
+double nvls_bus_bytes_per_s(double intra_bus_bytes_per_s, double efficiency, int heads)
+{
+  if (heads < 2)
+    return 0.0;
+  return 2.0 * efficiency * intra_bus_bytes_per_s * (heads - 1) / (heads + 1);
+}
+
+int nccl_nvls_channels(GpuGeneration generation, int nodes, double nic_bytes_per_s)
+{
+  if (generation != GpuGeneration::Blackwell)
+    return 16;
+  if (nodes < 2)
+    return 24;
+  return nodes == 2 || nic_bytes_per_s < 48e9 ? 32 : 24;
+}
+
+double nvls_tree_max_bus_bytes_per_s(GpuGeneration generation, int nodes, double nic_bytes_per_s)
+{
+  if (nodes < 2)
+    return 0.0;
+  const bool two = nodes == 2;
+  const int channels = nccl_nvls_channels(generation, nodes, nic_bytes_per_s);
+  if (generation == GpuGeneration::Hopper)
+    return (two ? 57.7e9 : 45.5e9) * channels;
+  if (generation == GpuGeneration::Blackwell)
+    return (two ? 96e9 : 80e9) * channels;
+  return 0.0;
+}
+
+double nccl_nvls_latency_s(NcclAlgorithm algorithm, int nodes)
+{
+  constexpr double nvls_nvlink_us = 25.0;    // hwLatencies[NVLINK][NVLS / NVLSTree][Simple]
+  constexpr double nvls_tree_net_us = 20.9;  // hwLatencies[NET][NVLSTree][Simple]
+  double us = nvls_nvlink_us;
+  if (algorithm == NcclAlgorithm::NvlsTree)
+    us += 2 * log2_floor(std::max(1, nodes)) * nvls_tree_net_us;
+  return us * 1e-6;
+}
+
+namespace {
+
+bool is_nvls(NcclAlgorithm a)
+{
+  return a == NcclAlgorithm::Nvls || a == NcclAlgorithm::NvlsTree;
+}
+
+// NVLS and NVLS tree all-reduce (NCCL 2.30 tuning.cc): the intra-domain NVLS bus bandwidth, for NVLS tree capped
+// by the network (doubled on two nodes, where each tree edge is the only one) and NCCL's per-channel NVLS tree
+// maximum; algorithm bandwidth n / (2 (n - 1)) of it, as for the ring. Simple only.
+NcclChoice evaluate_nvls(const TunerInput& in, NcclAlgorithm algorithm)
+{
+  NcclChoice c;
+  c.algorithm = algorithm;
+  c.protocol = NcclProtocol::Simple;
+  c.steps = 1;
+  const int n = in.ranks;
+  if (n == 1) {
+    c.steps = 0;
+    return c;
+  }
+  double bus = nvls_bus_bytes_per_s(in.intra_bus_bytes_per_s, in.nvls_efficiency, in.nvls_heads);
+  if (algorithm == NcclAlgorithm::NvlsTree) {
+    bus = std::min(bus, in.net_bus_bytes_per_s * (in.nodes <= 2 ? 2.0 : 1.0));
+    if (in.nvls_tree_max_bus_bytes_per_s > 0)
+      bus = std::min(bus, in.nvls_tree_max_bus_bytes_per_s);
+  }
+  c.latency_s = nccl_nvls_latency_s(algorithm, in.nodes);
+  const double algo = bus * n / (2.0 * (n - 1));
+  c.predicted_time_s = algo > 0 ? c.latency_s + in.bytes / algo : std::numeric_limits<double>::infinity();
+  return c;
+}
+
+// NVLS applies where NCCL 2.30 enables it: all-reduce only (its NVLS all-gather and reduce-scatter need
+// CollNet across nodes, and on one domain NCCL's own model gives them less bandwidth than the ring), NVLS on one
+// domain and NVLS tree on several.
+bool nvls_applies(const TunerInput& in, NcclAlgorithm algorithm)
+{
+  if (!in.nvls || in.op != CollectiveOp::AllReduce || in.ranks < 2)
+    return false;
+  return algorithm == NcclAlgorithm::Nvls ? in.nodes == 1 : in.nodes > 1;
+}
+
+} // namespace
+
 double nccl_tree_correction(NcclProtocol protocol, double bytes)
 {
   const int log_size = log2_floor(std::max(1.0, bytes / 64.0));
@@ -111,6 +220,8 @@ NcclChoice evaluate_nccl_algorithm(const TunerInput& in, NcclAlgorithm algorithm
 {
   if (in.ranks < 1 || in.nodes < 1 || in.bytes < 0 || !(in.ring_bus_bytes_per_s > 0))
     throw std::invalid_argument("nccl tuner: ranks, nodes >= 1, bytes >= 0 and a positive bandwidth required");
+  if (is_nvls(algorithm))
+    return evaluate_nvls(in, algorithm);
   const int a = index_of(algorithm), p = index_of(protocol);
   const int n = in.ranks;
   const int per_node = std::max(1, n / in.nodes);
@@ -200,9 +311,20 @@ NcclChoice choose_nccl_algorithm(const TunerInput& in)
 {
   NcclChoice best;
   double best_time = std::numeric_limits<double>::infinity();
-  for (const NcclAlgorithm algorithm : {NcclAlgorithm::Tree, NcclAlgorithm::Ring}) {
+  for (const NcclAlgorithm algorithm :
+       {NcclAlgorithm::Tree, NcclAlgorithm::Ring, NcclAlgorithm::Nvls, NcclAlgorithm::NvlsTree}) {
     if (in.force_algorithm && *in.force_algorithm != algorithm)
       continue;
+    if (is_nvls(algorithm)) {
+      if (!nvls_applies(in, algorithm) || (in.force_protocol && *in.force_protocol != NcclProtocol::Simple))
+        continue;
+      const NcclChoice c = evaluate_nvls(in, algorithm);
+      if (c.predicted_time_s < best_time) {
+        best = c;
+        best_time = c.predicted_time_s;
+      }
+      continue;
+    }
     // Trees: all-reduce across nodes only (within a node NCCL's tree is a chain, which the ring beats).
     if (algorithm == NcclAlgorithm::Tree && (in.op != CollectiveOp::AllReduce || in.nodes < 2))
       continue;
@@ -222,6 +344,9 @@ NcclChoice choose_nccl_algorithm(const TunerInput& in)
       }
     }
   }
+  if (!std::isfinite(best_time) && in.force_algorithm && is_nvls(*in.force_algorithm) && !in.nvls)
+    throw std::invalid_argument("NVLS needs a Hopper or Blackwell GPU, NVSwitches, nccl.nvls true and two or more "
+                                "of the communicator's GPUs in each NVLink domain");
   if (!std::isfinite(best_time))
     throw std::invalid_argument("nccl tuner: the forced algorithm does not apply to " + to_string(in.op) + " on " +
                                 std::to_string(in.nodes) + " node(s)");

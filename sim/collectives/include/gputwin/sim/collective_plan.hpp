@@ -1,8 +1,8 @@
 #pragma once
 // A collective decomposed into the flows it puts on the links, as NCCL would run it on this cluster:
 // rings (one channel per NIC rail, entering and leaving each node through that rail's NIC, as NCCL's ring
-// search arranges), double binary trees across nodes for all-reduce, direct flows for send/recv and
-// all-to-all. Plain C++ on the cluster description: no SimGrid.
+// search arranges), double binary trees across nodes for all-reduce, NVLink SHARP (NVLS, NVLS tree) for
+// all-reduce where the NVSwitches reduce, direct flows for send/recv and all-to-all. Plain C++ on the cluster description: no SimGrid.
 //
 // Granularity: a ring's steps move the same bytes over the same hops, so each hop of each channel is ONE
 // flow carrying all its steps' bytes; its route's latency is paid once, and the per-step latency of the
@@ -32,6 +32,7 @@ struct CollectivePlan {
   int ranks = 0;
   int nodes = 0;           // NVLink domains the communicator spans (NCCL's nodes; a domain is one node or several)
   int channels = 0;        // rings/trees the flows stand for (one per NIC rail across nodes, one inside a node)
+  int domain_ranks = 0;    // the fewest of its ranks in one NVLink domain (NVLS needs two)
   int nccl_channels = 0;   // channels NCCL runs this size on (nccl_channels_used)
   NcclChoice choice;       // NCCL's choice; choice.latency_s is the calibrated latency (nccl_cost)
   double transfer_s = 0;   // closed form of the flows' time alone on ideal links (busiest link), without latency

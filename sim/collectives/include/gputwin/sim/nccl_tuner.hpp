@@ -1,9 +1,10 @@
 #pragma once
 // How NCCL picks an algorithm and protocol for a collective, and the latency it pays: NCCL's own cost model
 // (src/graph/tuning.cc of NCCL 2.8/2.9, the version of Echo's logs: per-algorithm/protocol base latency, per-hop
-// hardware latency, bus bandwidth caps and corrections), fed with the bus bandwidth our topology offers. Plain
-// C++, no SimGrid.
+// hardware latency, bus bandwidth caps and corrections; NVLink SHARP from NCCL 2.30's tuning.cc, search.cc and
+// transport/nvls.cc), fed with the bus bandwidth our topology offers. Plain C++, no SimGrid.
 
+#include "gputwin/common/gpu_generation.hpp"
 #include "gputwin/traces/collective_op.hpp"
 
 #include <optional>
@@ -11,12 +12,14 @@
 
 namespace gputwin::sim {
 
-enum class NcclAlgorithm { Ring, Tree };
+// NVLS: NVLink SHARP, the all-reduce the NVSwitches reduce and multicast (Hopper and later, inside one NVLink
+// domain). NvlsTree: NVLS inside each domain and a tree between domains over the network.
+enum class NcclAlgorithm { Ring, Tree, Nvls, NvlsTree };
 enum class NcclProtocol { LL, LL128, Simple };
 
 std::string to_string(NcclAlgorithm a);
 std::string to_string(NcclProtocol p);
-std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& text); // "ring" | "tree"
+std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& text); // "ring" | "tree" | "nvls" | "nvlstree"
 std::optional<NcclProtocol> parse_nccl_protocol(const std::string& text);   // "ll" | "ll128" | "simple"
 
 // Who takes part and what the links offer, as NCCL's tuner sees it.
@@ -34,6 +37,15 @@ struct TunerInput {
   bool amd_cpu = true;
   std::optional<NcclAlgorithm> force_algorithm; // like NCCL_ALGO
   std::optional<NcclProtocol> force_protocol;   // like NCCL_PROTO
+  // NVLink SHARP (nvls_usable()): the communicator's NVLink domain has NVSwitches with SHARP, NCCL has NVLS on, and
+  // at least two of its GPUs share a domain. Then NCCL adds NVLS (one domain) or NVLS tree (several) for
+  // all-reduce, each with Simple only.
+  bool nvls = false;
+  double nvls_efficiency = 0;        // NCCL's nvlsEfficiency for the GPU generation (nccl_nvls_efficiency)
+  int nvls_heads = 0;                // NVLS channels of the graph: the domain's GPUs in it, at most 32 (nvls_heads)
+  double intra_bus_bytes_per_s = 0;  // NVLink bandwidth per GPU at NCCL's efficiency (NVLS's intra-domain part)
+  double net_bus_bytes_per_s = 0;    // the network bandwidth of the rails (NVLS tree's inter-domain part)
+  double nvls_tree_max_bus_bytes_per_s = 0; // NCCL's per-channel NVLS tree cap x channels; 0 = none
 };
 
 struct NcclChoice {
@@ -56,5 +68,33 @@ double nccl_tree_correction(NcclProtocol protocol, double bytes);
 
 // The choice for one given algorithm and protocol (what NCCL_ALGO/NCCL_PROTO would force).
 NcclChoice evaluate_nccl_algorithm(const TunerInput& input, NcclAlgorithm algorithm, NcclProtocol protocol);
+
+// NCCL's NVLS efficiency by GPU generation (tuning.cc nvlsEfficiency: Hopper 0.85, Blackwell 0.74); 0 where the
+// GPU has no NVLink SHARP (Ampere and older, CPUs).
+double nccl_nvls_efficiency(GpuGeneration generation);
+
+// NVLS channels of the domain's graph (search.cc: one head per GPU, "the more the better", at most
+// NCCL_MAX_NVLS_ARITY = 32 of device.h).
+int nvls_heads(int gpus_in_domain);
+
+// Bus bandwidth of NVLS inside one domain (tuning.cc): each of the c heads' channels gets the GPU's NVLink
+// bandwidth over c + 1 (search.cc ncclTopoSearchTryNvls: the head's own path counts twice), at NCCL's NVLS
+// efficiency, of which (c - 1) / c carries data, doubled because all-reduce pipelines its reduce and its
+// multicast: 2 x efficiency x bandwidth x (c - 1) / (c + 1). On 8 H100 at 370 GB/s: 489 GB/s, against the
+// 480 GB/s the NCCL maintainers quote (NVIDIA/nccl-tests issue 212).
+double nvls_bus_bytes_per_s(double intra_bus_bytes_per_s, double efficiency, int heads);
+
+// NCCL's NVLS channels (thread blocks; transport/nvls.cc ncclNvlsTuning): 16 on Hopper; Blackwell 24 on one
+// domain, across domains 32, or 24 with NICs of 48 GB/s and more beyond two domains (ncclNvlsTreeSm100Tuning,
+// for up to 8 GPUs per node).
+int nccl_nvls_channels(GpuGeneration generation, int nodes, double nic_bytes_per_s);
+
+// NCCL's cap on NVLS tree's bus bandwidth across `nodes` domains: perChMaxNVLSTreeBws (Hopper 57.7 GB/s per
+// channel on 2 nodes, 45.5 on more; Blackwell 96 and 80) times nccl_nvls_channels; 0 on one domain or older GPUs.
+double nvls_tree_max_bus_bytes_per_s(GpuGeneration generation, int nodes, double nic_bytes_per_s);
+
+// NCCL's latency of NVLS and NVLS tree, which Simple alone runs (tuning.cc hwLatencies: NVLink 25 us per NVLS
+// pass; NVLS tree adds 2 log2(nodes) network hops of 20.9 us).
+double nccl_nvls_latency_s(NcclAlgorithm algorithm, int nodes);
 
 } // namespace gputwin::sim
