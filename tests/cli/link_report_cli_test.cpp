@@ -123,6 +123,35 @@ TEST(LinkReportCli, Gpt3PaperPlanHasLinksAndTheNicBytesOfTheWorkload)
   expect_nic_bytes_equal_workload(args);
 }
 
+// Bytes of each link kind in a simulate --link-report --json report.
+std::map<std::string, double> bytes_by_link_kind(const std::string& args)
+{
+  const CliResult r = run_gputwin(args, false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const traces::JsonValue report = traces::parse_json(r.output);
+  std::map<std::string, double> bytes;
+  for (const traces::JsonValue& kind : member(member(report, "link_report"), "kinds").items)
+    bytes[member(kind, "kind").text] = number(kind, "bytes");
+  bytes["between_domains"] = number(member(report, "link_report"), "inter_node_bytes");
+  return bytes;
+}
+
+// TP 16 spans 4 trays of one GB200 NVL72 rack: its collectives run on the rack's NVLink only. The same plan on two
+// 8-GPU DGX B200 nodes sends its TP traffic through the NICs.
+TEST(LinkReportCli, TensorParallel16InsideOneNvl72RunsOnNvlinkOnly)
+{
+  const std::string plan = " --model gpt3-175b --tp 16 --pp 1 --dp 1 --layers 2 --global-batch 2 --seq-len 2048 --sp "
+                           "--attention flash --allow-oom --link-report --json";
+  const auto nvl72 = bytes_by_link_kind("simulate --cluster gb200-nvl72" + plan);
+  EXPECT_GT(nvl72.at("nvlink"), 0);
+  EXPECT_EQ(nvl72.at("nic_tx"), 0);
+  EXPECT_EQ(nvl72.at("pcie"), 0);
+  EXPECT_EQ(nvl72.at("between_domains"), 0);
+  const auto b200 = bytes_by_link_kind("simulate --cluster dgx-b200" + plan);
+  EXPECT_GT(b200.at("nic_tx"), 0);
+  EXPECT_GT(b200.at("between_domains"), 0);
+}
+
 TEST(LinkReportCli, FoldedDataParallelCopiesAreAllCounted)
 {
   // tp 4 x dp 4 per stage: each stage spans two nodes, its DP all-reduces (4 folded copies, one per TP rank)
