@@ -8,6 +8,7 @@
 #include "gputwin/topologies/cluster_flags.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace gputwin::cli {
 
@@ -92,10 +93,25 @@ std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, con
                                                 const topo::ClusterSpec& cluster)
 {
   std::vector<sim::IterationCase> cases;
+  cases.reserve(table.rows.size());
   ArgParser parser("row", "");
   add_model_flags(parser);
   add_plan_flags(parser);
+  // Rows that state the same flags, GPUs and micro-batches are the same case: each is read and checked once (a
+  // table of repeated runs, or one repeated to fill memory, costs its distinct rows).
+  std::map<std::string, size_t> first_case; // the row's content -> the index of its first case
   for (const MeasuredIteration& row : table.rows) {
+    std::string content = std::to_string(row.gpus) + '\n' + std::to_string(row.grad_accum) + '\n';
+    for (const auto& [flag, value] : row.flags)
+      content.append(flag).append(1, '\0').append(value).append(1, '\n');
+    const auto [seen, inserted] = first_case.emplace(std::move(content), cases.size());
+    if (!inserted) {
+      sim::IterationCase c = cases[seen->second];
+      c.line = row.line;
+      c.measured_s = row.iteration_time_s;
+      cases.push_back(std::move(c));
+      continue;
+    }
     const std::string where = table.path + ":" + std::to_string(row.line) + ": ";
     sim::IterationCase c;
     c.line = row.line;
