@@ -123,5 +123,47 @@ TEST(Nvls, Nvl72RackUsesThirtyTwoHeadsAcrossItsTrays)
   EXPECT_EQ(plan.flows.size(), 72u); // one cycle over the rack's GPUs, across its trays
 }
 
+// CollNet (SHARP in the InfiniBand switches) is off unless the cluster turns it on, as NCCL_COLLNET_ENABLE is.
+TEST(CollNet, OffByDefaultAndAnErrorWhenForced)
+{
+  const topo::ClusterSpec c = topo::load_cluster("dgx-a100", 4, {});
+  const double bytes = 4 * GiB;
+  const NcclAlgorithm chosen = plan_collective(c, CollectiveOp::AllReduce, gpus_from(0, 32), bytes).choice.algorithm;
+  EXPECT_TRUE(chosen == NcclAlgorithm::Ring || chosen == NcclAlgorithm::Tree);
+  CollectiveOptions force;
+  force.algorithm = NcclAlgorithm::CollNetDirect;
+  EXPECT_THROW(plan_collective(c, CollectiveOp::AllReduce, gpus_from(0, 32), bytes, force), std::invalid_argument);
+}
+
+// With SHARP each rail's NIC sends its share once and receives the reduced share once (a ring sends 2 (n - 1) / n
+// of it), and inside the node every GPU scatters to the heads and gathers back.
+TEST(CollNet, EachNicCarriesItsShareOnceAndTheNodesScatterAndGather)
+{
+  const topo::ClusterSpec c = topo::load_cluster("dgx-a100", 4, {"nccl.collnet=true"});
+  const double bytes = 4 * GiB;
+  const CollectivePlan plan = plan_collective(c, CollectiveOp::AllReduce, gpus_from(0, 32), bytes);
+  ASSERT_EQ(plan.choice.algorithm, NcclAlgorithm::CollNetDirect);
+  double inter = 0, intra = 0;
+  for (const Flow& f : plan.flows)
+    (f.src_gpu / 8 == f.dst_gpu / 8 ? intra : inter) += f.bytes;
+  EXPECT_NEAR(inter, 4 * bytes, 1e-6 * inter);               // 4 nodes x 8 rails x share each way (a cycle)
+  EXPECT_NEAR(intra, 4 * 8 * 2 * 7.0 / 8 * bytes, 1e-6 * intra); // every GPU's 2 (p - 1) / p of the buffer
+  // The busiest link: the NVLink (231 GB/s at 1.75 x the buffer) rather than the NICs (8 x 24 GB/s, the buffer).
+  const double nvlink = c.nvlink.bytes_per_s * c.nccl.nvlink_efficiency;
+  EXPECT_NEAR(plan.transfer_s, 2 * 7.0 / 8 * bytes / nvlink, 1e-9 * plan.transfer_s);
+}
+
+TEST(CollNet, OneGpuPerNodeTakesTheChainAndHopperTakesNvlsAcrossNodes)
+{
+  const topo::ClusterSpec h100 = topo::load_cluster("dgx-h100", 4, {"nccl.collnet=true"});
+  const double bytes = 4 * GiB;
+  const CollectivePlan single = plan_collective(h100, CollectiveOp::AllReduce, {0, 8, 16, 24}, bytes);
+  EXPECT_EQ(single.choice.algorithm, NcclAlgorithm::CollNetChain);
+  const double nic = h100.nic.bytes_per_s * h100.nccl.net_efficiency;
+  EXPECT_NEAR(single.transfer_s, bytes / nic, 1e-9 * single.transfer_s); // the one NIC carries the buffer once
+  const CollectivePlan full = plan_collective(h100, CollectiveOp::AllReduce, gpus_from(0, 32), bytes);
+  EXPECT_EQ(full.choice.algorithm, NcclAlgorithm::Nvls); // NVLS inside, SHARP across
+}
+
 } // namespace
 } // namespace gputwin::sim

@@ -103,8 +103,8 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
 
   in.mapping("nccl", {"nvlink_efficiency", "pcie_efficiency", "net_efficiency", "channels_intra_node",
                       "channels_inter_node", "host_call_us", "host_launch_us_per_gpu", "kernel_us", "channel_us",
-                      "channel_net_step_us", "tree_correction", "userbuffers_latency_us", "nvls", "ll", "ll128",
-                      "simple"});
+                      "channel_net_step_us", "tree_correction", "userbuffers_latency_us", "nvls", "collnet", "ll",
+                      "ll128", "simple"});
   spec.nccl.nvlink_efficiency = in.positive_number("nccl.nvlink_efficiency");
   spec.nccl.pcie_efficiency = in.positive_number("nccl.pcie_efficiency");
   spec.nccl.net_efficiency = in.positive_number("nccl.net_efficiency");
@@ -128,6 +128,7 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   optional("nccl.tree_correction", [&](const std::string& path) { return in.boolean(path); },
            spec.nccl.tree_correction);
   optional("nccl.nvls", [&](const std::string& path) { return in.boolean(path); }, spec.nccl.nvls);
+  optional("nccl.collnet", [&](const std::string& path) { return in.boolean(path); }, spec.nccl.collnet);
   const auto protocol = [&](const std::string& name, NcclProtocolSpec& p) {
     const std::string at = "nccl." + name;
     if (!in.has(at))

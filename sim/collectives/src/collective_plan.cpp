@@ -287,6 +287,9 @@ TunerInput tuner_input(const topo::ClusterSpec& cluster, const CollectivePlan& p
   in.net_bus_bytes_per_s = nvls.net_bus_bytes_per_s;
   in.nvls_tree_max_bus_bytes_per_s =
       nvls_tree_max_bus_bytes_per_s(cluster.gpu.generation, plan.nodes, cluster.nic.bytes_per_s);
+  in.collnet = cluster.nccl.collnet && cluster.nic.count > 0;
+  in.nvswitch = cluster.nvlink.switch_chips > 0 && cluster.nvlink.bytes_per_s > 0;
+  in.collnet_heads = plan.channels;
   return in;
 }
 
@@ -307,15 +310,20 @@ NcclCostInput nccl_cost_input(const topo::ClusterSpec& cluster, const Collective
   cost_in.nodes = plan.nodes;
   if (op == CollectiveOp::SendRecv || op == CollectiveOp::AllToAll || plan.ranks <= 1)
     return cost_in;
-  if (plan.choice.algorithm == NcclAlgorithm::Nvls || plan.choice.algorithm == NcclAlgorithm::NvlsTree) {
-    // The busiest NVLink carries nvls_link_bytes; across domains each rail's NIC carries the tree's edges as for
-    // NCCL's tree (one edge on two domains, (3 + 1) / 2 on more).
+  if (in_network_reduction(plan.choice.algorithm)) {
+    // The busiest NVLink carries nvls_link_bytes (NVLS), or, for CollNet, the scatter to the heads and the gather
+    // back (direct) or every rail's chain share to both neighbours (chain): 2 (p - 1) / p of the buffer; across domains
+    // each rail's NIC carries the tree's edges as for NCCL's tree (NVLS tree: one edge on two domains, (3 + 1) / 2
+    // on more) or, reduced in the switches (SHARP), its share once each way.
     const NvlsShape nvls = nvls_shape(cluster, plan);
-    const double intra_s = nvls_link_bytes(bytes, nvls.gpus_per_domain, nvls.heads, nvls.efficiency) /
-                           nvls.intra_bus_bytes_per_s;
+    const double p = nvls.gpus_per_domain;
+    double intra_bytes = nvls_link_bytes(bytes, nvls.gpus_per_domain, nvls.heads, nvls.efficiency);
+    if (plan.choice.algorithm == NcclAlgorithm::CollNetDirect || plan.choice.algorithm == NcclAlgorithm::CollNetChain)
+      intra_bytes = p > 1 ? 2 * (p - 1) / p * bytes : 0.0;
+    const double intra_s = intra_bytes / nvls.intra_bus_bytes_per_s;
     double inter_s = 0;
-    if (plan.choice.algorithm == NcclAlgorithm::NvlsTree) {
-      const double edges = plan.nodes == 2 ? 1.0 : 2.0;
+    if (plan.nodes > 1) {
+      const double edges = plan.choice.algorithm != NcclAlgorithm::NvlsTree ? 1.0 : plan.nodes == 2 ? 1.0 : 2.0;
       inter_s = bytes * edges / nvls.net_bus_bytes_per_s;
     }
     cost_in.link_time_s = std::max(intra_s, inter_s);
@@ -437,6 +445,32 @@ void add_tree_flows(const FlowList& flows, const NodeLayout& layout, const std::
   add_tree_edges(flows, layout, groups, rails, share);
 }
 
+// A cycle over each domain's GPUs whose every hop carries `hop_bytes`: each GPU's NVLink to the switches carries
+// that many bytes each way (a route inside a domain is the sender's link up and the receiver's link down).
+void add_domain_cycles(const FlowList& flows, const std::vector<std::vector<int>>& groups, double hop_bytes)
+{
+  for (const auto& group : groups)
+    if (group.size() > 1)
+      for (size_t k = 0; k < group.size(); ++k)
+        flows.add(group[k], group[(k + 1) % group.size()], hop_bytes, 1);
+}
+
+// A reduction in the InfiniBand switches (SHARP) across domains: every rail's head sends its share up once and
+// receives the reduced share once, which a cycle over the domains' heads of each rail puts on every NIC.
+void add_switch_reduction_edges(const FlowList& flows, const NodeLayout& layout,
+                                const std::vector<std::vector<int>>& groups, const std::vector<int>& rails,
+                                double share)
+{
+  for (const int rail : rails) {
+    std::vector<int> heads;
+    for (const auto& group : groups)
+      heads.push_back(node_ring_segment(layout, group, rail).front());
+    if (heads.size() > 1)
+      for (size_t k = 0; k < heads.size(); ++k)
+        flows.add(heads[k], heads[(k + 1) % heads.size()], share, 1);
+  }
+}
+
 // NVLS inside each domain: a cycle over the domain's GPUs whose every hop carries `link_bytes`, which loads each
 // GPU's NVLink to the switches with that many bytes each way (a route inside a domain is the sender's link up and
 // the receiver's link down). NVLS tree adds NCCL's tree between the domains, each rail rooted at the GPU the rail
@@ -444,12 +478,36 @@ void add_tree_flows(const FlowList& flows, const NodeLayout& layout, const std::
 void add_nvls_flows(const FlowList& flows, const NodeLayout& layout, const std::vector<std::vector<int>>& groups,
                     const std::vector<int>& rails, double bytes, double link_bytes, bool tree)
 {
-  for (const auto& group : groups)
-    if (group.size() > 1)
-      for (size_t k = 0; k < group.size(); ++k)
-        flows.add(group[k], group[(k + 1) % group.size()], link_bytes, 1);
+  add_domain_cycles(flows, groups, link_bytes);
   if (tree)
     add_tree_edges(flows, layout, groups, rails, bytes / static_cast<double>(rails.size()));
+  else if (groups.size() > 1)
+    add_switch_reduction_edges(flows, layout, groups, rails, bytes / static_cast<double>(rails.size()));
+}
+
+// CollNet: inside each domain the scatter to the NIC heads and the gather back (direct: a cycle whose hops carry
+// 2 (p - 1) / p of the buffer, what each GPU sends and receives) or every rail's chain, both ways with the rail's
+// share (chain); across domains the switches' reduction.
+void add_collnet_flows(const FlowList& flows, const NodeLayout& layout, const std::vector<std::vector<int>>& groups,
+                       const std::vector<int>& rails, double bytes, bool direct)
+{
+  const double share = bytes / static_cast<double>(rails.size());
+  if (direct) {
+    for (const auto& group : groups) {
+      const double p = static_cast<double>(group.size());
+      add_domain_cycles(flows, {group}, 2 * (p - 1) / p * bytes);
+    }
+  } else {
+    for (const int rail : rails)
+      for (const auto& group : groups) {
+        const std::vector<int> chain = node_ring_segment(layout, group, rail);
+        for (size_t k = 1; k < chain.size(); ++k) {
+          flows.add(chain[k], chain[k - 1], share, 1);
+          flows.add(chain[k - 1], chain[k], share, 1);
+        }
+      }
+  }
+  add_switch_reduction_edges(flows, layout, groups, rails, share);
 }
 
 // Rings: every hop of every channel is one flow carrying all the steps' bytes; a broadcast is a chain from the
@@ -523,7 +581,9 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
     add_nvls_flows(flows, layout, groups, rails, bytes,
                    nvls_link_bytes(bytes, nvls.gpus_per_domain, nvls.heads, nvls.efficiency),
                    plan.choice.algorithm == NcclAlgorithm::NvlsTree);
-  }
+  } else if (plan.choice.algorithm == NcclAlgorithm::CollNetDirect ||
+             plan.choice.algorithm == NcclAlgorithm::CollNetChain)
+    add_collnet_flows(flows, layout, groups, rails, bytes, plan.choice.algorithm == NcclAlgorithm::CollNetDirect);
   else
     add_ring_flows(flows, ring_orders(cluster, gpus), op, gpus.front(), plan.ranks, bytes, channels);
   return plan;

@@ -86,11 +86,11 @@ NcclCost nccl_cost(const topo::ClusterSpec& cluster, const NcclCostInput& in)
   cost.channels = nccl_channels_used(in.algorithm, in.protocol, in.bytes, in.ranks, max_channels);
   if (in.ranks <= 1)
     return cost;
-  if (in.algorithm == NcclAlgorithm::Nvls || in.algorithm == NcclAlgorithm::NvlsTree) {
-    // NVLS runs Simple on its own channels; its latency is NCCL's (tuning.cc), not Echo's ring/tree fit, and its
-    // link time already holds NVLS's efficiency (collective_plan).
+  if (in_network_reduction(in.algorithm)) {
+    // NVLS and CollNet run Simple on their own channels; their latency is NCCL's (tuning.cc), not Echo's ring/tree
+    // fit, and their link time already holds NVLS's efficiency (collective_plan).
     cost.channels = nccl_nvls_channels(cluster.gpu.generation, in.nodes, cluster.nic.bytes_per_s);
-    cost.latency_s = nccl.kernel_s + nccl_nvls_latency_s(in.algorithm, in.nodes);
+    cost.latency_s = nccl.kernel_s + nccl_nvls_latency_s(in.algorithm, in.nodes, std::max(1, in.ranks / in.nodes));
     cost.transfer_s = in.link_time_s;
     return cost;
   }

@@ -14,6 +14,8 @@ std::string to_string(NcclAlgorithm a)
   case NcclAlgorithm::Tree: return "tree";
   case NcclAlgorithm::Nvls: return "nvls";
   case NcclAlgorithm::NvlsTree: return "nvlstree";
+  case NcclAlgorithm::CollNetDirect: return "collnetdirect";
+  case NcclAlgorithm::CollNetChain: return "collnetchain";
   }
   return "?";
 }
@@ -38,6 +40,10 @@ std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& text)
     return NcclAlgorithm::Nvls;
   if (text == "nvlstree")
     return NcclAlgorithm::NvlsTree;
+  if (text == "collnetdirect")
+    return NcclAlgorithm::CollNetDirect;
+  if (text == "collnetchain")
+    return NcclAlgorithm::CollNetChain;
   return std::nullopt;
 }
 
@@ -155,21 +161,39 @@ double nvls_tree_max_bus_bytes_per_s(GpuGeneration generation, int nodes, double
   return 0.0;
 }
 
-double nccl_nvls_latency_s(NcclAlgorithm algorithm, int nodes)
+double nccl_nvls_latency_s(NcclAlgorithm algorithm, int nodes, int ranks_per_node)
 {
-  constexpr double nvls_nvlink_us = 25.0;    // hwLatencies[NVLINK][NVLS / NVLSTree][Simple]
-  constexpr double nvls_tree_net_us = 20.9;  // hwLatencies[NET][NVLSTree][Simple]
-  double us = nvls_nvlink_us;
-  if (algorithm == NcclAlgorithm::NvlsTree)
-    us += 2 * log2_floor(std::max(1, nodes)) * nvls_tree_net_us;
+  // tuning.cc hwLatencies [NVLINK | NET][algorithm][Simple]; with one GPU per node the network latency is the
+  // tree's.
+  constexpr double nvls_nvlink_us = 25.0, nvls_net_us = 18.0, nvls_tree_net_us = 20.9;
+  constexpr double collnet_direct_nvlink_us = 3.7, collnet_direct_net_us = 31.0;
+  constexpr double collnet_chain_nvlink_us = 2.8, collnet_chain_net_us = 30.0, tree_net_us = 14.0;
+  const int ppn = std::max(1, ranks_per_node);
+  const auto net = [&](double us) { return ppn == 1 ? tree_net_us : us; };
+  double us = 0;
+  switch (algorithm) {
+  case NcclAlgorithm::Nvls: us = nvls_nvlink_us + (nodes > 1 ? net(nvls_net_us) : 0.0); break;
+  case NcclAlgorithm::NvlsTree: us = nvls_nvlink_us + 2 * log2_floor(std::max(1, nodes)) * net(nvls_tree_net_us); break;
+  case NcclAlgorithm::CollNetDirect:
+    us = 2 * (std::min(1, ppn - 1) * collnet_direct_nvlink_us + (ppn - 1) * 0.4) + net(collnet_direct_net_us);
+    break;
+  case NcclAlgorithm::CollNetChain: us = 2 * (ppn - 1) * collnet_chain_nvlink_us + net(collnet_chain_net_us); break;
+  default: break;
+  }
   return us * 1e-6;
+}
+
+bool in_network_reduction(NcclAlgorithm a)
+{
+  return a == NcclAlgorithm::Nvls || a == NcclAlgorithm::NvlsTree || a == NcclAlgorithm::CollNetDirect ||
+         a == NcclAlgorithm::CollNetChain;
 }
 
 namespace {
 
 bool is_nvls(NcclAlgorithm a)
 {
-  return a == NcclAlgorithm::Nvls || a == NcclAlgorithm::NvlsTree;
+  return in_network_reduction(a);
 }
 
 // NVLS and NVLS tree all-reduce (NCCL 2.30 tuning.cc): the intra-domain NVLS bus bandwidth, for NVLS tree capped
@@ -186,14 +210,26 @@ NcclChoice evaluate_nvls(const TunerInput& in, NcclAlgorithm algorithm)
     c.steps = 0;
     return c;
   }
+  const int ppn = std::max(1, n / in.nodes);
   double bus = nvls_bus_bytes_per_s(in.intra_bus_bytes_per_s, in.nvls_efficiency, in.nvls_heads);
   if (algorithm == NcclAlgorithm::NvlsTree) {
     bus = std::min(bus, in.net_bus_bytes_per_s * (in.nodes <= 2 ? 2.0 : 1.0));
     if (in.nvls_tree_max_bus_bytes_per_s > 0)
       bus = std::min(bus, in.nvls_tree_max_bus_bytes_per_s);
+  } else if (algorithm == NcclAlgorithm::Nvls && in.nodes > 1) {
+    bus = std::min(bus, in.net_bus_bytes_per_s); // NVLS with CollNet across nodes
+  } else if (algorithm == NcclAlgorithm::CollNetDirect) {
+    // Every GPU should have a NIC of its own: the GPU:NIC ratio halfway to 1 divides it; 0.85 from Hopper on.
+    double factor = static_cast<double>(ppn) / std::max(1, in.collnet_heads);
+    factor -= (factor - 1) / 2;
+    bus = in.intra_bus_bytes_per_s / factor * (in.ampere ? 1.0 : 0.85);
+  } else if (algorithm == NcclAlgorithm::CollNetChain) {
+    bus = in.intra_bus_bytes_per_s;
   }
-  c.latency_s = nccl_nvls_latency_s(algorithm, in.nodes);
-  const double algo = bus * n / (2.0 * (n - 1));
+  c.latency_s = nccl_nvls_latency_s(algorithm, in.nodes, ppn);
+  // Bus to algorithm bandwidth: NVLS and NVLS tree as the ring, n / 2(n - 1); CollNet 0.5 (tuning.cc).
+  const bool collnet_algorithm = algorithm == NcclAlgorithm::CollNetDirect || algorithm == NcclAlgorithm::CollNetChain;
+  const double algo = collnet_algorithm ? bus * 0.5 : bus * n / (2.0 * (n - 1));
   c.predicted_time_s = algo > 0 ? c.latency_s + in.bytes / algo : std::numeric_limits<double>::infinity();
   return c;
 }
@@ -203,9 +239,15 @@ NcclChoice evaluate_nvls(const TunerInput& in, NcclAlgorithm algorithm)
 // domain and NVLS tree on several.
 bool nvls_applies(const TunerInput& in, NcclAlgorithm algorithm)
 {
-  if (!in.nvls || in.op != CollectiveOp::AllReduce || in.ranks < 2)
+  if (in.op != CollectiveOp::AllReduce || in.ranks < 2)
     return false;
-  return algorithm == NcclAlgorithm::Nvls ? in.nodes == 1 : in.nodes > 1;
+  switch (algorithm) {
+  case NcclAlgorithm::Nvls: return in.nvls && (in.nodes == 1 || in.collnet);
+  case NcclAlgorithm::NvlsTree: return in.nvls && in.nodes > 1;
+  case NcclAlgorithm::CollNetDirect: return in.collnet && in.nodes > 1 && in.nvswitch;
+  case NcclAlgorithm::CollNetChain: return in.collnet && in.nodes > 1;
+  default: return false;
+  }
 }
 
 } // namespace
@@ -311,8 +353,8 @@ NcclChoice choose_nccl_algorithm(const TunerInput& in)
 {
   NcclChoice best;
   double best_time = std::numeric_limits<double>::infinity();
-  for (const NcclAlgorithm algorithm :
-       {NcclAlgorithm::Tree, NcclAlgorithm::Ring, NcclAlgorithm::Nvls, NcclAlgorithm::NvlsTree}) {
+  for (const NcclAlgorithm algorithm : {NcclAlgorithm::Tree, NcclAlgorithm::Ring, NcclAlgorithm::CollNetDirect,
+                                        NcclAlgorithm::CollNetChain, NcclAlgorithm::Nvls, NcclAlgorithm::NvlsTree}) {
     if (in.force_algorithm && *in.force_algorithm != algorithm)
       continue;
     if (is_nvls(algorithm)) {
@@ -344,9 +386,13 @@ NcclChoice choose_nccl_algorithm(const TunerInput& in)
       }
     }
   }
-  if (!std::isfinite(best_time) && in.force_algorithm && is_nvls(*in.force_algorithm) && !in.nvls)
+  if (!std::isfinite(best_time) && in.force_algorithm && (*in.force_algorithm == NcclAlgorithm::Nvls ||
+                                                          *in.force_algorithm == NcclAlgorithm::NvlsTree) && !in.nvls)
     throw std::invalid_argument("NVLS needs a Hopper or Blackwell GPU, NVSwitches, nccl.nvls true and two or more "
                                 "of the communicator's GPUs in each NVLink domain");
+  if (!std::isfinite(best_time) && in.force_algorithm && is_nvls(*in.force_algorithm) && !in.collnet)
+    throw std::invalid_argument("CollNet needs nccl.collnet true (SHARP switches and NCCL's SHARP plugin) and an "
+                                "all-reduce across nodes");
   if (!std::isfinite(best_time))
     throw std::invalid_argument("nccl tuner: the forced algorithm does not apply to " + to_string(in.op) + " on " +
                                 std::to_string(in.nodes) + " node(s)");

@@ -97,6 +97,9 @@ struct NcclSpec {
   // NCCL_NVLS_ENABLE: NVLink SHARP where the GPUs and NVSwitches have it (Hopper and later with NVSwitch), as NCCL
   // enables it by default since 2.17. Cluster file: nccl.nvls (optional); `--set nccl.nvls=false` turns it off.
   bool nvls = true;
+  // NCCL_COLLNET_ENABLE: SHARP reductions in the InfiniBand switches (NCCL's CollNet, with NVIDIA's SHARP plugin and
+  // SHARP-capable Quantum switches); off, as in NCCL, unless the cluster file or `--set nccl.collnet=true` says so.
+  bool collnet = false;
   NcclProtocolSpec ll{1.7039e-6, 0.373934e-6, 7.54288e-6, 3.15924e9};
   NcclProtocolSpec ll128{22.2707e-6, 0.0946237e-6, 1.28754e-6, 7.52941e9};
   NcclProtocolSpec simple{11.6671e-6, 1.81554e-6, 10.5832e-6, 30e9};

@@ -14,12 +14,15 @@ namespace gputwin::sim {
 
 // NVLS: NVLink SHARP, the all-reduce the NVSwitches reduce and multicast (Hopper and later, inside one NVLink
 // domain). NvlsTree: NVLS inside each domain and a tree between domains over the network.
-enum class NcclAlgorithm { Ring, Tree, Nvls, NvlsTree };
+// CollNetDirect, CollNetChain: the all-reduce across nodes reduced in the InfiniBand switches (SHARP, NCCL's
+// CollNet), inside the node scattered to the NIC heads directly or along a chain.
+enum class NcclAlgorithm { Ring, Tree, Nvls, NvlsTree, CollNetDirect, CollNetChain };
 enum class NcclProtocol { LL, LL128, Simple };
 
 std::string to_string(NcclAlgorithm a);
 std::string to_string(NcclProtocol p);
-std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& text); // "ring" | "tree" | "nvls" | "nvlstree"
+// "ring" | "tree" | "nvls" | "nvlstree" | "collnetdirect" | "collnetchain"
+std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& text);
 std::optional<NcclProtocol> parse_nccl_protocol(const std::string& text);   // "ll" | "ll128" | "simple"
 
 // Who takes part and what the links offer, as NCCL's tuner sees it.
@@ -46,6 +49,11 @@ struct TunerInput {
   double intra_bus_bytes_per_s = 0;  // NVLink bandwidth per GPU at NCCL's efficiency (NVLS's intra-domain part)
   double net_bus_bytes_per_s = 0;    // the network bandwidth of the rails (NVLS tree's inter-domain part)
   double nvls_tree_max_bus_bytes_per_s = 0; // NCCL's per-channel NVLS tree cap x channels; 0 = none
+  // CollNet (SHARP in the InfiniBand switches; NCCL_COLLNET_ENABLE with the SHARP plugin): all-reduce across nodes
+  // as CollNetDirect (NVSwitch nodes only), CollNetChain, and NVLS across nodes, each with Simple only.
+  bool collnet = false;
+  bool nvswitch = false; // the domain's GPUs meet in NVSwitches (CollNetDirect needs them)
+  int collnet_heads = 0; // NICs (rails) of a domain the communicator uses: CollNet's heads
 };
 
 struct NcclChoice {
@@ -93,8 +101,13 @@ int nccl_nvls_channels(GpuGeneration generation, int nodes, double nic_bytes_per
 // channel on 2 nodes, 45.5 on more; Blackwell 96 and 80) times nccl_nvls_channels; 0 on one domain or older GPUs.
 double nvls_tree_max_bus_bytes_per_s(GpuGeneration generation, int nodes, double nic_bytes_per_s);
 
-// NCCL's latency of NVLS and NVLS tree, which Simple alone runs (tuning.cc hwLatencies: NVLink 25 us per NVLS
-// pass; NVLS tree adds 2 log2(nodes) network hops of 20.9 us).
-double nccl_nvls_latency_s(NcclAlgorithm algorithm, int nodes);
+// NCCL's latency of NVLS, NVLS tree and CollNet, which Simple alone runs (tuning.cc hwLatencies: NVLink 25 us per
+// NVLS pass, + 18 us across nodes with CollNet; NVLS tree adds 2 log2(nodes) network hops of 20.9 us; CollNetDirect
+// 2 (3.7 + 0.4 (ppn - 1)) + 31 us, CollNetChain 2 (ppn - 1) 2.8 + 30 us; one GPU per node: the tree's 14 us
+// network latency).
+double nccl_nvls_latency_s(NcclAlgorithm algorithm, int nodes, int ranks_per_node = 8);
+
+// True for the algorithms that reduce in the switches (NVLS, NVLS tree, CollNet).
+bool in_network_reduction(NcclAlgorithm algorithm);
 
 } // namespace gputwin::sim
