@@ -162,7 +162,8 @@ ArgParser collective_parser()
   parser.add_option("--ranks-per-node", "K", "ranks placed on each node (default: all its GPUs)");
   parser.add_option("--bytes", "SIZE", "one size, e.g. 8G (binary multiples K, M, G, T)");
   parser.add_option("--sweep", "MIN:MAX[:F]", "sizes MIN, MIN*F, ... MAX (F = 2), e.g. 1M:8G");
-  parser.add_option("--algo", "ring|tree|nvls|nvlstree|collnetdirect|collnetchain", "force NCCL's algorithm (like NCCL_ALGO)");
+  parser.add_option("--algo", "ring|tree|nvls|nvlstree|collnetdirect|collnetchain",
+                    "force NCCL's algorithm (like NCCL_ALGO)");
   parser.add_option("--proto", "ll|ll128|simple", "force NCCL's protocol (like NCCL_PROTO)");
   parser.add_option("--rank-loads", "W,W,...",
                     "all-to-all-v: one load per rank (a MoE dispatch: rank i sends rank j size/n x W_j / mean W); "
