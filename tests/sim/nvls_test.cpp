@@ -1,6 +1,8 @@
 // NVLink SHARP (NVLS) in NCCL's model: where NCCL 2.30 uses it (all-reduce on Hopper/Blackwell NVSwitch domains
 // with at least two of the communicator's GPUs in each, NVLS tree across domains), the bandwidth its tuner gives it,
 // and the bytes its flows put on each GPU's NVLink, derived here from the formulas in tuning.cc and search.cc.
+#include "dgx_spec.hpp"
+
 #include "gputwin/sim/collective_plan.hpp"
 
 #include <gtest/gtest.h>
@@ -14,9 +16,19 @@ namespace {
 
 std::vector<int> gpus_from(int first, int count)
 {
-  std::vector<int> g(static_cast<size_t>(count));
-  std::iota(g.begin(), g.end(), first);
+  std::vector<int> g = testing::first_gpus(count);
+  for (int& gpu : g)
+    gpu += first;
   return g;
+}
+
+// Bytes of `plan`'s flows inside one node of `gpus_per_node` GPUs and between nodes.
+std::pair<double, double> intra_and_inter_node_bytes(const CollectivePlan& plan, int gpus_per_node)
+{
+  double intra = 0, inter = 0;
+  for (const Flow& f : plan.flows)
+    (f.src_gpu / gpus_per_node == f.dst_gpu / gpus_per_node ? intra : inter) += f.bytes;
+  return {intra, inter};
 }
 
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
@@ -96,9 +108,7 @@ TEST(Nvls, AcrossNodesNvlsTreeCarriesEachRailsShareOverTheNics)
   ASSERT_EQ(plan.choice.algorithm, NcclAlgorithm::NvlsTree);
   // Inter-node flows: per rail two trees, each edge carrying half the rail's share both ways; inside each node
   // the NVLS bytes on every GPU's NVLink.
-  double inter = 0, intra = 0;
-  for (const Flow& f : plan.flows)
-    (f.src_gpu / 8 == f.dst_gpu / 8 ? intra : inter) += f.bytes;
+  const auto [intra, inter] = intra_and_inter_node_bytes(plan, 8);
   const double share = bytes / 8; // 8 rails
   // Double binary tree over 4 nodes: 3 edges per tree, 2 trees, both directions, half a share each.
   EXPECT_NEAR(inter, 8 * 2 * 3 * 2 * share / 2, 1e-6 * inter);
@@ -143,9 +153,7 @@ TEST(CollNet, EachNicCarriesItsShareOnceAndTheNodesScatterAndGather)
   const double bytes = 4 * GiB;
   const CollectivePlan plan = plan_collective(c, CollectiveOp::AllReduce, gpus_from(0, 32), bytes);
   ASSERT_EQ(plan.choice.algorithm, NcclAlgorithm::CollNetDirect);
-  double inter = 0, intra = 0;
-  for (const Flow& f : plan.flows)
-    (f.src_gpu / 8 == f.dst_gpu / 8 ? intra : inter) += f.bytes;
+  const auto [intra, inter] = intra_and_inter_node_bytes(plan, 8);
   EXPECT_NEAR(inter, 4 * bytes, 1e-6 * inter);               // 4 nodes x 8 rails x share each way (a cycle)
   EXPECT_NEAR(intra, 4 * 8 * 2 * 7.0 / 8 * bytes, 1e-6 * intra); // every GPU's 2 (p - 1) / p of the buffer
   // The busiest link: the NVLink (231 GB/s at 1.75 x the buffer) rather than the NICs (8 x 24 GB/s, the buffer).

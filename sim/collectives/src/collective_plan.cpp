@@ -425,6 +425,21 @@ void add_tree_edges(const FlowList& flows, const NodeLayout& layout, const std::
   }
 }
 
+// Every rail's chain through each node, from the GPU the rail enters through: both directions of every link carry
+// the rail's `share` (reduce towards the head, broadcast back).
+void add_rail_chains(const FlowList& flows, const NodeLayout& layout, const std::vector<std::vector<int>>& groups,
+                     const std::vector<int>& rails, double share)
+{
+  for (const int rail : rails)
+    for (const auto& group : groups) {
+      const std::vector<int> chain = node_ring_segment(layout, group, rail);
+      for (size_t k = 1; k < chain.size(); ++k) {
+        flows.add(chain[k], chain[k - 1], share, 1);
+        flows.add(chain[k - 1], chain[k], share, 1);
+      }
+    }
+}
+
 // Every rail carries two of NCCL's channels, one on each tree of the double binary tree over nodes (NCCL doubles
 // its channels and gives the two copies the two trees), each rooted in a node at the GPU the rail enters through,
 // with the node's other GPUs chained behind it. A node is inner in one tree and a leaf in the other, so each NIC
@@ -434,14 +449,7 @@ void add_tree_flows(const FlowList& flows, const NodeLayout& layout, const std::
                     const std::vector<int>& rails, double bytes, double channels)
 {
   const double share = bytes / channels;
-  for (const int rail : rails)
-    for (const auto& group : groups) {
-      const std::vector<int> chain = node_ring_segment(layout, group, rail);
-      for (size_t k = 1; k < chain.size(); ++k) {
-        flows.add(chain[k], chain[k - 1], share, 1);
-        flows.add(chain[k - 1], chain[k], share, 1);
-      }
-    }
+  add_rail_chains(flows, layout, groups, rails, share);
   add_tree_edges(flows, layout, groups, rails, share);
 }
 
@@ -498,14 +506,7 @@ void add_collnet_flows(const FlowList& flows, const NodeLayout& layout, const st
       add_domain_cycles(flows, {group}, 2 * (p - 1) / p * bytes);
     }
   } else {
-    for (const int rail : rails)
-      for (const auto& group : groups) {
-        const std::vector<int> chain = node_ring_segment(layout, group, rail);
-        for (size_t k = 1; k < chain.size(); ++k) {
-          flows.add(chain[k], chain[k - 1], share, 1);
-          flows.add(chain[k - 1], chain[k], share, 1);
-        }
-      }
+    add_rail_chains(flows, layout, groups, rails, share);
   }
   add_switch_reduction_edges(flows, layout, groups, rails, share);
 }
