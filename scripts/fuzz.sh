@@ -55,22 +55,53 @@ for reader in $readers; do
   dict=()
   [ -f "$repo_root/tests/fuzz/dict/$reader.dict" ] && dict=(-dict="$repo_root/tests/fuzz/dict/$reader.dict")
   log="$fuzz_dir/fuzz-$reader.log"
+  : >"$log"
   start=$(date +%s%N)
-  set +e
-  "$binary" "${limit[@]}" "${dict[@]}" -timeout="$timeout_s" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-    -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/" "$work" "$repo_root/tests/fuzz/corpus/$reader" \
-    >"$log" 2>&1
-  status=$?
-  set -e
+  runs=0 load_timeouts=0 attempt=0
+  # libFuzzer's timeout is wall-clock and it stops at the first one: on a loaded machine a slow input can pass it.
+  # Each timeout input is replayed alone under the same timeout; one that then finishes is counted as a timeout of
+  # the machine's load (kept under findings/<reader>/load/), not a hang, and a run budget resumes from the grown
+  # corpus for the runs left (at most 5 times).
+  while :; do
+    attempt=$((attempt + 1))
+    run_limit=("${limit[@]}")
+    [[ "$budget" != *s ]] && run_limit=(-runs=$((budget - runs)))
+    set +e
+    "$binary" "${run_limit[@]}" "${dict[@]}" -timeout="$timeout_s" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+      -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/" "$work" "$repo_root/tests/fuzz/corpus/$reader" \
+      >"$log.part" 2>&1
+    status=$?
+    set -e
+    cat "$log.part" >>"$log"
+    part_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log.part" | tail -1 || true)
+    if [ -z "$part_runs" ]; then # died before its final stats: the last status line says how far it got
+      part_runs=$(grep -o '^#[0-9]*' "$log.part" | tail -1 | tr -d '#' || true)
+    fi
+    runs=$((runs + ${part_runs:-0}))
+    rm -f "$log.part"
+    resumable=0
+    for input in $(find "$findings" -maxdepth 1 -type f -name 'timeout-*'); do
+      if timeout "$timeout_s" "$binary" "$input" >/dev/null 2>&1; then
+        mkdir -p "$findings/load"
+        mv "$input" "$findings/load/"
+        load_timeouts=$((load_timeouts + 1))
+        resumable=1
+      fi
+    done
+    real_findings=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'oom-*' -o -name 'leak-*' \
+      -o -name 'timeout-*' \))
+    if [ "$status" -ne 0 ] && [ "$resumable" -eq 1 ] && [ -z "$real_findings" ]; then
+      if [[ "$budget" != *s ]] && [ "$runs" -lt "$budget" ] && [ "$attempt" -lt 6 ]; then
+        continue
+      fi
+      status=0 # it ended on timeouts of the load alone; the executions say how far it got
+    fi
+    break
+  done
   ms=$((($(date +%s%N) - start) / 1000000))
   seconds=$(awk -v ms="$ms" 'BEGIN { printf "%.1f", ms / 1000 }')
-  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 || true)
-  if [ -z "$runs" ]; then # died before its final stats: the last status line says how far it got
-    runs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#' || true)
-  fi
-  runs=${runs:-0}
-  crashes=$(find "$findings" -type f \( -name 'crash-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
-  hangs=$(find "$findings" -type f -name 'timeout-*' | wc -l)
+  crashes=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
+  hangs=$(find "$findings" -maxdepth 1 -type f -name 'timeout-*' | wc -l)
   if [ "$status" -ne 0 ] && [ "$crashes" -eq 0 ] && [ "$hangs" -eq 0 ]; then
     crashes=1 # ended abnormally without an artifact: count it, the log says why
   fi
@@ -81,6 +112,9 @@ for reader in $readers; do
   total_ms=$((total_ms + ms))
   printf '==> %s: %s executions, %s crashes, %s hangs (%s s; log %s)\n' "$reader" "$runs" "$crashes" "$hangs" \
     "$seconds" "$log"
+  [ "$load_timeouts" -gt 0 ] &&
+    printf '    %s timeout(s) of the machine'"'"'s load: finished alone within %s s (kept in %s/load)\n' \
+      "$load_timeouts" "$timeout_s" "$findings"
   if [ "$crashes" -ne 0 ] || [ "$hangs" -ne 0 ]; then
     grep -m1 -A3 -E 'ERROR: |fuzz finding|deadly signal|timeout after' "$log" | sed 's/^/    /' || true
     find "$findings" -type f | sed 's/^/    saved: /'
