@@ -5,6 +5,7 @@
 #include "run_cli.hpp"
 
 #include "gputwin/traces/json_value.hpp"
+#include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -76,6 +77,22 @@ TEST(PrecisionCli, HopperRefusesBlockScaledFormatsWithOneLineAndExitStatus2)
                         "--precision nvfp4: the a100-sxm4-80gb of dgx-a100 (generation ampere)");
   expect_one_line_error("simulate --model llama3-8b --cluster dgx-b200 --tp 8 --precision fp6",
                         "--precision: expected bf16|fp8|mxfp8|nvfp4, got 'fp6'");
+}
+
+// A sweep's CSV says the block-scaled format in its fp8 column (0 bf16, 1 FP8, else the format's name), and
+// --merge reads it back to the same file.
+TEST(PrecisionCli, SweepCsvCarriesTheFormatThroughMerge)
+{
+  const std::string csv = test_temp_path("nvfp4-sweep.csv"), merged = test_temp_path("nvfp4-merged.csv");
+  const CliResult sweep = run_gputwin("sweep --model llama3-8b --cluster dgx-b200 --gpus 8 --global-batch 8 "
+                                      "--attention flash --precision nvfp4 --csv " + csv,
+                                      false);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.output;
+  const std::string written = read_file(csv);
+  EXPECT_NE(written.find(",nvfp4,"), std::string::npos) << written;
+  const CliResult merge = run_gputwin("sweep --merge " + csv + " -o " + merged, false);
+  ASSERT_EQ(merge.exit_code, 0) << merge.output;
+  EXPECT_EQ(read_file(merged), written);
 }
 
 } // namespace
