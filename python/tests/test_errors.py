@@ -56,3 +56,11 @@ def test_a_process_still_works_after_an_error():
     with pytest.raises(gputwin.InputError):
         gputwin.memory(model="no-such-model")
     assert gputwin.memory(model="gpt-22b", tp=8, global_batch=8)["plan"]["tp"] == 8
+
+
+def test_a_block_scaled_precision_on_hopper_is_the_cli_message(cli):
+    with pytest.raises(gputwin.InputError) as raised:
+        gputwin.simulate(model="llama3-8b", cluster="dgx-h100", tp=8, precision="nvfp4")
+    assert str(raised.value).startswith("--precision nvfp4: the h100-sxm5-80gb of dgx-h100 (generation hopper)")
+    assert str(raised.value) == cli_error(cli, "simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--tp",
+                                          "8", "--precision", "nvfp4", "--json")

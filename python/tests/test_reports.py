@@ -92,3 +92,17 @@ def test_replay_takes_the_trace_as_a_positional_argument(cli_json):
     assert without_wall_time(report) == without_wall_time(cli_json("replay", trace))
     with pytest.raises(gputwin.InputError, match="no-such-trace.json"):
         gputwin.replay(os.path.join(REPO, "no-such-trace.json"))
+
+
+def test_precision_keyword_reports_the_precision_and_its_peak(cli_json):
+    # precision="nvfp4" is --precision nvfp4: on dgx-b200 the linear GEMMs at the FP4 peak (9000 TF/s dense).
+    llama = dict(model="llama3-8b", cluster="dgx-b200", tp=8, sp=True, attention="flash")
+    report = gputwin.simulate(precision="nvfp4", **llama)
+    assert report["mfu_precision"] == "nvfp4"
+    assert report["mfu_peak_flops_per_gpu"] == 9000e12
+    assert report["plan"]["precision"] == "nvfp4"
+    assert without_wall_time(report) == without_wall_time(
+        cli_json("simulate", "--model", "llama3-8b", "--cluster", "dgx-b200", "--tp", "8", "--sp", "--attention",
+                 "flash", "--precision", "nvfp4"))
+    assert without_wall_time(gputwin.simulate(precision="fp8", **llama)) == without_wall_time(
+        gputwin.simulate(fp8=True, **llama))

@@ -78,6 +78,7 @@ void write_cluster_yaml(std::ostream& y, const topo::ClusterSpec& c, const sim::
     << "nodes: " << c.nodes << "\n"
     << "gpu:\n  kind: " << c.gpu.kind << "\n  generation: " << to_string(c.gpu.generation) << "\n  peak_bf16_tflops: " << num(c.gpu.peak_bf16_flops / 1e12)
     << (c.gpu.peak_fp8_flops > 0 ? "\n  peak_fp8_tflops: " + num(c.gpu.peak_fp8_flops / 1e12) : "") // absent: none
+    << (c.gpu.peak_fp4_flops > 0 ? "\n  peak_fp4_tflops: " + num(c.gpu.peak_fp4_flops / 1e12) : "") // likewise
     << "\n  hbm_gbytes: " << num(static_cast<double>(c.gpu.hbm_bytes) / 1e9)
     << "\n  hbm_gbytes_per_s: " << num(c.gpu.hbm_bytes_per_s / 1e9) << "\n"
     << "node:\n  gpus: " << c.gpus_per_node

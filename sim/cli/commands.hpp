@@ -81,7 +81,7 @@ GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpe
 
 // FP8 needs FP8 tensor cores: the Scenario's rule (sim/scenario.hpp), checked by every command that takes plan
 // flags and a cluster right after reading the cluster.
-using sim::check_fp8_supported;
+using sim::check_precision_supported;
 
 // `--gpu-model FILE` and `--force` (use a model of another GPU kind than the cluster's), declared on `parser`.
 void add_gpu_model_flags(ArgParser& parser);

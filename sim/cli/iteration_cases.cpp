@@ -20,7 +20,7 @@ constexpr const char* row_options[] = {
     "--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--num-query-groups", "--ffn-hidden",
     "--activation", "--norm", "--position", "--plan", "--tp", "--cp", "--pp", "--dp", "--micro-batch",
     "--global-batch", "--recompute", "--attention", "--schedule", "--chunks", "--zero", "--pp-first-stage-layers",
-    "--pp-last-stage-layers"};
+    "--pp-last-stage-layers", "--precision"};
 // Switches a row may set (true|false), the command line's when it does not: (flag, column name).
 constexpr std::pair<const char*, const char*> row_switches[] = {{"--sp", "sp"}, {"--fp8", "precision"}};
 // Switches only the command line gives.
@@ -122,7 +122,7 @@ std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, con
       const ParsedArgs args = row_arguments(row, flags, parser);
       c.model = model_from_flags(args);
       c.plan = read_plan(args, c.model);
-      check_fp8_supported(c.plan, cluster);
+      check_precision_supported(c.plan, cluster);
       c.options = overlap_options_from_flags(flags, c.plan);
     } catch (const InputError& e) {
       throw InputError(where + e.what());

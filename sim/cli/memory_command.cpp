@@ -106,10 +106,14 @@ void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& 
   print_row(out, "recompute workspace (transient)", m.recompute_workspace_bytes);
   if (megatron_core_te_memory(plan))
     print_row(out, "backward workspace (transient)", m.backward_workspace_bytes);
-  print_row(out, plan.fp8 && plan.fp8_param_gather ? "weights (bf16; layers fp8)" : "weights (bf16)",
+  print_row(out,
+            plan.quantized() && plan.fp8_param_gather ? "weights (bf16; layers " + to_string(plan.precision) + ")"
+                                                      : std::string("weights (bf16)"),
             m.state.weight_bytes);
-  if (plan.fp8)
+  if (plan.delayed_scaling())
     print_row(out, "FP8 weight caches (TE)", m.state.fp8_cache_bytes);
+  else if (plan.quantized())
+    print_row(out, to_string(plan.precision) + " weight caches (TE, scales included)", m.state.fp8_cache_bytes);
   if (megatron_core_te_memory(plan))
     print_row(out, "wgrad placeholders (TE)", m.state.wgrad_placeholder_bytes);
   print_row(out, plan.grad_reduce_bf16 ? "gradients (bf16)" : "gradients (fp32)", m.state.gradient_bytes);
@@ -234,7 +238,7 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
   sim::Scenario scenario;
   scenario.plan = plan;
   scenario.cluster = topo::read_cluster_request(parsed);
-  check_fp8_supported(plan, topo::load_cluster(scenario.cluster));
+  check_precision_supported(plan, topo::load_cluster(scenario.cluster));
   const topo::ClusterSpec cluster = sim::size_cluster(scenario);
   const StageMemory busiest = busiest_stage_memory(model, plan);
   std::vector<std::string> notes = plan_notes(parsed, plan);

@@ -157,6 +157,8 @@ GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpe
     // same efficiencies (gpu_compute_model.hpp), so the cluster GPU's FP8 peak serves a file that has none.
     if (!(model.peak_fp8_flops > 0))
       model.peak_fp8_flops = gpu.peak_fp8_flops;
+    if (!(model.peak_fp4_flops > 0)) // likewise for NVFP4 GEMMs
+      model.peak_fp4_flops = gpu.peak_fp4_flops;
     return with_interference_flag(args, model);
   }
   return with_interference_flag(args, sim::builtin_gpu_model(gpu));

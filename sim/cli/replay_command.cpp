@@ -43,7 +43,7 @@ GpuComputeModel retarget_model(const std::string& gpu)
     throw InputError("--gpu: expected a100|h100|h200, got '" + gpu + "'");
   const topo::ClusterSpec spec = topo::load_cluster(cluster, 1, {});
   return builtin_compute_model(spec.gpu.generation, spec.gpu.kind, spec.gpu.peak_bf16_flops, spec.gpu.hbm_bytes_per_s,
-                               spec.gpu.peak_fp8_flops);
+                               spec.gpu.peak_fp8_flops, spec.gpu.peak_fp4_flops);
 }
 
 // A positive finite factor flag (--compute-scale, --comm-scale); 1 when absent.

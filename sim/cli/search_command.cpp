@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
+#include "sweep_csv.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
@@ -35,7 +36,7 @@ void write_csv(std::ostream& out, const std::vector<Ranked>& ranked)
     const ParallelPlan& p = r.estimate.candidate.plan;
     const WorkloadOptions& o = r.estimate.candidate.options;
     std::snprintf(line, sizeof line,
-                  "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld,%lld,%d,%d,%d,%d\n",
+                  "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld,%lld,%s,%d,%d,%d\n",
                   i + 1, static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                   static_cast<long long>(p.micro_batch), static_cast<long long>(p.effective_global_batch()),
                   to_string(p.schedule).c_str(), static_cast<long long>(p.chunks), to_string(p.recompute).c_str(),
@@ -43,7 +44,7 @@ void write_csv(std::ostream& out, const std::vector<Ranked>& ranked)
                   r.estimate.iteration_time_s, r.report.tokens_per_s, r.report.mfu_bf16, r.report.bubble_fraction,
                   r.report.exposed_comm_s,
                   static_cast<long long>(r.estimate.candidate.peak_memory_bytes), static_cast<long long>(p.cp),
-                  p.fp8 ? 1 : 0, o.tp_comm_overlap ? 1 : 0, o.overlap_grad_reduce ? 1 : 0,
+                  precision_csv_cell(p).c_str(), o.tp_comm_overlap ? 1 : 0, o.overlap_grad_reduce ? 1 : 0,
                   o.overlap_param_gather ? 1 : 0);
     out << line;
   }
@@ -69,6 +70,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   parser.add_option("--attention", "KERNEL", "attention kernel of every plan: unfused|flash (default unfused)");
   parser.add_option("--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)");
   parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
+  add_precision_flag(parser);
   parser.add_option("--cp", "LIST",
                     "context-parallel sizes to try, e.g. 1,2,4,8 (needs --attention flash; default 1,2,4,8 with flash "
                     "attention and --seq-len >= 8192, else 1)");
@@ -155,7 +157,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
                   p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
                   to_string(p.recompute).c_str(), p.sequence_parallel() ? " sp" : "",
                   p.fsdp ? " fsdp" : p.zero_stage ? (" zero" + std::to_string(p.zero_stage)).c_str() : "",
-                  p.fp8 ? " fp8" : "");
+                  p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
     std::snprintf(line, sizeof line, "%4zu  %-58s %-9s %-13s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1,
                   plan_text, to_string(p.attention).c_str(), overlaps_text(r.estimate.candidate.options).c_str(),
                   r.report.iteration_time_s, r.estimate.iteration_time_s, r.report.tokens_per_s, 100 * r.report.mfu_bf16,

@@ -89,7 +89,7 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
   } else {
     space.context_parallel = sim::default_context_parallel(model, space.attention);
   }
-  space.fp8 = parsed.has("--fp8");
+  space.precision = read_precision(parsed);
   space.overlaps = !parsed.has("--no-overlaps");
   if (const auto list = parsed.value("--micro-batches")) {
     space.micro_batches = integer_list("--micro-batches", *list);
@@ -105,9 +105,9 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
   else if (r.gpus > cluster.gpus())
     throw InputError("--nodes: " + std::to_string(cluster.nodes) + " nodes of " + cluster.name + " have " +
                      std::to_string(cluster.gpus()) + " GPUs, fewer than --gpus " + std::to_string(r.gpus));
-  ParallelPlan fp8_plan;
-  fp8_plan.fp8 = space.fp8;
-  check_fp8_supported(fp8_plan, cluster);
+  ParallelPlan precision_plan;
+  precision_plan.precision = space.precision;
+  check_precision_supported(precision_plan, cluster);
   r.gpu = compute_model_for_gpu(parsed, cluster.gpu);
 
   // TP up to the NVLink domain (the node, or a rack of nodes): its collectives stay on NVLink.
@@ -245,7 +245,9 @@ void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
   json.field("attention", to_string(p.attention));
   json.field("pp_first_stage_layers", p.pp_first_stage_layers);
   json.field("pp_last_stage_layers", p.pp_last_stage_layers);
-  json.field("fp8", p.fp8);
+  json.field("fp8", p.delayed_scaling());
+  if (p.quantized() && !p.delayed_scaling()) // the block-scaled formats by name; "fp8" keeps its meaning
+    json.field("precision", to_string(p.precision));
   if (p.ep > 1 || p.etp > 0) { // a mixture-of-experts plan
     json.field("ep", p.ep);
     json.field("etp", p.expert_tp());

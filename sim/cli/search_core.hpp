@@ -53,7 +53,7 @@ struct SearchRequest {
 };
 
 // Reads --gpus (required: `gpus_required` ends its error), --global-batch (default: the GPUs), --top (default
-// `default_top`), --jobs, --attention, --cp (default: sim::default_context_parallel), --fp8, --no-overlaps,
+// `default_top`), --jobs, --attention, --cp (default: sim::default_context_parallel), --fp8 / --precision, --no-overlaps,
 // --micro-batches (where the command has it), the cluster and GPU-model flags, and enumerates the plans of `model`. InputError naming the flag for a bad value, GPUs that are not whole nodes,
 // no plan that splits over the GPUs, or none that fits (with the smallest plan's memory against the GPU's).
 SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& model, int64_t default_top,

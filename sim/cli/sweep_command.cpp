@@ -214,7 +214,7 @@ std::string sweep_flags(const ParsedArgs& parsed)
   for (const std::string& arg : model_flag_arguments(parsed))
     flags += " " + arg;
   for (const char* flag : {"--cluster", "--set", "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour",
-                           "--attention", "--cp", "--top", "--gpu-model", "--framework"})
+                           "--attention", "--cp", "--top", "--gpu-model", "--framework", "--precision"})
     for (const std::string& value : parsed.values(flag))
       flags += std::string(" ") + flag + " " + value;
   for (const char* flag : {"--fp8", "--no-overlaps"})
@@ -243,7 +243,7 @@ void write_table(std::ostream& out, const std::vector<SweepRow>& rows)
                   static_cast<long long>(p.pp), static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch),
                   to_string(p.schedule).c_str(),
                   p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                  to_string(p.recompute).c_str(), p.fp8 ? " fp8" : "");
+                  to_string(p.recompute).c_str(), p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
     const std::string scaling =
         std::isfinite(r.scaling_efficiency) ? csv_number("%.1f%%", 100 * r.scaling_efficiency) : "-";
     std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-52s %-9s %-13s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
@@ -540,7 +540,7 @@ int run_merge(const ParsedArgs& parsed, std::ostream& out)
 {
   for (const char* flag : {"--model", "--hidden", "--heads", "--layers", "--seq-len", "--vocab", "--cluster", "--set",
                            "--gpus", "--global-batch", "--tokens", "--price-per-gpu-hour", "--attention", "--cp",
-                           "--no-overlaps", "--fp8", "--top",
+                           "--no-overlaps", "--fp8", "--precision", "--top",
                            "--max-work", "--gpu-model", "--framework", "--jobs", "--shard", "--json"})
     if (parsed.has(flag))
       throw InputError(std::string(flag) + ": not used with --merge (it joins CSV files: gputwin sweep --merge A.csv "
@@ -633,9 +633,9 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
         throw InputError("--gpus: " + std::to_string(gpus) + " is not a multiple of " + node.name + "'s " +
                          std::to_string(node.gpus_per_node) + " GPUs per node (expected whole nodes)");
     compute_model_for_gpu(parsed, node.gpu);
-    ParallelPlan fp8_plan;
-    fp8_plan.fp8 = parsed.has("--fp8");
-    check_fp8_supported(fp8_plan, node);
+    ParallelPlan precision_plan;
+    precision_plan.precision = read_precision(parsed);
+    check_precision_supported(precision_plan, node);
     nodes.push_back(node);
   }
   std::optional<int64_t> global_batch;
@@ -686,7 +686,7 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
                 << "unfused for Megatron 2022's kernels)\n";
   }
   sim::SearchSpace space;
-  space.fp8 = parsed.has("--fp8");
+  space.precision = read_precision(parsed);
   space.overlaps = !parsed.has("--no-overlaps");
   const std::optional<std::string> plot = parsed.value("--plot");
   check_plot(plot);
@@ -880,6 +880,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
                     "context-parallel sizes to try, e.g. 1,2,4,8 (needs flash attention; default 1,2,4,8 with flash "
                     "attention and --seq-len >= 8192, else 1)");
   parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; every cluster H100/H200)");
+  add_precision_flag(parser);
   parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
                                      "overlap that applies and with none, the faster kept)");
   parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");

@@ -161,7 +161,11 @@ SweepRow parse_csv_row(const std::string& record, const std::string& where, cons
                        "'");
     return text == "1";
   };
-  r.plan.fp8 = flag(21);
+  if (const std::optional<GemmPrecision> block = parse_gemm_precision(cell(21));
+      block && (*block == GemmPrecision::Mxfp8 || *block == GemmPrecision::Nvfp4))
+    r.plan.precision = *block;
+  else if (flag(21))
+    r.plan.precision = GemmPrecision::Fp8;
   r.options.tp_comm_overlap = flag(22);
   r.options.overlap_grad_reduce = flag(23);
   r.options.overlap_param_gather = flag(24);
@@ -181,6 +185,13 @@ void drop_carriage_return(std::string& line)
 }
 
 } // namespace
+
+std::string precision_csv_cell(const ParallelPlan& plan)
+{
+  return plan.precision == GemmPrecision::Bf16  ? "0"
+         : plan.precision == GemmPrecision::Fp8 ? "1"
+                                                : to_string(plan.precision);
+}
 
 const char* const sweep_csv_header =
     "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,"
@@ -207,7 +218,7 @@ void write_sweep_csv(std::ostream& out, const SweepIdentity& identity, const std
         << csv_number("%.17g", r.gpu_hours) << ',' << csv_number("%.17g", r.cost) << ',' << csv_text(r.model) << ','
         << to_string(p.schedule) << ',' << p.chunks << ',' << to_string(p.recompute) << ',' << r.peak_memory_bytes
         << ',' << csv_number("%.6g", r.scaling_efficiency) << ',' << r.point << ',' << to_string(p.attention) << ','
-        << p.cp << ',' << (p.fp8 ? 1 : 0) << ',' << (r.options.tp_comm_overlap ? 1 : 0) << ','
+        << p.cp << ',' << precision_csv_cell(p) << ',' << (r.options.tp_comm_overlap ? 1 : 0) << ','
         << (r.options.overlap_grad_reduce ? 1 : 0) << ',' << (r.options.overlap_param_gather ? 1 : 0) << '\n';
   }
 }

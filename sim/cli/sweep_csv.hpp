@@ -35,6 +35,10 @@ struct SweepRow {
   double scaling_efficiency = NAN;                           // NaN in a shard: it depends on other points
 };
 
+// The `fp8` column of a sweep or search CSV: 0 (bf16), 1 (FP8, delayed scaling) or the block-scaled format's name
+// (mxfp8, nvfp4).
+std::string precision_csv_cell(const ParallelPlan& plan);
+
 // Line 2 of every sweep CSV.
 extern const char* const sweep_csv_header;
 

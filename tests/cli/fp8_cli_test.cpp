@@ -69,7 +69,7 @@ std::string one_gemm_trace(bool fp8)
   traces::Op op;
   op.kind = traces::OpKind::Compute;
   op.name = "fc1.fwd";
-  op.gemm = traces::GemmShape{8192, 14336, 4096, 1, fp8};
+  op.gemm = traces::GemmShape{8192, 14336, 4096, 1, fp8 ? traces::GemmPrecision::Fp8 : traces::GemmPrecision::Bf16};
   op.flops = 2.0 * 8192 * 14336 * 4096;
   op.bytes = 1e8;
   g.ranks.push_back(traces::RankProgram{0, {op}});

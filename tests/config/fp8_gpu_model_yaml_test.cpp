@@ -82,5 +82,36 @@ TEST(Fp8ClusterSpec, BadFp8PeakIsOneLineNamingTheField)
   }
 }
 
+// The FP4 peak likewise: peak_fp4_flops_per_s written only when the model has one and read back; the Blackwell
+// clusters carry gpu.peak_fp4_tflops (their files cite the datasheets), the Hopper and Ampere ones none.
+TEST(Fp4GpuModelYaml, Fp4PeakRoundTripsAndBlackwellClustersHaveIt)
+{
+  Calibration b200;
+  b200.gpu = builtin_compute_model(GpuGeneration::Blackwell, "b200", 2250e12, 7700e9, 4500e12, 9000e12);
+  std::ostringstream text;
+  write_calibration_yaml(text, b200, {});
+  EXPECT_NE(text.str().find("\npeak_fp4_flops_per_s: 9e+15"), std::string::npos) << text.str();
+  EXPECT_DOUBLE_EQ(load_gpu_model_yaml(write_temp("b200-fp4.yaml", text.str())).peak_fp4_flops, 9000e12);
+  Calibration h100;
+  h100.gpu = builtin_compute_model(GpuGeneration::Hopper, "h100-sxm5-80gb", 989e12, 3350e9, 1979e12);
+  std::ostringstream h100_text;
+  write_calibration_yaml(h100_text, h100, {});
+  EXPECT_EQ(h100_text.str().find("peak_fp4"), std::string::npos) << "no FP4 tensor cores: no line";
+
+  EXPECT_DOUBLE_EQ(topo::load_cluster("dgx-b200", 0, {}).gpu.peak_fp4_flops, 9000e12);
+  EXPECT_DOUBLE_EQ(topo::load_cluster("gb200-nvl72", 0, {}).gpu.peak_fp4_flops, 9800e12);
+  EXPECT_DOUBLE_EQ(topo::load_cluster("dgx-b300", 0, {}).gpu.peak_fp4_flops, 13500e12);
+  EXPECT_DOUBLE_EQ(topo::load_cluster("gb300-nvl72", 0, {}).gpu.peak_fp4_flops, 15000e12);
+  EXPECT_EQ(topo::load_cluster("dgx-h100", 0, {}).gpu.peak_fp4_flops, 0);
+  EXPECT_DOUBLE_EQ(topo::load_cluster("dgx-b200", 0, {"gpu.peak_fp4_tflops=8000"}).gpu.peak_fp4_flops, 8000e12);
+  try {
+    topo::load_cluster("dgx-b200", 0, {"gpu.peak_fp4_tflops=0"});
+    FAIL() << "a zero FP4 peak must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--set gpu.peak_fp4_tflops: expected a positive number"), std::string::npos)
+        << e.what();
+  }
+}
+
 } // namespace
 } // namespace gputwin::config

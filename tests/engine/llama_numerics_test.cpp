@@ -169,7 +169,7 @@ TEST(LlamaNumerics, PlansTheEngineCannotRunYetAreRefusedInOneLine)
   odd_width.ffn_hidden = 66;
   for (const auto& [set, flag] : std::vector<std::pair<std::function<void(ParallelPlan&)>, std::string>>{
            {[](ParallelPlan& p) { p.cp = 2; }, "--cp: "},
-           {[](ParallelPlan& p) { p.fp8 = true; }, "--fp8: "},
+           {[](ParallelPlan& p) { p.precision = GemmPrecision::Fp8; }, "--fp8: "},
            {[](ParallelPlan& p) { p.tp = 4; }, "--ffn-hidden: "}}) {
     ParallelPlan p;
     set(p);

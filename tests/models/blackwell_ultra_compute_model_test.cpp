@@ -36,7 +36,7 @@ TEST(BlackwellUltraComputeModel, WaveQuantizationOn160Sms)
   const GpuComputeModel b200 = blackwell("b200-sxm-180gb", 2250e12, 4500e12);
   const GpuComputeModel b300 = blackwell("b300", 2250e12, 4500e12);
   // 160 output tiles: one full wave on 160 SMs, 148 + 12 on B200.
-  const traces::GemmShape shape{160 * 128, 128, 8192, 1, false}; // 128 x 128 tiles
+  const traces::GemmShape shape{160 * 128, 128, 8192, 1, traces::GemmPrecision::Bf16}; // 128 x 128 tiles
   EXPECT_DOUBLE_EQ(gemm_wave_utilization(b300, shape, b300.multiprocessors), 1.0);
   EXPECT_NEAR(gemm_wave_utilization(b200, shape, b200.multiprocessors), 160.0 / 296.0, 1e-12);
 }

@@ -38,7 +38,7 @@ ParallelPlan plan_for(const Case& c, bool fp8)
   plan.cp = c.cp;
   plan.tp_comm = c.tp > 1 ? TpComm::SequenceParallel : TpComm::AllReduce;
   plan.attention = AttentionKernel::Flash;
-  plan.fp8 = fp8;
+  plan.precision = fp8 ? GemmPrecision::Fp8 : GemmPrecision::Bf16;
   plan.micro_batch = 1;
   plan.global_batch = 1;
   return plan;
@@ -64,7 +64,7 @@ TEST(ComputeInvariants, NoOpRunsAbovePeakForItsPrecision)
         for (const traces::Op& op : program.ops) {
           if (op.kind != traces::OpKind::Compute || !(op.flops > 0))
             continue;
-          const double peak = op.gemm.fp8 ? gpu.peak_fp8_flops : gpu.peak_flops;
+          const double peak = op.gemm.precision == GemmPrecision::Fp8 ? gpu.peak_fp8_flops : gpu.peak_flops;
           const double seconds = compute_duration_s(gpu, op);
           ASSERT_GE(seconds * peak, op.flops) << op.name << " runs at " << op.flops / seconds / 1e12 << " TFLOP/s";
           if (op.name == "attn.flash.fwd" || op.name == "attn.flash.bwd") {

@@ -23,7 +23,7 @@ traces::Op gemm_op(int64_t m, int64_t n, int64_t k, bool fp8)
   traces::Op op;
   op.kind = traces::OpKind::Compute;
   op.name = "fc1.fwd";
-  op.gemm = traces::GemmShape{m, n, k, 1, fp8};
+  op.gemm = traces::GemmShape{m, n, k, 1, fp8 ? traces::GemmPrecision::Fp8 : traces::GemmPrecision::Bf16};
   op.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const double operand_bytes = fp8 ? 1 : 2; // output in bf16 either way
   op.bytes = operand_bytes * static_cast<double>(m * k + k * n) + 2.0 * static_cast<double>(m * n);
@@ -42,8 +42,8 @@ TEST(Fp8ComputeModel, LargeGemmTakesBf16TimeTimesPeakRatio)
   // The same efficiency: the FP8 GEMM reaches the same fraction of its peak as the bf16 one of its own.
   EXPECT_NEAR(gemm_op(8192, 14336, 4096, true).flops / fp8_s / h100_fp8_peak,
               gemm_op(8192, 14336, 4096, false).flops / bf16_s / h100_bf16_peak, 1e-6);
-  EXPECT_DOUBLE_EQ(gemm_peak_flops(h100, traces::GemmShape{1, 1, 1, 1, true}), h100_fp8_peak);
-  EXPECT_DOUBLE_EQ(gemm_peak_flops(h100, traces::GemmShape{1, 1, 1, 1, false}), h100_bf16_peak);
+  EXPECT_DOUBLE_EQ(gemm_peak_flops(h100, traces::GemmShape{1, 1, 1, 1, traces::GemmPrecision::Fp8}), h100_fp8_peak);
+  EXPECT_DOUBLE_EQ(gemm_peak_flops(h100, traces::GemmShape{1, 1, 1, 1, traces::GemmPrecision::Bf16}), h100_bf16_peak);
 }
 
 TEST(Fp8ComputeModel, EveryShapeIsTheRooflineAtTheFp8Peak)
@@ -82,7 +82,7 @@ TEST(Fp8ComputeModel, Fp8GemmWithoutFp8PeakIsAClearError)
         << message;
     EXPECT_EQ(message.find('\n'), std::string::npos);
   }
-  EXPECT_THROW(gemm_peak_flops(a100, traces::GemmShape{1, 1, 1, 1, true}), InputError);
+  EXPECT_THROW(gemm_peak_flops(a100, traces::GemmShape{1, 1, 1, 1, traces::GemmPrecision::Fp8}), InputError);
 }
 
 TEST(Fp8ComputeModel, InterferencePathUsesTheFp8Peak)

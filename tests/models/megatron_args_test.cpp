@@ -200,7 +200,7 @@ TEST(MegatronArgs, LlamaSeventyBFileMapsFieldByField)
   EXPECT_TRUE(p.sequence_parallel());
   EXPECT_EQ(p.recompute, Recompute::None);
   EXPECT_EQ(p.zero_stage, 1);
-  EXPECT_TRUE(p.fp8);
+  EXPECT_EQ(p.precision, GemmPrecision::Fp8);
   EXPECT_TRUE(p.fp8_param_gather);
   EXPECT_EQ(p.attention, AttentionKernel::Flash);
   // The overlaps are the simulator's switches (this parser has none): named as not used, so present.
@@ -259,7 +259,7 @@ TEST(MegatronArgs, DerivesWhatMegatronDerives)
   const Mapped mcore = run(std::string(small) + "--tensor-model-parallel-size 2 --sequence-parallel --fp8-format e4m3 "
                                              "--use-distributed-optimizer --grad-reduce-in-bf16 --use-flash-attn "
                                              "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te");
-  EXPECT_TRUE(mcore.plan.fp8);
+  EXPECT_EQ(mcore.plan.precision, GemmPrecision::Fp8);
   EXPECT_FALSE(mcore.plan.fp8_param_gather) << "Megatron keeps BF16 weights without --fp8-param-gather";
   EXPECT_EQ(mcore.plan.zero_stage, 1);
   EXPECT_TRUE(mcore.plan.grad_reduce_bf16);
@@ -353,6 +353,35 @@ TEST(MegatronArgs, BadInputIsOneLineNamingFileAndArgument)
     EXPECT_EQ(std::string(e.what()), "--megatron-args: /nonexistent/x.args: cannot open the file (expected a "
                                      "Megatron-LM launch line)");
   }
+}
+
+// Megatron-Core's precision arguments (transformer_config.py): --fp8-recipe mxfp8 is --precision mxfp8,
+// --fp4-format e2m1 (--fp4-recipe nvfp4, the default) --precision nvfp4 with --fp4-param-gather for NVFP4 weights;
+// FP8 and FP4 together, --fp4-param-gather without --fp4-format and another FP4 recipe are one-line errors.
+TEST(MegatronArgs, BlockScaledRecipes)
+{
+  const std::string optimizer = "--tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer ";
+  const Mapped mxfp8 = run(std::string(small) + optimizer + "--fp8-format e4m3 --fp8-recipe mxfp8");
+  EXPECT_EQ(mxfp8.plan.precision, GemmPrecision::Mxfp8);
+  EXPECT_FALSE(mxfp8.plan.fp8_param_gather) << "Megatron keeps BF16 weights without --fp8-param-gather";
+  EXPECT_TRUE(run(std::string(small) + optimizer + "--fp8-format hybrid --fp8-recipe mxfp8 --fp8-param-gather")
+                  .plan.fp8_param_gather);
+  EXPECT_EQ(run(std::string(small) + optimizer + "--fp8-format e4m3 --fp8-recipe delayed").plan.precision,
+            GemmPrecision::Fp8);
+  const Mapped nvfp4 = run(std::string(small) + optimizer + "--fp4-format e2m1 --fp4-recipe nvfp4");
+  EXPECT_EQ(nvfp4.plan.precision, GemmPrecision::Nvfp4);
+  EXPECT_FALSE(nvfp4.plan.fp8_param_gather);
+  const Mapped nvfp4_params = run(std::string(small) + optimizer + "--fp4-format e2m1 --fp4-param-gather");
+  EXPECT_EQ(nvfp4_params.plan.precision, GemmPrecision::Nvfp4);
+  EXPECT_TRUE(nvfp4_params.plan.fp8_param_gather);
+  EXPECT_NE(error_of(std::string(small) + "--fp8-format e4m3 --fp4-format e2m1")
+                .find("--fp4-format: cannot be used with --fp8-format"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + optimizer + "--fp4-param-gather").find("--fp4-param-gather: needs --fp4-format"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + "--fp4-format e2m1 --fp4-recipe custom").find("--fp4-recipe: expected nvfp4"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + "--fp4-format e3m0").find("--fp4-format: expected e2m1"), std::string::npos);
 }
 
 } // namespace

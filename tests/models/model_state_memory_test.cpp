@@ -184,7 +184,7 @@ TEST(ModelStateMemory, Llama3_70bZero3OverSixtyFourRanksByHand)
   // FP8 parameters under ZeRO-3: layers gathered at 1 byte (the output layer stays BF16), the transposes of the
   // two gathered layers only, the weights' shard without the BF16 layer copy.
   plan.fsdp = false;
-  plan.fp8 = true;
+  plan.precision = GemmPrecision::Fp8;
   plan.fp8_param_gather = true;
   const ModelStateMemory fp8 = stage_model_state_memory(llama, plan, 0);
   EXPECT_EQ(fp8.gathered_weight_bytes, std::max(1 * layer + 2 * output, 2 * 1 * layer));

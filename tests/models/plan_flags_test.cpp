@@ -296,5 +296,57 @@ TEST(PlanFlags, ModelFlagArgumentsForwardEveryModelFlag)
   EXPECT_EQ(forwarded.size(), expected.size());
 }
 
+// --precision bf16|fp8|mxfp8|nvfp4; --fp8 is --precision fp8. A contradiction or an unknown value names --precision.
+TEST(PlanFlags, PrecisionAndItsFp8Synonym)
+{
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--tp", "8"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  EXPECT_EQ(parse(base).plan.precision, GemmPrecision::Bf16);
+  EXPECT_EQ(parse(with({"--fp8"})).plan.precision, GemmPrecision::Fp8);
+  EXPECT_EQ(parse(with({"--precision", "fp8"})).plan.precision, GemmPrecision::Fp8);
+  EXPECT_EQ(parse(with({"--precision", "fp8", "--fp8"})).plan.precision, GemmPrecision::Fp8);
+  EXPECT_EQ(parse(with({"--precision=mxfp8"})).plan.precision, GemmPrecision::Mxfp8);
+  EXPECT_EQ(parse(with({"--precision", "nvfp4"})).plan.precision, GemmPrecision::Nvfp4);
+  EXPECT_EQ(parse(with({"--precision", "bf16"})).plan.precision, GemmPrecision::Bf16);
+  EXPECT_EQ(describe_plan(parse(with({"--fp8"})).plan), describe_plan(parse(with({"--precision", "fp8"})).plan));
+  EXPECT_NE(describe_plan(parse(with({"--precision", "nvfp4"})).plan).find(" · NVFP4"), std::string::npos);
+  EXPECT_EQ(error_of(with({"--precision", "fp6"})), "--precision: expected bf16|fp8|mxfp8|nvfp4, got 'fp6'");
+  EXPECT_EQ(error_of(with({"--precision", "mxfp8", "--fp8"})),
+            "--precision: mxfp8 contradicts --fp8 (= --precision fp8; expected one of them)");
+  // Quantized parameters are the default with the distributed optimizer for every quantized precision.
+  EXPECT_TRUE(parse(with({"--precision", "mxfp8", "--dp", "2", "--zero", "1"})).plan.fp8_param_gather);
+  EXPECT_FALSE(parse(with({"--precision", "nvfp4", "--dp", "2", "--zero", "1", "--no-fp8-param-gather"}))
+                   .plan.fp8_param_gather);
+  EXPECT_EQ(error_of(with({"--fp8-param-gather", "--dp", "2", "--zero", "1"})),
+            "--fp8-param-gather: needs --fp8 (FP8 weights are TE's FP8 GEMM operands)");
+}
+
+// FP8 is written as it was ("fp8": "true"), the block-scaled formats by name; each reads back as it was written.
+TEST(PlanFlags, PrecisionRoundTripsThroughPlanMetadata)
+{
+  for (const GemmPrecision precision :
+       {GemmPrecision::Bf16, GemmPrecision::Fp8, GemmPrecision::Mxfp8, GemmPrecision::Nvfp4}) {
+    SCOPED_TRACE(to_string(precision));
+    const Parsed p = parse({"--model", "llama3-8b", "--tp", "8", "--dp", "2", "--zero", "1", "--precision",
+                            to_string(precision)});
+    Metadata md;
+    write_plan_metadata(p.model, p.plan, md);
+    EXPECT_EQ(md.count("fp8"), precision == GemmPrecision::Fp8 ? 1U : 0U);
+    EXPECT_EQ(md.count("precision"), p.plan.quantized() && precision != GemmPrecision::Fp8 ? 1U : 0U);
+    const PlanMetadata back = read_plan_metadata(md, "test");
+    EXPECT_EQ(back.plan.precision, precision);
+    EXPECT_EQ(back.plan.fp8_param_gather, p.plan.fp8_param_gather);
+    EXPECT_EQ(describe_plan(back.plan), describe_plan(p.plan));
+  }
+  Metadata md;
+  write_plan_metadata(find_catalog_model("llama3-8b")->model, ParallelPlan{}, md);
+  md["precision"] = "fp6";
+  EXPECT_THROW(read_plan_metadata(md, "test"), InputError);
+}
+
 } // namespace
 } // namespace gputwin::cli

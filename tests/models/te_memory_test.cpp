@@ -43,7 +43,7 @@ TEST(TeModelState, Fp8CachesAndFp8ParamGather)
   EXPECT_EQ(layers, 32LL * 218112000);
   const ModelStateMemory bf16 = stage_model_state_memory(eight_b(), p, 0);
   EXPECT_EQ(bf16.fp8_cache_bytes, 0);
-  p.fp8 = true;
+  p.precision = GemmPrecision::Fp8;
   const ModelStateMemory cached = stage_model_state_memory(eight_b(), p, 0);
   EXPECT_EQ(cached.weight_bytes, 2 * n);          // the BF16 weights stay
   EXPECT_EQ(cached.fp8_cache_bytes, 2 * layers);  // FP8 weight + FP8 transpose, every layer, kept across steps

@@ -221,7 +221,7 @@ TEST(Workload, Fp8ParamGatherMovesTheLayersWeightsInFp8)
   const GptConfig m = small_model(); // h 1024, L 8: 12.6M parameters a layer
   ParallelPlan plan = plan_of(1, 1, 4, 8, false, Recompute::None);
   plan.zero_stage = 1;
-  plan.fp8 = true;
+  plan.precision = GemmPrecision::Fp8;
   const double layers = 8 * (12.0 * 1024 * 1024 + 13.0 * 1024);
   const double buffer = static_cast<double>(data_parallel_buffer_elements(stage_parameters_per_gpu(m, plan, 0), 4));
   for (const bool fp8_gather : {false, true})
@@ -242,7 +242,7 @@ TEST(Workload, Fp8AmaxReductionsPerChunkAndMicroBatch)
 {
   const GptConfig m = small_model(); // 8 layers
   ParallelPlan plan = plan_of(1, 2, 2, 8, false, Recompute::None, Schedule::Interleaved, 2);
-  plan.fp8 = true;
+  plan.precision = GemmPrecision::Fp8;
   ASSERT_EQ(plan.micro_batches(), 4);
   for (const bool fp8_params : {false, true}) {
     SCOPED_TRACE(fp8_params ? "FP8 parameters" : "BF16 parameters");
@@ -262,6 +262,77 @@ TEST(Workload, Fp8AmaxReductionsPerChunkAndMicroBatch)
     EXPECT_EQ(count[traces::Phase::Optimizer], fp8_params ? 1 : 0);
     // 2 layers a chunk, 4 linear modules a layer, fp32: inputs and weights, or the inputs alone.
     EXPECT_DOUBLE_EQ(forward_bytes, 2 * 4 * 4.0 * (fp8_params ? 1 : 2));
+  }
+}
+
+// MXFP8 and NVFP4 (Transformer Engine MXFP8BlockScaling, NVFP4BlockScaling) keep no amax history: their block
+// scales come from the cast kernel, so no amax all-reduce is emitted, with BF16 or quantized parameters alike; FP8
+// delayed scaling has them.
+TEST(Workload, OnlyDelayedScalingReducesAmaxes)
+{
+  const GptConfig m = small_model();
+  ParallelPlan plan = plan_of(1, 2, 2, 8, false, Recompute::None, Schedule::Interleaved, 2);
+  for (const GemmPrecision precision : {GemmPrecision::Fp8, GemmPrecision::Mxfp8, GemmPrecision::Nvfp4})
+    for (const bool params : {false, true}) {
+      SCOPED_TRACE(to_string(precision) + (params ? ", quantized parameters" : ", BF16 parameters"));
+      plan.precision = precision;
+      plan.zero_stage = params ? 1 : 0;
+      plan.fp8_param_gather = params;
+      int amax = 0, casts = 0;
+      for (int64_t stage = 0; stage < plan.pp; ++stage)
+        for (const auto& op : stage_program(make_workload(m, plan), stage).ops) {
+          amax += op.name == "fp8.amax.all_reduce" ? 1 : 0;
+          casts += op.name == "fp8.weight_cast" ? 1 : 0;
+        }
+      EXPECT_EQ(amax > 0, precision == GemmPrecision::Fp8);
+      EXPECT_EQ(casts, 2) << "one weight cast per stage after the step, whatever the recipe";
+    }
+}
+
+// --fp8-param-gather gathers the layers' weights in the recipe's element size with its block scales: FP8 1 byte,
+// MXFP8 1 + 1/32 (an E8M0 scale per 32), NVFP4 1/2 + 1/16 (an E4M3 scale per 16); the rest in BF16.
+TEST(Workload, QuantizedParamGatherMovesTheRecipesBytes)
+{
+  const GptConfig m = small_model(); // h 1024, L 8
+  ParallelPlan plan = plan_of(1, 1, 4, 8, false, Recompute::None);
+  plan.zero_stage = 1;
+  plan.fp8_param_gather = true;
+  const double layers = 8 * (12.0 * 1024 * 1024 + 13.0 * 1024);
+  const double buffer = static_cast<double>(data_parallel_buffer_elements(stage_parameters_per_gpu(m, plan, 0), 4));
+  for (const auto& [precision, element_bytes] : {std::pair{GemmPrecision::Fp8, 1.0},
+                                                 std::pair{GemmPrecision::Mxfp8, 1.0 + 1.0 / 32},
+                                                 std::pair{GemmPrecision::Nvfp4, 0.5 + 1.0 / 16}}) {
+    SCOPED_TRACE(to_string(precision));
+    plan.precision = precision;
+    const double expected = 2.0 * buffer - layers * (2.0 - element_bytes);
+    EXPECT_NEAR(stage0_bytes(m, plan, {}, "dp.all_gather"), expected, 1e-12 * expected);
+  }
+}
+
+// The linear layers' GEMMs carry the plan's precision, their operands at its element size with scales, and the
+// cast of the bf16 operand (read 2, write a row-wise and a column-wise copy) in their bytes.
+TEST(Workload, LinearGemmsCarryThePlansPrecisionAndCastBytes)
+{
+  const GptConfig m = small_model();
+  for (const GemmPrecision precision : {GemmPrecision::Fp8, GemmPrecision::Mxfp8, GemmPrecision::Nvfp4}) {
+    SCOPED_TRACE(to_string(precision));
+    ParallelPlan plan = plan_of(1, 1, 1, 1, false, Recompute::None);
+    plan.precision = precision;
+    const double e = quantized_element_bytes(precision);
+    bool found = false;
+    for (const auto& op : stage_program(make_workload(m, plan), 0).ops) {
+      if (op.name == "attn.scores.fwd")
+        EXPECT_EQ(op.gemm.precision, GemmPrecision::Bf16);
+      if (op.name != "fc1.fwd")
+        continue;
+      found = true;
+      const traces::GemmShape& g = op.gemm;
+      EXPECT_EQ(g.precision, precision);
+      const double mk = static_cast<double>(g.m * g.k), kn = static_cast<double>(g.k * g.n);
+      // fc1's forward casts its activation (m x k).
+      EXPECT_DOUBLE_EQ(op.bytes, (mk + kn) * e + 2.0 * static_cast<double>(g.m * g.n) + (2.0 + 2.0 * e) * mk);
+    }
+    EXPECT_TRUE(found);
   }
 }
 
@@ -335,7 +406,7 @@ TEST(Workload, Zero2And3ReduceScatterEveryUnitAndZero3GathersEveryUnitTwice)
   plan.grad_reduce_bf16 = true;
   EXPECT_DOUBLE_EQ(tally(plan, false)["dp.reduce_scatter"].bytes, micro_batches * 2 * params);
   plan.grad_reduce_bf16 = false;
-  plan.fp8 = true;
+  plan.precision = GemmPrecision::Fp8;
   plan.fp8_param_gather = true;
   EXPECT_DOUBLE_EQ(tally(plan, false)["dp.all_gather"].bytes,
                    micro_batches * (2 * (embedding + output_gathered + embedding) + 2 * layers * layer));

@@ -55,7 +55,7 @@ TEST(Scenario, SizesTheClusterToThePlanUnlessTheNodesAreGiven)
 TEST(Scenario, Fp8NeedsFp8TensorCores)
 {
   Scenario s = paper_scenario("gpt-22b", "dgx-a100");
-  s.plan.fp8 = true;
+  s.plan.precision = GemmPrecision::Fp8;
   const std::string error = input_error_of([&] { validate(s, topo::load_cluster(s.cluster)); });
   EXPECT_EQ(error.rfind("--fp8: ", 0), 0U) << error;
   s.cluster.name_or_path = "dgx-h100";
@@ -132,7 +132,7 @@ TEST(IterationReport, FiguresFromTheResultByHand)
 TEST(IterationReport, Fp8MfuIsAgainstTheFp8PeakAndBf16MfuBeside)
 {
   Scenario s = paper_scenario("gpt-22b", "dgx-h100");
-  s.plan.fp8 = true;
+  s.plan.precision = GemmPrecision::Fp8;
   const topo::ClusterSpec cluster = size_cluster(s);
   const IterationReport r = iteration_report(s.model, s.plan, cluster, hand_made_result());
   EXPECT_EQ(r.mfu_precision, "fp8");

@@ -95,7 +95,7 @@ std::vector<Case> cases()
                  m.seq_len = 8192;
                  p.cp = 2;
                  p.attention = AttentionKernel::Flash;
-                 p.fp8 = true;
+                 p.precision = GemmPrecision::Fp8;
                  p.global_batch = 2 * 240;
                  o = applicable_overlaps(p);
                }});

@@ -20,7 +20,7 @@ OpGraph fp8_graph()
   fc1.id = 0;
   fc1.kind = OpKind::Compute;
   fc1.name = "fc1.fwd";
-  fc1.gemm = GemmShape{8192, 3584, 4096, 1, true};
+  fc1.gemm = GemmShape{8192, 3584, 4096, 1, GemmPrecision::Fp8};
   fc1.flops = 2.0 * 8192 * 3584 * 4096;
   fc1.bytes = 8192.0 * 4096 + 4096.0 * 3584 + 2.0 * 8192 * 3584;
   p.ops.push_back(fc1);
@@ -63,8 +63,8 @@ TEST(Fp8Trace, RoundTripKeepsTheFlagAndIsByteIdentical)
       << first;
   EXPECT_NE(first.find("\"gemm\":{\"m\":2048,\"n\":2048,\"k\":128,\"batch\":32}"), std::string::npos) << first;
   const OpGraph read = parse_op_graph(first, "t.json");
-  EXPECT_TRUE(read.ranks[0].ops[0].gemm.fp8);
-  EXPECT_FALSE(read.ranks[0].ops[1].gemm.fp8);
+  EXPECT_EQ(read.ranks[0].ops[0].gemm.precision, GemmPrecision::Fp8);
+  EXPECT_EQ(read.ranks[0].ops[1].gemm.precision, GemmPrecision::Bf16);
   EXPECT_EQ(read.ranks[0].ops[0].gemm, fp8_graph().ranks[0].ops[0].gemm);
   EXPECT_EQ(op_graph_to_json(read), first);
 }
@@ -73,9 +73,9 @@ TEST(Fp8Trace, AbsentOrFalseIsBf16)
 {
   const std::string good = op_graph_to_json(fp8_graph());
   const OpGraph absent = parse_op_graph(replace_once(good, ",\"fp8\":true}", "}"), "t.json");
-  EXPECT_FALSE(absent.ranks[0].ops[0].gemm.fp8);
+  EXPECT_EQ(absent.ranks[0].ops[0].gemm.precision, GemmPrecision::Bf16);
   const OpGraph explicit_false = parse_op_graph(replace_once(good, "\"fp8\":true", "\"fp8\":false"), "t.json");
-  EXPECT_FALSE(explicit_false.ranks[0].ops[0].gemm.fp8);
+  EXPECT_EQ(explicit_false.ranks[0].ops[0].gemm.precision, GemmPrecision::Bf16);
   // false is the default and is not written back: the line is a bf16 GEMM's.
   EXPECT_NE(op_graph_to_json(explicit_false).find("\"gemm\":{\"m\":8192,\"n\":3584,\"k\":4096,\"batch\":1}"),
             std::string::npos);
@@ -97,8 +97,36 @@ TEST(Fp8Trace, NonBooleanIsOneLineNamingFileOpAndField)
   }
   // A misspelt member is still rejected, and the message lists fp8 among the gemm members.
   EXPECT_NE(error_of(replace_once(good, "\"fp8\":true", "\"fp_8\":true"))
-                .find("rank 0 op 0: gemm: field 'fp_8': unknown field (expected m, n, k, batch, fp8, comm_sms)"),
+                .find("rank 0 op 0: gemm: field 'fp_8': unknown field (expected m, n, k, batch, fp8, precision, "
+                       "comm_sms)"),
             std::string::npos);
+}
+
+// The block-scaled formats are written by name ("precision": "mxfp8" | "nvfp4"), FP8 as "fp8": true as before;
+// each reads back as written, and a name the reader does not know (or bf16/fp8 spelt that way, or both fields) is
+// a one-line error.
+TEST(Fp8Trace, BlockScaledPrecisionRoundTrips)
+{
+  for (const GemmPrecision precision : {GemmPrecision::Mxfp8, GemmPrecision::Nvfp4}) {
+    SCOPED_TRACE(to_string(precision));
+    OpGraph g = fp8_graph();
+    g.ranks[0].ops[0].gemm.precision = precision;
+    const std::string text = op_graph_to_json(g);
+    EXPECT_NE(text.find("\"batch\":1,\"precision\":\"" + to_string(precision) + "\"}"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\"fp8\":true"), std::string::npos);
+    const OpGraph read = parse_op_graph(text, "t.json");
+    EXPECT_EQ(read.ranks[0].ops[0].gemm.precision, precision);
+    EXPECT_EQ(op_graph_to_json(read), text);
+  }
+  const std::string good = op_graph_to_json(fp8_graph());
+  for (const std::string& bad : {std::string("\"precision\":\"fp6\""), std::string("\"precision\":\"fp8\""),
+                                 std::string("\"precision\":\"nvfp4\",\"fp8\":true")}) {
+    SCOPED_TRACE(bad);
+    const std::string message = error_of(replace_once(good, "\"fp8\":true", bad));
+    EXPECT_NE(message.find("rank 0 op 0: gemm: field 'precision': expected mxfp8 or nvfp4"), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
 }
 
 } // namespace

@@ -52,7 +52,8 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   spec.name = in.has("name") ? in.text("name") : default_name;
   spec.nodes = in.positive_integer("nodes");
 
-  in.mapping("gpu", {"kind", "generation", "peak_bf16_tflops", "peak_fp8_tflops", "hbm_gbytes", "hbm_gbytes_per_s"});
+  in.mapping("gpu", {"kind", "generation", "peak_bf16_tflops", "peak_fp8_tflops", "peak_fp4_tflops", "hbm_gbytes",
+                     "hbm_gbytes_per_s"});
   spec.gpu.kind = in.text("gpu.kind");
   const std::string generation = in.text("gpu.generation");
   if (const std::optional<GpuGeneration> g = parse_gpu_generation(generation))
@@ -63,6 +64,9 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   // Optional: absent means the GPU has no FP8 tensor cores, and --fp8 plans are refused on it.
   if (in.has("gpu.peak_fp8_tflops"))
     spec.gpu.peak_fp8_flops = in.positive_number("gpu.peak_fp8_tflops") * 1e12;
+  // Optional: absent means no FP4 tensor cores, and --precision nvfp4 plans are refused on it.
+  if (in.has("gpu.peak_fp4_tflops"))
+    spec.gpu.peak_fp4_flops = in.positive_number("gpu.peak_fp4_tflops") * 1e12;
   const double hbm_gbytes = in.positive_number("gpu.hbm_gbytes");
   if (hbm_gbytes > 1e9) // bytes must fit 64 bits: a billion GB per GPU is already far beyond any device
     throw InputError(in.where("gpu.hbm_gbytes") + ": expected at most 1e9 GB per GPU, got " +

@@ -139,6 +139,8 @@ std::optional<SpecProblem> find_spec_problem(const ClusterSpec& spec)
     return p;
   if (auto p = non_negative("gpu.peak_fp8_tflops", spec.gpu.peak_fp8_flops)) // 0: no FP8 tensor cores
     return p;
+  if (auto p = non_negative("gpu.peak_fp4_tflops", spec.gpu.peak_fp4_flops)) // 0: no FP4 tensor cores
+    return p;
   if (auto p = positive("gpu.hbm_gbytes", static_cast<double>(spec.gpu.hbm_bytes)))
     return p;
   if (auto p = positive("gpu.hbm_gbytes_per_s", spec.gpu.hbm_bytes_per_s))

@@ -138,14 +138,24 @@ Op read_op(const JsonValue& v, const std::string& source, int32_t rank, size_t i
     if (gemm->type != JsonValue::Type::Object)
       f.fail(*gemm, "gemm", "expected an object {m, n, k, batch}, got " + describe(*gemm));
     const Fields g(*gemm, source, "rank " + std::to_string(rank) + " op " + std::to_string(op.id) + ": gemm");
-    g.only({"m", "n", "k", "batch", "fp8", "comm_sms"}, " (expected m, n, k, batch, fp8, comm_sms)");
+    g.only({"m", "n", "k", "batch", "fp8", "precision", "comm_sms"},
+           " (expected m, n, k, batch, fp8, precision, comm_sms)");
     op.gemm.m = g.integer("m", 1, int64_max);
     op.gemm.n = g.integer("n", 1, int64_max);
     op.gemm.k = g.integer("k", 1, int64_max);
     op.gemm.batch = g.integer("batch", 1, int64_max);
     // Optional; absent = bf16 operands (every trace written before FP8 GEMMs existed).
-    if (gemm->find("fp8") != nullptr)
-      op.gemm.fp8 = g.boolean("fp8");
+    if (gemm->find("fp8") != nullptr && g.boolean("fp8"))
+      op.gemm.precision = GemmPrecision::Fp8;
+    // Optional; absent = bf16, or FP8 with "fp8": true. The block-scaled formats are named.
+    if (const JsonValue* precision = gemm->find("precision")) {
+      const std::optional<GemmPrecision> parsed =
+          precision->type == JsonValue::Type::String ? parse_gemm_precision(precision->text) : std::nullopt;
+      if (!parsed || *parsed == GemmPrecision::Bf16 || *parsed == GemmPrecision::Fp8 ||
+          gemm->find("fp8") != nullptr)
+        g.fail(*precision, "precision", "expected mxfp8 or nvfp4 (and no \"fp8\"), got " + describe(*precision));
+      op.gemm.precision = *parsed;
+    }
     if (gemm->find("comm_sms") != nullptr) // optional; absent = every SM
       op.gemm.comm_sms = static_cast<int32_t>(g.integer("comm_sms", 0, 1 << 20));
   }

@@ -32,8 +32,12 @@ std::string op_line(const Op& op)
     json.field("n", op.gemm.n);
     json.field("k", op.gemm.k);
     json.field("batch", op.gemm.batch);
-    if (op.gemm.fp8) // written only when set: a bf16 GEMM's line is what it was before the field existed
+    // Written only when not bf16: a bf16 GEMM's line is what it was before the field existed; FP8 as "fp8": true
+    // (every trace with FP8 GEMMs before the block-scaled formats), the block-scaled formats by name.
+    if (op.gemm.precision == GemmPrecision::Fp8)
       json.field("fp8", true);
+    else if (op.gemm.precision != GemmPrecision::Bf16)
+      json.field("precision", to_string(op.gemm.precision));
     if (op.gemm.comm_sms > 0) // likewise
       json.field("comm_sms", static_cast<int64_t>(op.gemm.comm_sms));
     json.end_object();

@@ -53,9 +53,12 @@ void check_engine_supports_plan(const GptConfig& model, const ParallelPlan& plan
   if (plan.cp > 1)
     throw InputError("--cp: the engine does not run context parallelism yet (expected --cp 1; the simulator models "
                      "it)");
-  if (plan.fp8)
+  if (plan.precision == GemmPrecision::Fp8)
     throw InputError("--fp8: the engine does not run FP8 linear layers yet (expected bf16, without --fp8; the "
                      "simulator models them)");
+  if (plan.precision != GemmPrecision::Bf16)
+    throw InputError("--precision: the engine does not run " + to_string(plan.precision) +
+                     " linear layers (expected bf16; the simulator models them)");
   if (plan.zero_stage > 1 || plan.fsdp)
     throw InputError("--zero: the engine implements ZeRO 0 and 1 (got " +
                      (plan.fsdp ? std::string("--fsdp") : "--zero " + std::to_string(plan.zero_stage)) +

@@ -91,7 +91,7 @@ void put_op(Writer& w, const traces::Op& op)
   w.put(op.gemm.n);
   w.put(op.gemm.k);
   w.put(op.gemm.batch);
-  w.put<uint8_t>(op.gemm.fp8 ? 1 : 0);
+  w.put<uint8_t>(static_cast<uint8_t>(op.gemm.precision));
   w.put(static_cast<int32_t>(op.collective));
   w.put(op.group);
   w.put(op.peer);
@@ -120,10 +120,10 @@ traces::Op get_op(Reader& r)
   op.gemm.n = r.get<int64_t>();
   op.gemm.k = r.get<int64_t>();
   op.gemm.batch = r.get<int64_t>();
-  const uint8_t fp8 = r.get<uint8_t>();
-  if (fp8 > 1) // one byte, 0 or 1: anything else means the bytes are out of step
+  const uint8_t precision = r.get<uint8_t>();
+  if (precision > static_cast<uint8_t>(traces::GemmPrecision::Nvfp4)) // anything else: the bytes are out of step
     r.fail();
-  op.gemm.fp8 = fp8 == 1;
+  op.gemm.precision = static_cast<traces::GemmPrecision>(precision);
   op.collective = static_cast<CollectiveOp>(r.get<int32_t>());
   op.group = r.get<int32_t>();
   op.peer = r.get<int32_t>();

@@ -19,8 +19,9 @@ double interfered_duration_s(const GpuComputeModel& gpu, const traces::Op& op, c
         std::min(static_cast<double>(sms - 1), std::max(0, load.channels) * gpu.comm_interference.sms_per_channel);
     const double stream_bytes_per_s = memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
     const double math_s = gemm_math_s(gpu, op, static_cast<int>(taken));
-    if (op.gemm.fp8) { // the cast kernel before the FP8 GEMM (compute_duration_s), both at the HBM share
-      const double operand_bytes = fp8_gemm_operand_bytes(op.gemm);
+    // A quantized GEMM: the cast kernel before it (compute_duration_s), both at the HBM share.
+    if (op.gemm.precision != traces::GemmPrecision::Bf16) {
+      const double operand_bytes = quantized_gemm_operand_bytes(op.gemm);
       const double cast_bytes = std::max(0.0, op.bytes - operand_bytes);
       return std::max(math_s, operand_bytes / stream_bytes_per_s / share) + gpu.kernel_overhead_s +
              (cast_bytes > 0 ? cast_bytes / stream_bytes_per_s / share + gpu.kernel_overhead_s : 0.0);

@@ -108,12 +108,13 @@ void set_blackwell_parameters(GpuComputeModel& m)
 } // namespace
 
 GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::string& gpu_kind, double peak_flops,
-                                      double hbm_bytes_per_s, double peak_fp8_flops)
+                                      double hbm_bytes_per_s, double peak_fp8_flops, double peak_fp4_flops)
 {
   GpuComputeModel m;
   m.gpu_kind = gpu_kind;
   m.peak_flops = peak_flops;
-  m.peak_fp8_flops = peak_fp8_flops; // FP8 GEMMs: the same efficiencies against this peak (header)
+  m.peak_fp8_flops = peak_fp8_flops; // FP8 and MXFP8 GEMMs: the same efficiencies against this peak (header)
+  m.peak_fp4_flops = peak_fp4_flops; // NVFP4 GEMMs: likewise
   m.hbm_bytes_per_s = hbm_bytes_per_s;
   if (generation == GpuGeneration::Ampere) {
     // gemm_efficiency and memory_efficiency are fit (grid search, 0.02 steps) to the forward and backward times
@@ -216,16 +217,40 @@ namespace {
                    "' has no FP8 peak (expected an H100 or H200 cluster, or a --gpu-model with peak_fp8_flops_per_s)");
 }
 
+[[noreturn]] void throw_no_fp4_peak(const GpuComputeModel& gpu, const std::string& what)
+{
+  throw InputError(what + ": an NVFP4 GEMM, but the GPU model '" + gpu.gpu_kind +
+                   "' has no FP4 peak (expected a Blackwell cluster with gpu.peak_fp4_tflops, or a --gpu-model with "
+                   "peak_fp4_flops_per_s)");
+}
+
+// The peak of `precision` on `gpu`, or the error naming `what` where the model has none.
+double precision_peak_flops(const GpuComputeModel& gpu, traces::GemmPrecision precision, const std::string& what)
+{
+  switch (precision) {
+  case traces::GemmPrecision::Bf16: return gpu.peak_flops;
+  case traces::GemmPrecision::Fp8:
+  case traces::GemmPrecision::Mxfp8:
+    if (!(gpu.peak_fp8_flops > 0))
+      throw_no_fp8_peak(gpu, what);
+    return gpu.peak_fp8_flops;
+  case traces::GemmPrecision::Nvfp4:
+    if (!(gpu.peak_fp4_flops > 0))
+      throw_no_fp4_peak(gpu, what);
+    return gpu.peak_fp4_flops;
+  }
+  return gpu.peak_flops;
+}
+
 } // namespace
 
 double gemm_peak_flops(const GpuComputeModel& gpu, const traces::GemmShape& shape)
 {
-  if (!shape.fp8)
+  if (shape.precision == traces::GemmPrecision::Bf16)
     return gpu.peak_flops;
-  if (!(gpu.peak_fp8_flops > 0))
-    throw_no_fp8_peak(gpu, "GEMM " + std::to_string(shape.m) + " x " + std::to_string(shape.n) + " x " +
-                               std::to_string(shape.k));
-  return gpu.peak_fp8_flops;
+  return precision_peak_flops(gpu, shape.precision,
+                              "GEMM " + std::to_string(shape.m) + " x " + std::to_string(shape.n) + " x " +
+                                  std::to_string(shape.k));
 }
 
 MemoryClassParams memory_class_params(const GpuComputeModel& gpu, KernelClass c)
@@ -239,10 +264,10 @@ double memory_class_bytes_per_s(const GpuComputeModel& gpu, KernelClass c)
   return gpu.hbm_bytes_per_s * gpu.memory_efficiency * memory_class_params(gpu, c).relative_efficiency;
 }
 
-double fp8_gemm_operand_bytes(const traces::GemmShape& g)
+double quantized_gemm_operand_bytes(const traces::GemmShape& g)
 {
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n), k = static_cast<double>(g.k);
-  return (m * k + k * n + 2.0 * m * n) * static_cast<double>(g.batch);
+  return ((m * k + k * n) * traces::quantized_element_bytes(g.precision) + 2.0 * m * n) * static_cast<double>(g.batch);
 }
 
 double gemm_math_s(const GpuComputeModel& gpu, const traces::Op& op, int sms_taken)
@@ -269,13 +294,15 @@ double gemm_math_s(const GpuComputeModel& gpu, const traces::Op& op, int sms_tak
 double compute_duration_s(const GpuComputeModel& gpu, const traces::Op& op)
 {
   if (op.gemm.m > 0 && op.gemm.n > 0 && op.gemm.k > 0) {
-    if (op.gemm.fp8 && !(gpu.peak_fp8_flops > 0)) // named by the op here; gemm_peak_flops knows only the shape
-      throw_no_fp8_peak(gpu, "op '" + op.name + "'");
+    const bool quantized = op.gemm.precision != traces::GemmPrecision::Bf16;
+    if (quantized) // named by the op here; gemm_peak_flops knows only the shape
+      precision_peak_flops(gpu, op.gemm.precision, "op '" + op.name + "'");
     const double stream_bytes_per_s = memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
-    if (op.gemm.fp8) {
-      // Transformer Engine quantizes the bf16 operand in its own kernel (cast_transpose) before the FP8 GEMM: the
-      // bytes beyond the GEMM's own 1-byte operands and bf16 output are that kernel's, serial with the GEMM.
-      const double operand_bytes = fp8_gemm_operand_bytes(op.gemm);
+    if (quantized) {
+      // Transformer Engine quantizes the bf16 operand in its own kernel (cast_transpose; MXFP8/NVFP4: the quantize
+      // kernel that also writes the block scales) before the GEMM: the bytes beyond the GEMM's own quantized
+      // operands and bf16 output are that kernel's, serial with the GEMM.
+      const double operand_bytes = quantized_gemm_operand_bytes(op.gemm);
       const double cast_bytes = std::max(0.0, op.bytes - operand_bytes);
       return std::max(gemm_math_s(gpu, op, 0), operand_bytes / stream_bytes_per_s) + gpu.kernel_overhead_s +
              (cast_bytes > 0 ? cast_bytes / stream_bytes_per_s + gpu.kernel_overhead_s : 0.0);

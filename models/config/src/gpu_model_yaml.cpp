@@ -122,6 +122,8 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
   line(out, "peak_flops_per_s", yaml_number(g.peak_flops), "nominal");
   if (g.peak_fp8_flops > 0) // absent: no FP8 tensor cores (FP8 GEMMs are refused)
     line(out, "peak_fp8_flops_per_s", yaml_number(g.peak_fp8_flops), "nominal; FP8 GEMMs, same efficiencies");
+  if (g.peak_fp4_flops > 0) // absent: no FP4 tensor cores (NVFP4 GEMMs are refused)
+    line(out, "peak_fp4_flops_per_s", yaml_number(g.peak_fp4_flops), "nominal; NVFP4 GEMMs, same efficiencies");
   line(out, "hbm_bytes_per_s", yaml_number(g.hbm_bytes_per_s), "nominal");
   line(out, "multiprocessors", std::to_string(g.multiprocessors), "nominal");
   line(out, "gemm_tile_m", yaml_number(g.gemm_tile_m), "nominal, elements");
@@ -177,7 +179,8 @@ Calibration load_calibration_yaml(const std::string& path)
   const YamlFile file = load_yaml_file(path);
   const YAML::Node& root = file.root;
   reject_unknown_keys(file, root,
-                      {"gpu_kind", "source", "peak_flops_per_s", "peak_fp8_flops_per_s", "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
+                      {"gpu_kind", "source", "peak_flops_per_s", "peak_fp8_flops_per_s", "peak_fp4_flops_per_s",
+                       "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
                        "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s", "gemm_table",
                        "attention_throughput", "memory_classes", "comm_interference", "fit", "collectives",
                        "framework"}); // framework: read by --framework (framework_yaml.hpp)
@@ -188,6 +191,8 @@ Calibration load_calibration_yaml(const std::string& path)
   g.peak_flops = require_number(file, root, "peak_flops_per_s", 0, true);
   if (root["peak_fp8_flops_per_s"])
     g.peak_fp8_flops = require_number(file, root, "peak_fp8_flops_per_s", 0, true);
+  if (root["peak_fp4_flops_per_s"])
+    g.peak_fp4_flops = require_number(file, root, "peak_fp4_flops_per_s", 0, true);
   g.hbm_bytes_per_s = require_number(file, root, "hbm_bytes_per_s", 0, true);
   g.multiprocessors = require_int32(file, root, "multiprocessors");
   g.gemm_tile_m = require_number(file, root, "gemm_tile_m", 0, true);

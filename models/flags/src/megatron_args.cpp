@@ -50,7 +50,8 @@ const std::map<std::string, Kind>& read_arguments()
       {"--tp-comm-overlap", Kind::Switch}, {"--fp8-format", Kind::Text}, {"--fp8-recipe", Kind::Text},
       {"--fp8-param-gather", Kind::Switch}, {"--use-flash-attn", Kind::Switch}, {"--attention-backend", Kind::Text},
       {"--cross-entropy-loss-fusion", Kind::Switch}, {"--cross-entropy-fusion-impl", Kind::Text},
-      {"--grad-reduce-in-bf16", Kind::Switch},
+      {"--grad-reduce-in-bf16", Kind::Switch}, {"--fp4-format", Kind::Text}, {"--fp4-recipe", Kind::Text},
+      {"--fp4-param-gather", Kind::Switch},
   };
   return arguments;
 }
@@ -383,6 +384,48 @@ std::string recompute_mode(const MegatronArgs& m, const RunShape& run)
   return recompute;
 }
 
+// The GEMM precision (Megatron-Core transformer_config.py): --fp8-format hybrid|e4m3 with --fp8-recipe delayed
+// (the default) is --fp8, with --fp8-recipe mxfp8 --precision mxfp8 (TE MXFP8BlockScaling); --fp4-format e2m1
+// with --fp4-recipe nvfp4 (the default) is --precision nvfp4 (TE NVFP4BlockScaling), its weights gathered in
+// NVFP4 with --fp4-param-gather. The other FP8 recipes (tensorwise, blockwise, custom) are modelled as delayed
+// scaling, with a note.
+void precision_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& out,
+                     std::vector<std::string>& notes)
+{
+  const std::optional<std::string> fp8_format = m.text("--fp8-format");
+  const std::optional<std::string> fp4_format = m.text("--fp4-format");
+  if (fp8_format && fp4_format) // arguments.py: "--fp4-format and --fp8-format cannot be used simultaneously"
+    m.fail("--fp4-format", "cannot be used with --fp8-format (expected one of them)");
+  if (m.on("--fp4-param-gather") && !fp4_format) // arguments.py: "must be used together with --fp4-format"
+    m.fail("--fp4-param-gather", "needs --fp4-format");
+  bool param_gather = m.on("--fp8-param-gather");
+  if (fp8_format) {
+    if (*fp8_format != "hybrid" && *fp8_format != "e4m3")
+      m.fail("--fp8-format", "expected hybrid or e4m3, got '" + *fp8_format + "'");
+    const std::optional<std::string> recipe = m.text("--fp8-recipe");
+    if (recipe == "mxfp8") {
+      out.set("--precision", "mxfp8");
+    } else {
+      out.on("--fp8");
+      if (recipe && *recipe != "delayed")
+        notes.push_back("--fp8-recipe " + printable(*recipe) + ": modelled as delayed scaling");
+    }
+  } else if (fp4_format) {
+    if (*fp4_format != "e2m1")
+      m.fail("--fp4-format", "expected e2m1, got '" + *fp4_format + "'");
+    if (const std::optional<std::string> recipe = m.text("--fp4-recipe"); recipe && *recipe != "nvfp4")
+      m.fail("--fp4-recipe", "expected nvfp4 (a custom quantizer factory is not modelled), got '" + *recipe + "'");
+    out.set("--precision", "nvfp4");
+    param_gather = m.on("--fp4-param-gather");
+    if (param_gather)
+      out.on("--fp8-param-gather"); // gputwin's --fp8-param-gather gathers in the plan's precision
+  }
+  // Megatron keeps BF16 weights unless --fp8-param-gather (--fp4-param-gather) (gputwin's default with the
+  // distributed optimizer is NeMo's recipe, which sets it).
+  if ((fp8_format || fp4_format) && !param_gather && !explicit_args.has("--fp8-param-gather"))
+    out.on("--no-fp8-param-gather");
+}
+
 // The optimizer, overlaps, precision and kernels.
 void kernel_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& out, std::vector<std::string>& notes)
 {
@@ -392,17 +435,7 @@ void kernel_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags&
                               "--grad-reduce-in-bf16", "--fp8-param-gather"})
     if (m.on(overlap))
       out.on(overlap);
-  if (const std::optional<std::string> format = m.text("--fp8-format")) {
-    if (*format != "hybrid" && *format != "e4m3")
-      m.fail("--fp8-format", "expected hybrid or e4m3, got '" + *format + "'");
-    out.on("--fp8");
-    // Megatron keeps BF16 weights unless --fp8-param-gather (gputwin's default with the distributed optimizer is
-    // NeMo's recipe, which sets it).
-    if (!m.on("--fp8-param-gather") && !explicit_args.has("--fp8-param-gather"))
-      out.on("--no-fp8-param-gather");
-  }
-  if (const std::optional<std::string> recipe = m.text("--fp8-recipe"); recipe && *recipe != "delayed")
-    notes.push_back("--fp8-recipe " + printable(*recipe) + ": modelled as delayed scaling");
+  precision_flags(m, explicit_args, out, notes);
   if (m.on("--use-flash-attn"))
     out.set("--attention", "flash");
   if (const std::optional<std::string> backend = m.text("--attention-backend")) {

@@ -80,6 +80,27 @@ void add_model_flags(ArgParser& parser, bool model_list)
   parser.add_option("--v-head-dim", "D", "MLA: per-head value width (DeepSeek: 128)");
 }
 
+void add_precision_flag(ArgParser& parser)
+{
+  parser.add_option("--precision", "P",
+                    "linear-layer GEMMs: bf16 (default), fp8 (= --fp8: TE delayed scaling, H100 and later), mxfp8 "
+                    "(TE MXFP8BlockScaling: 1-byte values, a 1-byte scale per 32; Blackwell) or nvfp4 (TE "
+                    "NVFP4BlockScaling: 4-bit values, a 1-byte scale per 16; Blackwell, at the FP4 peak)");
+}
+
+GemmPrecision read_precision(const ParsedArgs& args)
+{
+  const std::optional<std::string> text = args.value("--precision");
+  if (!text)
+    return args.has("--fp8") ? GemmPrecision::Fp8 : GemmPrecision::Bf16;
+  const std::optional<GemmPrecision> parsed = parse_gemm_precision(*text);
+  if (!parsed)
+    throw InputError("--precision: expected bf16|fp8|mxfp8|nvfp4, got '" + *text + "'");
+  if (args.has("--fp8") && *parsed != GemmPrecision::Fp8)
+    throw InputError("--precision: " + *text + " contradicts --fp8 (= --precision fp8; expected one of them)");
+  return *parsed;
+}
+
 void add_plan_flags(ArgParser& parser)
 {
   parser.add_section("parallel plan");
@@ -125,9 +146,11 @@ void add_plan_flags(ArgParser& parser)
   parser.add_option("--pp-first-stage-layers", "N", "layers of the first pipeline stage (uneven stages)");
   parser.add_option("--pp-last-stage-layers", "N", "layers of the last pipeline stage (uneven stages)");
   parser.add_switch("--fp8", "FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
+  add_precision_flag(parser);
   parser.add_switch("--fp8-param-gather",
-                    "layer weights kept only in FP8, no BF16 copy (Megatron-Core; needs --fp8 and --zero 1, 2 or 3; "
-                    "the default with them, as NeMo's FP8 recipe sets it; required with --zero 3 --fp8)");
+                    "layer weights kept only in FP8 (or the --precision's format, scales included), no BF16 copy "
+                    "(Megatron-Core; needs --fp8 or --precision and --zero 1, 2 or 3; the default with them, as "
+                    "NeMo's FP8 recipe sets it; required with --zero 3)");
   parser.add_switch("--no-fp8-param-gather", "keep the BF16 weights next to TE's FP8 weight caches with --fp8");
   parser.add_switch("--grad-reduce-in-bf16",
                     "BF16 gradient buffer (Megatron-Core); default FP32 main grads "
@@ -371,8 +394,8 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
   if (args.has("--pp-last-stage-layers") && plan.pp_last_stage_layers <= 0)
     throw InputError("--pp-last-stage-layers: expected a positive integer, got " +
                      std::to_string(plan.pp_last_stage_layers));
-  if (args.has("--fp8"))
-    plan.fp8 = true;
+  if (args.has("--precision") || args.has("--fp8"))
+    plan.precision = read_precision(args);
   if (args.has("--fp8-param-gather") && args.has("--no-fp8-param-gather"))
     throw InputError("--no-fp8-param-gather: contradicts --fp8-param-gather (expected one of them)");
   if (args.has("--grad-reduce-in-bf16"))
@@ -420,12 +443,12 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
   // FP8 parameters need FP8 GEMMs and the distributed optimizer (Megatron-LM megatron/training/arguments.py:
   // "--fp8-param-gather only supported with distributed optimizer"); with both, on unless turned off, as NeMo's
   // and Megatron-Bridge's FP8 recipe (bf16_with_fp8_mixed: fp8_param_gather = True) runs.
-  if (args.has("--fp8-param-gather") && !plan.fp8)
+  if (args.has("--fp8-param-gather") && !plan.quantized())
     throw InputError("--fp8-param-gather: needs --fp8 (FP8 weights are TE's FP8 GEMM operands)");
   if (args.has("--fp8-param-gather") && plan.zero_stage < 1)
     throw InputError("--fp8-param-gather: needs --zero 1, 2 or 3 (the distributed optimizer or FSDP keeps the FP32 "
                      "main weights)");
-  plan.fp8_param_gather = plan.fp8 && plan.zero_stage >= 1 && !args.has("--no-fp8-param-gather");
+  plan.fp8_param_gather = plan.quantized() && plan.zero_stage >= 1 && !args.has("--no-fp8-param-gather");
   read_expert_plan(args, plan);
   split_layers_unevenly_if_needed(args, model, plan);
   // Megatron-Core raises in training with MoE and tp > 1 without SP (moe_layer.py: "performance may degrade if MoE
@@ -481,8 +504,10 @@ std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& 
                     " (one micro-batch per pipeline, Megatron-LM's default)");
   }
   if (plan.fp8_param_gather && !args.has("--fp8-param-gather"))
-    notes.push_back("--fp8 with --zero " + std::to_string(plan.zero_stage) +
-                    ": FP8 parameters (--fp8-param-gather, as NeMo's FP8 recipe runs; "
+    notes.push_back((plan.delayed_scaling() ? std::string("--fp8") : "--precision " + to_string(plan.precision)) +
+                    " with --zero " + std::to_string(plan.zero_stage) + ": " +
+                    (plan.delayed_scaling() ? std::string("FP8") : to_string(plan.precision)) +
+                    " parameters (--fp8-param-gather, as NeMo's FP8 recipe runs; "
                     "--no-fp8-param-gather keeps the BF16 weights)");
   if (plan.ep * plan.expert_tp() > 1 && plan.tp > 1 && plan.sequence_parallel() && !args.has("--sp") &&
       !args.has("--plan"))

@@ -65,12 +65,14 @@ int64_t flash_state_bytes(const GptConfig& model, const ParallelPlan& plan)
   return plan.attention == AttentionKernel::Flash && model.dropout ? flash_rng_state_bytes : 0;
 }
 
-// Bytes per element of a linear layer's stored input: 2 (bf16), 1 with FP8 (Transformer Engine keeps the FP8
-// cast it computed for the forward GEMM for the weight gradient: module/linear.py and layernorm_linear.py keep
-// only the column-wise (transposed) FP8 data of their input, or the row-wise data where SP re-gathers it).
-int64_t linear_input_bytes(const ParallelPlan& plan)
+// Bytes of `elements` elements of a linear layer's stored input: 2 each (bf16), 1 with FP8 (Transformer Engine
+// keeps the FP8 cast it computed for the forward GEMM for the weight gradient: module/linear.py and
+// layernorm_linear.py keep only the column-wise (transposed) FP8 data of their input, or the row-wise data where SP
+// re-gathers it); with MXFP8 and NVFP4 the same column-wise copy in their format with its block scales
+// (quantized_tensor_bytes: 1 + 1/32, 1/2 + 1/16 bytes per element).
+int64_t linear_input_bytes(const ParallelPlan& plan, int64_t elements)
 {
-  return plan.fp8 ? 1 : 2;
+  return quantized_tensor_bytes(plan.precision, elements);
 }
 
 // A norm's fp32 statistics per token, bytes per s b: TE's LayerNormLinear / LayerNorm / RMSNorm save rsigma
@@ -88,10 +90,13 @@ int64_t norm_statistics_bytes_per_token(const GptConfig& model, const ParallelPl
 // and, with TE, the two norms' fp32 statistics.
 int64_t outside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
-  const int64_t per_sbh = 4 + 2 * linear_input_bytes(plan) + (model.dropout ? 2 : 0);
+  const int64_t per_sbh = 4 + (model.dropout ? 2 : 0);
   const int64_t stats = checked_product({2 * norm_statistics_bytes_per_token(model, plan), sb(model, plan, 1)},
                                         "activations");
-  int64_t bytes = checked_sum(checked_product({per_sbh, sbh(model, plan)}, "activations"), stats, "activations");
+  const int64_t inputs = checked_product({2, linear_input_bytes(plan, sbh(model, plan))}, "activations");
+  int64_t bytes = checked_sum(checked_sum(checked_product({per_sbh, sbh(model, plan)}, "activations"), inputs,
+                                          "activations"),
+                              stats, "activations");
   if (model.mla.enabled()) {
     // MLA's duplicated down projections (on the SP shard): the q latent and its norm output (the q up projection's
     // input), the kv latent with the rope key and the kv norm output (the kv up projection's input), 2 bytes each.
@@ -109,25 +114,29 @@ int64_t outside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
 // q, k, v, out) while the projection keeps its FP8 cast: 2 s b a d + s b a d.
 int64_t inside_attention_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
-  const int64_t in = linear_input_bytes(plan);
-  const int64_t attention_output = plan.fp8 && megatron_core_te_memory(plan) ? 2 + in : in;
+  // The attention output of width x: 2 x (the core's, with TE and a quantized plan) + the projection's input.
+  const auto attention_output = [&](int64_t width) {
+    const int64_t elements = sb(model, plan, width);
+    const int64_t core = plan.quantized() && megatron_core_te_memory(plan) ? 2 : 0;
+    return checked_sum(checked_product({2 + core, elements}, "activations"), linear_input_bytes(plan, elements),
+                       "activations");
+  };
   if (model.mla.enabled()) {
     // MLA: Q and K a (d_nope + d_rope) wide, V and the attention output (the projection's input) a d_v wide.
     const int64_t qk = checked_product({model.heads, model.mla.qk_head_dim()}, "activations");
     const int64_t v = checked_product({model.heads, model.mla.v_head_dim}, "activations");
     return checked_sum(checked_product({4, sb(model, plan, qk)}, "activations"),
-                       checked_product({2 + attention_output, sb(model, plan, v)}, "activations"), "activations");
+                       attention_output(v), "activations");
   }
-  int64_t bytes = checked_product({2 + attention_output, sb(model, plan, model.attention_width())}, "activations");
+  int64_t bytes = attention_output(model.attention_width());
   return checked_sum(bytes, checked_product({4, sb(model, plan, model.kv_dim())}, "activations"), "activations");
 }
 
 int64_t inside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
-  const int64_t in = linear_input_bytes(plan);
   int64_t bytes = inside_attention_bytes(model, plan);
   bytes = checked_sum(bytes, checked_product({2, sb(model, plan, model.fc1_width())}, "activations"), "activations");
-  return checked_sum(bytes, checked_product({in, sb(model, plan, model.ffn())}, "activations"), "activations");
+  return checked_sum(bytes, linear_input_bytes(plan, sb(model, plan, model.ffn())), "activations");
 }
 
 int64_t no_recompute_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
@@ -162,15 +171,18 @@ int64_t routed_copies(const GptConfig& model, const ParallelPlan& plan, double m
 int64_t moe_mlp_bytes(const GptConfig& model, const ParallelPlan& plan, double max_rank_load)
 {
   const MoeConfig& m = model.moe;
-  const int64_t in = linear_input_bytes(plan), etp = plan.expert_tp();
+  const int64_t etp = plan.expert_tp();
   const int64_t router = outside_tp_region(checked_product({6, sb(model, plan, m.experts)}, "activations"), plan);
   const int64_t fc1e = model.activation == Activation::SwiGlu ? 2 * m.expert_ffn_hidden : m.expert_ffn_hidden;
-  const int64_t per_copy = (in + 2) * model.hidden + (2 * fc1e + in * m.expert_ffn_hidden) / etp;
+  const int64_t per_copy = linear_input_bytes(plan, model.hidden) + 2 * model.hidden +
+                           (2 * fc1e + linear_input_bytes(plan, m.expert_ffn_hidden)) / etp;
   const int64_t routed = checked_product({routed_copies(model, plan, max_rank_load), per_copy}, "activations");
   int64_t shared = 0;
   if (const int64_t fs = m.shared_width(); fs > 0) {
     const int64_t fc1s = model.activation == Activation::SwiGlu ? 2 * fs : fs;
-    shared = checked_product({2 * fc1s + in * fs, sb(model, plan, 1)}, "activations") / plan.tp;
+    shared = checked_sum(checked_product({2 * fc1s, sb(model, plan, 1)}, "activations"),
+                         linear_input_bytes(plan, sb(model, plan, fs)), "activations") /
+             plan.tp;
   }
   return checked_sum(checked_sum(router, shared, "activations"), routed, "activations");
 }

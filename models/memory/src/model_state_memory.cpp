@@ -92,17 +92,22 @@ ModelStateMemory stage_model_state_memory(const GptConfig& model, const Parallel
                                            : model_state_memory(parameters, plan, bytes);
   const int64_t layer_parameters = stage_layer_parameters(model, plan, stage);
   const ShardedUnits units = sharded_units(model, plan, stage);
-  if (plan.fp8 && plan.fp8_param_gather) {
-    // The layers' weights are FP8 parameters (1 byte, all-gathered in FP8): the BF16 copy is gone and TE keeps
-    // only the FP8 transpose besides (1 byte) -- under ZeRO-3 only while a layer is gathered.
-    const int64_t weights = checked_sum(checked_product({parameters, bytes.weight}, "weights"), -layer_parameters,
-                                        "FP8 weights");
+  // Quantized weights in the plan's format: FP8 1 byte per parameter, MXFP8 and NVFP4 with their block scales
+  // (quantized_tensor_bytes); TE keeps a row-wise and a column-wise copy of each (MXFP8/NVFP4: both quantized from
+  // BF16, recipe/__init__.py), as it keeps the FP8 weight and its transpose.
+  const int64_t quantized_layer_weights = quantized_tensor_bytes(plan.precision, layer_parameters);
+  if (plan.quantized() && plan.fp8_param_gather) {
+    // The layers' weights are quantized parameters (all-gathered so): the BF16 copy is gone and TE keeps only the
+    // other copy besides (the FP8 transpose) -- under ZeRO-3 only while a layer is gathered.
+    const int64_t bf16_weights = checked_product({parameters - layer_parameters, bytes.weight}, "weights");
+    const int64_t weights = checked_sum(bf16_weights, quantized_layer_weights, "FP8 weights");
     m.weight_bytes = plan.zero_stage == 3 ? shard_of(weights, plan, 3) : weights;
-    m.fp8_cache_bytes = plan.zero_stage == 3 ? checked_product({std::min<int64_t>(units.layers, 2), units.layer},
+    m.fp8_cache_bytes = plan.zero_stage == 3 ? checked_product({std::min<int64_t>(units.layers, 2),
+                                                                quantized_tensor_bytes(plan.precision, units.layer)},
                                                                "FP8 weights")
-                                             : layer_parameters;
-  } else if (plan.fp8) {
-    m.fp8_cache_bytes = checked_product({layer_parameters, 2}, "FP8 weights"); // FP8 weight + FP8 transpose
+                                             : quantized_layer_weights;
+  } else if (plan.quantized()) {
+    m.fp8_cache_bytes = checked_product({quantized_layer_weights, 2}, "FP8 weights"); // the weight + its transpose
   }
   if (megatron_core_te_memory(plan) && stage_layers(model, plan, stage) > 0) {
     // One layer's linear weights per GPU: QKV h (a d + 2 g d), projection a d h, fc1 h F', fc2 F h, split by t
@@ -112,8 +117,13 @@ ModelStateMemory stage_model_state_memory(const GptConfig& model, const Parallel
                                  "weight gradients");
     m.wgrad_placeholder_bytes = checked_product({2, model.hidden, width}, "weight gradients") / plan.tp;
   }
-  if (plan.zero_stage == 3)
-    m.gathered_weight_bytes = peak_two_unit_bytes(units, plan.fp8_param_gather ? 1 : bytes.weight, bytes.weight);
+  if (plan.zero_stage == 3 && plan.fp8_param_gather) { // the layers gathered in their format, scales included
+    ShardedUnits quantized = units;
+    quantized.layer = quantized_tensor_bytes(plan.precision, units.layer);
+    m.gathered_weight_bytes = peak_two_unit_bytes(quantized, 1, bytes.weight);
+  } else if (plan.zero_stage == 3) {
+    m.gathered_weight_bytes = peak_two_unit_bytes(units, bytes.weight, bytes.weight);
+  }
   if (plan.zero_stage >= 2) {
     const int64_t gradient = plan.grad_reduce_bf16 ? 2 : bytes.gradient;
     m.gathered_gradient_bytes = peak_two_unit_bytes(units, gradient, gradient);

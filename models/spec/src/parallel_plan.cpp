@@ -1,8 +1,10 @@
 #include "gputwin/models/parallel_plan.hpp"
 
+#include "gputwin/common/checked_math.hpp"
 #include "gputwin/common/input_error.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace gputwin {
@@ -117,15 +119,18 @@ void validate_zero(const ParallelPlan& plan)
     throw InputError(std::string(plan.fsdp ? "--fsdp: shards" : "--zero: " + str(plan.zero_stage) + " shards") +
                      " the gradients, which needs --pp 1 (got --pp " + str(plan.pp) +
                      "; DeepSpeed and Megatron's FSDP2 refuse pipeline parallelism with it)");
-  // FP8 with sharded weights: the weights are FP8 parameters gathered in FP8 (Megatron-FSDP with
-  // --fp8-param-gather); gathering BF16 and casting at every gather is not modelled. FSDP2 (--fsdp) trains FP8
-  // through torchao, not Transformer Engine, whose caches the memory model counts.
-  if (plan.fp8 && plan.fsdp)
+  // FP8 (or a block-scaled format) with sharded weights: the weights are quantized parameters gathered in their
+  // format (Megatron-FSDP with --fp8-param-gather); gathering BF16 and casting at every gather is not modelled.
+  // FSDP2 (--fsdp) trains FP8 through torchao, not Transformer Engine, whose caches the memory model counts.
+  const std::string flag = plan.delayed_scaling() ? "--fp8" : "--precision " + to_string(plan.precision);
+  if (plan.quantized() && plan.fsdp)
     throw InputError("--fsdp: FP8 is modelled as Transformer Engine runs it (expected --zero 3 for Megatron-FSDP with "
                      "--fp8, or --fsdp without --fp8)");
-  if (plan.fp8 && plan.zero_stage == 3 && !plan.fp8_param_gather)
-    throw InputError("--no-fp8-param-gather: with --zero 3 --fp8 the weights are gathered as FP8 parameters "
-                     "(expected --fp8-param-gather; casting gathered BF16 weights at every gather is not modelled)");
+  if (plan.quantized() && plan.zero_stage == 3 && !plan.fp8_param_gather)
+    throw InputError("--no-fp8-param-gather: with --zero 3 " + flag + " the weights are gathered as " +
+                     (plan.delayed_scaling() ? std::string("FP8") : to_string(plan.precision)) +
+                     " parameters (expected --fp8-param-gather; casting gathered BF16 weights at every gather is not "
+                     "modelled)");
 }
 
 // Expert parallelism against the model and the stage's ranks (Megatron-Core parallel_state.initialize_model_parallel:
@@ -172,6 +177,18 @@ void validate_expert_plan(const GptConfig& model, const ParallelPlan& plan)
 }
 
 } // namespace
+
+int64_t quantized_tensor_bytes(GemmPrecision precision, int64_t elements)
+{
+  const auto blocks = [&](int64_t size) { return elements / size + (elements % size != 0 ? 1 : 0); };
+  switch (precision) {
+  case GemmPrecision::Bf16: return checked_product({elements, 2}, "tensor bytes");
+  case GemmPrecision::Fp8: return elements;
+  case GemmPrecision::Mxfp8: return checked_sum(elements, blocks(32), "tensor bytes");
+  case GemmPrecision::Nvfp4: return checked_sum(blocks(2), blocks(16), "tensor bytes");
+  }
+  return checked_product({elements, 2}, "tensor bytes");
+}
 
 void validate_plan(const GptConfig& model, const ParallelPlan& plan)
 {
@@ -347,7 +364,11 @@ std::string describe_plan(const ParallelPlan& plan)
     s += " · uneven stages (first " + str(plan.pp_first_stage_layers) + ", last " + str(plan.pp_last_stage_layers) +
          " layers)";
   s += " · ZeRO-" + str(plan.zero_stage) + (plan.fsdp ? " (FSDP2)" : "");
-  s += plan.fp8 ? (plan.fp8_param_gather ? " · FP8 (FP8 param gather)" : " · FP8") : "";
+  if (plan.quantized()) {
+    std::string name = to_string(plan.precision);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::toupper(c); });
+    s += " · " + name + (plan.fp8_param_gather ? " (" + name + " param gather)" : "");
+  }
   s += plan.grad_reduce_bf16 ? " · BF16 grads" : "";
   s += plan.cross_entropy_fusion ? " · fused cross entropy" : "";
   if (plan.ep > 1 || plan.etp > 0)

@@ -92,8 +92,10 @@ void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata
     md["pp_first_stage_layers"] = std::to_string(p.pp_first_stage_layers);
   if (p.pp_last_stage_layers > 0)
     md["pp_last_stage_layers"] = std::to_string(p.pp_last_stage_layers);
-  if (p.fp8)
+  if (p.precision == GemmPrecision::Fp8) // FP8 as it was written before the block-scaled formats; those by name
     md["fp8"] = "true";
+  else if (p.quantized())
+    md["precision"] = to_string(p.precision);
   if (p.fsdp)
     md["fsdp"] = "true";
   if (p.fp8_param_gather)
@@ -263,7 +265,11 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
   p.cp = r.integer("cp", 1);
   p.pp_first_stage_layers = r.integer("pp_first_stage_layers", 0);
   p.pp_last_stage_layers = r.integer("pp_last_stage_layers", 0);
-  p.fp8 = r.boolean("fp8", false);
+  if (r.boolean("fp8", false))
+    p.precision = GemmPrecision::Fp8;
+  if (r.text("precision"))
+    p.precision = r.choice("precision", parse_gemm_precision(*r.text("precision")), GemmPrecision::Bf16,
+                           "bf16|fp8|mxfp8|nvfp4");
   p.fsdp = r.boolean("fsdp", false);
   p.fp8_param_gather = r.boolean("fp8_param_gather", false);
   p.grad_reduce_bf16 = r.boolean("grad_reduce_bf16", false);

@@ -342,7 +342,7 @@ LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan)
   s.position = model.position;
   s.bias = model.bias;
   s.dropout = model.dropout;
-  s.fp8 = plan.fp8;
+  s.precision = plan.precision;
   if (model.head_size > 0)
     s.dh = model.head_size;
   if (model.mla.enabled()) {

@@ -163,17 +163,22 @@ OpCost gemm(GemmShape g)
   return {2.0 * m * n * k * batch, 2.0 * (m * k + k * n + m * n) * batch, g};
 }
 
-// A linear layer's GEMM (C = A B, A: m x k the activation side, B the weight side, C: m x n in bf16). In FP8 the
-// operands are 1 byte and the bf16 operand that is not already FP8 is cast and transposed first (Transformer
-// Engine's cast_transpose: read 2, write 1 + 1 bytes per element): the activation for the forward GEMM, the
-// output gradient for dgrad and wgrad. `cast_elements`: the elements of that operand.
+// A linear layer's GEMM (C = A B, A: m x k the activation side, B the weight side, C: m x n in bf16). Quantized,
+// the operands are e = quantized_element_bytes bytes per element, scales included (FP8 1, MXFP8 1 + 1/32, NVFP4
+// 1/2 + 1/16), and the bf16 operand that is not already quantized is cast first, row-wise and column-wise
+// (Transformer Engine's cast_transpose for FP8; for MXFP8 and NVFP4 the quantize kernel computes both copies from
+// the bf16 input, recipe/__init__.py "both versions are computed from the high precision input"): read 2, write
+// e + e bytes per element -- the activation for the forward GEMM, the output gradient for dgrad and wgrad.
+// `cast_elements`: the elements of that operand. NVFP4's random Hadamard transform of the column-wise copy is
+// fused into its quantize kernel (still memory-bound) and not costed apart.
 OpCost linear(const LayerShape& s, GemmShape g, double cast_elements)
 {
-  if (!s.fp8)
+  if (s.precision == GemmPrecision::Bf16)
     return gemm(g);
-  g.fp8 = true;
+  g.precision = s.precision;
+  const double e = quantized_element_bytes(s.precision);
   const double m = d(g.m), n = d(g.n), k = d(g.k), batch = d(g.batch);
-  return {2.0 * m * n * k * batch, (m * k + k * n + 2.0 * m * n) * batch + 4.0 * cast_elements, g};
+  return {2.0 * m * n * k * batch, ((m * k + k * n) * e + 2.0 * m * n) * batch + (2.0 + 2.0 * e) * cast_elements, g};
 }
 
 // A memory-bound kernel: `bytes` read and written, `flops` element operations.
@@ -390,9 +395,9 @@ OpCost optimizer_cost(double owned_parameters)
   return memory(owned_parameters * 30, owned_parameters * 12);
 }
 
-OpCost fp8_weight_cast_cost(double parameters)
+OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision)
 {
-  return memory(parameters * (2 + 1 + 1), parameters * 2);
+  return memory(parameters * (2.0 + 2.0 * quantized_element_bytes(precision)), parameters * 2);
 }
 
 double cp_exchange_bytes(OpName op, const LayerShape& s)
@@ -427,8 +432,11 @@ double moe_collective_bytes(OpName op, const LayerShape& s)
   switch (op) {
   case OpName::MoeDispatch:
     // DeepEP with FP8 dispatches FP8 tokens with one fp32 scale per 128 values (DeepSeek-V3 Section 3.3.2: "we
-    // quantize the activation before MoE up-projections into FP8 and then apply dispatch components").
-    return s.fp8 && s.dispatcher == MoeDispatcher::DeepEp ? copies * (1.0 + 4.0 / 128.0) / 2.0 : copies;
+    // quantize the activation before MoE up-projections into FP8 and then apply dispatch components"); DeepEP has
+    // no other low-precision dispatch, so MXFP8 and NVFP4 plans dispatch the same FP8 tokens.
+    return s.precision != GemmPrecision::Bf16 && s.dispatcher == MoeDispatcher::DeepEp
+               ? copies * (1.0 + 4.0 / 128.0) / 2.0
+               : copies;
   case OpName::MoeCombine:
   case OpName::MoeCombineBwd:
   case OpName::MoeDispatchBwd: return copies;

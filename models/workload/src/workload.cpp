@@ -107,7 +107,8 @@ public:
         gradients_(w.plan.zero_stage >= 2 && w.plan.dp * w.plan.cp > 1),
         weights_(w.plan.zero_stage == 3 && w.plan.dp * w.plan.cp > 1),
         reduce_bytes_(w.plan.grad_reduce_bf16 ? 2.0 : gradient_bytes_per_parameter),
-        layer_gather_bytes_(static_cast<double>(units_.layer) * (w.plan.fp8_param_gather ? 1.0 : 2.0))
+        layer_gather_bytes_(static_cast<double>(units_.layer) *
+                            (w.plan.fp8_param_gather ? quantized_element_bytes(w.plan.precision) : 2.0))
   {
   }
 
@@ -115,7 +116,8 @@ public:
 
   // The gathers of one step over `layers` layers from `first_layer`, with the embedding and/or the output layer
   // where the step has them, in execution order (backward: reversed, the output layer still gathered). Empty
-  // unless ZeRO-3. Gathered bytes: BF16, the layers FP8 with --fp8-param-gather.
+  // unless ZeRO-3. Gathered bytes: BF16, the layers in the plan's precision (scales included) with
+  // --fp8-param-gather.
   UnitGathers step(bool backward, bool embedding, bool output, int64_t first_layer, int64_t layers) const
   {
     UnitGathers gathers(e_, ops_, dp_group_);
@@ -275,12 +277,15 @@ private:
   }
 
   // Bytes an all-gather of `parameters` updated parameters moves, `layer_weights` of them transformer-layer weights:
-  // BF16, the layers' weights FP8 with --fp8-param-gather (Megatron-Core keeps them as FP8 parameters and gathers
-  // those; embeddings, output layer and norms stay BF16 -- the norms' few elements counted as FP8 here).
+  // BF16, the layers' weights in the plan's precision with --fp8-param-gather (Megatron-Core keeps them as FP8 --
+  // or MXFP8, NVFP4 with --fp4-param-gather -- parameters and gathers those, block scales included: 1, 1 + 1/32,
+  // 1/2 + 1/16 bytes per element; embeddings, output layer and norms stay BF16 -- the norms' few elements counted
+  // as quantized here).
   double gathered_bytes(int64_t parameters, int64_t layer_weights) const
   {
-    const int64_t fp8 = plan_.fp8 && plan_.fp8_param_gather ? std::min(layer_weights, parameters) : 0;
-    return 2.0 * static_cast<double>(parameters - fp8) + static_cast<double>(fp8);
+    const int64_t quantized = plan_.quantized() && plan_.fp8_param_gather ? std::min(layer_weights, parameters) : 0;
+    return 2.0 * static_cast<double>(parameters - quantized) +
+           static_cast<double>(quantized) * quantized_element_bytes(plan_.precision);
   }
 
   // --overlap-param-gather: the all-gathers of the parameters the last step updated, bucket by bucket in forward
@@ -445,7 +450,12 @@ private:
     }
   }
 
-  // FP8 delayed scaling (Transformer Engine quantization.py, reduce_and_update_fp8_tensors): the amaxes of a
+  // FP8 delayed scaling only: TE's MXFP8BlockScaling and NVFP4BlockScaling keep no amax history (quantization.py:
+  // add_fp8_tensors_to_global_buffer and reduce_and_update_fp8_tensors are "Delayed scaling only", a no-op unless
+  // _has_delayed_scaling_state, i.e. recipe.delayed(); their block scales are computed by the cast kernel itself).
+  // NVFP4's per-tensor amax of a sequence-parallel column-parallel input is reduced over the TP group inside the
+  // quantizer (module/layernorm_linear.py set_quantizer_amax_reduction_group): one fp32 per GEMM input, not modelled.
+  // Delayed scaling (Transformer Engine quantization.py, reduce_and_update_fp8_tensors): the amaxes of a
   // chunk's FP8 tensors are all-reduced (MAX) over the amax reduction group when the chunk's forward leaves its
   // fp8_autocast region (Megatron-Core wraps a TransformerBlock's whole pass: transformer_block.py) and again when
   // its backward ends (the region's first module sets reduce_and_update_bwd_fp8_tensors), on the compute stream
@@ -456,7 +466,7 @@ private:
   // without, with the inputs'), backward their output gradients'.
   void emit_amax_reduction(traces::Phase phase, int32_t mb, int32_t chunk, int64_t layers)
   {
-    if (!plan_.fp8 || plan_.tp * plan_.dp * plan_.cp <= 1 || layers <= 0)
+    if (!plan_.delayed_scaling() || plan_.tp * plan_.dp * plan_.cp <= 1 || layers <= 0)
       return;
     const double per_linear = phase == traces::Phase::Forward && !plan_.fp8_param_gather ? 2.0 : 1.0;
     e_.set_context(phase, -1, mb, chunk);
@@ -640,7 +650,7 @@ private:
       before_step.push_back(e_.collective(OpName::EmbeddingGradAllReduce, CollectiveOp::AllReduce, w_.embedding_group(),
                                           bytes, compute_stream));
     }
-    if (plan_.fp8 && plan_.fp8_param_gather && plan_.tp * plan_.dp * plan_.cp > 1) {
+    if (plan_.delayed_scaling() && plan_.fp8_param_gather && plan_.tp * plan_.dp * plan_.cp > 1) {
       // Delayed scaling with FP8 parameters: the weights' amaxes (one fp32 per linear module, 4 a layer) reduced
       // once per iteration around the optimizer step (Transformer Engine's autocast_exit leaves the FP8 weight
       // modules to it); the forward and backward amaxes are reduced per chunk and micro-batch
@@ -683,8 +693,8 @@ private:
         e_.collective(OpName::EdpAllGather, CollectiveOp::AllGather, edp_, 2.0 * static_cast<double>(expert_params_),
                       compute_stream);
     }
-    if (plan_.fp8) {
-      // ZeRO-3: each rank casts the shard it updated (its FP8 parameters are gathered as they are). MoE: the
+    if (plan_.quantized()) {
+      // ZeRO-3: each rank casts the shard it updated (its quantized parameters are gathered as they are). MoE: the
       // stage's layers' dense and expert weights.
       const StageParameters split = stage_parameter_split(w_.model, plan_, stage_);
       const double stage_layer_weights =
@@ -693,7 +703,7 @@ private:
                                        static_cast<double>(layer_parameters_per_gpu(w_.model, plan_.tp));
       const double layer_weights =
           stage_layer_weights / static_cast<double>(plan_.zero_stage == 3 ? plan_.dp * plan_.cp : 1);
-      e_.compute(OpName::Fp8WeightCast, fp8_weight_cast_cost(layer_weights));
+      e_.compute(OpName::Fp8WeightCast, fp8_weight_cast_cost(layer_weights, plan_.precision));
     }
   }
 

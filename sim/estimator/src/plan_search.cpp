@@ -51,7 +51,7 @@ void fit_shape(const GptConfig& model, ParallelPlan plan, int64_t hbm_bytes, con
   bool fitted = false;
   for (const int zero : zero_stages) {
     plan.zero_stage = zero;
-    plan.fp8_param_gather = space.fp8 && zero == 3; // ZeRO-3 gathers FP8 parameters (validate_plan)
+    plan.fp8_param_gather = plan.quantized() && zero == 3; // ZeRO-3 gathers quantized parameters (validate_plan)
     if (fitted || !is_valid(model, plan))
       continue;
     const WorkloadOptions options = space.overlaps ? applicable_overlaps(plan) : WorkloadOptions{};
@@ -128,7 +128,7 @@ PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t g
           plan.tp_comm = tp > 1 ? TpComm::SequenceParallel : TpComm::AllReduce;
           plan.zero_stage = dp * cp > 1 ? 1 : 0;
           plan.attention = space.attention;
-          plan.fp8 = space.fp8;
+          plan.precision = space.precision;
           for (const auto& [ep, etp] : expert_layouts(model, plan)) {
             plan.ep = ep;
             plan.etp = etp;

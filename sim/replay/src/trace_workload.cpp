@@ -153,7 +153,7 @@ GpuComputeModel template_compute_model(const topo::ClusterSpec& cluster)
 {
   try {
     return builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
-                                 cluster.gpu.peak_fp8_flops);
+                                 cluster.gpu.peak_fp8_flops, cluster.gpu.peak_fp4_flops);
   } catch (const std::invalid_argument&) {
     return nominal_roofline_model(cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s,
                                   "nominal roofline at the cluster file's peak and bandwidth (not calibrated)");

@@ -20,13 +20,17 @@ IterationReport iteration_report(const GptConfig& model, const ParallelPlan& pla
   r.model_flops = model_flops_per_iteration(model, batch);
   r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute, plan.attention, plan.cp);
   const double bf16_peak = cluster.gpu.peak_bf16_flops;
-  r.mfu_precision = plan.fp8 ? "fp8" : "bf16";
-  r.mfu_peak_flops = plan.fp8 ? cluster.gpu.peak_fp8_flops : bf16_peak;
+  // The linear GEMMs' peak: FP8 for fp8 and mxfp8 (block-scaled FP8 runs at the FP8 rate), FP4 for nvfp4.
+  const double linear_peak = plan.precision == GemmPrecision::Nvfp4 ? cluster.gpu.peak_fp4_flops
+                             : plan.quantized()                     ? cluster.gpu.peak_fp8_flops
+                                                                    : bf16_peak;
+  r.mfu_precision = to_string(plan.precision);
+  r.mfu_peak_flops = linear_peak;
   r.mfu = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, r.mfu_peak_flops);
   r.mfu_bf16 = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, bf16_peak);
-  const double fp8_flops = plan.fp8 ? linear_flops_per_iteration(model, batch, plan.recompute) : 0.0;
-  r.hfu = flops_utilization(r.hardware_flops - fp8_flops, r.iteration_time_s, r.gpus, bf16_peak) +
-          (plan.fp8 ? flops_utilization(fp8_flops, r.iteration_time_s, r.gpus, cluster.gpu.peak_fp8_flops) : 0.0);
+  const double quantized_flops = plan.quantized() ? linear_flops_per_iteration(model, batch, plan.recompute) : 0.0;
+  r.hfu = flops_utilization(r.hardware_flops - quantized_flops, r.iteration_time_s, r.gpus, bf16_peak) +
+          (plan.quantized() ? flops_utilization(quantized_flops, r.iteration_time_s, r.gpus, linear_peak) : 0.0);
   if (!result.stages.empty()) {
     const StageTimes& first = result.stages.front();
     const double window_s = first.pipeline_end_s - first.pipeline_start_s;

@@ -36,10 +36,24 @@ topo::ClusterSpec size_cluster(const Scenario& scenario)
   return topo::load_cluster(scenario.cluster, static_cast<int>(nodes));
 }
 
-void check_fp8_supported(const ParallelPlan& plan, const topo::ClusterSpec& cluster)
+void check_precision_supported(const ParallelPlan& plan, const topo::ClusterSpec& cluster)
 {
-  if (plan.fp8 && !(cluster.gpu.peak_fp8_flops > 0))
-    throw InputError("--fp8: the " + cluster.gpu.kind + " of " + cluster.name +
+  const std::string gpu = "the " + cluster.gpu.kind + " of " + cluster.name;
+  // MXFP8 and NVFP4 are block-scaled formats of Blackwell's fifth-generation tensor cores (TE's recipe docstring:
+  // "'mxfp8' for Blackwell architecture only", Megatron-Core transformer_config.py fp8_recipe; NVFP4BlockScaling
+  // "for Blackwell+ architecture", fp4_recipe).
+  if (plan.precision == GemmPrecision::Mxfp8 || plan.precision == GemmPrecision::Nvfp4) {
+    const std::string flag = "--precision " + to_string(plan.precision);
+    if (cluster.gpu.generation != GpuGeneration::Blackwell)
+      throw InputError(flag + ": " + gpu + " (generation " + to_string(cluster.gpu.generation) +
+                       ") has no block-scaled " + to_string(plan.precision) +
+                       " tensor cores (expected a Blackwell GPU: dgx-b200, dgx-b300, gb200-nvl72, gb300-nvl72)");
+    if (plan.precision == GemmPrecision::Nvfp4 && !(cluster.gpu.peak_fp4_flops > 0))
+      throw InputError(flag + ": " + gpu + " has no FP4 peak (expected a cluster file with gpu.peak_fp4_tflops)");
+  }
+  if ((plan.precision == GemmPrecision::Fp8 || plan.precision == GemmPrecision::Mxfp8) &&
+      !(cluster.gpu.peak_fp8_flops > 0))
+    throw InputError((plan.delayed_scaling() ? std::string("--fp8") : "--precision mxfp8") + ": " + gpu +
                      " has no FP8 tensor cores (expected an H100, H200 or B200 cluster, or a cluster file with "
                      "gpu.peak_fp8_tflops)");
 }
@@ -47,7 +61,7 @@ void check_fp8_supported(const ParallelPlan& plan, const topo::ClusterSpec& clus
 ScenarioCheck validate(const Scenario& scenario, const topo::ClusterSpec& cluster)
 {
   const ParallelPlan& plan = scenario.plan;
-  check_fp8_supported(plan, cluster);
+  check_precision_supported(plan, cluster);
   ScenarioCheck check;
   check.busiest = busiest_stage_memory(scenario.model, plan);
   if (check.busiest.total_bytes > cluster.gpu.hbm_bytes) {
@@ -83,7 +97,7 @@ GpuComputeModel builtin_gpu_model(const topo::GpuSpec& gpu)
 {
   try {
     return builtin_compute_model(gpu.generation, gpu.kind, gpu.peak_bf16_flops, gpu.hbm_bytes_per_s,
-                                 gpu.peak_fp8_flops);
+                                 gpu.peak_fp8_flops, gpu.peak_fp4_flops);
   } catch (const std::invalid_argument&) {
     throw InputError("--gpu-model: the cluster's GPU '" + gpu.kind + "' (generation " + to_string(gpu.generation) +
                      ") has no built-in compute model (expected --gpu-model FILE from gputwin calibrate)");

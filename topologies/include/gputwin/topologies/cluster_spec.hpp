@@ -21,6 +21,7 @@ struct GpuSpec {
   // What the built-in compute model and NCCL's tuning go by (gpu.generation). The new fields come last: brace
   // initializers of the fields above stay valid.
   GpuGeneration generation = GpuGeneration::Ampere;
+  double peak_fp4_flops = 0; // dense NVFP4 tensor-core peak, FLOP/s; 0 = no FP4 tensor cores (before Blackwell)
 };
 
 // GPU <-> GPU inside an NVLink domain through NVSwitch: each GPU has one logical full-duplex link to the domain's

@@ -21,10 +21,29 @@ inline constexpr int op_graph_format_version = 1;
 enum class OpKind { Compute, Collective, Send, Recv, Memcpy };
 enum class Phase { Forward, Backward, Recompute, Optimizer };
 
+// Operand format of a GEMM (and of a plan's linear layers), as Transformer Engine's recipes quantize them:
+//   Bf16:  2-byte operands, the bf16 tensor-core peak.
+//   Fp8:   1-byte E4M3/E5M2 operands with one scale per tensor (TE DelayedScaling), the FP8 peak.
+//   Mxfp8: 1-byte E4M3 operands with one E8M0 (1-byte) scale per 32 consecutive elements (TE MXFP8BlockScaling,
+//          Blackwell block-scaled tensor cores), the FP8 peak.
+//   Nvfp4: 4-bit E2M1 operands with one E4M3 (1-byte) scale per 16 consecutive elements plus one FP32 scale per
+//          tensor (TE NVFP4BlockScaling, Blackwell), the FP4 peak.
+enum class GemmPrecision : uint8_t { Bf16, Fp8, Mxfp8, Nvfp4 };
+
+// "bf16", "fp8", "mxfp8", "nvfp4".
+std::string to_string(GemmPrecision p);
+// The spelling above back to the value; nullopt for anything else.
+std::optional<GemmPrecision> parse_gemm_precision(const std::string& text);
+// Bytes of one element of an operand in this precision, scales included: 2, 1, 1 + 1/32, 1/2 + 1/16 (the NVFP4
+// per-tensor FP32 scale, 4 bytes per tensor, is left out: nothing in a layer is small enough for it to count).
+double quantized_element_bytes(GemmPrecision p);
+
 // C(m, n) = A(m, k) B(k, n), `batch` independent products (attention scores are batched over heads).
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0, batch = 1;
-  bool fp8 = false; // FP8 operands (Transformer Engine linear layers): timed at the GPU's FP8 peak
+  // Operand precision (Transformer Engine linear layers): FP8 and MXFP8 timed at the GPU's FP8 peak, NVFP4 at its
+  // FP4 peak, bf16 at the bf16 peak.
+  GemmPrecision precision = GemmPrecision::Bf16;
   // SMs held back from the GEMM for communication kernels for its whole duration (Transformer Engine's userbuffers
   // overlap with set_sm_margin: the GEMM is launched on sm_count - num_comm_sm SMs); 0: every SM.
   int32_t comm_sms = 0;

@@ -1,8 +1,8 @@
 #pragma once
 // What the engine runs of the plans and models the shared flags describe (models/plan_flags.hpp): every
 // architecture of GptConfig, tensor/sequence/pipeline/data parallelism with even or uneven pipeline stages;
-// ZeRO 0 and 1; not yet context parallelism (--cp), FP8 linear layers (--fp8) or sharded gradients and weights
-// (--zero 2|3, --fsdp), which the workload generator models.
+// ZeRO 0 and 1; not yet context parallelism (--cp), FP8 or block-scaled linear layers (--fp8, --precision) or
+// sharded gradients and weights (--zero 2|3, --fsdp), which the workload generator models.
 
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"

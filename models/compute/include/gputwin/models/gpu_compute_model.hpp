@@ -29,6 +29,13 @@
 // (808.7 TFLOP/s); NVIDIA's "New cuBLAS 12.0 Features and Matrix Multiplication Performance on NVIDIA Hopper
 // GPUs" shows FP8 large-matmul throughput close to twice bf16's. Not measured here; small and short-k FP8
 // shapes are likely further below their peak than the curve says (the operand casts are separate ops).
+// MXFP8 GEMMs (Blackwell block-scaled FP8) run against `peak_fp8_flops` and NVFP4 GEMMs against `peak_fp4_flops`,
+// again with the same e_gemm. Assumption, not fitted: block-scaled GEMMs reach a similar fraction of their peak
+// as bf16 ones do of theirs. Support: NVIDIA's "Boosting Matrix Multiplication Speed and Flexibility with NVIDIA
+// cuBLAS 12.9" (developer.nvidia.com, 2025) reports block-scaled FP4 matmuls up to 2.3x faster than FP8 ones on
+// Blackwell (the peaks' ratio is 2x), and hand-written MXFP8 GEMMs reach cuBLAS's level with "up to 2x higher
+// TFLOPs/sec than bfloat16 (theoretical)" ("MXFP8 GEMM: Up to 99% of cuBLAS performance using CUDA + PTX", 2026).
+// Nothing measured here on a Blackwell GPU in these formats.
 
 #include "gputwin/models/attention_throughput.hpp"
 #include "gputwin/models/comm_interference.hpp"
@@ -53,6 +60,8 @@ struct GpuComputeModel {
   std::string gpu_kind;
   double peak_flops = 0;      // dense bf16 tensor-core peak, FLOP/s
   double peak_fp8_flops = 0;  // dense FP8 tensor-core peak, FLOP/s; 0 = none (A100, CPU): FP8 GEMMs are an error
+  double peak_fp4_flops = 0;  // dense NVFP4 tensor-core peak, FLOP/s; 0 = none (before Blackwell): NVFP4 GEMMs are an
+                              // error
   double hbm_bytes_per_s = 0; // HBM bandwidth
   int multiprocessors = 0;    // SMs: GEMM tiles are scheduled in waves of this many
   double gemm_tile_m = 128;   // output tile of the GEMM kernels (cuBLAS/CUTLASS bf16 on sm_80/sm_90)
@@ -78,9 +87,10 @@ struct GpuComputeModel {
 // The built-in model of a GPU generation (Ampere: the A100's; Hopper: the H100's, also for the H200; Blackwell: the
 // B200's, with 160 SMs for a Blackwell Ultra `gpu_kind` starting "b300" or "gb300"), named `gpu_kind`
 // ("a100-sxm4-80gb", ...), with the cluster file's peaks and HBM bandwidth (peak_fp8_flops 0: the cluster's GPU has
-// no FP8 tensor cores). Throws std::invalid_argument for a generation without one (Cpu).
+// no FP8 tensor cores; peak_fp4_flops 0: no FP4 ones). Throws std::invalid_argument for a generation without one
+// (Cpu).
 GpuComputeModel builtin_compute_model(GpuGeneration generation, const std::string& gpu_kind, double peak_flops,
-                                      double hbm_bytes_per_s, double peak_fp8_flops = 0);
+                                      double hbm_bytes_per_s, double peak_fp8_flops = 0, double peak_fp4_flops = 0);
 
 // A plain roofline at `peak_flops` and `hbm_bytes_per_s`: efficiencies 1, no overhead, one "multiprocessor"
 // with 1 x 1 tiles (no wave quantization) -- the reference for devices without a built-in model (a CPU).
@@ -99,15 +109,17 @@ double gemm_wave_utilization(const GpuComputeModel& gpu, const traces::GemmShape
 // table, else gemm_efficiency(). REQUIRES: shape m, n, k > 0.
 double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape);
 
-// The tensor-core peak, FLOP/s, a GEMM of this shape runs against: peak_fp8_flops for an FP8 GEMM, else
-// peak_flops. Throws InputError for an FP8 GEMM on a model without an FP8 peak (plans are checked before they
-// get here; a trace's FP8 GEMMs replayed on an A100 are not).
+// The tensor-core peak, FLOP/s, a GEMM of this shape runs against: peak_fp8_flops for an FP8 or MXFP8 GEMM,
+// peak_fp4_flops for an NVFP4 one, else peak_flops. Throws InputError for a GEMM whose peak the model lacks
+// (plans are checked before they get here; a trace's FP8 GEMMs replayed on an A100 are not).
 double gemm_peak_flops(const GpuComputeModel& gpu, const traces::GemmShape& shape);
 
-// HBM bytes of an FP8 GEMM's own operands: 1-byte A and B, bf16 C. An FP8 op's bytes beyond these are the cast
-// (Transformer Engine's cast_transpose of the bf16 operand), timed as a memory-bound kernel before the GEMM:
+// HBM bytes of a quantized (FP8, MXFP8, NVFP4) GEMM's own operands: A and B in the precision's element size with
+// their block scales (quantized_element_bytes), bf16 C. A quantized op's bytes beyond these are the cast
+// (Transformer Engine's cast_transpose, or the MXFP8/NVFP4 quantize kernel writing both the row-wise and the
+// column-wise copy with their scales), timed as a memory-bound kernel before the GEMM:
 //   t = max(math, operand bytes / stream bandwidth) + overhead + cast bytes / stream bandwidth + overhead.
-double fp8_gemm_operand_bytes(const traces::GemmShape& g);
+double quantized_gemm_operand_bytes(const traces::GemmShape& g);
 
 // Math seconds of a GEMM-shaped op with `sms_taken` SMs (or its own gemm.comm_sms, whichever is more) left to
 // other kernels: FLOPs / (peak x modelled efficiency), no faster than the fused-attention curve for attn.flash.*,

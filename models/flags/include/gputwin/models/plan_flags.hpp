@@ -8,7 +8,7 @@
 //   plan:  --plan paper  --tp --cp --pp --dp --micro-batch --global-batch --sp --no-sp
 //          --recompute none|selective|full  --attention unfused|flash  --schedule 1f1b|interleaved|gpipe
 //          --chunks N  --zero 0|1|2|3  --fsdp  --pp-first-stage-layers N --pp-last-stage-layers N  --fp8
-//          --fp8-param-gather --no-fp8-param-gather --grad-reduce-in-bf16 --cross-entropy-fusion
+//          --precision bf16|fp8|mxfp8|nvfp4 (--fp8 = --precision fp8)  --fp8-param-gather --no-fp8-param-gather --grad-reduce-in-bf16 --cross-entropy-fusion
 //          --megatron-args FILE (megatron_args.hpp: a Megatron-LM launch line as the flags above)
 
 #include "gputwin/common/arg_parser.hpp"
@@ -29,6 +29,13 @@ void add_model_flags(ArgParser& parser, bool model_list = false);
 // on top of each model of a list.
 std::vector<std::string> model_flag_arguments(const ParsedArgs& args);
 void add_plan_flags(ArgParser& parser);
+
+// --precision bf16|fp8|mxfp8|nvfp4 (add_plan_flags adds it; search and sweep, which have their own plan lists, add
+// it with their own --fp8 switch).
+void add_precision_flag(ArgParser& parser);
+// The GEMM precision --precision and --fp8 (its synonym for fp8) ask for; bf16 without either. InputError naming
+// --precision for an unknown value or one that contradicts --fp8.
+GemmPrecision read_precision(const ParsedArgs& args);
 
 // Loads a model description file; throws InputError naming file:line:field on bad content.
 using ModelFileLoader = std::function<GptConfig(const std::string& path)>;

@@ -31,14 +31,16 @@ struct ModelStateMemory {
   // Hopper's FP8 GEMMs take only TN operands, so the transpose is kept too): 2 bytes per layer parameter, or 1
   // (the transpose) when the FP8 weight itself is the parameter (--fp8-param-gather). ZeRO-3: only the gathered
   // layers' transposes, 1 byte each (Megatron-FSDP releases the transpose cache of a quantized parameter when it
-  // reshards, megatron_fsdp.md "Post-Forward").
+  // reshards, megatron_fsdp.md "Post-Forward"). MXFP8 and NVFP4 (--precision): the same copies in their format
+  // with their block scales (quantized_tensor_bytes), both quantized from BF16.
   int64_t fp8_cache_bytes = 0;
   // Transformer Engine's weight-gradient placeholders: with gradient-accumulation fusion the wgrad GEMM writes
   // the FP32 main_grad and TE hands autograd a BF16 tensor of the weight's shape, cached once per shape
   // (module/base.py get_dummy_wgrad): one layer's linear weights x 2 per GPU. Megatron-Core + TE only.
   int64_t wgrad_placeholder_bytes = 0;
   // ZeRO-3: the whole (unsharded) weights of the two units alive at once -- the one computing and the next one,
-  // prefetched (peak_two_unit_bytes) -- in the gather precision: BF16, FP8 for the layers with --fp8-param-gather.
+  // prefetched (peak_two_unit_bytes) -- in the gather precision: BF16, the plan's quantized format (scales
+  // included) for the layers with --fp8-param-gather.
   int64_t gathered_weight_bytes = 0;
   // ZeRO-2/3: the whole gradients of two units before their reduce-scatter (the one whose backward writes them and
   // the previous one, being reduced), at the gradient's bytes per parameter.

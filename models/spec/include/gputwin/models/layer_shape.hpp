@@ -24,7 +24,7 @@ struct LayerShape {
   PositionEmbedding position = PositionEmbedding::Learned;
   bool bias = true;
   bool dropout = true;
-  bool fp8 = false;
+  GemmPrecision precision = GemmPrecision::Bf16; // the linear layers' GEMMs (ParallelPlan::precision)
   // Mixture of experts (a MoE layer's expert block; zero for a dense model): E experts, E/ep on this rank, top-k,
   // one expert's MLP width on this rank F_e/etp, and `expert_load`: the busiest EP rank's routed tokens over the
   // balanced share in the layer being emitted (1: balanced; capped by the capacity factor) -- the folded program

@@ -3,6 +3,7 @@
 // activation recompute and the pipeline schedule.
 
 #include "gputwin/models/gpt_config.hpp"
+#include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -47,6 +48,17 @@ enum class MoeDispatcher {
              // NVLink there; combine the reverse (deepseek-ai/DeepEP, internode.cu)
 };
 std::string to_string(MoeDispatcher d); // "alltoall", "allgather", "deepep"
+
+// The precision of the linear layers' GEMMs (--precision bf16|fp8|mxfp8|nvfp4; --fp8 = --precision fp8): the trace's
+// operand format (op_graph.hpp), as the plan's Transformer Engine recipe quantizes QKV, projection and MLP.
+using traces::GemmPrecision;
+using traces::parse_gemm_precision;
+using traces::quantized_element_bytes;
+using traces::to_string;
+// Bytes of `elements` values stored in `precision` with their block scales (op_graph.hpp): 2 n (bf16), n (fp8),
+// n + ceil(n / 32) (mxfp8), ceil(n / 2) + ceil(n / 16) (nvfp4; its per-tensor FP32 scale left out). Overflow is an
+// InputError. REQUIRES: elements >= 0.
+int64_t quantized_tensor_bytes(GemmPrecision precision, int64_t elements);
 std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& text);
 
 struct ParallelPlan {
@@ -80,11 +92,14 @@ struct ParallelPlan {
   // split over its chunks (chunk_layers).
   int64_t pp_first_stage_layers = 0;
   int64_t pp_last_stage_layers = 0;
-  // FP8 linear layers (Transformer Engine, delayed scaling): the GEMMs of QKV, projection and MLP at the GPU's
-  // FP8 peak, their inputs cast to FP8 (with amax bookkeeping); logits, attention and norms stay bf16.
-  bool fp8 = false;
-  // Megatron-Core --fp8-param-gather (with fp8 and the distributed optimizer): the layers' weights are kept only
-  // as FP8 (no BF16 copy) and all-gathered in FP8.
+  // Quantized linear layers (Transformer Engine): the GEMMs of QKV, projection and MLP at the precision's peak,
+  // their inputs cast to it; logits, attention and norms stay bf16. Fp8: the delayed-scaling recipe (per-tensor
+  // scales from an amax history reduced over the amax group); Mxfp8 / Nvfp4: TE's MXFP8BlockScaling /
+  // NVFP4BlockScaling (block scales computed by the cast kernel itself, no amax history; Blackwell only).
+  GemmPrecision precision = GemmPrecision::Bf16;
+  // Megatron-Core --fp8-param-gather (--fp4-param-gather for NVFP4; with a quantized precision and the distributed
+  // optimizer): the layers' weights are kept only in the precision's format, scales included (no BF16 copy), and
+  // all-gathered in it.
   bool fp8_param_gather = false;
   // Megatron-Core --grad-reduce-in-bf16: the gradient buffer in BF16 (2 bytes per parameter) instead of the
   // default FP32 main grads (--accumulate-allreduce-grads-in-fp32, 4 bytes).
@@ -112,6 +127,10 @@ struct ParallelPlan {
   // Micro-batches each pipeline runs per iteration.
   int64_t micro_batches() const { return effective_global_batch() / (micro_batch * dp); }
   bool sequence_parallel() const { return tp_comm == TpComm::SequenceParallel; }
+  // The linear layers run quantized (TE's FP8 or block-scaled recipes): cast kernels, quantized weight caches.
+  bool quantized() const { return precision != GemmPrecision::Bf16; }
+  // TE's delayed scaling (--fp8): the only recipe with amax-history all-reduces.
+  bool delayed_scaling() const { return precision == GemmPrecision::Fp8; }
 };
 
 std::string to_string(Recompute r);

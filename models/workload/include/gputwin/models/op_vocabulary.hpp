@@ -24,8 +24,9 @@
 // Context parallelism (cp > 1, flash only): the rank's attention runs as cp blockwise steps, each
 // `attn.flash.fwd`/`bwd` costing one step (1/cp of the rank's balanced causal work), with the K/V ring
 // exchange (`cp.kv_exchange`, SendRecv of one K/V block) of the next step overlapped.
-// FP8 (s.fp8): the linear layers' GEMMs (QKV, projection, fc1, fc2; forward, dgrad, wgrad) carry
-// GemmShape::fp8, 1-byte operands and the cast (and transpose) of their bf16 input added to their bytes.
+// FP8, MXFP8, NVFP4 (s.precision): the linear layers' GEMMs (QKV, projection, fc1, fc2; forward, dgrad, wgrad)
+// carry GemmShape::precision, operands of the precision's element size with their block scales, and the cast
+// (row-wise and column-wise) of their bf16 input added to their bytes.
 
 #include "gputwin/models/layer_shape.hpp"
 #include "gputwin/traces/op_graph.hpp"
@@ -189,8 +190,10 @@ OpCost op_cost(OpName op, const LayerShape& s);
 // momentum and variance, write the bf16 weight (4 + 8 + 8 + 8 + 2 bytes and 12 FLOPs per parameter).
 OpCost optimizer_cost(double owned_parameters);
 
-// FP8: casting `parameters` bf16 weights to FP8 with their transposes (read 2, write 1 + 1 bytes each).
-OpCost fp8_weight_cast_cost(double parameters);
+// Casting `parameters` bf16 weights to the quantized `precision` with their transposes (read 2, write e + e bytes
+// each, e = quantized_element_bytes: FP8 1 + 1, MXFP8 and NVFP4 with their block scales), once per iteration after
+// the optimizer step.
+OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision);
 // Bytes of one context-parallel ring step: forward the rank's K and V block in 16 bits; backward that and its
 // gradient.
 double cp_exchange_bytes(OpName op, const LayerShape& s);

@@ -48,7 +48,8 @@ struct SearchSpace {
   // Context-parallel sizes to try (each dividing N / tp; plans need flash attention and the sequence divisible by
   // 2 cp, checked by validate_plan). Commands default it to default_context_parallel.
   std::vector<int64_t> context_parallel = {1};
-  bool fp8 = false; // every plan's linear-layer GEMMs in FP8 (Transformer Engine; the GPU needs FP8 tensor cores)
+  // Every plan's linear-layer GEMMs in this precision (Transformer Engine; the GPU needs its tensor cores).
+  GemmPrecision precision = GemmPrecision::Bf16;
   bool overlaps = true; // candidates carry applicable_overlaps (rank_plans tries them); false: none
   ShardedStages sharded = ShardedStages::WhenNothingElseFits;
 };

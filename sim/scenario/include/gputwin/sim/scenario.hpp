@@ -47,10 +47,13 @@ int64_t nodes_needed(const ParallelPlan& plan, const topo::ClusterSpec& cluster)
 // than a cluster can have.
 topo::ClusterSpec size_cluster(const Scenario& scenario);
 
-// InputError naming --fp8 when the plan has FP8 GEMMs and the cluster's GPU no FP8 peak (an A100).
-void check_fp8_supported(const ParallelPlan& plan, const topo::ClusterSpec& cluster);
+// InputError naming the flag when the plan's GEMM precision has no tensor cores on the cluster's GPU: --fp8 (and
+// --precision mxfp8) without an FP8 peak (an A100); --precision mxfp8|nvfp4 on a GPU that is not a Blackwell;
+// --precision nvfp4 without gpu.peak_fp4_tflops.
+void check_precision_supported(const ParallelPlan& plan, const topo::ClusterSpec& cluster);
 
-// Every rule between the plan and the cluster (any node count of it): FP8 needs FP8 tensor cores (--fp8); the
+// Every rule between the plan and the cluster (any node count of it): the GEMM precision needs its tensor cores
+// (check_precision_supported); the
 // busiest GPU fits its memory unless allow_oom (--allow-oom; else a warning); stragglers need GPUs of their own
 // (node.host_cores) and no context parallelism. InputError naming the flag; the warnings (a plan that does not
 // fit with allow_oom, a pipeline that never fills) returned.
