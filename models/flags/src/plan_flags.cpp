@@ -448,7 +448,11 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
   if (args.has("--fp8-param-gather") && plan.zero_stage < 1)
     throw InputError("--fp8-param-gather: needs --zero 1, 2 or 3 (the distributed optimizer or FSDP keeps the FP32 "
                      "main weights)");
-  plan.fp8_param_gather = plan.quantized() && plan.zero_stage >= 1 && !args.has("--no-fp8-param-gather");
+  // NVFP4 gathers quantized weights only when asked: Megatron-LM's --fp4-param-gather is opt-in and
+  // Megatron-Bridge's bf16_with_nvfp4_mixed recipe leaves fp8_param_gather False (its bf16_with_mxfp8_mixed sets it
+  // True, with reuse_grad_buf_for_mxfp8_param_ag; training/mixed_precision.py).
+  plan.fp8_param_gather = plan.quantized() && plan.zero_stage >= 1 && !args.has("--no-fp8-param-gather") &&
+                          (plan.precision != GemmPrecision::Nvfp4 || args.has("--fp8-param-gather"));
   read_expert_plan(args, plan);
   split_layers_unevenly_if_needed(args, model, plan);
   // Megatron-Core raises in training with MoE and tp > 1 without SP (moe_layer.py: "performance may degrade if MoE
