@@ -87,14 +87,15 @@ TEST(TierOversubscription, MostNodesFollowTheAggregationRatio)
 {
   EXPECT_EQ(load_cluster("dgx-a100", 3000, {"fabric.oversubscription=[1, 3]"}).nodes, 3000);
   EXPECT_EQ(error_of("dgx-a100", 3001, {"fabric.oversubscription=[1, 3]"}),
-            "--set fabric.levels: 3001 nodes do not fit 3 levels of radix-40 switches (expected --nodes at most 3000, "
+            "dgx-a100.yaml (built-in):34:11: fabric.levels: 3001 nodes do not fit 3 levels of radix-40 switches "
+            "(expected --nodes at most 3000, "
             "or a larger fabric.switch_radix)");
 }
 
 TEST(TierOversubscription, BadRatiosAreOneLineErrors)
 {
   EXPECT_EQ(error_of("dgx-a100", 2, {"fabric.oversubscription=[1, 0]"}),
-            "--set fabric.oversubscription.1: expected a positive number, got 0");
+            "--set fabric.oversubscription: fabric.oversubscription.1: expected a positive number, got 0");
   EXPECT_EQ(error_of("dgx-a100", 2, {"fabric.oversubscription=[1, 2, 3]"}),
             "--set fabric.oversubscription: expected a positive number or a list of 1 to 2 positive numbers, e.g. "
             "[2, 1], got a list of 3");
@@ -102,7 +103,7 @@ TEST(TierOversubscription, BadRatiosAreOneLineErrors)
             "--set fabric.oversubscription: expected a positive number or a list of 1 to 2 positive numbers, e.g. "
             "[2, 1], got a list of 0");
   EXPECT_EQ(error_of("dgx-a100", 2, {"fabric.oversubscription=[1, fast]"}),
-            "--set fabric.oversubscription.1: expected a positive number, got 'fast'");
+            "--set fabric.oversubscription: fabric.oversubscription.1: expected a positive number, got 'fast'");
   // 3 levels: 0.01 leaves an aggregation switch floor(40 x 0.01 / 1.01) = 0 ports down.
   EXPECT_EQ(error_of("dgx-a100", 2, {"fabric.oversubscription=[1, 0.01]"}),
             "--set fabric.oversubscription: 0.01 leaves a radix-40 aggregation switch 0 down and 40 up ports "

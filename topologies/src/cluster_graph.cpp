@@ -258,7 +258,7 @@ bool ClusterGraph::inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoi
     int k = e % u;
     const bool cross_pod = fabric_.levels == 3 && src_leaf / fabric_.leaves_per_pod != dst_leaf / fabric_.leaves_per_pod;
     const int per_group = fabric_.cores_per_group;
-    int core = (e / u) % per_group;
+    int core = fabric_.levels == 3 ? (e / u) % per_group : 0;
     const int src_pod = fabric_.levels == 3 ? src_leaf / fabric_.leaves_per_pod : 0;
     const int dst_pod = fabric_.levels == 3 ? dst_leaf / fabric_.leaves_per_pod : 0;
     if (avoid) {
