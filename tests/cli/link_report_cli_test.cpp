@@ -410,8 +410,9 @@ TEST(FabricRoutingCli, AggregationOversubscriptionLimitsAnAllToAllAcrossPods)
   const double bytes = 1073741824; // 1G
   const double link_bytes_per_s = 25e9 * 0.96;
   const auto time_s = [&](const std::string& ratio) {
-    const CliResult r = run_gputwin("collective --cluster dgx-a100 --nodes 16 --set fabric.switch_radix=8 --set "
-                                    "fabric.oversubscription=" + ratio + " --op all-to-all --ranks 128 --bytes 1G --json",
+    const std::string cluster = "--cluster dgx-a100 --nodes 16 --set fabric.switch_radix=8";
+    const CliResult r = run_gputwin("collective " + cluster + " --set fabric.oversubscription=" + ratio +
+                                        " --op all-to-all --ranks 128 --bytes 1G --json",
                                     false);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return number(member(traces::parse_json(r.output), "results").items.at(0), "time_s");

@@ -113,15 +113,15 @@ std::optional<SpecProblem> check_fabric(const ClusterSpec& spec)
     return p;
   // Each tier's switch keeps at least one port down and one up (the aggregation tier also at least two: a pod of
   // one leaf would be no tree).
-  const auto tier_problem = [&](double ratio, int down, int least_down, const char* tier) -> std::optional<SpecProblem> {
+  const auto tier_problem = [&](double ratio, int down, int least_down,
+                                const char* tier) -> std::optional<SpecProblem> {
     if (down >= least_down && f.switch_radix - down >= 1)
       return std::nullopt;
-    return SpecProblem{"fabric.oversubscription", json_number(ratio) + " leaves a radix-" +
-                                                      std::to_string(f.switch_radix) + " " + tier + " " +
-                                                      std::to_string(down) + " down and " +
-                                                      std::to_string(f.switch_radix - down) +
-                                                      " up ports (expected a ratio leaving at least " +
-                                                      (least_down > 1 ? "two down and one up)" : "one of each)")};
+    return SpecProblem{"fabric.oversubscription",
+                       json_number(ratio) + " leaves a radix-" + std::to_string(f.switch_radix) + " " + tier + " " +
+                           std::to_string(down) + " down and " + std::to_string(f.switch_radix - down) +
+                           " up ports (expected a ratio leaving at least " +
+                           (least_down > 1 ? "two down and one up)" : "one of each)")};
   };
   if (auto p = tier_problem(f.oversubscription, leaf_down_ports(f), 1, "leaf"))
     return p;

@@ -142,7 +142,8 @@ std::vector<double> FieldReader::positive_numbers(const std::string& path, size_
   const std::string expected =
       "a positive number or a list of 1 to " + std::to_string(max_count) + " positive numbers, e.g. [2, 1]";
   if (!node.IsSequence() || node.size() < 1 || node.size() > max_count)
-    fail(path, "expected " + expected + ", got " + (node.IsSequence() ? "a list of " + std::to_string(node.size()) : got(node)));
+    fail(path, "expected " + expected + ", got " +
+                   (node.IsSequence() ? "a list of " + std::to_string(node.size()) : got(node)));
   std::vector<double> values;
   for (size_t i = 0; i < node.size(); ++i)
     values.push_back(positive_number(path + "." + std::to_string(i)));
