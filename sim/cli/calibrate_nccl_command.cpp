@@ -98,7 +98,10 @@ void write_cluster_yaml(std::ostream& y, const topo::ClusterSpec& c, const sim::
   }
   y << "]\n"
     << "fabric:\n  levels: " << c.fabric.levels << "\n  switch_radix: " << c.fabric.switch_radix
-    << "\n  oversubscription: " << num(c.fabric.oversubscription)
+    << "\n  oversubscription: "
+    << (c.fabric.spine_oversubscription != 1
+            ? "[" + num(c.fabric.oversubscription) + ", " + num(c.fabric.spine_oversubscription) + "]"
+            : num(c.fabric.oversubscription))
     << "\n  rail_optimized: " << (c.fabric.rail_optimized ? "true" : "false")
     << "\n  link_gbits_per_s: " << num(c.fabric.link_bytes_per_s * 8 / 1e9)
     << "\n  switch_latency_us: " << num(c.fabric.switch_latency_s * 1e6) << "\n";

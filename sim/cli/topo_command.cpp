@@ -41,7 +41,8 @@ std::string describe_fabric(const topo::ClusterGraph& graph)
             (level == 1 && tree.levels == 3 ? "aggregation" : level_names[level]);
   text += " = " + std::to_string(tree.switches()) + " switches (" +
           (spec.rail_optimized ? "rail-optimized" : "not rail-optimized") + ", radix " +
-          std::to_string(spec.switch_radix) + ", oversubscription " + json_number(spec.oversubscription) + ")";
+          std::to_string(spec.switch_radix) + ", oversubscription " + json_number(spec.oversubscription) +
+          (spec.spine_oversubscription != 1 ? " / " + json_number(spec.spine_oversubscription) : "") + ")";
   return text;
 }
 

@@ -396,5 +396,32 @@ TEST(FabricRoutingCli, RailOptimizedTreeIsNeverSlowerThanTheTreeWithoutRails)
   }
 }
 
+// Oversubscription per tier: the aggregation tier at 3:1 makes the core uplinks the bottleneck of an all-to-all
+// across pods, at the time their bandwidth gives. dgx-a100 with radix-8 switches, 16 nodes: 4 groups of 4 nodes x
+// 8 rails = 32 leaves (leaf 8j + r), 3 levels. [1, 3]: pods of d2 = floor(8 x 3/4) = 6 leaves, u = 4 aggregation
+// switches per pod with u2 = floor(8/4) = 2 core links each: 8 uplinks of 25 GB/s per pod. Leaves 8j + r and
+// 8j' + r of different groups are 8 apart, so in different pods: of a NIC's traffic to the 15 other nodes, the 12
+// nodes of the other groups cross the cores. NIC (node, rail k) carries what the node's 8 GPUs send to GPU k of
+// the 15 other nodes (PXN): 8 x 15 x S/128 bytes. Pod 0 (24 NICs) sends 24 x 8 x 12 x S/128 bytes up through 8
+// links at 25 GB/s x net_efficiency 0.96. Non-blocking (1), each NIC is the bottleneck: 8 x 15 x S/128 at the
+// same 24 GB/s.
+TEST(FabricRoutingCli, AggregationOversubscriptionLimitsAnAllToAllAcrossPods)
+{
+  const double bytes = 1073741824; // 1G
+  const double link_bytes_per_s = 25e9 * 0.96;
+  const auto time_s = [&](const std::string& ratio) {
+    const std::string cluster = "--cluster dgx-a100 --nodes 16 --set fabric.switch_radix=8";
+    const CliResult r = run_gputwin("collective " + cluster + " --set fabric.oversubscription=" + ratio +
+                                        " --op all-to-all --ranks 128 --bytes 1G --json",
+                                    false);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return number(member(traces::parse_json(r.output), "results").items.at(0), "time_s");
+  };
+  const double nic_bound_s = 8 * 15 * bytes / 128 / link_bytes_per_s;
+  const double core_bound_s = 24 * 8 * 12 * bytes / 128 / (8 * link_bytes_per_s);
+  EXPECT_NEAR(time_s("1"), nic_bound_s, 0.01 * nic_bound_s);
+  EXPECT_NEAR(time_s("[1,3]"), core_bound_s, 0.01 * core_bound_s);
+}
+
 } // namespace
 } // namespace gputwin::testing

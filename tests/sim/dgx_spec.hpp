@@ -23,7 +23,12 @@ inline topo::ClusterSpec dgx_like_spec(int nodes, bool ideal)
   c.nic.latency_s = 1e-6;
   for (int n = 0; n < 8; ++n)
     c.nic.gpus.push_back({n});
-  c.fabric = {3, 40, 1.0, true, 25e9, 0.13e-6};
+  c.fabric = {.levels = 3,
+              .switch_radix = 40,
+              .oversubscription = 1.0,
+              .rail_optimized = true,
+              .link_bytes_per_s = 25e9,
+              .switch_latency_s = 0.13e-6};
   c.nccl = ideal ? topo::NcclSpec{1.0, 1.0, 1.0} : topo::NcclSpec{0.77, 0.8, 0.96};
   return c;
 }

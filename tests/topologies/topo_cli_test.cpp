@@ -49,6 +49,21 @@ TEST(TopoCli, TableOfThreeLevels)
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\nin:\n" << r.output;
 }
 
+// Counts by hand in tier_oversubscription_test.cpp (AggregationTierThinsTheCoreUplinks).
+TEST(TopoCli, TableOfOversubscriptionPerTier)
+{
+  const CliResult r = run_gputwin("topo --nodes 200 --set fabric.oversubscription=[1,3]", false);
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* line : {"fabric           3 levels: 80 leaves + 60 aggregation + 200 cores = 340 switches "
+                           "(rail-optimized, radix 40, oversubscription 1 / 3)\n",
+                           "bisection        7500 GB/s per direction (worst half/half cut of the nodes)\n"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\nin:\n" << r.output;
+  const CliResult bad = run_gputwin("topo --nodes 200 --set fabric.oversubscription=[1,2,3]", true);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.output, "gputwin topo: error: --set fabric.oversubscription: expected a positive number or a list of 1 "
+                        "to 2 positive numbers, e.g. [2, 1], got a list of 3\n");
+}
+
 TEST(TopoCli, BuiltinsWorkFromAnyDirectory)
 {
   const std::string command = std::string("cd / && '") + GPUTWIN_CLI + "' topo --cluster dgx-h200 --json";

@@ -128,7 +128,7 @@ void ClusterGraph::build_fabric()
   Wiring& w = *wiring_;
   const int nics = spec_.nic.count;
   const int u = t.leaf_up_ports;
-  const int per_group = spec_.fabric.switch_radix / 2; // cores per group (3 levels)
+  const int per_group = t.cores_per_group; // cores per group (3 levels)
 
   const int first_leaf = static_cast<int>(vertices_.size());
   for (int l = 0; l < t.leaves; ++l)
@@ -257,8 +257,8 @@ bool ClusterGraph::inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoi
     const int e = fabric_.routing_index_of_nic(dst_node, rail);
     int k = e % u;
     const bool cross_pod = fabric_.levels == 3 && src_leaf / fabric_.leaves_per_pod != dst_leaf / fabric_.leaves_per_pod;
-    const int per_group = spec_.fabric.switch_radix / 2;
-    int core = (e / u) % per_group;
+    const int per_group = fabric_.cores_per_group;
+    int core = fabric_.levels == 3 ? (e / u) % per_group : 0;
     const int src_pod = fabric_.levels == 3 ? src_leaf / fabric_.leaves_per_pod : 0;
     const int dst_pod = fabric_.levels == 3 ? dst_leaf / fabric_.leaves_per_pod : 0;
     if (avoid) {
@@ -325,7 +325,7 @@ TopologySummary ClusterGraph::summary() const
     if (fabric_.levels >= 2)
       bisection = std::min(bisection, fabric_.leaves * fabric_.leaf_up_ports * link_bw / 2);
     if (fabric_.levels == 3)
-      bisection = std::min(bisection, fabric_.spines * (spec_.fabric.switch_radix / 2) * link_bw / 2);
+      bisection = std::min(bisection, fabric_.spines * fabric_.cores_per_group * link_bw / 2);
     s.bisection_bytes_per_s = bisection;
   }
   return s;

@@ -100,7 +100,11 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
              {"levels", "switch_radix", "oversubscription", "rail_optimized", "link_gbits_per_s", "switch_latency_us"});
   spec.fabric.levels = in.positive_integer("fabric.levels");
   spec.fabric.switch_radix = in.positive_integer("fabric.switch_radix");
-  spec.fabric.oversubscription = in.positive_number("fabric.oversubscription");
+  // One ratio (the leaves') or one per tier: [leaf down:up, aggregation down:up].
+  const std::vector<double> oversubscription = in.positive_numbers("fabric.oversubscription", 2);
+  spec.fabric.oversubscription = oversubscription[0];
+  if (oversubscription.size() > 1)
+    spec.fabric.spine_oversubscription = oversubscription[1];
   spec.fabric.rail_optimized = in.boolean("fabric.rail_optimized");
   spec.fabric.link_bytes_per_s = in.positive_number("fabric.link_gbits_per_s") * giga / 8;
   spec.fabric.switch_latency_s = in.non_negative_number("fabric.switch_latency_us") * micro;

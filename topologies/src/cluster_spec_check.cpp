@@ -109,12 +109,25 @@ std::optional<SpecProblem> check_fabric(const ClusterSpec& spec)
     return p;
   if (auto p = positive("fabric.oversubscription", f.oversubscription))
     return p;
-  const int down = leaf_down_ports(f);
-  if (down < 1 || f.switch_radix - down < 1)
-    return SpecProblem{"fabric.oversubscription", json_number(f.oversubscription) + " leaves a radix-" +
-                                                      std::to_string(f.switch_radix) + " leaf " + std::to_string(down) +
-                                                      " down and " + std::to_string(f.switch_radix - down) +
-                                                      " up ports (expected a ratio leaving at least one of each)"};
+  if (auto p = positive("fabric.oversubscription", f.spine_oversubscription))
+    return p;
+  // Each tier's switch keeps at least one port down and one up (the aggregation tier also at least two: a pod of
+  // one leaf would be no tree).
+  const auto tier_problem = [&](double ratio, int down, int least_down,
+                                const char* tier) -> std::optional<SpecProblem> {
+    if (down >= least_down && f.switch_radix - down >= 1)
+      return std::nullopt;
+    return SpecProblem{"fabric.oversubscription",
+                       json_number(ratio) + " leaves a radix-" + std::to_string(f.switch_radix) + " " + tier + " " +
+                           std::to_string(down) + " down and " + std::to_string(f.switch_radix - down) +
+                           " up ports (expected a ratio leaving at least " +
+                           (least_down > 1 ? "two down and one up)" : "one of each)")};
+  };
+  if (auto p = tier_problem(f.oversubscription, leaf_down_ports(f), 1, "leaf"))
+    return p;
+  if (f.levels == 3)
+    if (auto p = tier_problem(f.spine_oversubscription, aggregation_down_ports(f), 2, "aggregation switch"))
+      return p;
   if (auto p = positive("fabric.link_gbits_per_s", f.link_bytes_per_s))
     return p;
   if (auto p = non_negative("fabric.switch_latency_us", f.switch_latency_s))

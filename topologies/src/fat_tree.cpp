@@ -15,14 +15,21 @@ int64_t ceil_div(int64_t a, int64_t b)
   return (a + b - 1) / b;
 }
 
-// Leaves the configured levels can hold: 1, radix, or radix pods of radix / 2 leaves.
+// floor(radix * share), within 0 .. radix. The epsilon keeps exact ratios exact (40 * 3 / 4 = 30, not 29.999...).
+int port_share(int radix, double share)
+{
+  const double ports = std::floor(static_cast<double>(radix) * share + 1e-9);
+  return static_cast<int>(std::clamp(ports, 0.0, static_cast<double>(radix)));
+}
+
+// Leaves the configured levels can hold: 1, radix, or radix pods (a core's ports) of d2 leaves.
 int64_t max_leaves(const FabricSpec& fabric)
 {
   const int64_t radix = fabric.switch_radix;
   switch (fabric.levels) {
   case 1: return 1;
   case 2: return radix;
-  default: return radix * (radix / 2);
+  default: return radix * aggregation_down_ports(fabric);
   }
 }
 
@@ -31,9 +38,18 @@ int64_t max_leaves(const FabricSpec& fabric)
 int leaf_down_ports(const FabricSpec& fabric)
 {
   const double o = fabric.oversubscription;
-  // The epsilon keeps exact ratios exact (40 * 3 / 4 = 30, not 29.999...).
-  const double d = std::floor(static_cast<double>(fabric.switch_radix) * o / (1 + o) + 1e-9);
-  return static_cast<int>(std::clamp(d, 0.0, static_cast<double>(fabric.switch_radix)));
+  return port_share(fabric.switch_radix, o / (1 + o));
+}
+
+int aggregation_down_ports(const FabricSpec& fabric)
+{
+  const double o = fabric.spine_oversubscription;
+  return port_share(fabric.switch_radix, o / (1 + o));
+}
+
+int aggregation_up_ports(const FabricSpec& fabric)
+{
+  return port_share(fabric.switch_radix, 1 / (1 + fabric.spine_oversubscription));
 }
 
 int64_t max_fabric_nodes(const ClusterSpec& spec)
@@ -74,10 +90,11 @@ FatTreeShape fat_tree_shape(const ClusterSpec& spec)
     shape.spines = static_cast<int>(u);
   } else {
     shape.levels = 3;
-    shape.leaves_per_pod = fabric.switch_radix / 2;
+    shape.leaves_per_pod = aggregation_down_ports(fabric);
+    shape.cores_per_group = aggregation_up_ports(fabric);
     shape.pods = static_cast<int>(ceil_div(shape.leaves, shape.leaves_per_pod));
     shape.spines = static_cast<int>(shape.pods * u);
-    shape.cores = static_cast<int>(u * shape.leaves_per_pod);
+    shape.cores = static_cast<int>(u * shape.cores_per_group);
   }
   return shape;
 }

@@ -134,6 +134,22 @@ double FieldReader::positive_number(const std::string& path) const
   return *value;
 }
 
+std::vector<double> FieldReader::positive_numbers(const std::string& path, size_t max_count) const
+{
+  const YAML::Node node = find(path);
+  if (!node || node.IsScalar())
+    return {positive_number(path)};
+  const std::string expected =
+      "a positive number or a list of 1 to " + std::to_string(max_count) + " positive numbers, e.g. [2, 1]";
+  if (!node.IsSequence() || node.size() < 1 || node.size() > max_count)
+    fail(path, "expected " + expected + ", got " +
+                   (node.IsSequence() ? "a list of " + std::to_string(node.size()) : got(node)));
+  std::vector<double> values;
+  for (size_t i = 0; i < node.size(); ++i)
+    values.push_back(positive_number(path + "." + std::to_string(i)));
+  return values;
+}
+
 double FieldReader::non_negative_number(const std::string& path) const
 {
   const YAML::Node node = scalar(path, "a number >= 0");

@@ -26,6 +26,8 @@ public:
   void mapping(const std::string& path, std::initializer_list<const char*> keys) const;
 
   double positive_number(const std::string& path) const;
+  // A positive number or a list of 1 .. `max_count` positive numbers ([2, 1]); a number is a list of one.
+  std::vector<double> positive_numbers(const std::string& path, size_t max_count) const;
   double non_negative_number(const std::string& path) const;
   int positive_integer(const std::string& path) const;
   int non_negative_integer(const std::string& path) const;

@@ -53,6 +53,9 @@ struct FabricSpec {
   int levels = 0;              // maximum fat-tree levels (1 = one switch, 2 = leaf/spine, 3 = leaf/spine/core)
   int switch_radix = 0;        // ports per switch
   double oversubscription = 1; // leaf down:up port ratio (1 = non-blocking)
+  // Aggregation (level 2) down:up port ratio of a 3-level tree (1 = non-blocking): pods of
+  // floor(radix * o / (1 + o)) leaves, the rest of each aggregation switch's ports up to the cores. 2 levels: unused.
+  double spine_oversubscription = 1;
   bool rail_optimized = true;  // leaf switches per rail (NIC n of every node on rail n's leaves)
   double link_bytes_per_s = 0; // switch-to-switch links, per direction
   double switch_latency_s = 0; // per switch traversal, added to each switch-to-switch hop

@@ -6,9 +6,10 @@
 //   leaves:      rail-optimized: ceil(nodes / d) per rail, leaf (rail r, group j) = index j * nics + r, cabled
 //                to NIC r of nodes j*d .. j*d+d-1; otherwise ceil(nodes * nics / d), NICs in node-major order
 //   1 leaf:      1 level; leaves <= radix: 2 levels, u spines, every leaf linked once to every spine;
-//   otherwise:   3 levels: pods of radix/2 consecutive leaves, u aggregation switches per pod (every leaf of
-//                the pod linked once to each), u groups of radix/2 cores (aggregation switch g of every pod
-//                linked once to every core of group g); at most radix pods.
+//   otherwise:   3 levels: pods of d2 consecutive leaves, u aggregation switches per pod (every leaf of
+//                the pod linked once to each), u groups of u2 cores (aggregation switch g of every pod
+//                linked once to every core of group g); at most radix pods. d2 = floor(radix * o2 / (1 + o2)),
+//                u2 = floor(radix / (1 + o2)), o2 = the aggregation tier's oversubscription (radix/2 each at 1).
 
 #include "gputwin/topologies/cluster_spec.hpp"
 
@@ -26,10 +27,11 @@ struct FatTreeShape {
   int leaf_up_ports = 0;   // u: leaf ports to level 2
   int leaves = 0;
   int leaves_per_rail = 0; // rail-optimized: ceil(nodes / d); 0 otherwise
-  int leaves_per_pod = 0;  // 3 levels: radix / 2; 0 otherwise
+  int leaves_per_pod = 0;  // 3 levels: d2, radix / 2 when the aggregation tier is non-blocking; 0 otherwise
+  int cores_per_group = 0; // 3 levels: u2, each aggregation switch's uplinks (radix / 2 non-blocking); 0 otherwise
   int pods = 0;            // 3 levels: ceil(leaves / leaves_per_pod); 0 otherwise
   int spines = 0;          // level-2 switches: u spines (2 levels) or pods x u aggregation switches (3 levels)
-  int cores = 0;           // 3 levels: u groups of radix / 2 cores; 0 otherwise
+  int cores = 0;           // 3 levels: u groups of u2 cores; 0 otherwise
 
   // The leaf (0-based, among the leaves) that NIC `nic` of `node` is cabled to. REQUIRES levels >= 1.
   int leaf_of_nic(int node, int nic) const;
@@ -49,6 +51,11 @@ struct FatTreeShape {
 
 // d = floor(radix * o / (1 + o)): leaf ports facing NICs (radix / 2 when non-blocking).
 int leaf_down_ports(const FabricSpec& fabric);
+// d2 = floor(radix * o2 / (1 + o2)), o2 = fabric.spine_oversubscription: an aggregation switch's ports to the
+// leaves of its pod (radix / 2 when non-blocking).
+int aggregation_down_ports(const FabricSpec& fabric);
+// u2 = floor(radix / (1 + o2)): an aggregation switch's ports to the cores (radix / 2 when non-blocking).
+int aggregation_up_ports(const FabricSpec& fabric);
 
 // The most nodes of `spec` (its NICs per node) that `spec.fabric.levels` levels of its switches can join;
 // at least 1 (a single node needs no fabric); no limit without NICs (nothing joins the nodes: ClusterGraph
