@@ -1,5 +1,6 @@
 // Cluster files: the built-ins in SI units, files by path, --set overrides, and errors of one line naming
 // FILE:LINE:COLUMN: field, `--set KEY` or the flag.
+#include "cluster_error.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
@@ -10,16 +11,7 @@ namespace {
 
 const std::string data_dir = GPUTWIN_TEST_DATA_DIR "/clusters/";
 
-std::string error_of(const std::string& cluster, int nodes, const std::vector<std::string>& sets)
-{
-  try {
-    load_cluster(cluster, nodes, sets);
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(ClusterSpec, BuiltinNames)
 {

@@ -1,6 +1,7 @@
 // Oversubscription per fabric tier (`fabric.oversubscription: [leaf, aggregation]`), each count computed by hand
 // in the comment above it from the construction rules of topologies/README.md ("Fabric"). dgx-a100: 8 rails of
 // 25 GB/s NICs, radix-40 switches, 25 GB/s switch links; leaves d = u = 20 when non-blocking.
+#include "cluster_error.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 
@@ -12,21 +13,12 @@
 namespace gputwin::topo {
 namespace {
 
-std::string error_of(const std::string& cluster, int nodes, const std::vector<std::string>& sets)
-{
-  try {
-    load_cluster(cluster, nodes, sets);
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 // The scalar, a list of one and a list with a non-blocking aggregation tier build the same graph, link by link.
 TEST(TierOversubscription, ScalarAndListOfOneAreTheSameTree)
 {
-  for (const std::string& ratio : {"1", "3"}) {
+  for (const std::string ratio : {"1", "3"}) {
     const ClusterGraph scalar(load_cluster("dgx-a100", 200, {"fabric.oversubscription=" + ratio}));
     for (const std::string& list : {"[" + ratio + "]", "[" + ratio + ", 1]"}) {
       SCOPED_TRACE(list);
