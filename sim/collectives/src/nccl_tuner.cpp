@@ -191,15 +191,11 @@ bool in_network_reduction(NcclAlgorithm a)
 
 namespace {
 
-bool is_nvls(NcclAlgorithm a)
-{
-  return in_network_reduction(a);
-}
-
 // NVLS and NVLS tree all-reduce (NCCL 2.30 tuning.cc): the intra-domain NVLS bus bandwidth, for NVLS tree capped
 // by the network (doubled on two nodes, where each tree edge is the only one) and NCCL's per-channel NVLS tree
-// maximum; algorithm bandwidth n / (2 (n - 1)) of it, as for the ring. Simple only.
-NcclChoice evaluate_nvls(const TunerInput& in, NcclAlgorithm algorithm)
+// maximum, for NVLS across nodes (CollNet) by the rails; algorithm bandwidth n / (2 (n - 1)) of it, as for the
+// ring. CollNetDirect and CollNetChain: tuning.cc's NVLink-bound bus bandwidth, halved. Simple only.
+NcclChoice evaluate_in_network(const TunerInput& in, NcclAlgorithm algorithm)
 {
   NcclChoice c;
   c.algorithm = algorithm;
@@ -234,10 +230,11 @@ NcclChoice evaluate_nvls(const TunerInput& in, NcclAlgorithm algorithm)
   return c;
 }
 
-// NVLS applies where NCCL 2.30 enables it: all-reduce only (its NVLS all-gather and reduce-scatter need
-// CollNet across nodes, and on one domain NCCL's own model gives them less bandwidth than the ring), NVLS on one
-// domain and NVLS tree on several.
-bool nvls_applies(const TunerInput& in, NcclAlgorithm algorithm)
+// The in-network reductions apply where NCCL 2.30 enables them: all-reduce only (NVLS all-gather and
+// reduce-scatter need CollNet across nodes, and on one domain NCCL's own model gives them less bandwidth than the
+// ring); NVLS on one domain (or across with CollNet), NVLS tree on several, CollNet across nodes when it is on
+// (CollNetDirect on NVSwitch nodes only).
+bool in_network_applies(const TunerInput& in, NcclAlgorithm algorithm)
 {
   if (in.op != CollectiveOp::AllReduce || in.ranks < 2)
     return false;
@@ -262,8 +259,8 @@ NcclChoice evaluate_nccl_algorithm(const TunerInput& in, NcclAlgorithm algorithm
 {
   if (in.ranks < 1 || in.nodes < 1 || in.bytes < 0 || !(in.ring_bus_bytes_per_s > 0))
     throw std::invalid_argument("nccl tuner: ranks, nodes >= 1, bytes >= 0 and a positive bandwidth required");
-  if (is_nvls(algorithm))
-    return evaluate_nvls(in, algorithm);
+  if (in_network_reduction(algorithm))
+    return evaluate_in_network(in, algorithm);
   const int a = index_of(algorithm), p = index_of(protocol);
   const int n = in.ranks;
   const int per_node = std::max(1, n / in.nodes);
@@ -357,10 +354,10 @@ NcclChoice choose_nccl_algorithm(const TunerInput& in)
                                         NcclAlgorithm::CollNetChain, NcclAlgorithm::Nvls, NcclAlgorithm::NvlsTree}) {
     if (in.force_algorithm && *in.force_algorithm != algorithm)
       continue;
-    if (is_nvls(algorithm)) {
-      if (!nvls_applies(in, algorithm) || (in.force_protocol && *in.force_protocol != NcclProtocol::Simple))
+    if (in_network_reduction(algorithm)) {
+      if (!in_network_applies(in, algorithm) || (in.force_protocol && *in.force_protocol != NcclProtocol::Simple))
         continue;
-      const NcclChoice c = evaluate_nvls(in, algorithm);
+      const NcclChoice c = evaluate_in_network(in, algorithm);
       if (c.predicted_time_s < best_time) {
         best = c;
         best_time = c.predicted_time_s;
@@ -390,7 +387,7 @@ NcclChoice choose_nccl_algorithm(const TunerInput& in)
                                                           *in.force_algorithm == NcclAlgorithm::NvlsTree) && !in.nvls)
     throw std::invalid_argument("NVLS needs a Hopper or Blackwell GPU, NVSwitches, nccl.nvls true and two or more "
                                 "of the communicator's GPUs in each NVLink domain");
-  if (!std::isfinite(best_time) && in.force_algorithm && is_nvls(*in.force_algorithm) && !in.collnet)
+  if (!std::isfinite(best_time) && in.force_algorithm && in_network_reduction(*in.force_algorithm) && !in.collnet)
     throw std::invalid_argument("CollNet needs nccl.collnet true (SHARP switches and NCCL's SHARP plugin) and an "
                                 "all-reduce across nodes");
   if (!std::isfinite(best_time))
