@@ -139,7 +139,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
       << std::count_if(plans.fitting.begin(), plans.fitting.end(),
                        [](const sim::PlanCandidate& c) { return any_overlap(c.options); })
       << " of all with overlaps that apply, tried where they could rank), " << ruled_out
-      << " ruled out by their compute alone; best " << confirmed << " simulated\n\n";
+      << " ruled out by a lower bound (compute alone or contention-free); best " << confirmed << " simulated\n\n";
   char line[512];
   std::snprintf(line, sizeof line, "%4s  %-58s %-9s %-13s %10s %10s %12s %6s %7s %9s %8s\n", "rank", "plan",
                 "attention", "overlaps", "sim s", "est s", "tokens/s", "MFU", "bubble", "exp.comm", "mem GiB");

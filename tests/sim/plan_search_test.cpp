@@ -8,6 +8,7 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/parallel_for.hpp"
 #include "gputwin/sim/plan_search.hpp"
+#include "gputwin/topologies/cluster_spec.hpp"
 
 #include <gtest/gtest.h>
 
@@ -242,12 +243,12 @@ TEST(PlanSearch, PlansRuledOutByComputeAloneCouldNotRank)
   const PlanEnumeration plans = enumerate_plans(model, 16, 64, 8, a100_80gb_bytes, space);
   ASSERT_GT(plans.fitting.size(), 4u);
   double tightest = 0;
-  for (const PlanCandidate& c : plans.fitting)
-    for (const WorkloadOptions& options : {WorkloadOptions{}, applicable_overlaps(c.plan)}) {
-      const Workload w = make_workload(model, c.plan, options);
+  for (const PlanCandidate& candidate : plans.fitting)
+    for (const WorkloadOptions& options : {WorkloadOptions{}, applicable_overlaps(candidate.plan)}) {
+      const Workload w = make_workload(model, candidate.plan, options);
       const double bound_s = iteration_lower_bound_s(w, gpu);
       const double estimate_s = estimate_iteration(graph, w, gpu, framework).iteration_time_s;
-      EXPECT_LE(bound_s, estimate_s) << describe_plan(c.plan);
+      EXPECT_LE(bound_s, estimate_s) << describe_plan(candidate.plan);
       tightest = std::max(tightest, bound_s / estimate_s);
     }
   EXPECT_GT(tightest, 0.7); // compute is most of a plan's time: the bound is no trivial zero
@@ -287,6 +288,85 @@ TEST(PlanSearch, PlansRuledOutByComputeAloneCouldNotRank)
     }
   EXPECT_GT(ruled_out, 0u);
   EXPECT_FALSE(best.back().estimated); // ruled out last
+}
+
+// estimate_lower_bound_s (one contention-free pass of the DAG executor) is never above the estimate of either
+// variant, and within a few per cent of it: interference and link sharing only lengthen ops. A ranking for the best
+// K that prunes with it ranks the same plans first whatever the threads, and estimates the same plans.
+TEST(PlanSearch, ContentionFreePassBoundsTheEstimateAndPrunesTheSameWithAnyThreads)
+{
+  GptConfig model = find_catalog_model("gpt-22b")->model;
+  model.layers = 8;
+  const SmallCluster c;
+  SearchSpace space;
+  space.micro_batches = {1, 2};
+  const PlanEnumeration plans = enumerate_plans(model, 16, 64, 8, a100_80gb_bytes, space);
+  ASSERT_GT(plans.fitting.size(), 4u);
+  double loosest = 1;
+  int with_communication = 0;
+  for (const PlanCandidate& candidate : plans.fitting)
+    for (const WorkloadOptions& options : {WorkloadOptions{}, applicable_overlaps(candidate.plan)}) {
+      const Workload w = make_workload(model, candidate.plan, options);
+      const double bound_s = estimate_lower_bound_s(c.graph, w, c.gpu, c.framework);
+      const IterationResult estimate = estimate_iteration(c.graph, w, c.gpu, c.framework);
+      EXPECT_LE(bound_s, estimate.iteration_time_s) << describe_plan(candidate.plan);
+      EXPECT_GE(bound_s, iteration_lower_bound_s(w, c.gpu)) << describe_plan(candidate.plan); // compute alone
+      loosest = std::min(loosest, bound_s / estimate.iteration_time_s);
+      with_communication += std::any_of(estimate.stages.begin(), estimate.stages.end(),
+                                        [](const StageTimes& s) { return s.exposed_comm_s > 0; });
+    }
+  EXPECT_GT(with_communication, 0);
+  EXPECT_GT(loosest, 0.9);
+
+  const std::vector<PlanEstimate> all = rank_plans(c.graph, model, plans.fitting, c.gpu, c.framework, 2);
+  const auto same = [](const PlanEstimate& a, const PlanEstimate& b) {
+    return describe_plan(a.candidate.plan) == describe_plan(b.candidate.plan) &&
+           a.iteration_time_s == b.iteration_time_s && a.estimated == b.estimated &&
+           any_overlap(a.candidate.options) == any_overlap(b.candidate.options);
+  };
+  for (const size_t top : {size_t{1}, size_t{3}}) {
+    const std::vector<PlanEstimate> one = rank_plans(c.graph, model, plans.fitting, c.gpu, c.framework, 1, {}, top);
+    for (const int threads : {2, 5}) {
+      const std::vector<PlanEstimate> many =
+          rank_plans(c.graph, model, plans.fitting, c.gpu, c.framework, threads, {}, top);
+      ASSERT_EQ(many.size(), one.size());
+      for (size_t i = 0; i < one.size(); ++i)
+        EXPECT_TRUE(same(one[i], many[i])) << "top " << top << ", " << threads << " threads, place " << i;
+    }
+    for (size_t i = 0; i < top; ++i)
+      EXPECT_TRUE(same(one[i], all[i])) << "top " << top << ", place " << i;
+    size_t ruled_out = 0;
+    for (const PlanEstimate& e : one)
+      if (!e.estimated) {
+        ++ruled_out;
+        EXPECT_GT(e.iteration_time_s, one[top - 1].iteration_time_s) << describe_plan(e.candidate.plan);
+      }
+    EXPECT_GT(ruled_out, 0u) << "top " << top;
+  }
+}
+
+// The best K with pruning are the best K with every variant estimated, where overlaps shorten more than exposed
+// communication: gpt-22b on 16 A100s (`search --top 2`), whose second plan is tp 4 dp 4 with overlaps. Its plan
+// without them has 0.35 s of host gaps that the overlaps also close, so "without, less its exposed share" was no
+// bound for it (the pruning before 2026-11-28 ranked tp 8 dp 2 second).
+TEST(PlanSearch, PruningKeepsTheBestOfEveryVariantEstimatedOnGpt22bOn16A100s)
+{
+  const GptConfig model = find_catalog_model("gpt-22b")->model;
+  const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
+  const GpuComputeModel gpu = builtin_compute_model(GpuGeneration::Ampere, graph.spec().gpu.kind,
+                                                    graph.spec().gpu.peak_bf16_flops, graph.spec().gpu.hbm_bytes_per_s);
+  const FrameworkProfile framework = builtin_framework_profile("megatron-lm");
+  const PlanEnumeration plans = enumerate_plans(model, 16, 16, 8, graph.spec().gpu.hbm_bytes);
+  const std::vector<PlanEstimate> all = rank_plans(graph, model, plans.fitting, gpu, framework, 2);
+  const std::vector<PlanEstimate> best = rank_plans(graph, model, plans.fitting, gpu, framework, 2, {}, 2);
+  ASSERT_EQ(best.size(), all.size());
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(describe_plan(best[i].candidate.plan), describe_plan(all[i].candidate.plan)) << i;
+    EXPECT_EQ(best[i].iteration_time_s, all[i].iteration_time_s) << i;
+    EXPECT_EQ(any_overlap(best[i].candidate.options), any_overlap(all[i].candidate.options)) << i;
+  }
+  EXPECT_LT(std::count_if(best.begin(), best.end(), [](const PlanEstimate& e) { return e.estimated; }),
+            static_cast<std::ptrdiff_t>(all.size() / 2)); // most are ruled out
 }
 
 // An error in a worker thread reaches the caller (no std::terminate), and the other threads stop

@@ -559,7 +559,7 @@ bool add_contention(const topo::ClusterGraph& graph, const std::vector<const Lin
 IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces::RankProgram> programs,
                             const std::vector<traces::CommGroup>& groups, CommSource& comm,
                             const ComputeDuration& compute_s, const std::vector<HostProgram>& hosts,
-                            const IterationOptions& options)
+                            const IterationOptions& options, DagTiming timing)
 {
   // Each communication op's load on the links (one per CommWork: repeated collectives share one), and whether
   // it may run alone (a TP collective the flow-level executor times without flows when none of its links
@@ -609,6 +609,10 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
   IterationResult result;
   std::vector<std::vector<double>> end_s;
   executor.run(duration_s, hosts, &result, &programs, options, &end_s);
+  if (timing == DagTiming::ContentionFree) {
+    result.programs = std::move(programs);
+    return result;
+  }
   // Compute-communication interference: compute ops slowed by the communication in flight on their GPU
   // (interference.hpp), settled before the links are shared and again after.
   std::unique_ptr<DagInterference> interference;

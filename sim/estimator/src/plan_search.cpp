@@ -5,14 +5,12 @@
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
 #include "gputwin/sim/parallel_for.hpp"
+#include "gputwin/sim/steady_state.hpp" // shortcuts_enabled
 
 #include <algorithm>
-#include <atomic>
+#include <exception>
 #include <limits>
-#include <mutex>
-#include <numeric>
 #include <stdexcept>
-#include <thread>
 
 namespace gputwin::sim {
 
@@ -220,102 +218,152 @@ PlanEnumeration enumerate_plans(const GptConfig& model, int64_t gpus, int64_t gl
   return out;
 }
 
+namespace {
+
+// One variant of a candidate that rank_plans may estimate: without overlaps, or with the candidate's.
+struct Variant {
+  size_t candidate = 0;
+  bool overlaps = false;
+  double floor_s = 0; // iteration_lower_bound_s: compute alone (0 when nothing is pruned)
+};
+
+// What was computed for a variant, on any thread; the ranking takes it in the variants' order.
+struct Attempt {
+  bool bounded = false, estimated = false;
+  double bound_s = 0; // estimate_lower_bound_s
+  double time_s = 0;  // estimate_iteration
+  std::exception_ptr failure;
+};
+
+} // namespace
+
 std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptConfig& model,
                                      const std::vector<PlanCandidate>& candidates, const GpuComputeModel& gpu,
                                      const FrameworkProfile& framework, int threads,
                                      const std::function<void(size_t done, size_t total)>& progress, size_t top)
 {
-  // `work(i)` for every i < n on `threads` threads, progress counted on from `done_before` of `total`.
-  std::mutex progress_mutex;
-  const auto in_parallel = [&](size_t n, size_t done_before, size_t total, const std::function<void(size_t)>& work) {
-    std::atomic<size_t> done{done_before};
-    parallel_for(n, threads, [&](size_t i) {
-      work(i);
-      const size_t finished = ++done;
-      if (progress) {
-        const std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(finished, total);
-      }
-    });
-  };
-
-  // Every plan without overlaps, with the least it could take with them: the iteration shrunk by the largest share
-  // of a stage's busy time that was exposed communication (overlaps hide communication; they add compute, never
-  // remove it, and the bubble is made of the same steps).
-  std::vector<PlanEstimate> estimates(candidates.size());
-  std::vector<double> least_with_overlaps_s(candidates.size());
-  const auto estimate_without_overlaps = [&](size_t i) {
-    const PlanCandidate& candidate = candidates[i];
-    const IterationResult result =
-        estimate_iteration(graph, make_workload(model, candidate.plan, WorkloadOptions{}), gpu, framework);
-    estimates[i] = {candidate, result.iteration_time_s};
-    estimates[i].candidate.options = WorkloadOptions{};
-    double compute_share = 1;
-    for (const StageTimes& stage : result.stages)
-      if (stage.compute_s + stage.exposed_comm_s > 0)
-        compute_share = std::min(compute_share, stage.compute_s / (stage.compute_s + stage.exposed_comm_s));
-    least_with_overlaps_s[i] = result.iteration_time_s * compute_share;
-  };
-
-  // With a `top` to find, the plans whose compute alone (iteration_lower_bound_s, with and without their overlaps)
-  // exceeds the top-th time of the `top` plans with the least compute are never estimated: their estimate could
-  // not rank. The threshold comes from a fixed set of plans, so which plans are ruled out is deterministic.
-  std::vector<double> bound_s(candidates.size(), 0);
-  std::vector<size_t> order(candidates.size());
-  std::iota(order.begin(), order.end(), 0);
-  const bool prune = top < candidates.size();
-  if (prune) {
-    parallel_for(candidates.size(), threads, [&](size_t i) {
-      const PlanCandidate& c = candidates[i];
-      bound_s[i] = iteration_lower_bound_s(make_workload(model, c.plan, WorkloadOptions{}), gpu);
-      if (any_overlap(c.options))
-        bound_s[i] = std::min(bound_s[i], iteration_lower_bound_s(make_workload(model, c.plan, c.options), gpu));
-    });
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bound_s[a] < bound_s[b]; });
+  const bool prune = top < candidates.size() && shortcuts_enabled(); // GPUTWIN_EXACT=1: every variant estimated
+  std::vector<Variant> variants;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    variants.push_back({i, false, 0});
+    if (any_overlap(candidates[i].options))
+      variants.push_back({i, true, 0});
   }
-  const size_t first_batch = prune ? top : candidates.size();
-  in_parallel(first_batch, 0, candidates.size(), [&](size_t k) { estimate_without_overlaps(order[k]); });
-  std::vector<size_t> rest;
-  if (prune) {
-    double first_batch_worst_s = 0; // the top-th time of the first batch: the final top-th time is at most this
-    for (size_t k = 0; k < first_batch; ++k)
-      first_batch_worst_s = std::max(first_batch_worst_s, estimates[order[k]].iteration_time_s);
-    for (size_t k = first_batch; k < order.size(); ++k) {
-      if (bound_s[order[k]] > first_batch_worst_s) {
-        estimates[order[k]] = {candidates[order[k]], bound_s[order[k]], false};
-      } else {
-        rest.push_back(order[k]);
+  const auto workload_of = [&](const Variant& v) {
+    const PlanCandidate& c = candidates[v.candidate];
+    return make_workload(model, c.plan, v.overlaps ? c.options : WorkloadOptions{});
+  };
+  if (prune) { // cheapest first: the order in which the variants are taken, and the end of it
+    parallel_for(variants.size(), threads,
+                 [&](size_t k) { variants[k].floor_s = iteration_lower_bound_s(workload_of(variants[k]), gpu); });
+    std::stable_sort(variants.begin(), variants.end(),
+                     [](const Variant& a, const Variant& b) { return a.floor_s < b.floor_s; });
+  }
+
+  // Each candidate's best time so far and whether with its overlaps; the top-th best over the candidates bounds
+  // the final top-th time from above (estimates only ever add candidates or lower their times).
+  constexpr double none = std::numeric_limits<double>::infinity();
+  std::vector<double> best_s(candidates.size(), none);
+  std::vector<bool> best_with_overlaps(candidates.size(), false);
+  std::vector<double> known_bound_s(candidates.size(), none); // the least bound of a candidate's variants taken
+  const auto top_th_s = [&] {
+    if (!prune)
+      return none;
+    std::vector<double> sorted = best_s;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(top - 1), sorted.end());
+    return sorted[top - 1];
+  };
+  // A variant taken is estimated unless its contention-free pass proves it cannot reach the best `top`.
+  const auto ruled_out = [&](const Attempt& a, double limit_s) { return prune && a.bounded && a.bound_s > limit_s; };
+  std::vector<Attempt> attempts(variants.size());
+  const auto bound = [&](size_t k) {
+    Attempt& a = attempts[k];
+    if (a.bounded || a.failure)
+      return;
+    try {
+      a.bound_s = estimate_lower_bound_s(graph, workload_of(variants[k]), gpu, framework);
+      a.bounded = true;
+    } catch (...) {
+      a.failure = std::current_exception();
+    }
+  };
+  const auto estimate = [&](size_t k) {
+    Attempt& a = attempts[k];
+    if (a.estimated || a.failure)
+      return;
+    try {
+      a.time_s = estimate_iteration(graph, workload_of(variants[k]), gpu, framework).iteration_time_s;
+      a.estimated = true;
+    } catch (...) {
+      a.failure = std::current_exception();
+    }
+  };
+
+  // Windows of `threads` variants, cheapest first: their bounds, then the estimates the bounds leave, computed in
+  // parallel against the top-th time when the window began; then taken one by one in order, against the top-th
+  // time as it stands, exactly as one thread would (the top-th time only falls, so what is taken was computed).
+  // Which variants are estimated therefore does not depend on the threads or their timing; an error is raised
+  // only by a variant that is taken.
+  const size_t window = prune ? static_cast<size_t>(std::max(1, threads)) : variants.size();
+
+  size_t taken = 0;
+  bool ended = false;
+  for (size_t begin = 0; begin < variants.size() && !ended; begin += window) {
+    const size_t end = std::min(variants.size(), begin + window);
+    const double limit_s = top_th_s();
+    std::vector<size_t> open;
+    for (size_t k = begin; k < end; ++k)
+      if (variants[k].floor_s <= limit_s)
+        open.push_back(k);
+    if (prune)
+      parallel_for(open.size(), threads, [&](size_t j) { bound(open[j]); });
+    std::vector<size_t> wanted;
+    for (const size_t k : open)
+      if (!attempts[k].failure && !ruled_out(attempts[k], limit_s))
+        wanted.push_back(k);
+    parallel_for(wanted.size(), threads, [&](size_t j) { estimate(wanted[j]); });
+    for (size_t k = begin; k < end; ++k) {
+      const Variant& v = variants[k];
+      Attempt& a = attempts[k];
+      const double now_s = top_th_s();
+      if (v.floor_s > now_s) {
+        ended = true; // every later variant's compute alone is at least this one's
+        break;
+      }
+      ++taken;
+      if (prune)
+        bound(k);
+      if (a.failure)
+        std::rethrow_exception(a.failure);
+      if (prune)
+        known_bound_s[v.candidate] = std::min(known_bound_s[v.candidate], a.bound_s);
+      if (ruled_out(a, now_s))
+        continue;
+      estimate(k);
+      if (a.failure)
+        std::rethrow_exception(a.failure);
+      double& best = best_s[v.candidate];
+      if (a.time_s < best || (a.time_s == best && v.overlaps)) { // a tie keeps the overlaps, as Megatron-Core users run
+        best = a.time_s;
+        best_with_overlaps[v.candidate] = v.overlaps;
       }
     }
+    if (progress)
+      progress(ended ? variants.size() : taken, variants.size());
   }
-  const size_t estimated = first_batch + rest.size();
-  in_parallel(rest.size(), first_batch, estimated, [&](size_t k) { estimate_without_overlaps(rest[k]); });
+  for (size_t k = taken; k < variants.size(); ++k) // never taken: their compute alone bounds them
+    known_bound_s[variants[k].candidate] = std::min(known_bound_s[variants[k].candidate], variants[k].floor_s);
 
-  // The plans whose overlaps could bring them into the best `top`: the top-th time without overlaps bounds the
-  // final top-th time from above.
-  std::vector<double> without_s;
-  for (size_t i = 0; i < candidates.size(); ++i)
-    if (estimates[i].estimated)
-      without_s.push_back(estimates[i].iteration_time_s);
-  double threshold_s = std::numeric_limits<double>::infinity();
-  if (top < without_s.size()) {
-    std::vector<double> sorted = without_s;
-    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(top - 1), sorted.end());
-    threshold_s = sorted[top - 1];
+  std::vector<PlanEstimate> estimates;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (best_s[i] == none) {
+      estimates.push_back({candidates[i], known_bound_s[i], false});
+      continue;
+    }
+    estimates.push_back({candidates[i], best_s[i], true});
+    if (!best_with_overlaps[i])
+      estimates.back().candidate.options = WorkloadOptions{};
   }
-  std::vector<size_t> tried;
-  for (size_t i = 0; i < candidates.size(); ++i)
-    if (estimates[i].estimated && any_overlap(candidates[i].options) && least_with_overlaps_s[i] <= threshold_s)
-      tried.push_back(i);
-  in_parallel(tried.size(), estimated, estimated + tried.size(), [&](size_t k) {
-    const size_t i = tried[k];
-    const double with_s =
-        estimate_iteration(graph, make_workload(model, candidates[i].plan, candidates[i].options), gpu, framework)
-            .iteration_time_s;
-    if (with_s <= estimates[i].iteration_time_s) // a tie keeps the overlaps, as Megatron-Core users run
-      estimates[i] = {candidates[i], with_s};
-  });
-
   std::stable_sort(estimates.begin(), estimates.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
     if (a.estimated != b.estimated)
       return a.estimated;

@@ -63,6 +63,12 @@ IterationResult execute_dag(std::vector<traces::RankProgram> programs, const std
                             const ComputeDuration& compute_s, const CommDuration& comm_s,
                             const std::vector<HostProgram>& hosts = {}, const IterationOptions& options = {});
 
+// How far execute_dag(graph, ...) times the ops. ContentionFree stops after its first pass: every compute op at its
+// speed alone and every transfer alone on the links. Interference and link sharing only lengthen ops (rates <= 1,
+// stretched transfers no shorter), and every end in the DAG is a max of sums of durations, so that pass's
+// iteration time is a lower bound on the Settled one (the plan search prunes with it).
+enum class DagTiming { Settled, ContentionFree };
+
 // The usual case: communication timed from `comm`'s flows on `graph` (contention_free_duration_s, cached),
 // then stretched where ops overlapping in time share a link (once, as above; not with zero_communication). A
 // collective `comm` says may run alone and whose links no other communication uses is never stretched, as the
@@ -70,6 +76,6 @@ IterationResult execute_dag(std::vector<traces::RankProgram> programs, const std
 IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces::RankProgram> programs,
                             const std::vector<traces::CommGroup>& groups, CommSource& comm,
                             const ComputeDuration& compute_s, const std::vector<HostProgram>& hosts = {},
-                            const IterationOptions& options = {});
+                            const IterationOptions& options = {}, DagTiming timing = DagTiming::Settled);
 
 } // namespace gputwin::sim

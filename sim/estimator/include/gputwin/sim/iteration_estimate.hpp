@@ -18,6 +18,12 @@ IterationResult estimate_iteration(const topo::ClusterGraph& graph, const Worklo
                                    const GpuComputeModel& gpu, const FrameworkProfile& framework,
                                    const IterationOptions& options = {}, const RankSpeeds& speeds = {});
 
+// A lower bound on estimate_iteration's time (no stragglers), at the cost of one pass of the DAG executor instead of
+// its settled passes: every op timed alone (DagTiming::ContentionFree), less 1e-9 for the steady state's rounding.
+// Within a few per cent of the estimate where interference and link sharing are small.
+double estimate_lower_bound_s(const topo::ClusterGraph& graph, const Workload& workload, const GpuComputeModel& gpu,
+                              const FrameworkProfile& framework, const IterationOptions& options = {});
+
 // estimate_iteration behind the executor interface.
 class EstimateExecutor final : public IterationExecutor {
 public:

@@ -90,16 +90,17 @@ struct PlanEstimate {
 // each), not from the whole workload.
 double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu);
 
-// Estimates the candidates (threads in parallel; `progress(done, total)` after each, from any thread, may be
-// empty; total changes when the plans ruled out and the second pass below are known) and returns them fastest
-// first, the plans ruled out last; ties keep enumeration order, so the result is deterministic. With top <
-// candidates, the `top` plans of least iteration_lower_bound_s are estimated first and a plan whose bound (the
-// least of its variants') exceeds their slowest estimate is ruled out unestimated: it could not rank in the top.
-// Each candidate is estimated without overlaps, and a candidate
-// with overlaps also with them when they could bring it into the best `top` (its time without them, shrunk by the
-// largest share of a stage's busy time that was exposed communication, at most the top-th time without overlaps);
-// it keeps the faster (its options say which; the overlaps on a tie). The first `top` are the ones a search of
-// every variant would rank first; past them a plan may lack its overlaps. REQUIRES: top >= 1.
+// Estimates the candidates (threads in parallel; `progress(done, total)` after each window of variants, on the
+// calling thread, may be empty) and returns them fastest first, the plans ruled out last; ties keep enumeration
+// order, so the result is deterministic. Each candidate has a variant without overlaps and, where overlaps apply,
+// one with them; it keeps the faster (its options say which; the overlaps on a tie).
+// With top < candidates (and shortcuts on: GPUTWIN_EXACT unset), branch and bound: the variants are taken in
+// increasing iteration_lower_bound_s (compute alone) until that bound exceeds the top-th best time so far (the
+// final top-th time is at most that); a variant taken is estimated unless estimate_lower_bound_s (its contention-free
+// pass) exceeds the top-th time. Windows of `threads` variants are computed in parallel and taken
+// in order as one thread would, so the plans estimated do not depend on the threads. A plan ruled out is listed
+// with the least bound known for it (estimated false). The first `top` are the ones every variant estimated would
+// rank first; past them a plan may lack a variant. REQUIRES: top >= 1.
 std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptConfig& model,
                                      const std::vector<PlanCandidate>& candidates, const GpuComputeModel& gpu,
                                      const FrameworkProfile& framework, int threads,
