@@ -653,10 +653,9 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
   const int64_t top = parsed.integer("--top").value_or(1);
   if (top < 1)
     throw InputError("--top: expected a positive integer, got " + *parsed.value("--top"));
-  const int64_t jobs = parsed.integer("--jobs").value_or(1);
-  if (jobs < 1 || jobs > 1024)
+  std::optional<int64_t> jobs_given = parsed.integer("--jobs");
+  if (jobs_given && (*jobs_given < 1 || *jobs_given > 1024))
     throw InputError("--jobs: expected an integer in [1, 1024], got " + *parsed.value("--jobs"));
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / static_cast<int>(jobs));
   // The plans' attention kernel: --attention, else each cluster's default (default_attention_kernel); the
   // context-parallel sizes: --cp, else each point's default (sim::default_context_parallel).
   std::optional<AttentionKernel> attention;
@@ -710,6 +709,11 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
   for (size_t i = 0; i < points.size(); ++i)
     if (shard.contains(i))
       selected.push_back(i);
+
+  // Points at once: --jobs, else one per core (at most the points); the cores left over go to each point's search.
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t jobs = jobs_given.value_or(std::clamp<int64_t>(static_cast<int64_t>(selected.size()), 1, cores));
+  const int threads = static_cast<int>(std::max<int64_t>(1, cores / jobs));
 
   SweepSetup setup;
   setup.models = std::move(models);
@@ -888,7 +892,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_section("scale-out");
-  parser.add_option("--jobs", "N", "points at once, one process each (default 1)");
+  parser.add_option("--jobs", "N", "points at once, one process each (default: one per core, at most the points)");
   parser.add_option("--shard", "K/N", "only the K-th of N slices of the points, K from 1 (default: a Slurm array's)");
   parser.add_switch("--merge", "join the CSV files given (a sweep's shards) as one run writes them");
   parser.add_section("output");

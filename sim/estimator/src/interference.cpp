@@ -1,5 +1,6 @@
 #include "gputwin/sim/interference.hpp"
 
+#include "gputwin/models/compute_duration_memo.hpp"
 #include "gputwin/sim/dag_executor.hpp"
 
 #include <algorithm>
@@ -101,6 +102,7 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
                .first;
     return it->second;
   };
+  ComputeDurationMemo durations(gpu);
   load_.resize(programs.size());
   send_of_.resize(programs.size());
   alone_s_.resize(programs.size());
@@ -112,7 +114,7 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
     for (size_t i = 0; i < programs[p].ops.size(); ++i) {
       const traces::Op& op = programs[p].ops[i];
       if (retimed(op))
-        alone_s_[p][i] = compute_duration_s(gpu, op);
+        alone_s_[p][i] = durations(op); // retimed: no measured duration
       if (op.kind == traces::OpKind::Collective) {
         load_[p][i] = load(comm.collective(op), op, rank);
       } else if (op.kind == traces::OpKind::Send) {

@@ -1,3 +1,4 @@
+#include "gputwin/models/compute_duration_memo.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
 
 #include "gputwin/sim/comm_expansion.hpp"
@@ -24,18 +25,16 @@ IterationResult estimate_whole(const topo::ClusterGraph& graph, const Workload& 
   }
   if (!speeds.empty()) {
     StragglerUnfolding unfolding(graph, workload, speeds); // as simulate_iteration
-    const ComputeDuration slowed_s = [&gpu, &unfolding](size_t p, const traces::Op& op) {
-      const double normal_s =
-          op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
-      return normal_s / unfolding.speed_of(p);
+    ComputeDurationMemo normal_s(gpu);
+    const ComputeDuration slowed_s = [&normal_s, &unfolding](size_t p, const traces::Op& op) {
+      return normal_s(op) / unfolding.speed_of(p);
     };
     return execute_dag(graph, unfolding.unfold(programs), unfolding.groups(), unfolding, slowed_s,
                        unfolding.per_program(hosts), options, timing);
   }
   CommExpander comm(graph, workload);
-  const ComputeDuration compute_s = [&gpu](size_t, const traces::Op& op) {
-    return op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
-  };
+  ComputeDurationMemo durations(gpu);
+  const ComputeDuration compute_s = [&durations](size_t, const traces::Op& op) { return durations(op); };
   return execute_dag(graph, std::move(programs), workload.groups, comm, compute_s, hosts, options, timing);
 }
 

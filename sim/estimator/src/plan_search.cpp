@@ -1,6 +1,7 @@
 #include "gputwin/sim/plan_search.hpp"
 
 #include "gputwin/common/input_error.hpp"
+#include "gputwin/models/compute_duration_memo.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
@@ -151,13 +152,14 @@ struct StageCompute {
 std::vector<StageCompute> stage_compute(const Workload& workload, const GpuComputeModel& gpu)
 {
   std::vector<StageCompute> stages;
+  ComputeDurationMemo durations(gpu);
   for (int64_t stage = 0; stage < workload.plan.pp; ++stage) {
     StageCompute c;
     bool per_micro_batch_seen = false;
     for (const traces::Op& op : stage_program(workload, stage).ops) {
       if ((op.kind != traces::OpKind::Compute && op.kind != traces::OpKind::Memcpy) || op.stream != 0)
         continue;
-      const double op_s = op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
+      const double op_s = durations(op);
       c.total_s += op_s;
       per_micro_batch_seen = per_micro_batch_seen || op.micro_batch >= 0;
       if (!per_micro_batch_seen)

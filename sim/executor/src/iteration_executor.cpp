@@ -1,3 +1,4 @@
+#include "gputwin/models/compute_duration_memo.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 
 #include "gputwin/sim/comm_expansion.hpp"
@@ -37,18 +38,16 @@ IterationResult simulate_whole(const topo::ClusterGraph& graph, const Workload& 
     if (graph.spec().host_cores > 0)
       throw std::invalid_argument("simulate_iteration: slow GPUs on a cluster whose GPUs share host cores");
     StragglerUnfolding unfolding(graph, workload, speeds);
-    const ComputeDuration slowed_s = [&gpu, &unfolding](size_t p, const traces::Op& op) {
-      const double normal_s =
-          op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
-      return normal_s / unfolding.speed_of(p);
+    ComputeDurationMemo normal_s(gpu);
+    const ComputeDuration slowed_s = [&normal_s, &unfolding](size_t p, const traces::Op& op) {
+      return normal_s(op) / unfolding.speed_of(p);
     };
     return execute_programs(graph, unfolding.unfold(programs), unfolding.groups(), unfolding, slowed_s, options,
                             unfolding.per_program(hosts));
   }
   CommExpander comm(graph, workload);
-  const ComputeDuration compute_s = [&gpu](size_t, const traces::Op& op) {
-    return op.duration_ns >= 0 ? static_cast<double>(op.duration_ns) * 1e-9 : compute_duration_s(gpu, op);
-  };
+  ComputeDurationMemo durations(gpu);
+  const ComputeDuration compute_s = [&durations](size_t, const traces::Op& op) { return durations(op); };
   IterationOptions folded = options; // each stage program stands for the tp x dp ranks of its stage
   folded.ranks_per_program = static_cast<int>(workload.plan.tp * workload.plan.cp * workload.plan.dp);
   return execute_programs(graph, std::move(programs), workload.groups, comm, compute_s, folded, hosts);
