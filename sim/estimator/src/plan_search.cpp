@@ -4,6 +4,8 @@
 #include "gputwin/models/compute_duration_memo.hpp"
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/workload.hpp"
+#include "gputwin/sim/comm_expansion.hpp"
+#include "gputwin/sim/dag_executor.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
 #include "gputwin/sim/parallel_for.hpp"
 #include "gputwin/sim/steady_state.hpp" // shortcuts_enabled
@@ -11,6 +13,8 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <optional>
+#include <unordered_map>
 #include <stdexcept>
 
 namespace gputwin::sim {
@@ -141,25 +145,43 @@ PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t g
   return out;
 }
 
-// What a stage's compute stream runs in `workload` (OpEmitter puts every compute op on stream 0), each op alone
-// (compute_duration_s, or its measured duration): `total_s` in all; `lead_s` of it issued before the stage's first
-// per-micro-batch op (once-per-iteration ops that need no activation); `first_forward_s`, micro-batch 0's forward of
-// chunk 0, which runs before the stage sends that micro-batch's activations on.
+// What a stage's compute stream runs in `workload` (OpEmitter puts every compute op and the blocking collectives
+// on stream 0), each op alone (compute_duration_s, or its measured duration; with `graph`, a collective at its
+// contention-free duration, as the estimator times it before links are shared): `total_s` in all; `lead_s` of it
+// issued before the stage's first per-micro-batch op (once-per-iteration ops that need no activation);
+// `first_forward_s`, micro-batch 0's forward of chunk 0, which runs before the stage sends that micro-batch's
+// activations on.
 struct StageCompute {
   double total_s = 0, lead_s = 0, first_forward_s = 0;
 };
 
-std::vector<StageCompute> stage_compute(const Workload& workload, const GpuComputeModel& gpu)
+std::vector<StageCompute> stage_compute(const Workload& workload, const GpuComputeModel& gpu,
+                                        const topo::ClusterGraph* graph)
 {
   std::vector<StageCompute> stages;
   ComputeDurationMemo durations(gpu);
+  std::optional<CommExpander> comm;
+  if (graph)
+    comm.emplace(*graph, workload);
+  std::unordered_map<const CommWork*, double> collective_s;
   for (int64_t stage = 0; stage < workload.plan.pp; ++stage) {
     StageCompute c;
     bool per_micro_batch_seen = false;
     for (const traces::Op& op : stage_program(workload, stage).ops) {
-      if ((op.kind != traces::OpKind::Compute && op.kind != traces::OpKind::Memcpy) || op.stream != 0)
+      if (op.stream != 0)
         continue;
-      const double op_s = durations(op);
+      double op_s = 0;
+      if (op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy) {
+        op_s = durations(op);
+      } else if (op.kind == traces::OpKind::Collective && comm) {
+        const CommWork& work = comm->collective(op);
+        const auto [it, fresh] = collective_s.try_emplace(&work, 0.0);
+        if (fresh)
+          it->second = contention_free_duration_s(*graph, work);
+        op_s = it->second;
+      } else {
+        continue;
+      }
       c.total_s += op_s;
       per_micro_batch_seen = per_micro_batch_seen || op.micro_batch >= 0;
       if (!per_micro_batch_seen)
@@ -174,7 +196,7 @@ std::vector<StageCompute> stage_compute(const Workload& workload, const GpuCompu
 
 } // namespace
 
-double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu)
+double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu, const topo::ClusterGraph* graph)
 {
   // Each stage's compute stream grows by the same ops with every micro-batch: counted on one and two steps of the
   // schedule (interleaved: pp micro-batches) and extrapolated, not built for all m.
@@ -182,10 +204,10 @@ double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& 
   const int64_t m = workload.plan.micro_batches();
   std::vector<StageCompute> stages;
   if (m <= 2 * step) {
-    stages = stage_compute(workload, gpu);
+    stages = stage_compute(workload, gpu, graph);
   } else {
-    stages = stage_compute(with_micro_batches(workload, step), gpu);
-    const std::vector<StageCompute> two = stage_compute(with_micro_batches(workload, 2 * step), gpu);
+    stages = stage_compute(with_micro_batches(workload, step), gpu, graph);
+    const std::vector<StageCompute> two = stage_compute(with_micro_batches(workload, 2 * step), gpu, graph);
     for (size_t s = 0; s < stages.size(); ++s)
       stages[s].total_s +=
           (two[s].total_s - stages[s].total_s) * static_cast<double>(m - step) / static_cast<double>(step);
@@ -256,8 +278,9 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
     return make_workload(model, c.plan, v.overlaps ? c.options : WorkloadOptions{});
   };
   if (prune) { // cheapest first: the order in which the variants are taken, and the end of it
-    parallel_for(variants.size(), threads,
-                 [&](size_t k) { variants[k].floor_s = iteration_lower_bound_s(workload_of(variants[k]), gpu); });
+    parallel_for(variants.size(), threads, [&](size_t k) {
+      variants[k].floor_s = iteration_lower_bound_s(workload_of(variants[k]), gpu, &graph);
+    });
     std::stable_sort(variants.begin(), variants.end(),
                      [](const Variant& a, const Variant& b) { return a.floor_s < b.floor_s; });
   }

@@ -87,8 +87,12 @@ struct PlanEstimate {
 // interference, stragglers and the host only slow them), so no stage ends before their sum; and a stage's
 // per-micro-batch ops cannot start before micro-batch 0's forward (chunk 0) has run on every stage before it (the
 // pipeline's fill). Computed from one and two schedule steps of micro-batches (the sum grows by the same ops with
-// each), not from the whole workload.
-double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu);
+// each), not from the whole workload. With `graph`, a bound on the estimate (estimate_iteration) that also counts the
+// blocking collectives of the compute stream (TP all-gathers and reduce-scatters without --tp-comm-overlap, the SP
+// and embedding gradient all-reduces) at their contention-free duration: the estimator ends a collective no sooner
+// than that after its start, and link sharing only stretches it (26% tighter on gpt3-175b's tp-8 plans).
+double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu,
+                               const topo::ClusterGraph* graph = nullptr);
 
 // Estimates the candidates (threads in parallel; `progress(done, total)` after each window of variants, on the
 // calling thread, may be empty) and returns them fastest first, the plans ruled out last; ties keep enumeration
