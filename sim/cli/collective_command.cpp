@@ -7,6 +7,8 @@
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/collective_executor.hpp"
+#include "gputwin/sim/steady_state.hpp" // shortcuts_enabled
+#include "gputwin/sim/stream_alone.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/collective_op.hpp"
 #include "gputwin/traces/json_writer.hpp"
@@ -303,7 +305,8 @@ std::vector<sim::CollectivePlan> plan_sizes(const ParsedArgs& parsed, const topo
   return plans;
 }
 
-// The plans run back to back in one stream on SimGrid; with `link_report`, the links' load over the run.
+// The plans run back to back in one stream, timed without SimGrid (nothing else is on the network), or on SimGrid
+// with `link_report` (the links' load over the run) or GPUTWIN_EXACT.
 CollectiveRun run_plans(const topo::ClusterGraph& graph, const std::vector<sim::CollectivePlan>& plans,
                         bool link_report)
 {
@@ -312,6 +315,14 @@ CollectiveRun run_plans(const topo::ClusterGraph& graph, const std::vector<sim::
     stream.push_back(&p);
   CollectiveRun run;
   const auto wall_start = std::chrono::steady_clock::now();
+  if (!link_report && sim::shortcuts_enabled()) { // one stream alone: no flow would reach SimGrid (stream_alone.hpp)
+    sim::StreamAloneStats stats;
+    run.timings = sim::time_stream_alone(graph, stream, &stats);
+    run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    run.link_count = stats.links;
+    run.route_count = stats.routes;
+    return run;
+  }
   const sim::SimgridPlatform platform(graph, sim::flow_pairs(stream));
   sim::FlowLog flow_log;
   std::vector<std::vector<sim::PlanTiming>> timings =
