@@ -213,12 +213,20 @@ namespace {
 
 class DagRun {
 public:
+  // `recycled_end_s` / `recycled_start_s` (may be null): a previous run's take_end_times / take_start_times, whose
+  // memory this run reuses (a settle's passes would otherwise allocate and fault in every op's arrays each pass).
   DagRun(const std::vector<Program>& programs, const std::vector<int>& call_expected,
          const std::vector<std::vector<double>>& duration_s, const std::vector<HostProgram>& hosts,
-         IterationResult* report, const std::vector<traces::RankProgram>* source, const IterationOptions& options)
+         IterationResult* report, const std::vector<traces::RankProgram>* source, const IterationOptions& options,
+         std::vector<std::vector<double>>* recycled_end_s = nullptr,
+         std::vector<std::vector<double>>* recycled_start_s = nullptr)
       : programs_(programs), call_expected_(call_expected), duration_s_(duration_s), hosts_(hosts),
         report_(report), source_(source), options_(options)
   {
+    const auto recycle = [&](std::vector<std::vector<double>>* from, size_t p, std::vector<double>& to) {
+      if (from && p < from->size())
+        to = std::move((*from)[p]);
+    };
     if (!hosts_.empty() && hosts_.size() != programs_.size())
       throw std::logic_error("execute_dag: one host program per rank program expected");
     if (report_ && (!source_ || source_->size() != programs_.size()))
@@ -227,6 +235,8 @@ public:
     for (size_t p = 0; p < programs_.size(); ++p) {
       const size_t n = programs_[p].ops.size();
       ProgramState& s = state_[p];
+      recycle(recycled_end_s, p, s.end_s);
+      recycle(recycled_start_s, p, s.start_s);
       s.issue_s.assign(n, 0);
       s.start_s.assign(n, 0);
       s.wait_start_s.assign(n, 0);
@@ -433,7 +443,8 @@ double DagExecutor::run(const std::vector<std::vector<double>>& duration_s, cons
                         const IterationOptions& options, std::vector<std::vector<double>>* end_s,
                         std::vector<std::vector<double>>* start_s) const
 {
-  DagRun run(compiled_->programs, compiled_->call_expected, duration_s, hosts, report, programs, options);
+  DagRun run(compiled_->programs, compiled_->call_expected, duration_s, hosts, report, programs, options, end_s,
+             start_s);
   const double t = run.run();
   if (end_s)
     *end_s = run.take_end_times();

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <utility>
 
 namespace gputwin::sim {
 
@@ -36,39 +37,44 @@ IterationOptions with_interference(const IterationOptions& options, const GpuCom
 
 LoadTimeline::LoadTimeline(std::vector<LoadInterval> intervals)
 {
-  // Changes at the same instant are one change, summed in the intervals' order; when no op is in flight the load
-  // is exactly none (no rounding residue of the sums), as in the SimGrid executor.
-  struct Change {
-    double t = 0;
-    CommLoad load;
-    int ops = 0;
-  };
-  std::vector<Change> changes;
-  changes.reserve(2 * intervals.size());
-  for (const LoadInterval& i : intervals) {
-    if (!(i.end_s > i.start_s) || i.load.empty())
+  // Changes at the same instant are one change, summed in the intervals' order (interval i's start at position 2i,
+  // its end at 2i + 1: a stable sort by time); when no op is in flight the load is exactly none (no rounding residue
+  // of the sums), as in the SimGrid executor. Sorted as (time, position) keys, not as whole changes.
+  std::vector<std::pair<double, uint32_t>> order;
+  order.reserve(2 * intervals.size());
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    const LoadInterval& in = intervals[i];
+    if (!(in.end_s > in.start_s) || in.load.empty())
       continue;
-    changes.push_back({i.start_s, i.load, 1});
-    CommLoad minus;
-    minus -= i.load;
-    changes.push_back({i.end_s, minus, -1});
+    order.emplace_back(in.start_s, static_cast<uint32_t>(2 * i));
+    order.emplace_back(in.end_s, static_cast<uint32_t>(2 * i + 1));
   }
-  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.t < b.t; });
-  times_.reserve(changes.size());
-  loads_.reserve(changes.size());
+  std::sort(order.begin(), order.end());
+  times_.reserve(order.size());
+  loads_.reserve(order.size());
   CommLoad now;
   int ops = 0;
-  for (size_t k = 0; k < changes.size();) {
-    Change at{changes[k].t, {}, 0};
-    for (; k < changes.size() && changes[k].t == at.t; ++k) {
-      at.load += changes[k].load;
-      at.ops += changes[k].ops;
+  for (size_t k = 0; k < order.size();) {
+    const double t = order[k].first;
+    CommLoad at;
+    int at_ops = 0;
+    for (; k < order.size() && order[k].first == t; ++k) {
+      const LoadInterval& in = intervals[order[k].second / 2];
+      if (order[k].second % 2 == 0) {
+        at += in.load;
+        ++at_ops;
+      } else {
+        CommLoad minus;
+        minus -= in.load;
+        at += minus;
+        --at_ops;
+      }
     }
-    now += at.load;
-    ops += at.ops;
+    now += at;
+    ops += at_ops;
     if (ops == 0)
       now = CommLoad{};
-    times_.push_back(at.t);
+    times_.push_back(t);
     loads_.push_back(now);
   }
 }
@@ -106,6 +112,7 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
   load_.resize(programs.size());
   send_of_.resize(programs.size());
   alone_s_.resize(programs.size());
+  loaded_ops_.assign(programs.size(), 0);
   for (size_t p = 0; p < programs.size(); ++p) {
     const int32_t rank = programs[p].rank;
     load_[p].resize(programs[p].ops.size());
@@ -128,6 +135,7 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
         load_[p][i] =
             load(comm.message(op.peer, programs[static_cast<size_t>(q)].ops[static_cast<size_t>(j)]), op, rank);
       }
+      loaded_ops_[p] += load_[p][i].empty() ? 0 : 1;
     }
   }
 }
@@ -155,6 +163,7 @@ int DagInterference::settle(const DagExecutor& executor, std::vector<std::vector
     for (size_t p = 0; p < programs_.size(); ++p) {
       const auto& ops = programs_[p].ops;
       std::vector<LoadInterval> intervals;
+      intervals.reserve(loaded_ops_[p]);
       for (size_t i = 0; i < ops.size(); ++i) {
         if (load_[p][i].empty())
           continue;

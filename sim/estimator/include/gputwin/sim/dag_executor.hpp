@@ -44,8 +44,9 @@ public:
   // The iteration time when op i of program p takes duration_s[p][i] (receives: ignored) and `hosts` (one per
   // program, or empty) issue them. With `report`, also the stage times and (options.record_timeline) the
   // timeline; `programs` must then be the programs this executor was built from. With `end_s`, every op's end
-  // (end_s[p][i]); with `start_s`, every op's start (a collective's: its own arrival). Throws std::logic_error
-  // naming a stuck op if the programs cannot finish.
+  // (end_s[p][i]); with `start_s`, every op's start (a collective's: its own arrival); what they held is
+  // overwritten, its memory reused (pass the same vectors run after run). Throws std::logic_error naming a stuck
+  // op if the programs cannot finish.
   double run(const std::vector<std::vector<double>>& duration_s, const std::vector<HostProgram>& hosts,
              IterationResult* report = nullptr, const std::vector<traces::RankProgram>* programs = nullptr,
              const IterationOptions& options = {}, std::vector<std::vector<double>>* end_s = nullptr,
