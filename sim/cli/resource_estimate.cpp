@@ -5,6 +5,7 @@
 #include "gputwin/models/host_memory.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/comm_expansion.hpp"
+#include "gputwin/sim/steady_state.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -313,8 +314,9 @@ WorkEstimate estimate_plan_work(const GptConfig& model, const ParallelPlan& plan
 }
 
 WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t max_tp,
-                                  const sim::SearchSpace& space)
+                                  const sim::SearchSpace& space, int64_t top)
 {
+  double simulated_flows = 0; // the most pipeline-message flows one full simulation of a plan may run
   constexpr double recompute_modes = 3; // the memory model runs for none, selective, full until one fits
   constexpr double overlap_variants = 2; // rank_plans estimates a plan with its overlaps and without
   WorkEstimate total;
@@ -341,6 +343,29 @@ WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t 
             WorkEstimate w = shape_work(static_cast<double>(model.layers), static_cast<double>(pp),
                                         static_cast<double>(v), static_cast<double>(m), static_cast<double>(gpus), true);
             w.schedule_steps *= recompute_modes;
+            // An estimate executes the steady state's samples where they are worth it (steady_state.hpp), not m
+            // micro-batches: its ops and pipeline messages grow with what it executes.
+            ParallelPlan plan;
+            plan.tp = tp;
+            plan.cp = cp;
+            plan.pp = pp;
+            plan.dp = dp;
+            plan.micro_batch = micro_batch;
+            plan.global_batch = global_batch;
+            plan.schedule = v > 1 ? Schedule::Interleaved : Schedule::OneFOneB;
+            plan.chunks = v;
+            if (const std::optional<sim::SteadyStateSamples> samples = sim::steady_state_samples(plan)) {
+              double executed = 0;
+              for (int k = 0; k < sim::SteadyStateSamples::samples; ++k)
+                executed += static_cast<double>(samples->first + k * samples->step);
+              const double share = executed / static_cast<double>(m);
+              w.ops *= share;
+              w.flows *= share;
+            }
+            // Only the best `top` are simulated with flows; the estimator times each distinct pipeline message
+            // once (two per stage boundary and chunk, all copies), whatever m.
+            simulated_flows = std::max(simulated_flows, w.flows);
+            w.flows = pp > 1 ? 2.0 * static_cast<double>(pp * v - 1) * static_cast<double>(gpus / pp) : 0;
             w.ops *= overlap_variants;
             w.flows *= overlap_variants;
             total += w;
@@ -349,6 +374,7 @@ WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t 
       }
     }
   }
+  total.flows += static_cast<double>(std::max<int64_t>(1, top)) * simulated_flows;
   return total;
 }
 

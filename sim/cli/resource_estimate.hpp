@@ -103,9 +103,11 @@ WorkEstimate estimate_plan_work(const GptConfig& model, const ParallelPlan& plan
 
 // The work of a plan search (search, sweep, goodput --search) over `gpus` GPUs: every (tp, cp, pp, dp,
 // micro-batch, schedule) shape that enumerate_plans may look at, its memory model run for up to three recompute
-// modes, its workload estimated with and without overlaps. An upper bound on the shapes, a lower bound per shape.
+// modes, its workload estimated with and without overlaps (the micro-batches the steady state executes, each
+// distinct pipeline message once), and the `top` plans simulated with every pipeline message's flows (the most any
+// shape needs). An upper bound on the shapes, a lower bound per shape.
 WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t global_batch, int64_t max_tp,
-                                  const sim::SearchSpace& space);
+                                  const sim::SearchSpace& space, int64_t top);
 
 // The work of compiling the cases of a measured-iteration table (calibrate/compare --iterations): every row's
 // plan generated and run once, counted in closed form (rows x plan size).

@@ -112,7 +112,8 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
 
   // TP up to the NVLink domain (the node, or a rack of nodes): its collectives stay on NVLink.
   const int64_t max_tp = std::min<int64_t>(r.gpus, cluster.domain_gpus());
-  check_work(estimate_search_work(model, r.gpus, r.global_batch, max_tp, space), max_work(parsed), "the search");
+  check_work(estimate_search_work(model, r.gpus, r.global_batch, max_tp, space, static_cast<int64_t>(r.top)),
+             max_work(parsed), "the search");
   r.plans = sim::enumerate_plans(model, r.gpus, r.global_batch, max_tp, cluster.gpu.hbm_bytes, space);
   if (r.plans.shapes == 0)
     throw InputError("--gpus: no parallel plan of " + model.name + " (heads " + std::to_string(model.heads) +

@@ -753,7 +753,7 @@ void check_sweep_work(const SweepSetup& s, const ParsedArgs& parsed)
     space.attention = s.attention.value_or(default_attention_kernel(node.gpu.generation));
     space.context_parallel = s.context_parallel.value_or(sim::default_context_parallel(model, space.attention));
     total += estimate_search_work(model, p.gpus, s.global_batch.value_or(p.gpus),
-                                  std::min<int64_t>(p.gpus, node.domain_gpus()), space);
+                                  std::min<int64_t>(p.gpus, node.domain_gpus()), space, s.top);
   }
   check_work(total, max_work(parsed), "the sweep");
 }
