@@ -1,5 +1,7 @@
 #include "gputwin/sim/flow_runner.hpp"
 
+#include "gputwin/sim/link_components.hpp"
+
 #include "gputwin/sim/flow_set.hpp"
 #include "gputwin/sim/steady_state.hpp" // shortcuts_enabled
 
@@ -58,16 +60,6 @@ struct Group {
 double wire_bytes(double bytes)
 {
   return std::ceil(std::max(bytes, 0.0));
-}
-
-// Union-find over a run's flows: flows that share a link are in one component.
-int32_t find_root(std::vector<int32_t>& parent, int32_t i)
-{
-  while (parent[static_cast<size_t>(i)] != i) {
-    parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
-    i = parent[static_cast<size_t>(i)];
-  }
-  return i;
 }
 
 } // namespace
@@ -328,24 +320,13 @@ void FlowRunner::run(const std::vector<Flow>& flows, double latency_s, int64_t l
 
 std::vector<int32_t> FlowRunner::State::components(const std::vector<Route*>& flow_routes)
 {
-  std::vector<int32_t> parent(flow_routes.size());
-  std::iota(parent.begin(), parent.end(), 0);
-  if (!shortcut)
-    return parent;
-  for (size_t i = 0; i < flow_routes.size(); ++i)
-    for (const int link : flow_routes[i]->links) {
-      int32_t& first = link_scratch[static_cast<size_t>(link)];
-      if (first < 0)
-        first = static_cast<int32_t>(i);
-      else
-        parent[static_cast<size_t>(find_root(parent, static_cast<int32_t>(i)))] = find_root(parent, first);
-    }
-  for (const Route* r : flow_routes)
-    for (const int link : r->links)
-      link_scratch[static_cast<size_t>(link)] = -1;
-  for (size_t i = 0; i < flow_routes.size(); ++i)
-    parent[i] = find_root(parent, static_cast<int32_t>(i));
-  return parent;
+  if (!shortcut) {
+    std::vector<int32_t> alone(flow_routes.size());
+    std::iota(alone.begin(), alone.end(), 0);
+    return alone;
+  }
+  return link_components(
+      flow_routes.size(), [&](size_t i) -> const std::vector<int>& { return flow_routes[i]->links; }, link_scratch);
 }
 
 // Runs flows[0, count) from now and returns when the last has arrived, with its arrival time.

@@ -2,6 +2,7 @@
 
 #include "gputwin/sim/dag_executor.hpp" // nccl_link_bytes_per_s: the platform's link bandwidth
 #include "gputwin/sim/flow_set.hpp"
+#include "gputwin/sim/link_components.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -23,15 +24,6 @@ struct Route {
   std::vector<int> links;
   double latency_s = 0; // the links' latencies, paid before the transfer
 };
-
-int32_t find_root(std::vector<int32_t>& parent, int32_t i)
-{
-  while (parent[static_cast<size_t>(i)] != i) {
-    parent[static_cast<size_t>(i)] = parent[static_cast<size_t>(parent[static_cast<size_t>(i)])];
-    i = parent[static_cast<size_t>(i)];
-  }
-  return i;
-}
 
 } // namespace
 
@@ -81,23 +73,12 @@ std::vector<PlanTiming> time_stream_alone(const topo::ClusterGraph& graph,
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return flow_routes[a]->latency_s < flow_routes[b]->latency_s; });
     // Components: flows that share a link, one flow set each.
-    std::vector<int32_t> parent(n);
-    std::iota(parent.begin(), parent.end(), 0);
-    for (size_t i = 0; i < n; ++i)
-      for (const int link : flow_routes[i]->links) {
-        int32_t& first = first_on_link[static_cast<size_t>(link)];
-        if (first < 0)
-          first = static_cast<int32_t>(i);
-        else
-          parent[static_cast<size_t>(find_root(parent, static_cast<int32_t>(i)))] = find_root(parent, first);
-      }
-    for (size_t i = 0; i < n; ++i)
-      for (const int link : flow_routes[i]->links)
-        first_on_link[static_cast<size_t>(link)] = -1;
-    std::vector<int32_t> set_of(n, -1); // by component root
+    const std::vector<int32_t> component = link_components(
+        n, [&](size_t i) -> const std::vector<int>& { return flow_routes[i]->links; }, first_on_link);
+    std::vector<int32_t> set_of(n, -1); // by component
     size_t used_sets = 0;
     const auto set_for = [&](size_t flow) -> FlowSet& {
-      int32_t& s = set_of[static_cast<size_t>(find_root(parent, static_cast<int32_t>(flow)))];
+      int32_t& s = set_of[static_cast<size_t>(component[flow])];
       if (s < 0) {
         if (used_sets == sets.size())
           sets.push_back(std::make_unique<FlowSet>(capacity));
