@@ -67,6 +67,28 @@ TEST(WorkGuards, SearchAndSweepCountEveryShapeBeforeRanking)
   expect_work_refusal("sweep --model gpt3-175b --gpus 64,128 --global-batch 100000000", "the sweep would build ");
 }
 
+// What a search runs: estimates execute the steady state's samples and time each distinct pipeline message once;
+// only the best --top plans are simulated with every message's flows. Issue 28's llama3-70b sweep over three clusters
+// (6420 plans, up to 1024 micro-batches) counted every plan as a full simulation, 1.9e9 flows, and was refused; its
+// count (read from a refusal under --max-work 1) is now within the default limit.
+TEST(WorkGuards, ASearchCountsFullSimulationsOnlyForItsTopPlans)
+{
+  const CliResult r = run_gputwin("sweep --model llama3-70b --cluster dgx-h100,dgx-b200,gb200-nvl72 --gpus 256,512,1024 "
+                                  "--global-batch 1024 --seq-len 8192 --tokens 15e12 --max-work 1",
+                                  true);
+  ASSERT_EQ(r.exit_code, 2) << r.output;
+  double total = 0;
+  for (const char* what : {" ops (at least)", " pipeline-schedule steps", " pipeline-message flows"}) {
+    const size_t end = r.output.find(what);
+    ASSERT_NE(end, std::string::npos) << what << ": " << r.output;
+    const size_t begin = r.output.rfind('~', end);
+    ASSERT_NE(begin, std::string::npos) << r.output;
+    total += std::stod(r.output.substr(begin + 1, end - begin - 1));
+  }
+  EXPECT_LT(total, 1e9) << r.output;
+  EXPECT_GT(total, 1e7) << r.output; // still counted: 6420 plans of up to 1024 micro-batches
+}
+
 TEST(WorkGuards, TheLimitIsAFlagAndRunsWithinItAreUnchanged)
 {
   // 640 micro-batches: 8 x 2 x 640 x 3 = 30720 schedule steps; within the default, refused under --max-work 1000.
