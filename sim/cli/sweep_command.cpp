@@ -615,6 +615,23 @@ std::vector<GptConfig> sweep_models(const ParsedArgs& parsed)
   return models;
 }
 
+// --jobs when given, checked.
+std::optional<int64_t> checked_jobs(const ParsedArgs& parsed)
+{
+  const std::optional<int64_t> jobs = parsed.integer("--jobs");
+  if (jobs && (*jobs < 1 || *jobs > 1024))
+    throw InputError("--jobs: expected an integer in [1, 1024], got " + *parsed.value("--jobs"));
+  return jobs;
+}
+
+// Points at once: --jobs, else one per core (at most the points); and the cores left over for each point's search.
+std::pair<int64_t, int> points_at_once(std::optional<int64_t> jobs_given, size_t points)
+{
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t jobs = jobs_given.value_or(std::clamp<int64_t>(static_cast<int64_t>(points), 1, cores));
+  return {jobs, static_cast<int>(std::max<int64_t>(1, cores / jobs))};
+}
+
 SweepSetup read_sweep_setup(const ParsedArgs& parsed)
 {
   // Every input checked before the first point runs.
@@ -653,9 +670,7 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
   const int64_t top = parsed.integer("--top").value_or(1);
   if (top < 1)
     throw InputError("--top: expected a positive integer, got " + *parsed.value("--top"));
-  std::optional<int64_t> jobs_given = parsed.integer("--jobs");
-  if (jobs_given && (*jobs_given < 1 || *jobs_given > 1024))
-    throw InputError("--jobs: expected an integer in [1, 1024], got " + *parsed.value("--jobs"));
+  const std::optional<int64_t> jobs_given = checked_jobs(parsed);
   // The plans' attention kernel: --attention, else each cluster's default (default_attention_kernel); the
   // context-parallel sizes: --cp, else each point's default (sim::default_context_parallel).
   std::optional<AttentionKernel> attention;
@@ -710,10 +725,7 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
     if (shard.contains(i))
       selected.push_back(i);
 
-  // Points at once: --jobs, else one per core (at most the points); the cores left over go to each point's search.
-  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t jobs = jobs_given.value_or(std::clamp<int64_t>(static_cast<int64_t>(selected.size()), 1, cores));
-  const int threads = static_cast<int>(std::max<int64_t>(1, cores / jobs));
+  const auto [jobs, threads] = points_at_once(jobs_given, selected.size());
 
   SweepSetup setup;
   setup.models = std::move(models);

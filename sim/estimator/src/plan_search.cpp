@@ -259,6 +259,29 @@ struct Attempt {
   std::exception_ptr failure;
 };
 
+// The candidates fastest first, each with its best time and the options of the variant that gave it; those never
+// estimated (best infinite) last, with their least known bound; ties in enumeration order.
+std::vector<PlanEstimate> ranked(const std::vector<PlanCandidate>& candidates, const std::vector<double>& best_s,
+                                 const std::vector<bool>& best_with_overlaps, const std::vector<double>& known_bound_s)
+{
+  std::vector<PlanEstimate> estimates;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (best_s[i] == std::numeric_limits<double>::infinity()) {
+      estimates.push_back({candidates[i], known_bound_s[i], false});
+      continue;
+    }
+    estimates.push_back({candidates[i], best_s[i], true});
+    if (!best_with_overlaps[i])
+      estimates.back().candidate.options = WorkloadOptions{};
+  }
+  std::stable_sort(estimates.begin(), estimates.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
+    if (a.estimated != b.estimated)
+      return a.estimated;
+    return a.iteration_time_s < b.iteration_time_s;
+  });
+  return estimates;
+}
+
 } // namespace
 
 std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptConfig& model,
@@ -330,7 +353,6 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   // Which variants are estimated therefore does not depend on the threads or their timing; an error is raised
   // only by a variant that is taken.
   const size_t window = prune ? static_cast<size_t>(std::max(1, threads)) : variants.size();
-
   size_t taken = 0;
   bool ended = false;
   for (size_t begin = 0; begin < variants.size() && !ended; begin += window) {
@@ -379,22 +401,7 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   for (size_t k = taken; k < variants.size(); ++k) // never taken: their compute alone bounds them
     known_bound_s[variants[k].candidate] = std::min(known_bound_s[variants[k].candidate], variants[k].floor_s);
 
-  std::vector<PlanEstimate> estimates;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (best_s[i] == none) {
-      estimates.push_back({candidates[i], known_bound_s[i], false});
-      continue;
-    }
-    estimates.push_back({candidates[i], best_s[i], true});
-    if (!best_with_overlaps[i])
-      estimates.back().candidate.options = WorkloadOptions{};
-  }
-  std::stable_sort(estimates.begin(), estimates.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
-    if (a.estimated != b.estimated)
-      return a.estimated;
-    return a.iteration_time_s < b.iteration_time_s;
-  });
-  return estimates;
+  return ranked(candidates, best_s, best_with_overlaps, known_bound_s);
 }
 
 } // namespace gputwin::sim
