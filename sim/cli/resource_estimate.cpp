@@ -355,10 +355,7 @@ WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t 
             plan.schedule = v > 1 ? Schedule::Interleaved : Schedule::OneFOneB;
             plan.chunks = v;
             if (const std::optional<sim::SteadyStateSamples> samples = sim::steady_state_samples(plan)) {
-              double executed = 0;
-              for (int k = 0; k < sim::SteadyStateSamples::samples; ++k)
-                executed += static_cast<double>(samples->first + k * samples->step);
-              const double share = executed / static_cast<double>(m);
+              const double share = static_cast<double>(samples->executed()) / static_cast<double>(m);
               w.ops *= share;
               w.flows *= share;
             }

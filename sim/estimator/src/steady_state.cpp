@@ -24,20 +24,11 @@ bool shortcuts_enabled()
 
 namespace {
 
-// Micro-batches the samples execute together.
-int64_t samples_cost(const SteadyStateSamples& s)
-{
-  int64_t cost = 0;
-  for (int k = 0; k < SteadyStateSamples::samples; ++k)
-    cost += s.first + k * s.step;
-  return cost;
-}
-
 // Whether `samples` are past the warm-up of `plan` and cost at most half of executing its m micro-batches.
 bool worthwhile(const SteadyStateSamples& samples, int64_t micro_batches)
 {
   return samples.last() < micro_batches && (micro_batches - samples.first) % samples.step == 0 &&
-         2 * samples_cost(samples) <= micro_batches;
+         2 * samples.executed() <= micro_batches;
 }
 
 // The figures of a result that grow with the micro-batches, in one list: the iteration time, the op, flow and

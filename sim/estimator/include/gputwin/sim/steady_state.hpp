@@ -43,6 +43,8 @@ struct SteadyStateSamples {
   int64_t warmup = 0;
   static constexpr int samples = 3;
   int64_t last() const { return first + (samples - 1) * step; }
+  // Micro-batches the samples execute together.
+  int64_t executed() const { return samples * first + step * samples * (samples - 1) / 2; }
 };
 
 // The first samples for `plan` (first = 3 warmup, + 2 for 1F1B, rounded up to a multiple of the step), or nullopt when they would execute at
