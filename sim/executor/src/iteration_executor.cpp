@@ -1,6 +1,6 @@
-#include "gputwin/models/compute_duration_memo.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 
+#include "gputwin/models/compute_duration_memo.hpp"
 #include "gputwin/sim/comm_expansion.hpp"
 #include "gputwin/sim/interference.hpp"
 #include "gputwin/sim/isolated_run.hpp"
