@@ -44,7 +44,6 @@ run_collective_streams(const SimgridPlatform& platform, const topo::ClusterGraph
                            runner.run(streams[s][p]->flows, streams[s][p]->choice.latency_s, static_cast<int64_t>(s));
                            timings[s][p].end_s = sg4::Engine::get_clock() - run_start_s;
                          }
-                         runner.settle();
                        });
   }
   platform.engine().run();

@@ -393,7 +393,6 @@ private:
       ++k;
     }
     lock.unlock();
-    runner_->settle(); // flows this stream started for others must not end with it
   }
 
   // --- Compute-communication interference (options_.interference, sim/interference.hpp) ---

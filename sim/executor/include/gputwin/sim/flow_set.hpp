@@ -44,6 +44,15 @@ public:
   void clear();
   // Active flow indices (in no particular order).
   const std::vector<int32_t>& active_flows() const { return active_list_; }
+  // Flows added since the set was made or cleared, active or ended (indices 0 .. flows_added() - 1).
+  size_t flows_added() const { return remaining_.size(); }
+  // Flow `index`'s links (the ids add() was given), appended to `out`.
+  void links_of(int32_t index, std::vector<int>& out) const
+  {
+    const size_t i = static_cast<size_t>(index);
+    for (size_t k = first_link_[i]; k < first_link_[i + 1]; ++k)
+      out.push_back(link_id_[static_cast<size_t>(flow_links_[k])]);
+  }
 
 private:
   int32_t local_link(int link);
