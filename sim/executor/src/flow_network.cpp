@@ -15,13 +15,14 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 // solutions walk every flow a link ever carried, and it may since have fallen apart into independent groups.
 bool worth_rebuilding(const FlowSet& set)
 {
-  return set.flows_added() > 2 * set.active_flows().size() + 64;
+  return set.flows_added() > 2 * set.active_flows().size() + 16;
 }
 
 } // namespace
 
 FlowNetwork::FlowNetwork(const std::vector<double>& link_bytes_per_s)
     : capacity_(link_bytes_per_s), component_on_link_(link_bytes_per_s.size(), -1),
+      link_index_(link_bytes_per_s.size(), -1),
       first_on_link_(link_bytes_per_s.size(), -1)
 {
 }
@@ -39,7 +40,7 @@ int32_t FlowNetwork::new_component()
   int32_t c;
   if (free_components_.empty()) {
     c = static_cast<int32_t>(components_.size());
-    components_.push_back(std::make_unique<Component>(capacity_));
+    components_.push_back(std::make_unique<Component>(capacity_, link_index_));
   } else {
     c = free_components_.back();
     free_components_.pop_back();

@@ -13,23 +13,30 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 
 int32_t FlowSet::local_link(int link)
 {
-  const auto [it, inserted] = local_of_.emplace(link, static_cast<int32_t>(link_id_.size()));
-  if (inserted) {
-    link_id_.push_back(link);
-    link_active_.push_back(0);
-    if (link_flows_.size() < link_id_.size())
-      link_flows_.emplace_back(); // else a cleared one is reused
-  }
-  return it->second;
+  std::vector<int32_t>& hint = *hint_;
+  if (hint.size() < capacity_.size())
+    hint.resize(capacity_.size(), -1);
+  const int32_t known = hint[static_cast<size_t>(link)];
+  if (known >= 0 && static_cast<size_t>(known) < link_id_.size() && link_id_[static_cast<size_t>(known)] == link)
+    return known;
+  // New to the set (or its entry was overwritten by a set that took the link after this one's flows on it ended: a
+  // second index for the link is then harmless, the first carries no active flow).
+  const int32_t local = static_cast<int32_t>(link_id_.size());
+  link_id_.push_back(link);
+  link_active_.push_back(0);
+  if (link_flows_.size() < link_id_.size())
+    link_flows_.emplace_back(); // else a cleared one is reused
+  hint[static_cast<size_t>(link)] = local;
+  return local;
 }
 
 int32_t FlowSet::add(const int* links, size_t count, double bytes, double now_s)
 {
-  // The active flows move at their rates up to now; from now on the new flow shares their links.
+  // The active flows move at their current rates up to now (solve() takes that off their bytes, for all at once);
+  // from now on the new flow shares their links.
   if (now_s > time_s_) {
-    const double dt = now_s - time_s_;
-    for (const int32_t f : active_list_)
-      remaining_[static_cast<size_t>(f)] -= rate_[static_cast<size_t>(f)] * dt;
+    if (!solved_)
+      solve(); // the rates they moved at since the last event
     time_s_ = now_s;
   }
   const int32_t f = static_cast<int32_t>(remaining_.size());
@@ -53,11 +60,10 @@ int32_t FlowSet::add(const int* links, size_t count, double bytes, double now_s)
 
 void FlowSet::clear()
 {
-  local_of_.clear();
+  for (size_t l = 0; l < link_id_.size(); ++l)
+    link_flows_[l].clear(); // the lists past link_id_.size() were cleared before
   link_id_.clear();
   link_active_.clear();
-  for (std::vector<int32_t>& flows : link_flows_)
-    flows.clear();
   first_link_.clear();
   flow_links_.clear();
   remaining_.clear();
@@ -65,6 +71,7 @@ void FlowSet::clear()
   active_.clear();
   active_list_.clear();
   time_s_ = 0;
+  rates_since_s_ = 0;
   solved_ = false;
   next_end_s_ = -1;
 }
@@ -103,20 +110,44 @@ void FlowSet::solve()
   // the smallest saturate; their unfrozen flows get that share, taken off the other links they cross; repeat.
   // Shares within kLevelTolerance of the smallest are one level (rounding would otherwise make every link its own),
   // so a solution costs O(levels x links + flow-links).
+  solved_ = true;
+  next_end_s_ = -1;
+  // Flows added since the last solution moved at the rates of then (a new flow has rate 0) up to time_s_.
+  if (time_s_ > rates_since_s_) {
+    const double dt = time_s_ - rates_since_s_;
+    for (const int32_t f : active_list_)
+      remaining_[static_cast<size_t>(f)] -= rate_[static_cast<size_t>(f)] * dt;
+  }
+  rates_since_s_ = time_s_;
+  if (active_list_.size() <= 1) {
+    // One flow (the common case: a lone transfer): the first level is its slowest link, and it is alone there.
+    for (const int32_t f : active_list_) {
+      double rate = kNever; // a flow on no link is not limited
+      const size_t i = static_cast<size_t>(f);
+      for (size_t k = first_link_[i]; k < first_link_[i + 1]; ++k)
+        rate = std::min(rate, capacity_[static_cast<size_t>(link_id_[static_cast<size_t>(flow_links_[k])])]);
+      rate_[i] = std::max(rate, 0.0);
+    }
+    return;
+  }
   const size_t links = link_id_.size();
-  cap_left_.assign(links, 0);
-  unfrozen_.assign(links, 0);
-  std::vector<int32_t> open; // links with unfrozen flows
+  cap_left_.resize(links);
+  unfrozen_.resize(links);
+  std::vector<int32_t>& open = open_; // links with unfrozen flows
+  open.clear();
   for (size_t l = 0; l < links; ++l) {
+    if (link_active_[l] == 0)
+      continue;
     cap_left_[l] = capacity_[static_cast<size_t>(link_id_[l])];
     unfrozen_[l] = link_active_[l];
-    if (unfrozen_[l] > 0)
-      open.push_back(static_cast<int32_t>(l));
+    open.push_back(static_cast<int32_t>(l));
   }
-  frozen_.assign(remaining_.size(), 0);
-  for (const int32_t f : active_list_)
+  // active_: 1 while a flow is unfrozen, 2 once its rate is set (both mean active).
+  for (const int32_t f : active_list_) {
     rate_[static_cast<size_t>(f)] = kNever; // a flow on no link is not limited
-  std::vector<int32_t> saturated;
+    active_[static_cast<size_t>(f)] = 1;
+  }
+  std::vector<int32_t>& saturated = saturated_;
   while (!open.empty()) {
     double level = kNever;
     for (const int32_t l : open)
@@ -132,9 +163,9 @@ void FlowSet::solve()
     for (const int32_t l : saturated)
       for (const int32_t f : link_flows_[static_cast<size_t>(l)]) {
         const size_t fi = static_cast<size_t>(f);
-        if (!active_[fi] || frozen_[fi])
+        if (active_[fi] != 1)
           continue;
-        frozen_[fi] = 1;
+        active_[fi] = 2;
         rate_[fi] = share;
         for (size_t k = first_link_[fi]; k < first_link_[fi + 1]; ++k) {
           const size_t m = static_cast<size_t>(flow_links_[k]);
@@ -144,8 +175,6 @@ void FlowSet::solve()
       }
     std::erase_if(open, [&](int32_t l) { return unfrozen_[static_cast<size_t>(l)] == 0; });
   }
-  solved_ = true;
-  next_end_s_ = -1;
 }
 
 } // namespace gputwin::sim

@@ -57,6 +57,7 @@ std::vector<PlanTiming> time_stream_alone(const topo::ClusterGraph& graph,
   };
 
   std::vector<std::unique_ptr<FlowSet>> sets; // reused from plan to plan
+  std::vector<int32_t> link_index;             // shared by the sets: a plan's sets hold disjoint links
   std::vector<int32_t> first_on_link(link_count, -1);
   std::vector<PlanTiming> timings;
   timings.reserve(stream.size());
@@ -81,7 +82,7 @@ std::vector<PlanTiming> time_stream_alone(const topo::ClusterGraph& graph,
       int32_t& s = set_of[static_cast<size_t>(component[flow])];
       if (s < 0) {
         if (used_sets == sets.size())
-          sets.push_back(std::make_unique<FlowSet>(capacity));
+          sets.push_back(std::make_unique<FlowSet>(capacity, link_index));
         sets[used_sets]->clear();
         s = static_cast<int32_t>(used_sets++);
       }

@@ -55,7 +55,7 @@ public:
 
 private:
   struct Component {
-    explicit Component(const std::vector<double>& capacity) : set(capacity) {}
+    Component(const std::vector<double>& capacity, std::vector<int32_t>& link_index) : set(capacity, link_index) {}
     FlowSet set;
     std::vector<int32_t> flow_of; // per flow index of `set`: the network's flow id
     uint32_t version = 0;         // bumped at every change of `set`'s rates: older queue entries are stale
@@ -83,6 +83,7 @@ private:
 
   const std::vector<double>& capacity_;
   std::vector<int32_t> component_on_link_; // per link: the component with an active flow on it, or -1
+  std::vector<int32_t> link_index_;        // per link: its index in the component's set (FlowSet's shared index)
   std::vector<std::unique_ptr<Component>> components_;
   std::vector<int32_t> free_components_;
   std::vector<Slot> slots_; // per flow id

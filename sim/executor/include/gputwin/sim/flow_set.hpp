@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 namespace gputwin::sim {
@@ -25,7 +24,13 @@ public:
   static constexpr double kLevelTolerance = 1e-12;
 
   // REQUIRES: `link_bytes_per_s` (capacity per link id, > 0) outlives the set.
-  explicit FlowSet(const std::vector<double>& link_bytes_per_s) : capacity_(link_bytes_per_s) {}
+  explicit FlowSet(const std::vector<double>& link_bytes_per_s) : capacity_(link_bytes_per_s), hint_(&own_hint_) {}
+  // The same, with a per-link index shared by sets that never hold one link at the same time (a FlowNetwork's
+  // components): the sets then need no index of their own. REQUIRES: `shared_index` outlives the set.
+  FlowSet(const std::vector<double>& link_bytes_per_s, std::vector<int32_t>& shared_index)
+      : capacity_(link_bytes_per_s), hint_(&shared_index)
+  {
+  }
 
   // Starts a flow of `bytes` (>= 0) on the links `links[0, count)` at `now_s`; returns its index (0, 1, ...).
   // REQUIRES: advance(now_s) was called first (now_s is not before the set's last event).
@@ -60,8 +65,11 @@ private:
   bool due(size_t f, double t) const;
 
   const std::vector<double>& capacity_;
+  // Per link id: the set's index of that link, if link_id_ there names it (an entry may be another set's, or stale:
+  // checked, never trusted). A flat array instead of a hash map: no hashing per flow, nothing to clear.
+  std::vector<int32_t>* hint_;
+  std::vector<int32_t> own_hint_;
   // Links the set has used: global id, active flows on it, flows ever on it.
-  std::unordered_map<int, int32_t> local_of_;
   std::vector<int> link_id_;
   std::vector<int32_t> link_active_;
   std::vector<std::vector<int32_t>> link_flows_;
@@ -70,15 +78,18 @@ private:
   std::vector<int32_t> flow_links_;
   std::vector<double> remaining_;
   std::vector<double> rate_;
-  std::vector<char> active_;
+  std::vector<char> active_; // 0 ended; else active (solve() marks 1 unfrozen, 2 frozen)
   std::vector<int32_t> active_list_;
-  double time_s_ = 0;      // the last event (a start or an end): remaining_ is as of then
+  double time_s_ = 0;        // the last event (a start or an end): remaining_ is as of then once solved_
+  double rates_since_s_ = 0; // remaining_ is as of this time, and rate_ held since (solve() brings it to time_s_)
   bool solved_ = false;    // rate_ is the max-min solution of the active flows
   double next_end_s_ = -1; // cached next_end_s() while solved_, or < 0
   // Scratch of solve().
   std::vector<double> cap_left_;
   std::vector<int32_t> unfrozen_;
-  std::vector<char> frozen_;
+  std::vector<int32_t> open_;
+  std::vector<int32_t> saturated_;
+  std::vector<int32_t> ended_; // advance()'s
 };
 
 template <class OnEnd, class OnLinkFree>
@@ -94,7 +105,8 @@ void FlowSet::advance(double now_s, OnEnd&& on_end, OnLinkFree&& on_link_free)
       break;
     // Every active flow moves at its rate up to t; those due end there (in index order: deterministic).
     const double dt = t - time_s_;
-    std::vector<int32_t> ended;
+    std::vector<int32_t>& ended = ended_;
+    ended.clear();
     size_t kept = 0;
     for (const int32_t f : active_list_) {
       const size_t i = static_cast<size_t>(f);
@@ -107,6 +119,7 @@ void FlowSet::advance(double now_s, OnEnd&& on_end, OnLinkFree&& on_link_free)
     }
     active_list_.resize(kept);
     time_s_ = t;
+    rates_since_s_ = t;
     solved_ = false;
     next_end_s_ = -1;
     std::sort(ended.begin(), ended.end());
