@@ -18,6 +18,24 @@ struct CommWork {
                         // 1 for a copy-engine ring step: its flag kernel); 0: not known
 };
 
+// A NCCL collective whose transfer alone takes at most this share of NCCL's latency is latency-bound: an FP8 amax
+// reduction (tens of bytes) moves in nanoseconds and waits microseconds. CommExpander gives it no flows, only the
+// time its flows take alone -- NCCL's latency, its longest route's latency, its transfer alone (the closed form
+// nccl-tests matches) --: sharing links could stretch only the transfer term, by the flows on its busiest link, for
+// 8-way sharing at most 0.7 % of the collective's time. Its flows would cost as much as a large collective's
+// (gpt3-175b FP8 on 4,096 H100s: 82 % of all flows were amax reductions of 16-48 bytes), and the bandwidth they take
+// from other flows is as small.
+inline constexpr double kLatencyBoundShare = 1e-3;
+
+// True when `plan` is latency-bound (kLatencyBoundShare). Send/receive and all-to-all plans have no closed-form
+// transfer time (their flows are the model): never.
+inline bool latency_bound(const CollectivePlan& plan)
+{
+  if (plan.op == CollectiveOp::SendRecv || plan.op == CollectiveOp::AllToAll)
+    return false;
+  return plan.transfer_s <= kLatencyBoundShare * plan.choice.latency_s;
+}
+
 class CommSource {
 public:
   virtual ~CommSource() = default;
