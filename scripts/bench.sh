@@ -54,9 +54,13 @@ bench "simulate gpt3-175b TP 4 PP 8 x12 FP8 overlaps, dp 128 (4096 H100)" 5 - \
 bench "simulate gpt3-175b TP 4 PP 8 x12 FP8 overlaps, dp 336 (10752 H100)" 15 - \
   "$gputwin" simulate --model gpt3-175b --cluster dgx-h100 --tp 4 --pp 8 --schedule interleaved --chunks 12 --fp8 \
   "${overlaps[@]}" --dp 336 --global-batch 2688 --json
+# As issue 29 names it (global batch 8192), the run is refused three ways: 126 layers do not split into 16 equal stages
+# (Llama 3's own layout has 7 layers on the first and last stage: Dubey et al. 2024, section 3.3.2), 8192 sequences
+# do not split over dp 768 (12288 = 16 micro-batches each), and 12,288 nodes do not fit three levels of radix-64
+# switches (radix 128: Spectrum-4 / Quantum-X800 class switches, as 100k-GPU clusters use).
 bench "simulate llama3-405b TP 8 PP 16 dp 768 (98304 H100), seq 8192" 60 8192 \
-  "$gputwin" simulate --model llama3-405b --cluster dgx-h100 --tp 8 --pp 16 --dp 768 --global-batch 8192 \
-  --seq-len 8192 "${overlaps[@]}" --json
+  "$gputwin" simulate --model llama3-405b --cluster dgx-h100 --set fabric.switch_radix=128 --tp 8 --pp 16 \
+  --pp-first-stage-layers 7 --pp-last-stage-layers 7 --dp 768 --global-batch 12288 --seq-len 8192 "${overlaps[@]}" --json
 bench "simulate gpt-1t, TP 8 PP 64 DP 6, 3072 GPUs" 3 4096 \
   "$gputwin" simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072 --micro-batch 1 --sp \
   --recompute selective --json
