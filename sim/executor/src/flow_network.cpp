@@ -57,6 +57,7 @@ void FlowNetwork::free_component(int32_t c)
   Component& comp = *components_[static_cast<size_t>(c)];
   comp.set.clear();
   comp.flow_of.clear();
+  comp.solo = false;
   comp.in_use = false;
   ++comp.version;
   free_components_.push_back(c);
@@ -78,9 +79,50 @@ void FlowNetwork::recycle_ended_ids()
   ended_ids_.clear();
 }
 
+void FlowNetwork::start_solo(int32_t id, const int* links, size_t count, double bytes, double now_s)
+{
+  const int32_t c = new_component();
+  Component& comp = *components_[static_cast<size_t>(c)];
+  comp.solo = true;
+  comp.solo_id = id;
+  comp.solo_links.assign(links, links + count);
+  comp.solo_start_s = now_s;
+  comp.solo_bytes = std::max(bytes, 0.0);
+  double rate = kNever; // as FlowSet::solve for a flow alone: its slowest link; not limited on no link
+  for (size_t k = 0; k < count; ++k) {
+    rate = std::min(rate, capacity_[static_cast<size_t>(links[k])]);
+    component_on_link_[static_cast<size_t>(links[k])] = c;
+  }
+  comp.solo_rate = std::max(rate, 0.0);
+  mark_dirty(c);
+}
+
+void FlowNetwork::materialize(int32_t c, double now_s)
+{
+  Component& comp = *components_[static_cast<size_t>(c)];
+  comp.solo = false;
+  // What a set holding it since its start would have left (FlowSet::remaining_bytes' arithmetic).
+  const double left = std::max(0.0, comp.solo_bytes - comp.solo_rate * (now_s - comp.solo_start_s));
+  place(c, comp.solo_id, comp.solo_links.data(), comp.solo_links.size(), left, now_s);
+  mark_dirty(c);
+}
+
 void FlowNetwork::advance_component(int32_t c, double now_s, std::vector<EndedFlow>& ended)
 {
   Component& comp = *components_[static_cast<size_t>(c)];
+  if (comp.solo) {
+    const double end_s = comp.solo_end_s();
+    if (!(end_s <= now_s + FlowSet::kEndTolerance * now_s))
+      return;
+    ended.push_back(EndedFlow{comp.solo_id, end_s});
+    ended_ids_.push_back(comp.solo_id);
+    --active_;
+    for (const int link : comp.solo_links)
+      if (component_on_link_[static_cast<size_t>(link)] == c)
+        component_on_link_[static_cast<size_t>(link)] = -1;
+    free_component(c);
+    return;
+  }
   const size_t before = comp.set.active_flows().size();
   comp.set.advance(
       now_s,
@@ -88,7 +130,6 @@ void FlowNetwork::advance_component(int32_t c, double now_s, std::vector<EndedFl
         const int32_t id = comp.flow_of[static_cast<size_t>(f)];
         ended.push_back(EndedFlow{id, end_s});
         ended_ids_.push_back(id);
-        slots_[static_cast<size_t>(id)] = Slot{};
         --active_;
       },
       [&](int link) {
@@ -112,7 +153,6 @@ int32_t FlowNetwork::place(int32_t c, int32_t id, const int* links, size_t count
   if (comp.flow_of.size() <= static_cast<size_t>(local))
     comp.flow_of.resize(static_cast<size_t>(local) + 1, -1);
   comp.flow_of[static_cast<size_t>(local)] = id;
-  slots_[static_cast<size_t>(id)] = Slot{c, local};
   for (size_t k = 0; k < count; ++k)
     component_on_link_[static_cast<size_t>(links[k])] = c;
   return local;
@@ -181,28 +221,32 @@ int32_t FlowNetwork::add(const int* links, size_t count, double bytes, double no
     if (c >= 0 && std::find(touched_.begin(), touched_.end(), c) == touched_.end())
       touched_.push_back(c);
   }
+  int32_t id;
+  if (free_ids_.empty()) {
+    id = next_id_++;
+  } else {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  }
+  ++active_;
+  if (touched_.empty()) {
+    start_solo(id, links, count, bytes, now_s);
+    return id;
+  }
+  for (const int32_t c : touched_)
+    if (components_[static_cast<size_t>(c)]->solo)
+      materialize(c, now_s);
   // The largest takes the others' flows and the new one.
   int32_t into = -1;
   for (const int32_t c : touched_)
     if (into < 0 || components_[static_cast<size_t>(c)]->set.active_flows().size() >
                         components_[static_cast<size_t>(into)]->set.active_flows().size())
       into = c;
-  if (into < 0)
-    into = new_component();
   for (const int32_t c : touched_)
     if (c != into)
       merge(c, into, now_s);
 
-  int32_t id;
-  if (free_ids_.empty()) {
-    id = static_cast<int32_t>(slots_.size());
-    slots_.emplace_back();
-  } else {
-    id = free_ids_.back();
-    free_ids_.pop_back();
-  }
   place(into, id, links, count, bytes, now_s);
-  ++active_;
   if (worth_rebuilding(components_[static_cast<size_t>(into)]->set))
     rebuild(into, now_s);
   else
@@ -216,7 +260,7 @@ double FlowNetwork::next_end_s()
     Component& comp = *components_[static_cast<size_t>(c)];
     comp.dirty = false;
     if (comp.in_use)
-      queue_.emplace(comp.set.next_end_s(), c, comp.version);
+      queue_.emplace(comp.solo ? comp.solo_end_s() : comp.set.next_end_s(), c, comp.version);
   }
   dirty_.clear();
   while (!queue_.empty()) {

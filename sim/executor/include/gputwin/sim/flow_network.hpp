@@ -61,10 +61,15 @@ private:
     uint32_t version = 0;         // bumped at every change of `set`'s rates: older queue entries are stale
     bool in_use = false;
     bool dirty = false; // in dirty_: its next end is to be queued
-  };
-  struct Slot {
-    int32_t component = -1;
-    int32_t local = -1; // the flow's index in its component's set
+    // A lone flow (most pipeline messages) is kept here, outside `set`, with the rate a set gives a flow alone
+    // (its slowest link) and the same arithmetic; it moves into `set` when another flow joins its links.
+    bool solo = false;
+    int32_t solo_id = -1;
+    std::vector<int> solo_links;
+    double solo_start_s = 0;
+    double solo_bytes = 0;
+    double solo_rate = 0;
+    double solo_end_s() const { return solo_bytes <= 0 ? solo_start_s : solo_start_s + solo_bytes / solo_rate; }
   };
   using QueueEntry = std::tuple<double, int32_t, uint32_t>; // (next end, component, version)
 
@@ -78,6 +83,10 @@ private:
   void merge(int32_t from, int32_t into, double now_s);
   // Re-adds `c`'s active flows into fresh components, one per group that shares links.
   void rebuild(int32_t c, double now_s);
+  // Starts flow `id` as the lone flow of a new component.
+  void start_solo(int32_t id, const int* links, size_t count, double bytes, double now_s);
+  // Moves solo component `c`'s flow into its set at now_s (with the bytes it has left).
+  void materialize(int32_t c, double now_s);
   int32_t place(int32_t c, int32_t id, const int* links, size_t count, double bytes, double now_s);
   void recycle_ended_ids();
 
@@ -86,7 +95,7 @@ private:
   std::vector<int32_t> link_index_;        // per link: its index in the component's set (FlowSet's shared index)
   std::vector<std::unique_ptr<Component>> components_;
   std::vector<int32_t> free_components_;
-  std::vector<Slot> slots_; // per flow id
+  int32_t next_id_ = 0;     // flow ids handed out so far (then reused through free_ids_)
   std::vector<int32_t> free_ids_;
   std::vector<int32_t> ended_ids_; // reported ended by the last call: free from the next one
   std::vector<int32_t> dirty_;
