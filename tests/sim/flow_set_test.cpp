@@ -148,7 +148,7 @@ TEST(FlowSetShortcut, AllToAllAloneEqualsMaxMin)
 TEST(FlowSetShortcut, AllToAllWithForeignTrafficEqualsMaxMin)
 {
   // A second stream sends on the all-to-all's links midway (after a short transfer on a disjoint rail) and a ring
-  // all-reduce of half the GPUs overlaps it: the flow sets are converted to SimGrid flows when they meet.
+  // all-reduce of half the GPUs overlaps it: the flow sets merge when they meet.
   const topo::ClusterGraph graph(testing::dgx_like_spec(2, false));
   const CollectivePlan a = plan_collective(graph.spec(), CollectiveOp::AllToAll, first_gpus(16), 4e8);
   const CollectivePlan c = plan_collective(graph.spec(), CollectiveOp::SendRecv, {1, 9}, 2e7);
@@ -161,8 +161,8 @@ TEST(FlowSetShortcut, AllToAllWithForeignTrafficEqualsMaxMin)
 
 TEST(FlowSetShortcut, ConcurrentRingAllReducesEqualMaxMin)
 {
-  // Two ring all-reduces on the same GPUs, the second started after a send: the first's flow set is converted
-  // midway; then a third runs alone again (a new flow set).
+  // Two ring all-reduces on the same GPUs, the second started after a send: the first's flow set merges with
+  // its flows midway; then a third runs alone again (a new flow set).
   const topo::ClusterGraph graph(testing::dgx_like_spec(2, false));
   const CollectivePlan a = plan_collective(graph.spec(), CollectiveOp::AllReduce, first_gpus(16), 1e9,
                                            {NcclAlgorithm::Ring, NcclProtocol::Simple});
@@ -171,6 +171,32 @@ TEST(FlowSetShortcut, ConcurrentRingAllReducesEqualMaxMin)
                                            {NcclAlgorithm::Ring, NcclProtocol::Simple});
   const SimgridPlatform platform(graph, flow_pairs({&a, &b, &small}));
   expect_shortcut_equals_reference(platform, graph, {{&a, &a}, {&small, &b}});
+}
+
+} // namespace
+} // namespace gputwin::sim
+
+namespace gputwin::sim {
+namespace {
+
+TEST(FlowSetShortcut, TwoRunsOnOnePlatformEachGetTheNetworkActor)
+{
+  // The network's daemon actor ends with each SimGrid run's last actor; the next run on the same platform starts a
+  // new one and times the same streams the same way.
+  const topo::ClusterGraph graph(testing::dgx_like_spec(2, false));
+  const CollectivePlan a = plan_collective(graph.spec(), CollectiveOp::AllReduce, first_gpus(16), 1e9,
+                                           {NcclAlgorithm::Ring, NcclProtocol::Simple});
+  const CollectivePlan b = plan_collective(graph.spec(), CollectiveOp::SendRecv, {3, 11}, 3e7);
+  const SimgridPlatform platform(graph, flow_pairs({&a, &b}));
+  const auto first = run_collective_streams(platform, graph, {{&a}, {&b, &a}}, true);
+  const auto second = run_collective_streams(platform, graph, {{&a}, {&b, &a}}, true);
+  ASSERT_EQ(first.size(), second.size());
+  for (size_t s = 0; s < first.size(); ++s)
+    for (size_t p = 0; p < first[s].size(); ++p) {
+      EXPECT_NEAR(first[s][p].start_s, second[s][p].start_s, 1e-9 * first[s][p].end_s) << s << "/" << p;
+      EXPECT_NEAR(first[s][p].end_s, second[s][p].end_s, 1e-9 * first[s][p].end_s) << s << "/" << p;
+      EXPECT_GT(second[s][p].end_s, second[s][p].start_s);
+    }
 }
 
 } // namespace

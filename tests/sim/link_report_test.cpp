@@ -133,8 +133,8 @@ TEST(LinkReport, ExposedTimeGoesToTheMostLoadedLinkOfTheOpsFlows)
   EXPECT_EQ(a.kinds.front().first, LinkClass::Nvlink);
 }
 
-// Two all-reduces of 8 GPUs on one node at once share every NVLink: the flows of the second convert the first's
-// fast flows to SimGrid ones. Every flow must be in the log once, with its bytes and a transfer inside the run,
+// Two all-reduces of 8 GPUs on one node at once share every NVLink: the flows of the second merge with the first's
+// in one flow set. Every flow must be in the log once, with its bytes and a transfer inside the run,
 // and the log must be the same with the shortcut off (every flow a SimGrid flow).
 FlowLog log_two_overlapping_all_reduces(bool shortcut)
 {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <tuple>
 #include <unordered_map>
@@ -144,7 +145,7 @@ struct FlowRunner::State {
   // After flows started: the network actor looks again if the next end came before the one it sleeps until.
   void wake_network_if_sooner()
   {
-    if (!network_alive)
+    if (!*network_alive)
       start_network_actor();
     else if (network.next_end_s() < network_wake_s && !network_woken) {
       network_woken = true;
@@ -156,11 +157,12 @@ struct FlowRunner::State {
   // make an earlier one), then ends what is due. A daemon: SimGrid ends it with the last actor that runs flows.
   void start_network_actor()
   {
-    network_alive = true;
+    // A fresh flag per actor, shared with its exit callback: SimGrid may end the daemon after this runner is gone.
+    network_alive = std::make_shared<bool>(true);
     network_woken = false;
     network_wake = sg4::Semaphore::create(0);
-    sg4::ActorPtr actor = sg4::Actor::create("flow-network", sg4::this_actor::get_host(), [this] {
-      sg4::this_actor::on_exit([this](bool) { network_alive = false; });
+    sg4::ActorPtr actor = sg4::Actor::create("flow-network", sg4::this_actor::get_host(), [this, alive = network_alive] {
+      sg4::this_actor::on_exit([alive](bool) { *alive = false; });
       for (;;) {
         const double now_s = sg4::Engine::get_clock();
         network.advance(now_s, ended);
@@ -205,7 +207,8 @@ struct FlowRunner::State {
   std::vector<FlowOwner> owner_of;            // per network flow id
   std::vector<RunWait> runs;                  // slots, reused through free_runs
   std::vector<int32_t> free_runs;
-  bool network_alive = false; // the network actor exists (it dies with each SimGrid run's last actor)
+  std::shared_ptr<bool> network_alive = std::make_shared<bool>(false); // the network actor exists (it dies with
+                                                                       // each SimGrid run's last actor)
   bool network_woken = false; // a release of network_wake is pending
   double network_wake_s = kNever;
   sg4::SemaphorePtr network_wake;

@@ -52,7 +52,7 @@ public:
   const FlowRunnerStats& stats() const;
 
   // Records every flow run from now on into `log` (nullptr: none): its GPUs, bytes, and when its transfer started
-  // and ended, whichever way it ran (closed form, SimGrid, or converted). `log` outlives the runs.
+  // and ended, whichever way it ran (the flow network or SimGrid). `log` outlives the runs.
   void set_flow_log(FlowLog* log);
 
   // Test hook: with the shortcut off every flow is a SimGrid flow (the reference the network must equal). Off by
