@@ -4,6 +4,7 @@
 #include "gputwin/sim/comm_expansion.hpp"
 
 #include "dgx_spec.hpp"
+#include "folded_workload.hpp"
 #include "gputwin/models/rank_layout.hpp"
 
 #include <gtest/gtest.h>
@@ -13,32 +14,11 @@
 namespace gputwin::sim {
 namespace {
 
-GptConfig model()
-{
-  return GptConfig{"test", 1024, 16, 8, 512, 1024};
-}
+using testing::collective_on;
 
-// tp 4, pp 2, dp 4 on 4 DGX nodes: a TP group is half a node, a DP group spans nodes.
 Workload plan_workload()
 {
-  ParallelPlan p;
-  p.tp = 4;
-  p.pp = 2;
-  p.dp = 4;
-  p.micro_batch = 1;
-  p.global_batch = 8;
-  validate_plan(model(), p);
-  return make_workload(model(), p);
-}
-
-traces::Op collective_on(int32_t group, CollectiveOp kind, double bytes)
-{
-  traces::Op op;
-  op.kind = traces::OpKind::Collective;
-  op.collective = kind;
-  op.group = group;
-  op.bytes = bytes;
-  return op;
+  return testing::tp4_pp2_dp4_workload();
 }
 
 // The set of GPUs the flows of `work` touch.
@@ -153,8 +133,8 @@ TEST(CommExpander, MessagesInsideANodeWithAFaultedCableAreAllOnTheLinks)
   p.pp = 4;
   p.dp = 4;
   p.global_batch = 8;
-  validate_plan(model(), p);
-  const Workload w = make_workload(model(), p);
+  validate_plan(testing::small_test_model(), p);
+  const Workload w = make_workload(testing::small_test_model(), p);
   topo::ClusterSpec spec = testing::dgx_like_spec(2, false);
   spec.faults.degraded_links = {{"n1.gpu5->n1.nvswitch", 0.01}}; // stage 3 of replica 1
   const topo::ClusterGraph faulty(std::move(spec));

@@ -3,6 +3,7 @@
 // closed form is what its flows take alone (the flow runner's timing without a platform, stream_alone.hpp).
 // Collectives with a real transfer, and all-to-alls and sends (no closed form), keep their flows.
 #include "dgx_spec.hpp"
+#include "folded_workload.hpp"
 
 #include "gputwin/models/rank_layout.hpp"
 #include "gputwin/sim/comm_expansion.hpp"
@@ -15,28 +16,11 @@
 namespace gputwin::sim {
 namespace {
 
-// tp 4, pp 2, dp 4 on 4 DGX nodes: a DP group spans the nodes.
+using testing::collective_on;
+
 Workload dp_across_nodes()
 {
-  const GptConfig model{"test", 1024, 16, 8, 512, 1024};
-  ParallelPlan p;
-  p.tp = 4;
-  p.pp = 2;
-  p.dp = 4;
-  p.micro_batch = 1;
-  p.global_batch = 8;
-  validate_plan(model, p);
-  return make_workload(model, p);
-}
-
-traces::Op collective_on(int32_t group, CollectiveOp kind, double bytes)
-{
-  traces::Op op;
-  op.kind = traces::OpKind::Collective;
-  op.collective = kind;
-  op.group = group;
-  op.bytes = bytes;
-  return op;
+  return testing::tp4_pp2_dp4_workload();
 }
 
 TEST(LatencyBound, AnAmaxSizedAllReduceIsItsFlowsTimeAloneWithoutFlows)
