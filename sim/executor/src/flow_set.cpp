@@ -160,9 +160,15 @@ void FlowSet::solve()
     // Every unfrozen flow of a saturated link gets the level's share, as SimGrid gives min_usage to every variable
     // of its saturated constraints (so exact ties round alike).
     const double share = std::max(level, 0.0);
-    for (const int32_t l : saturated)
-      for (const int32_t f : link_flows_[static_cast<size_t>(l)]) {
+    for (const int32_t l : saturated) {
+      // Ended flows leave the link's list for good as it is walked (in order: the same sums, so the same rounding).
+      std::vector<int32_t>& on_link = link_flows_[static_cast<size_t>(l)];
+      size_t kept = 0;
+      for (const int32_t f : on_link) {
         const size_t fi = static_cast<size_t>(f);
+        if (active_[fi] == 0)
+          continue;
+        on_link[kept++] = f;
         if (active_[fi] != 1)
           continue;
         active_[fi] = 2;
@@ -173,6 +179,8 @@ void FlowSet::solve()
           --unfrozen_[m];
         }
       }
+      on_link.resize(kept);
+    }
     std::erase_if(open, [&](int32_t l) { return unfrozen_[static_cast<size_t>(l)] == 0; });
   }
 }

@@ -69,7 +69,7 @@ private:
   // checked, never trusted). A flat array instead of a hash map: no hashing per flow, nothing to clear.
   std::vector<int32_t>* hint_;
   std::vector<int32_t> own_hint_;
-  // Links the set has used: global id, active flows on it, flows ever on it.
+  // Links the set has used: global id, active flows on it, flows on it (ended ones dropped when solve() walks it).
   std::vector<int> link_id_;
   std::vector<int32_t> link_active_;
   std::vector<std::vector<int32_t>> link_flows_;
