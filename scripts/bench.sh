@@ -64,6 +64,13 @@ bench "simulate llama3-405b TP 8 PP 16 dp 768 (98304 H100), seq 8192" 60 8192 \
 bench "simulate gpt-1t, TP 8 PP 64 DP 6, 3072 GPUs" 3 4096 \
   "$gputwin" simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072 --micro-batch 1 --sp \
   --recompute selective --json
+# Issue 30 item 5: a table far past the memory limit is refused from a sample of its rows (exit 2 expected).
+awk 'BEGIN { print "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)";
+             for (h = 0; h < 1000; h++) for (l = 1; l <= 100; l++) printf "2,16,8,%d,16,%d,1024,1,1,2,%d\n", 1024 + 64 * h, 2 * l, 300 + (h * 100 + l) % 100 }' \
+  >"$work_dir/rows.csv"
+bench "compare --iterations, 100k distinct rows, refused (memory)" 1 200 \
+  bash -c '"$1" compare --iterations "$2" --cluster dgx-a100 --recompute full --schedule 1f1b --vocab 50257 2>/dev/null; [ $? = 2 ]' \
+  _ "$gputwin" "$work_dir/rows.csv"
 bench "all-to-all 1 GiB, 1024 H100 (dgx-h100, a million flows)" 2 - \
   "$gputwin" collective --cluster dgx-h100 --op all-to-all --ranks 1024 --bytes 1G --json
 # Earlier cases.

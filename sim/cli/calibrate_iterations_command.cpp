@@ -66,9 +66,7 @@ FitInputs read_fit_inputs(const ParsedArgs& parsed)
   check_output_flags(parsed, {"--output"}); // before the fit
   const IterationTable table = read_iteration_table(inputs.table_path);
   inputs.cluster = iteration_cluster(table, parsed);
-  inputs.cases = iteration_cases(table, parsed, inputs.cluster);
-  check_work(iteration_cases_work(inputs.cases), max_work(parsed), "the fit of " + inputs.table_path);
-  check_resources(estimate_iteration_cases(inputs.cluster.gpus(), inputs.cases), max_memory_bytes(parsed), parsed, "the fit of " + inputs.table_path);
+  inputs.cases = checked_iteration_cases(table, parsed, inputs.cluster, "the fit of " + inputs.table_path);
 
   inputs.options.folds = static_cast<int>(parsed.integer("--folds").value_or(5));
   inputs.options.max_evaluations = static_cast<int>(parsed.integer("--max-evaluations").value_or(800));

@@ -39,9 +39,8 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
   const std::string table_path = parsed.value("--iterations").value_or("");
   const IterationTable table = read_iteration_table(table_path);
   const topo::ClusterSpec cluster = iteration_cluster(table, parsed);
-  std::vector<sim::IterationCase> cases = iteration_cases(table, parsed, cluster);
-  check_work(iteration_cases_work(cases), max_work(parsed), "the comparison of " + table_path);
-  check_resources(estimate_iteration_cases(cluster.gpus(), cases), max_memory_bytes(parsed), parsed, "the comparison of " + table_path);
+  std::vector<sim::IterationCase> cases =
+      checked_iteration_cases(table, parsed, cluster, "the comparison of " + table_path);
   const GpuComputeModel gpu =
       compute_model_for_gpu(parsed, cluster.gpu);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));

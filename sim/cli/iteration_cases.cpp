@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "overlap_flags.hpp"
+#include "resource_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
@@ -89,14 +90,58 @@ void add_iteration_table_flags(ArgParser& parser)
   parser.add_switch("--json", "machine-readable report");
 }
 
+namespace {
+
+// The case of a row not seen before: the row's flags over the command line's, validated as `simulate` would.
+sim::IterationCase read_case(const IterationTable& table, const MeasuredIteration& row, const ParsedArgs& flags,
+                             const topo::ClusterSpec& cluster, ArgParser& parser)
+{
+  const std::string where = table.path + ":" + std::to_string(row.line) + ": ";
+  sim::IterationCase c;
+  c.line = row.line;
+  c.measured_s = row.iteration_time_s;
+  if (const auto model = row.flags.find("--model"); model != row.flags.end())
+    c.group = model->second;
+  try {
+    const ParsedArgs args = row_arguments(row, flags, parser);
+    c.model = model_from_flags(args);
+    c.plan = read_plan(args, c.model);
+    check_precision_supported(c.plan, cluster);
+    c.options = overlap_options_from_flags(flags, c.plan);
+  } catch (const InputError& e) {
+    throw InputError(where + e.what());
+  }
+  if (row.gpus > 0 && row.gpus != c.plan.gpus())
+    throw InputError(where + "GPUs: the row says " + std::to_string(row.gpus) + " but tp x cp x pp x dp = " +
+                     std::to_string(c.plan.gpus()));
+  if (row.grad_accum > 0 && row.grad_accum != c.plan.micro_batches())
+    throw InputError(table.path + ":" + std::to_string(row.line) + ":" + std::to_string(row.grad_accum_column) +
+                     ": grad_accum: the row says " + std::to_string(row.grad_accum) +
+                     " but global_batch / (micro_batch x dp) = " + std::to_string(c.plan.effective_global_batch()) +
+                     " / (" + std::to_string(c.plan.micro_batch) + " x " + std::to_string(c.plan.dp) +
+                     ") = " + std::to_string(c.plan.micro_batches()));
+  if (c.plan.gpus() > cluster.gpus())
+    throw InputError(where + "the plan needs " + std::to_string(c.plan.gpus()) + " GPUs but the cluster has " +
+                     std::to_string(cluster.gpus()) + " (expected --nodes)");
+  return c;
+}
+
+ArgParser row_parser()
+{
+  ArgParser parser("row", "");
+  add_model_flags(parser);
+  add_plan_flags(parser);
+  return parser;
+}
+
+} // namespace
+
 std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, const ParsedArgs& flags,
                                                 const topo::ClusterSpec& cluster)
 {
   std::vector<sim::IterationCase> cases;
   cases.reserve(table.rows.size());
-  ArgParser parser("row", "");
-  add_model_flags(parser);
-  add_plan_flags(parser);
+  ArgParser parser = row_parser();
   // Rows that state the same flags, GPUs and micro-batches are the same case: each is read and checked once (a
   // table of repeated runs, or one repeated to fill memory, costs its distinct rows).
   std::map<std::string, size_t> first_case; // the row's content -> the index of its first case
@@ -112,35 +157,35 @@ std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, con
       cases.push_back(std::move(c));
       continue;
     }
-    const std::string where = table.path + ":" + std::to_string(row.line) + ": ";
-    sim::IterationCase c;
-    c.line = row.line;
-    c.measured_s = row.iteration_time_s;
-    if (const auto model = row.flags.find("--model"); model != row.flags.end())
-      c.group = model->second;
-    try {
-      const ParsedArgs args = row_arguments(row, flags, parser);
-      c.model = model_from_flags(args);
-      c.plan = read_plan(args, c.model);
-      check_precision_supported(c.plan, cluster);
-      c.options = overlap_options_from_flags(flags, c.plan);
-    } catch (const InputError& e) {
-      throw InputError(where + e.what());
-    }
-    if (row.gpus > 0 && row.gpus != c.plan.gpus())
-      throw InputError(where + "GPUs: the row says " + std::to_string(row.gpus) + " but tp x cp x pp x dp = " +
-                       std::to_string(c.plan.gpus()));
-    if (row.grad_accum > 0 && row.grad_accum != c.plan.micro_batches())
-      throw InputError(table.path + ":" + std::to_string(row.line) + ":" + std::to_string(row.grad_accum_column) +
-                       ": grad_accum: the row says " + std::to_string(row.grad_accum) +
-                       " but global_batch / (micro_batch x dp) = " + std::to_string(c.plan.effective_global_batch()) +
-                       " / (" + std::to_string(c.plan.micro_batch) + " x " + std::to_string(c.plan.dp) +
-                       ") = " + std::to_string(c.plan.micro_batches()));
-    if (c.plan.gpus() > cluster.gpus())
-      throw InputError(where + "the plan needs " + std::to_string(c.plan.gpus()) + " GPUs but the cluster has " +
-                       std::to_string(cluster.gpus()) + " (expected --nodes)");
-    cases.push_back(std::move(c));
+    cases.push_back(read_case(table, row, flags, cluster, parser));
   }
+  return cases;
+}
+
+std::vector<sim::IterationCase> checked_iteration_cases(const IterationTable& table, const ParsedArgs& flags,
+                                                        const topo::ClusterSpec& cluster, const std::string& what)
+{
+  const int64_t memory_limit = max_memory_bytes(flags);
+  constexpr size_t kSampledRows = 64;
+  if (memory_limit > 0 && table.rows.size() > kSampledRows) {
+    // A row the sample cannot read is left to the whole reading, which names the first bad row.
+    std::vector<sim::IterationCase> sampled;
+    ArgParser parser = row_parser();
+    try {
+      for (size_t k = 0; k < kSampledRows; ++k)
+        sampled.push_back(read_case(table, table.rows[k * table.rows.size() / kSampledRows], flags, cluster, parser));
+    } catch (const InputError&) {
+      sampled.clear();
+    }
+    const ResourceEstimate e = estimate_iteration_table(cluster.gpus(), sampled, table.rows.size());
+    if (e.bytes > 2.0 * static_cast<double>(memory_limit))
+      check_resources(e, memory_limit, flags,
+                      what + " (from " + std::to_string(sampled.size()) + " rows sampled of " +
+                          std::to_string(table.rows.size()) + ")");
+  }
+  std::vector<sim::IterationCase> cases = iteration_cases(table, flags, cluster);
+  check_work(iteration_cases_work(cases), max_work(flags), what);
+  check_resources(estimate_iteration_cases(cluster.gpus(), cases), memory_limit, flags, what);
   return cases;
 }
 

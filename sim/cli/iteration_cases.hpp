@@ -8,6 +8,7 @@
 #include "gputwin/sim/iteration_fit.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
+#include <string>
 #include <vector>
 
 namespace gputwin::cli {
@@ -20,6 +21,13 @@ void add_iteration_table_flags(ArgParser& parser);
 // plan is invalid, does not match its GPU count or its grad_accum, or does not fit on `cluster`.
 std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, const ParsedArgs& flags,
                                                 const topo::ClusterSpec& cluster);
+
+// iteration_cases with the resource guards of calibrate/compare --iterations (--max-work, --max-memory; `what` names
+// the run). First from a sample of rows spread over the table (estimate_iteration_table): a table estimated at more
+// than twice the memory limit is refused before its rows are read, so the refusal takes the sample's time whatever
+// the row count. Then, rows read, on the whole table (iteration_cases_work, estimate_iteration_cases).
+std::vector<sim::IterationCase> checked_iteration_cases(const IterationTable& table, const ParsedArgs& flags,
+                                                        const topo::ClusterSpec& cluster, const std::string& what);
 
 // The cluster of the flags, sized to the largest row (one node unless a row needs more).
 topo::ClusterSpec iteration_cluster(const IterationTable& table, const ParsedArgs& flags);

@@ -403,6 +403,18 @@ ResourceEstimate estimate_iteration_cases(int64_t gpus, const std::vector<sim::I
   return e;
 }
 
+ResourceEstimate estimate_iteration_table(int64_t gpus, const std::vector<sim::IterationCase>& sampled, size_t rows)
+{
+  double ops = 0;
+  for (const sim::IterationCase& c : sampled)
+    ops += count_plan(nullptr, c.model, c.plan, c.options).ops;
+  ResourceEstimate e;
+  e.gpus = gpus;
+  e.ops = sampled.empty() ? 0 : ops / static_cast<double>(sampled.size()) * static_cast<double>(rows);
+  e.bytes = base_bytes + compiled_case_bytes_per_op * e.ops;
+  return e;
+}
+
 void check_work(const WorkEstimate& w, double limit, const std::string& what)
 {
   if (!(limit > 0) || w.total() <= limit)

@@ -121,6 +121,10 @@ WorkEstimate iteration_cases_work(const std::vector<sim::IterationCase>& cases);
 ResourceEstimate estimate_iteration_cases(int64_t gpus, const std::vector<sim::IterationCase>& cases,
                                          size_t sampled_rows = 64);
 
+// The same from a sample alone, before the table's rows are read: `rows` rows at the mean exact op count of
+// `sampled` (cases of rows spread over the table). Milliseconds whatever the row count.
+ResourceEstimate estimate_iteration_table(int64_t gpus, const std::vector<sim::IterationCase>& sampled, size_t rows);
+
 // Throws InputError when `work.total()` exceeds `limit` (> 0): one line with the counts, what drives them, the
 // limit, and the flag that overrides it. `what` names the run ("the simulation", "the search").
 void check_work(const WorkEstimate& work, double limit, const std::string& what);

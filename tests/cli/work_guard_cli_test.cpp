@@ -147,12 +147,20 @@ TEST(WorkGuards, IterationTablesCountTheirCompiledMemory)
     const CliResult r = run_gputwin(command, true);
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
-    EXPECT_NE(r.output.find(" of " + big + " is estimated to need "), std::string::npos) << r.output;
+    // 2000 rows x ~150 KB: more than twice the limit, so refused from the sample, before the rows are read.
+    EXPECT_NE(r.output.find(" of " + big + " (from 64 rows sampled of 2000) is estimated to need "), std::string::npos)
+        << r.output;
     EXPECT_NE(r.output.find("but --max-memory is 100 MiB"), std::string::npos) << r.output;
   }
   // 150 rows of the same plan fit in 100 MiB (~60 MB): the comparison runs.
   const CliResult fits = run_gputwin("compare --iterations '" + small + "'" + flags, true);
   EXPECT_EQ(fits.exit_code, 0) << fits.output;
+  // 700 rows (~147 MB) are past the limit but not twice it: refused once every row is read, by the whole table.
+  const std::string near = iteration_table("memory-rows-near.csv", 700);
+  const CliResult refused = run_gputwin("compare --iterations '" + near + "'" + flags, true);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find(" of " + near + " is estimated to need "), std::string::npos) << refused.output;
+  std::remove(near.c_str());
   std::remove(big.c_str());
   std::remove(small.c_str());
 }
