@@ -206,21 +206,19 @@ int32_t FlowNetwork::add(const int* links, size_t count, double bytes, double no
 {
   recycle_ended_ids();
   // The components the flow touches, brought to now (which may free some of its links).
-  touched_.clear();
-  for (size_t k = 0; k < count; ++k) {
-    const int32_t c = component_on_link_[static_cast<size_t>(links[k])];
-    if (c >= 0 && std::find(touched_.begin(), touched_.end(), c) == touched_.end())
-      touched_.push_back(c);
-  }
+  const auto collect_touched = [&] {
+    touched_.clear();
+    for (size_t k = 0; k < count; ++k) {
+      const int32_t c = component_on_link_[static_cast<size_t>(links[k])];
+      if (c >= 0 && std::find(touched_.begin(), touched_.end(), c) == touched_.end())
+        touched_.push_back(c);
+    }
+  };
+  collect_touched();
   for (const int32_t c : touched_)
     if (components_[static_cast<size_t>(c)]->in_use)
       advance_component(c, now_s, ended);
-  touched_.clear();
-  for (size_t k = 0; k < count; ++k) {
-    const int32_t c = component_on_link_[static_cast<size_t>(links[k])];
-    if (c >= 0 && std::find(touched_.begin(), touched_.end(), c) == touched_.end())
-      touched_.push_back(c);
-  }
+  collect_touched(); // advancing may have freed some of its links
   int32_t id;
   if (free_ids_.empty()) {
     id = next_id_++;
