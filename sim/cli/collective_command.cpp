@@ -222,14 +222,14 @@ CollectiveRequest read_collective_request(const ParsedArgs& parsed)
       const double w = parse_number("--rank-loads", loads->substr(start, comma - start));
       if (w < 0)
         throw InputError("--rank-loads: expected non-negative loads, got " + loads->substr(start, comma - start));
-      request.options.rank_weights.push_back(w);
+      request.options.all_to_all.rank.push_back(w);
       sum += w;
       start = comma + 1;
     }
     if (!(sum > 0))
       throw InputError("--rank-loads: expected at least one positive load");
-    for (double& w : request.options.rank_weights) // normalised to mean 1: the op's size stays what each rank sends
-      w *= static_cast<double>(request.options.rank_weights.size()) / sum;
+    for (double& w : request.options.all_to_all.rank) // normalised to mean 1: the op's size stays what each rank sends
+      w *= static_cast<double>(request.options.all_to_all.rank.size()) / sum;
   }
   request.options.two_hop = parsed.has("--two-hop");
   return request;
@@ -368,9 +368,9 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
 
   CollectiveRequest request = read_collective_request(parsed);
   const Placement placement = place_collective_ranks(parsed);
-  if (!request.options.rank_weights.empty() &&
-      static_cast<int64_t>(request.options.rank_weights.size()) != placement.ranks)
-    throw InputError("--rank-loads: " + std::to_string(request.options.rank_weights.size()) + " loads for " +
+  if (!request.options.all_to_all.rank.empty() &&
+      static_cast<int64_t>(request.options.all_to_all.rank.size()) != placement.ranks)
+    throw InputError("--rank-loads: " + std::to_string(request.options.all_to_all.rank.size()) + " loads for " +
                      std::to_string(placement.ranks) + " ranks (expected one per rank)");
   const topo::ClusterGraph graph(placement.cluster);
   const int64_t gpus_per_thread = gpus_per_thread_flag(parsed, placement);

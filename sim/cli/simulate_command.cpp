@@ -9,6 +9,7 @@
 #include "timeline.hpp"
 
 #include "gputwin/chakra/chakra_writer.hpp"
+#include "gputwin/models/token_exchange.hpp"
 #include "gputwin/models/workload_unfolding.hpp"
 #include "gputwin/models/flops.hpp"
 #include "gputwin/common/input_error.hpp"
@@ -235,11 +236,20 @@ void export_chakra(const std::string& dir, const Workload& workload, const GpuCo
 {
   chakra::ChakraExportOptions chakra_options;
   chakra_options.compute_duration_s = [&gpu](const traces::Op& op) { return compute_duration_s(gpu, op); };
+  // A MoE token exchange under imbalance: an all-to-all-v, written as messages of each pair's bytes.
+  chakra_options.all_to_all_weights = [&workload](const traces::Op& op) {
+    return workload.expert_loads ? token_exchange_weights(*workload.expert_loads, op) : std::nullopt;
+  };
+  const traces::OpGraph folded = workload_graph(workload);
   if (!all_ranks) {
-    chakra::write_chakra_traces(workload_graph(workload), dir, chakra_options);
+    chakra::write_chakra_traces(folded, dir, chakra_options);
     return;
   }
-  const int64_t nodes = unfolded_node_count(workload);
+  // Every rank of a stage holds its stage program's nodes (unfolded_workload_graph: the same ops).
+  int64_t nodes = 0;
+  for (const traces::RankProgram& program : folded.ranks)
+    nodes += chakra::chakra_node_count(folded, program, chakra_options);
+  nodes *= workload.plan.tp * workload.plan.cp * workload.plan.dp;
   if (nodes > max_chakra_nodes)
     throw InputError("--chakra: every rank's trace would hold " + std::to_string(nodes) + " nodes over " +
                      std::to_string(workload.plan.gpus()) + " files (at most " + std::to_string(max_chakra_nodes) +

@@ -6,6 +6,7 @@
 
 #include "et_def.pb.h"
 #include "gputwin/models/model_catalog.hpp"
+#include "gputwin/models/token_exchange.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/models/workload_unfolding.hpp"
 #include "gputwin/traces/json_value.hpp"
@@ -310,6 +311,102 @@ TEST(ChakraExport, ContextParallelRingExchangesAreSendsAndReceives)
     EXPECT_EQ(exchanges, 4) << "rank " << rank;
   }
   EXPECT_EQ(sends, recvs);
+}
+
+// A MoE token exchange under load imbalance is an all-to-all-v (each pair its own bytes), which Chakra's ALL_TO_ALL
+// (one comm_size) cannot say: it is written as a send to and a receive from every other rank of its EP group, tag
+// 2^30 + its sequence, each of its pair's bytes (mixtral-8x7b cut to 2 layers, ep 4 x dp 4 on one node). Balanced,
+// the same plan keeps one ALL_TO_ALL node per exchange.
+TEST(ChakraExport, UnevenMoeAllToAllsAreWrittenAsPerPairMessages)
+{
+  const std::string flags = "simulate --model mixtral-8x7b --layers 2 --tp 1 --ep 4 --dp 4 --nodes 1 --global-batch 4 ";
+  const CatalogEntry* entry = find_catalog_model("mixtral-8x7b");
+  ASSERT_NE(entry, nullptr);
+  GptConfig model = entry->model;
+  model.layers = 2;
+  ParallelPlan plan;
+  plan.ep = 4;
+  plan.dp = 4;
+  plan.global_batch = 4;
+  plan.moe_imbalance_cv = 0.5;
+  const Workload workload = make_workload(model, plan);
+  ASSERT_TRUE(workload.expert_loads);
+  const traces::OpGraph graph = unfolded_workload_graph(workload);
+
+  const fs::path dir = fresh_dir("chakra_moe_uneven");
+  const CliResult r = run_gputwin(flags + "--moe-imbalance 0.5 --chakra '" + dir.string() + "'", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  constexpr int32_t a2a_tag_base = 1 << 30;
+  // (src, dst, tag) -> size, sends and receives apart; the exchanges' names by tag.
+  std::map<std::tuple<int32_t, int32_t, int32_t>, int64_t> sends, recvs;
+  std::map<int32_t, std::string> exchange_name;
+  for (const traces::RankProgram& program : graph.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(program.rank));
+    const DecodedRank decoded = decode(dir / ("workload." + std::to_string(program.rank) + ".et"));
+    std::set<uint64_t> ids;
+    int64_t a2a_ops = 0, a2a_nodes = 0, coll_a2a = 0;
+    for (const traces::Op& op : program.ops)
+      a2a_ops += op.collective == CollectiveOp::AllToAll && op.kind == traces::OpKind::Collective ? 1 : 0;
+    for (const ChakraProtoMsg::Node& node : decoded.nodes) {
+      for (const uint64_t d : node.data_deps())
+        EXPECT_TRUE(ids.count(d)) << node.name() << " depends on unknown or later node " << d;
+      EXPECT_TRUE(ids.insert(node.id()).second) << "duplicate id " << node.id();
+      if (node.type() == ChakraProtoMsg::COMM_COLL_NODE &&
+          attr(node, "comm_type")->int64_val() == ChakraProtoMsg::ALL_TO_ALL)
+        ++coll_a2a;
+      const bool send = node.type() == ChakraProtoMsg::COMM_SEND_NODE;
+      if ((!send && node.type() != ChakraProtoMsg::COMM_RECV_NODE) || attr(node, "comm_tag")->int32_val() < a2a_tag_base)
+        continue;
+      ++a2a_nodes;
+      const int32_t tag = attr(node, "comm_tag")->int32_val();
+      exchange_name[tag] = node.name();
+      const auto key = std::make_tuple(attr(node, "comm_src")->int32_val(), attr(node, "comm_dst")->int32_val(), tag);
+      EXPECT_EQ(std::get<0>(key) == program.rank, send);
+      EXPECT_EQ(std::get<1>(key) == program.rank, !send);
+      EXPECT_TRUE((send ? sends : recvs).emplace(key, attr(node, "comm_size")->int64_val()).second);
+    }
+    EXPECT_GT(a2a_ops, 0);
+    EXPECT_EQ(coll_a2a, 0); // every exchange is skewed under CV 0.5
+    EXPECT_EQ(a2a_nodes, a2a_ops * 2 * 3); // a send and a receive for each of the 3 peers
+  }
+  EXPECT_EQ(sends, recvs); // every message received as sent, same size
+  // The traffic matrix has rank one: a dispatch's pair bytes depend on the receiver only (its experts' load), a
+  // combine's on the sender only; and they are not all equal (the load is skewed).
+  std::map<std::pair<int32_t, int32_t>, std::set<int64_t>> by_side; // (tag, the rank whose load counts) -> sizes
+  std::set<int64_t> all_sizes;
+  for (const auto& [key, size] : sends) {
+    const auto& [src, dst, tag] = key;
+    const std::string& name = exchange_name.at(tag);
+    const bool at_sender = name == "moe.combine" || name == "moe.dispatch.bwd";
+    by_side[{tag, at_sender ? src : dst}].insert(size);
+    all_sizes.insert(size);
+  }
+  for (const auto& [side, sizes] : by_side)
+    EXPECT_EQ(sizes.size(), 1u) << "tag " << side.first << " rank " << side.second << ": " << sizes.size() << " sizes";
+  EXPECT_GT(all_sizes.size(), 1u);
+  // And each is the pair bytes of the model's loads (models/token_exchange.hpp, traces' all_to_all_pair_bytes).
+  for (const traces::Op& op : graph.ranks[0].ops) {
+    const std::optional<AllToAllWeights> w = token_exchange_weights(*workload.expert_loads, op);
+    if (!w)
+      continue;
+    const int32_t tag = a2a_tag_base + static_cast<int32_t>(op.sequence);
+    EXPECT_EQ(sends.at({0, 1, tag}), std::llround(all_to_all_pair_bytes(op.bytes, *w, 0, 1, 4))) << op.name;
+    EXPECT_EQ(sends.at({2, 0, tag}), std::llround(all_to_all_pair_bytes(op.bytes, *w, 2, 0, 4))) << op.name;
+  }
+
+  // Balanced: one ALL_TO_ALL collective per exchange, no all-to-all-v messages.
+  const fs::path even = fresh_dir("chakra_moe_even");
+  const CliResult balanced = run_gputwin(flags + "--chakra '" + even.string() + "'", false);
+  ASSERT_EQ(balanced.exit_code, 0) << balanced.output;
+  int64_t coll_a2a = 0;
+  for (const ChakraProtoMsg::Node& node : decode(even / "workload.0.et").nodes) {
+    if (node.type() == ChakraProtoMsg::COMM_COLL_NODE &&
+        attr(node, "comm_type")->int64_val() == ChakraProtoMsg::ALL_TO_ALL)
+      ++coll_a2a;
+    if (node.type() == ChakraProtoMsg::COMM_SEND_NODE)
+      EXPECT_LT(attr(node, "comm_tag")->int32_val(), a2a_tag_base);
+  }
+  EXPECT_GT(coll_a2a, 0);
 }
 
 // cp 2 and dp 1: the CP ring and the dp x cp group have the same two members but are separate communicators,

@@ -57,4 +57,13 @@ double bus_bandwidth_factor(CollectiveOp op, int ranks)
   return 1.0;
 }
 
+double all_to_all_pair_bytes(double bytes, const AllToAllWeights& weights, size_t i, size_t j, size_t n)
+{
+  if (i >= n || j >= n || (!weights.rank.empty() && weights.rank.size() != n))
+    throw std::invalid_argument("all_to_all_pair_bytes: ranks or weights do not match the group of " +
+                                std::to_string(n));
+  const double share = bytes / static_cast<double>(n);
+  return weights.rank.empty() ? share : share * weights.rank[weights.at_sender ? i : j];
+}
+
 } // namespace gputwin

@@ -46,15 +46,6 @@ std::vector<int32_t> counterpart(const ParallelPlan& plan, const std::vector<int
 
 } // namespace
 
-int64_t unfolded_node_count(const Workload& workload)
-{
-  const int64_t copies = workload.plan.tp * workload.plan.cp * workload.plan.dp;
-  int64_t ops = 0;
-  for (int64_t stage = 0; stage < workload.plan.pp; ++stage)
-    ops += static_cast<int64_t>(stage_program(workload, stage).ops.size());
-  return ops * copies;
-}
-
 traces::OpGraph unfolded_workload_graph(const Workload& workload)
 {
   const ParallelPlan& plan = workload.plan;

@@ -379,11 +379,10 @@ void add_send_recv_flows(const FlowList& flows, const std::vector<int>& gpus, do
 void add_all_to_all_flows(const FlowList& flows, const NodeLayout& layout, const std::vector<int>& gpus, double bytes,
                           const CollectiveOptions& options)
 {
-  const double n = static_cast<double>(gpus.size());
-  const std::vector<double>& w = options.rank_weights;
-  for (size_t i = 0; i < gpus.size(); ++i)
-    for (size_t j = 0; j < gpus.size(); ++j) {
-      const double pair = bytes / n * (w.empty() ? 1.0 : w[options.weights_at_sender ? i : j]);
+  const size_t n = gpus.size();
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) {
+      const double pair = all_to_all_pair_bytes(bytes, options.all_to_all, i, j, n);
       const int src = gpus[i], dst = gpus[j];
       if (!options.two_hop || layout.node(src) == layout.node(dst)) {
         flows.add(src, dst, pair, 1);
@@ -391,7 +390,7 @@ void add_all_to_all_flows(const FlowList& flows, const NodeLayout& layout, const
       }
       // DeepEP: the relay is the GPU on the sender's rail in the receiver's node (tray) (dispatch: RDMA then
       // NVLink; combine: the reverse, NVLink to the relay on the receiver's rail in the sender's tray, then RDMA).
-      const bool combine = options.weights_at_sender;
+      const bool combine = options.all_to_all.at_sender;
       const int relay = combine ? layout.tray(src) * layout.gpus_per_tray() + layout.local(dst)
                                 : layout.tray(dst) * layout.gpus_per_tray() + layout.local(src);
       if (combine) {
@@ -542,7 +541,7 @@ CollectivePlan plan_collective(const topo::ClusterSpec& cluster, CollectiveOp op
   check_gpus(cluster, gpus);
   if (!(bytes >= 0))
     throw std::invalid_argument("collective: bytes must be >= 0");
-  if (!options.rank_weights.empty() && options.rank_weights.size() != gpus.size())
+  if (!options.all_to_all.rank.empty() && options.all_to_all.rank.size() != gpus.size())
     throw std::invalid_argument("collective: rank_weights must have one weight per rank");
   const NodeLayout layout(cluster);
   const auto groups = group_by_node(layout, gpus);

@@ -2,6 +2,7 @@
 
 #include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/models/rank_layout.hpp"
+#include "gputwin/models/token_exchange.hpp"
 #include "gputwin/sim/userbuffers_cost.hpp"
 
 #include <algorithm>
@@ -39,11 +40,6 @@ double CommExpander::deepep_internode_share(const std::vector<int32_t>& ep_ranks
     none *= std::max(0.0, pool - pool / M - static_cast<double>(i)) / (pool - static_cast<double>(i));
   // RDMA copies per token (one per node used) over the routed copies that cross to that node (k / M per node).
   return std::min(1.0, (1.0 - none) * M / static_cast<double>(moe.topk));
-}
-
-bool CommExpander::skewed(const LayerExpertLoad& load) const
-{
-  return std::any_of(load.rank.begin(), load.rank.end(), [](double w) { return w != 1.0; });
 }
 
 std::vector<bool> CommExpander::link_disjoint_copies(const std::vector<std::vector<Flow>>& copy_flows) const
@@ -141,17 +137,16 @@ const CommWork& CommExpander::collective(const traces::Op& op)
   CollectiveOptions options;
   int skew = 0; // 0: even; 1: receiver-weighted (dispatch); 2: sender-weighted (combine)
   if (op.collective == CollectiveOp::AllToAll && workload_.role(op.group).kind == GroupKind::Ep) {
-    const std::optional<OpName> name = parse_op_name(op.name);
-    options.weights_at_sender = name == OpName::MoeCombine || name == OpName::MoeDispatchBwd;
+    options.all_to_all.at_sender = returns_tokens(op);
     if (workload_.plan.dispatcher == MoeDispatcher::DeepEp) {
       options.two_hop = true;
       options.internode_share = deepep_internode_share(copies_of_group(op.group).front());
-      skew = options.weights_at_sender ? 2 : 1;
+      skew = options.all_to_all.at_sender ? 2 : 1;
     }
-    if (const LayerExpertLoad* load = workload_.expert_loads ? workload_.expert_loads->find(op.layer) : nullptr;
-        load != nullptr && skewed(*load)) {
-      options.rank_weights = load->rank;
-      skew = options.weights_at_sender ? 2 : 1;
+    if (std::optional<AllToAllWeights> weights =
+            workload_.expert_loads ? token_exchange_weights(*workload_.expert_loads, op) : std::nullopt) {
+      options.all_to_all = std::move(*weights);
+      skew = options.all_to_all.at_sender ? 2 : 1;
     }
   }
   const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes,

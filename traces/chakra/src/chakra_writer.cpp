@@ -67,9 +67,12 @@ constexpr int32_t max_et_position = (1 << 24) - 1; // gputwin.layer, gputwin.mic
 constexpr int64_t max_et_node_id = INT64_MAX / 2;  // node ids, a ring exchange's receive's included
 constexpr double et_count_limit = 9223372036854775808.0; // 2^63: FLOPs and bytes are int64 num_ops, comm_size
 constexpr uint64_t max_et_duration_micros = uint64_t{1} << 40;
-// comm_tag: a message's sequence on its (src, dst) pair; a ring exchange's 2^24 + its sequence, within int32.
+// comm_tag: a message's sequence on its (src, dst) pair; a ring exchange's 2^24 + its sequence on its group; an
+// all-to-all-v's 2^30 + its sequence on its group; all within int32 and apart, so a pair's tags never collide.
 constexpr int64_t ring_tag_base = int64_t{1} << 24;
-constexpr int64_t max_ring_sequence = INT32_MAX - ring_tag_base;
+constexpr int64_t all_to_all_tag_base = int64_t{1} << 30;
+constexpr int64_t max_ring_sequence = all_to_all_tag_base - ring_tag_base - 1;
+constexpr int64_t max_all_to_all_sequence = INT32_MAX - all_to_all_tag_base;
 
 uint64_t non_negative_round(double v)
 {
@@ -133,9 +136,56 @@ std::string printable(const std::string& text)
                            " '" + printable(op.name) + "': " + why);
 }
 
+// The weights of an all-to-all written as an all-to-all-v (messages), nullopt for one written as a collective node.
+std::optional<AllToAllWeights> all_to_all_v(const traces::Op& op, const ChakraExportOptions& options)
+{
+  if (op.kind != traces::OpKind::Collective || op.collective != CollectiveOp::AllToAll || !options.all_to_all_weights)
+    return std::nullopt;
+  std::optional<AllToAllWeights> weights = options.all_to_all_weights(op);
+  if (weights && weights->rank.empty())
+    return std::nullopt;
+  return weights;
+}
+
+const std::vector<int32_t>& group_ranks(const traces::OpGraph& graph, const traces::Op& op)
+{
+  return graph.groups.at(static_cast<size_t>(op.group)).ranks;
+}
+
+// The Chakra nodes `op` is written as: a ring exchange two, an all-to-all-v a send and a receive per peer, else one.
+int64_t node_count(const traces::OpGraph& graph, const traces::Op& op, const ChakraExportOptions& options)
+{
+  if (op.kind == traces::OpKind::Collective && op.collective == CollectiveOp::SendRecv)
+    return 2;
+  if (all_to_all_v(op, options))
+    return 2 * (static_cast<int64_t>(group_ranks(graph, op).size()) - 1);
+  return 1;
+}
+
+// Refuses an all-to-all-v Chakra cannot hold as messages: weights not one per rank, a group without a peer, a
+// sequence beyond its comm_tag.
+void check_all_to_all_v(const traces::OpGraph& graph, const traces::RankProgram& program, const traces::Op& op,
+                        const ChakraExportOptions& options)
+{
+  const std::optional<AllToAllWeights> weights = all_to_all_v(op, options);
+  if (!weights)
+    return;
+  const std::vector<int32_t>& ranks = group_ranks(graph, op);
+  if (ranks.size() < 2 || weights->rank.size() != ranks.size())
+    refuse(program, op,
+           "an all-to-all-v needs one weight per rank of a group of two or more (group of " +
+               std::to_string(ranks.size()) + ", " + std::to_string(weights->rank.size()) + " weights)");
+  if (std::find(ranks.begin(), ranks.end(), program.rank) == ranks.end())
+    refuse(program, op, "the rank is not in its group " + std::to_string(op.group));
+  if (op.sequence < 0 || op.sequence > max_all_to_all_sequence)
+    refuse(program, op,
+           "all-to-all sequence " + std::to_string(op.sequence) + " beyond the comm_tag 2^30 + sequence (int32)");
+}
+
 // Refuses, with a TraceError naming the rank, op and field, what a Chakra ET of `program` would not hold as it is
 // (the limits above). Compute durations are checked as they are written (they come from a callback).
-void check_exportable(const traces::OpGraph& graph, const traces::RankProgram& program)
+void check_exportable(const traces::OpGraph& graph, const traces::RankProgram& program,
+                      const ChakraExportOptions& options)
 {
   const std::string rank = "chakra export: rank " + std::to_string(program.rank);
   if (program.rank < 0 || program.rank > max_et_rank)
@@ -148,11 +198,17 @@ void check_exportable(const traces::OpGraph& graph, const traces::RankProgram& p
     if (v >= et_count_limit)
       refuse(program, op, std::string(what) + " " + traces::json_number(v) + " beyond the int64 a Chakra ET holds");
   };
+  int64_t extra_nodes = 0; // nodes beyond one per op, numbered after the largest op id
+  for (const traces::Op& op : program.ops) {
+    check_all_to_all_v(graph, program, op, options);
+    extra_nodes += node_count(graph, op, options) - 1;
+  }
   for (const traces::Op& op : program.ops) {
     if (!is_utf8(op.name))
       refuse(program, op, "the name is not UTF-8 text (Chakra ET strings are UTF-8)");
-    if (op.id < 0 || op.id >= max_et_node_id - static_cast<int64_t>(program.ops.size()))
-      refuse(program, op, "id beyond the node ids a Chakra ET is read back with (below 2^62, less the rank's ops)");
+    if (op.id < 0 || op.id >= max_et_node_id - extra_nodes)
+      refuse(program, op,
+             "id beyond the node ids a Chakra ET is read back with (below 2^62, less the rank's extra nodes)");
     if (op.stream < 0 || op.stream > max_et_stream)
       refuse(program, op,
              "stream " + std::to_string(op.stream) + " beyond the 0.." + std::to_string(max_et_stream) +
@@ -225,7 +281,13 @@ std::pair<int32_t, int32_t> ring_neighbours(const traces::OpGraph& graph, const 
 // pair), the exchange's sequence on its group.
 int32_t ring_tag(const traces::Op& op)
 {
-  return static_cast<int32_t>(ring_tag_base + op.sequence); // check_exportable: at most INT32_MAX
+  return static_cast<int32_t>(ring_tag_base + op.sequence); // check_exportable: below 2^30
+}
+
+// Tags of an all-to-all-v's messages: 2^30 + the all-to-all's sequence on its group (one message a pair).
+int32_t all_to_all_tag(const traces::Op& op)
+{
+  return static_cast<int32_t>(all_to_all_tag_base + op.sequence); // check_exportable: at most INT32_MAX
 }
 
 // pg_name of group index `group`: from 1, ASTRA-sim's CommunicatorGroup::set_id asserts id > 0 and its
@@ -241,12 +303,60 @@ void write_delimited(const google::protobuf::MessageLite& message, std::ostream&
     throw traces::TraceError("chakra export: cannot serialize a message");
 }
 
+// One point-to-point message of `op` (a ring exchange's or an all-to-all-v's) as node `id`, with the dependencies
+// `node` already holds.
+struct Message {
+  int64_t id = 0;
+  bool send = true;
+  int32_t src = 0, dst = 0, tag = 0;
+  double bytes = 0;
+};
+
+void write_message(std::ostream& out, Node& node, const traces::Op& op, const Message& m)
+{
+  node.set_id(static_cast<uint64_t>(m.id));
+  node.set_type(m.send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE);
+  node.clear_attr();
+  add_bool(node, "is_cpu_op", false);
+  add_int32(node, "comm_src", m.src);
+  add_int32(node, "comm_dst", m.dst);
+  add_int32(node, "comm_tag", m.tag);
+  add_int64(node, "comm_size", static_cast<int64_t>(non_negative_round(m.bytes)));
+  add_placement(node, op);
+  write_delimited(node, out);
+}
+
+// An all-to-all-v as messages (`node` holding its dependencies): a send to every other rank of `ranks` (the first
+// with the op's id), then a receive from every other rank, in ring order from `rank`, each of its pair's bytes;
+// the ids beyond the op's taken from `next_id` and added to `extra`.
+void write_all_to_all_v(std::ostream& out, Node& node, const std::vector<int32_t>& ranks, int32_t rank,
+                        const traces::Op& op, const AllToAllWeights& weights, int64_t& next_id,
+                        std::vector<int64_t>& extra)
+{
+  const size_t n = ranks.size();
+  const size_t i = static_cast<size_t>(std::find(ranks.begin(), ranks.end(), rank) - ranks.begin());
+  for (size_t k = 1; k < n; ++k) { // to the k-th next rank: this rank's pair bytes
+    const size_t j = (i + k) % n;
+    const int64_t id = k == 1 ? op.id : next_id++;
+    if (k > 1)
+      extra.push_back(id);
+    write_message(out, node, op,
+                  {id, true, rank, ranks[j], all_to_all_tag(op), all_to_all_pair_bytes(op.bytes, weights, i, j, n)});
+  }
+  for (size_t k = 1; k < n; ++k) { // from the k-th previous rank, which sends here at its k-th step
+    const size_t j = (i + n - k) % n;
+    extra.push_back(next_id);
+    write_message(out, node, op,
+                  {next_id++, false, ranks[j], rank, all_to_all_tag(op), all_to_all_pair_bytes(op.bytes, weights, j, i, n)});
+  }
+}
+
 } // namespace
 
 void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const traces::RankProgram& program,
                        const ChakraExportOptions& options)
 {
-  check_exportable(graph, program);
+  check_exportable(graph, program, options);
   ChakraProtoMsg::GlobalMetadata meta;
   meta.set_version(chakra_schema_version);
   {
@@ -269,11 +379,13 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
 
   // A ring exchange (a SendRecv collective: context parallelism's K/V blocks, --tp-comm-overlap's chunks) has no
   // Chakra collective type: it is written as a send to the next rank of its group (id = the op's) and a receive
-  // from the previous one (a fresh id after every op's), and whatever depends on the op depends on both.
+  // from the previous one (a fresh id after every op's), and whatever depends on the op depends on both. An
+  // all-to-all-v likewise: a send to every other rank of its group (the first with the op's id), then a receive from
+  // every other rank, in ring order from this rank.
   int64_t next_extra_id = 0;
   for (const traces::Op& op : program.ops)
     next_extra_id = std::max(next_extra_id, op.id + 1);
-  std::map<int64_t, int64_t> ring_recv_id; // SendRecv op id -> its receive node's id
+  std::map<int64_t, std::vector<int64_t>> extra_ids; // op id -> the ids of its other nodes
 
   std::map<int32_t, int64_t> last_on_stream; // stream -> id of its last op so far
   Node node;
@@ -287,8 +399,8 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
     if (const auto it = last_on_stream.find(op.stream); it != last_on_stream.end())
       deps.push_back(it->second);
     for (size_t i = 0, n = deps.size(); i < n; ++i)
-      if (const auto it = ring_recv_id.find(deps[i]); it != ring_recv_id.end())
-        deps.push_back(it->second);
+      if (const auto it = extra_ids.find(deps[i]); it != extra_ids.end())
+        deps.insert(deps.end(), it->second.begin(), it->second.end());
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     for (const int64_t d : deps)
@@ -297,26 +409,15 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
 
     if (op.kind == traces::OpKind::Collective && op.collective == CollectiveOp::SendRecv) {
       const auto [next, previous] = ring_neighbours(graph, program, op);
-      node.set_type(ChakraProtoMsg::COMM_SEND_NODE);
-      add_bool(node, "is_cpu_op", false);
-      add_int32(node, "comm_src", program.rank);
-      add_int32(node, "comm_dst", next);
-      add_int32(node, "comm_tag", ring_tag(op));
-      add_int64(node, "comm_size", static_cast<int64_t>(non_negative_round(op.bytes)));
-      add_placement(node, op);
-      write_delimited(node, out);
+      write_message(out, node, op, {op.id, true, program.rank, next, ring_tag(op), op.bytes});
       // The receive: the same dependencies, from the previous rank.
-      node.set_id(static_cast<uint64_t>(next_extra_id));
-      node.set_type(ChakraProtoMsg::COMM_RECV_NODE);
-      node.clear_attr();
-      add_bool(node, "is_cpu_op", false);
-      add_int32(node, "comm_src", previous);
-      add_int32(node, "comm_dst", program.rank);
-      add_int32(node, "comm_tag", ring_tag(op));
-      add_int64(node, "comm_size", static_cast<int64_t>(non_negative_round(op.bytes)));
-      add_placement(node, op);
-      write_delimited(node, out);
-      ring_recv_id[op.id] = next_extra_id++;
+      write_message(out, node, op, {next_extra_id, false, previous, program.rank, ring_tag(op), op.bytes});
+      extra_ids[op.id] = {next_extra_id++};
+      continue;
+    }
+    if (const std::optional<AllToAllWeights> weights = all_to_all_v(op, options)) {
+      write_all_to_all_v(out, node, group_ranks(graph, op), program.rank, op, *weights, next_extra_id,
+                         extra_ids[op.id]);
       continue;
     }
 
@@ -362,6 +463,15 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
   }
 }
 
+int64_t chakra_node_count(const traces::OpGraph& graph, const traces::RankProgram& program,
+                          const ChakraExportOptions& options)
+{
+  int64_t nodes = 0;
+  for (const traces::Op& op : program.ops)
+    nodes += node_count(graph, op, options);
+  return nodes;
+}
+
 void write_chakra_comm_groups(std::ostream& out, const traces::OpGraph& graph)
 {
   out << "{";
@@ -390,17 +500,18 @@ ChakraExportSummary write_chakra_traces(const traces::OpGraph& graph, const std:
   // Every file through the atomic writer: an interrupted or failed export never leaves a truncated file. What Chakra
   // cannot hold is refused before the first file.
   for (const traces::RankProgram& program : graph.ranks)
-    check_exportable(graph, program);
+    check_exportable(graph, program, options);
   ChakraExportSummary summary;
   for (const traces::RankProgram& program : graph.ranks) {
     const std::filesystem::path path = dir / (options.prefix + "." + std::to_string(program.rank) + ".et");
     write_file_atomically(
         path.string(), [&](std::ostream& file) { write_chakra_rank(file, graph, program, options); }, "--chakra");
     summary.files.push_back(path);
+    summary.nodes += chakra_node_count(graph, program, options);
     for (const traces::Op& op : program.ops) {
-      const bool ring = op.kind == traces::OpKind::Collective && op.collective == CollectiveOp::SendRecv;
-      summary.nodes += ring ? 2 : 1; // a ring exchange is a send and a receive
-      summary.collectives += op.kind == traces::OpKind::Collective && !ring ? 1 : 0;
+      const bool messages = op.kind == traces::OpKind::Collective &&
+                            (op.collective == CollectiveOp::SendRecv || all_to_all_v(op, options));
+      summary.collectives += op.kind == traces::OpKind::Collective && !messages ? 1 : 0;
     }
   }
   summary.comm_groups_file = dir / (options.prefix + ".comm_groups.json");

@@ -17,7 +17,4 @@ namespace gputwin {
 // index on the neighbouring stage). Metadata as workload_graph(), with "folded" = "false".
 traces::OpGraph unfolded_workload_graph(const Workload& workload);
 
-// The ops unfolded_workload_graph() would hold, all ranks together (to refuse an export too large to write).
-int64_t unfolded_node_count(const Workload& workload);
-
 } // namespace gputwin

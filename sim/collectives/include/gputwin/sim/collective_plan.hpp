@@ -49,11 +49,9 @@ struct CollectiveOptions {
   std::optional<NcclProtocol> protocol;   // NCCL_PROTO
   int gpus_per_thread = 1;                // GPUs one host thread issues the call on (nccl-tests -g)
   bool flows = true;                      // false: choice and cost only (calibration), no flows
-  // All-to-all(-v) with a rank-1 traffic matrix (MoE token exchange, expert_load.hpp): rank i sends rank j
-  // bytes / n x w_j (`weights_at_sender` false: the receiver's load, a dispatch) or bytes / n x w_i (true: the
-  // sender's, a combine). Empty: every pair bytes / n. REQUIRES: one weight per rank when set.
-  std::vector<double> rank_weights{};
-  bool weights_at_sender = false;
+  // All-to-all(-v) with a rank-1 traffic matrix (MoE token exchange, models/token_exchange.hpp): each pair's bytes
+  // by traces' all_to_all_pair_bytes. Empty weights: every pair bytes / n. REQUIRES: one weight per rank when set.
+  AllToAllWeights all_to_all{};
   // All-to-all as DeepEP's internode kernels run it (deepseek-ai/DeepEP csrc/kernels/internode.cu): a pair on two
   // nodes goes over RDMA to the GPU of the destination node with the sender's local index (its own rail), then
   // over NVLink to the destination; pairs inside a node over NVLink directly. `internode_share` scales the RDMA

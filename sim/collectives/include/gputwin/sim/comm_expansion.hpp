@@ -49,8 +49,6 @@ private:
   // Copies (by index) whose flows' links no other copy uses; empty without routes.
   std::vector<bool> link_disjoint_copies(const std::vector<std::vector<Flow>>& copy_flows) const;
 
-  // Whether a MoE layer's all-to-alls have per-pair sizes (some EP rank's load differs from the balanced share).
-  bool skewed(const LayerExpertLoad& load) const;
   // DeepEP's RDMA bytes per routed copy that crosses nodes, for an EP group on `ep_ranks` (one copy of a token per
   // destination node; CollectiveOptions::internode_share).
   double deepep_internode_share(const std::vector<int32_t>& ep_ranks) const;
