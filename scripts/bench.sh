@@ -71,6 +71,12 @@ awk 'BEGIN { print "# GPUs,global batch,micro batch,hidden size,attention heads,
 bench "compare --iterations, 100k distinct rows, refused (memory)" 1 200 \
   bash -c '"$1" compare --iterations "$2" --cluster dgx-a100 --recompute full --schedule 1f1b --vocab 50257 2>/dev/null; [ $? = 2 ]' \
   _ "$gputwin" "$work_dir/rows.csv"
+awk 'BEGIN { print "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)";
+             for (h = 0; h < 10000; h++) for (l = 1; l <= 100; l++) printf "2,16,8,%d,16,%d,1024,1,1,2,%d\n", 1024 + 64 * h, 2 * l, 300 + (h * 100 + l) % 100 }' \
+  >"$work_dir/rows1m.csv"
+bench "calibrate --iterations, 1M distinct rows (35 MB), refused (memory)" 1 200 \
+  bash -c '"$1" calibrate --iterations "$2" -o "$3" --cluster dgx-a100 --recompute full --schedule 1f1b --vocab 50257 2>/dev/null; [ $? = 2 ]' \
+  _ "$gputwin" "$work_dir/rows1m.csv" "$work_dir/fit.yaml"
 bench "all-to-all 1 GiB, 1024 H100 (dgx-h100, a million flows)" 2 - \
   "$gputwin" collective --cluster dgx-h100 --op all-to-all --ranks 1024 --bytes 1G --json
 # Earlier cases.

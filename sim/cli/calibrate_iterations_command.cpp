@@ -64,9 +64,9 @@ FitInputs read_fit_inputs(const ParsedArgs& parsed)
     throw InputError("--output: missing (expected -o FILE for the fitted model)");
   inputs.output_path = *output;
   check_output_flags(parsed, {"--output"}); // before the fit
-  const IterationTable table = read_iteration_table(inputs.table_path);
-  inputs.cluster = iteration_cluster(table, parsed);
-  inputs.cases = checked_iteration_cases(table, parsed, inputs.cluster, "the fit of " + inputs.table_path);
+  CheckedIterationTable checked = read_checked_iteration_table(inputs.table_path, parsed, "the fit of " + inputs.table_path);
+  inputs.cluster = std::move(checked.cluster);
+  inputs.cases = std::move(checked.cases);
 
   inputs.options.folds = static_cast<int>(parsed.integer("--folds").value_or(5));
   inputs.options.max_evaluations = static_cast<int>(parsed.integer("--max-evaluations").value_or(800));

@@ -37,10 +37,9 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
     return 0;
   }
   const std::string table_path = parsed.value("--iterations").value_or("");
-  const IterationTable table = read_iteration_table(table_path);
-  const topo::ClusterSpec cluster = iteration_cluster(table, parsed);
-  std::vector<sim::IterationCase> cases =
-      checked_iteration_cases(table, parsed, cluster, "the comparison of " + table_path);
+  CheckedIterationTable checked = read_checked_iteration_table(table_path, parsed, "the comparison of " + table_path);
+  const topo::ClusterSpec& cluster = checked.cluster;
+  std::vector<sim::IterationCase> cases = std::move(checked.cases);
   const GpuComputeModel gpu =
       compute_model_for_gpu(parsed, cluster.gpu);
   const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));

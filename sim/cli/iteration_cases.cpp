@@ -162,31 +162,51 @@ std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, con
   return cases;
 }
 
-std::vector<sim::IterationCase> checked_iteration_cases(const IterationTable& table, const ParsedArgs& flags,
-                                                        const topo::ClusterSpec& cluster, const std::string& what)
+namespace {
+
+// Refuses the table at `path` when rows sampled over the file, at the row count its size implies, are estimated at
+// more than twice the memory limit: before the file is read whole, so the refusal costs the sample whatever the
+// file's size. A sample that cannot be read or costed is left to the whole reading, which names the first bad row.
+void refuse_from_sample(const std::string& path, const ParsedArgs& flags, int64_t memory_limit, const std::string& what)
+{
+  constexpr int kSampledRows = 64;
+  std::vector<sim::IterationCase> sampled;
+  int64_t rows = 0;
+  topo::ClusterSpec cluster;
+  try {
+    const IterationTableSample sample = sample_iteration_table(path, kSampledRows);
+    rows = sample.estimated_rows;
+    if (rows <= kSampledRows)
+      return;
+    cluster = iteration_cluster(sample.table, flags);
+    ArgParser parser = row_parser();
+    for (const MeasuredIteration& row : sample.table.rows)
+      sampled.push_back(read_case(sample.table, row, flags, cluster, parser));
+  } catch (const InputError&) {
+    return;
+  }
+  const ResourceEstimate e = estimate_iteration_table(cluster.gpus(), sampled, static_cast<size_t>(rows));
+  if (e.bytes > 2.0 * static_cast<double>(memory_limit))
+    check_resources(e, memory_limit, flags,
+                    what + " (from " + std::to_string(sampled.size()) + " rows sampled over the file, about " +
+                        std::to_string(rows) + " rows by its size)");
+}
+
+} // namespace
+
+CheckedIterationTable read_checked_iteration_table(const std::string& path, const ParsedArgs& flags,
+                                                   const std::string& what)
 {
   const int64_t memory_limit = max_memory_bytes(flags);
-  constexpr size_t kSampledRows = 64;
-  if (memory_limit > 0 && table.rows.size() > kSampledRows) {
-    // A row the sample cannot read is left to the whole reading, which names the first bad row.
-    std::vector<sim::IterationCase> sampled;
-    ArgParser parser = row_parser();
-    try {
-      for (size_t k = 0; k < kSampledRows; ++k)
-        sampled.push_back(read_case(table, table.rows[k * table.rows.size() / kSampledRows], flags, cluster, parser));
-    } catch (const InputError&) {
-      sampled.clear();
-    }
-    const ResourceEstimate e = estimate_iteration_table(cluster.gpus(), sampled, table.rows.size());
-    if (e.bytes > 2.0 * static_cast<double>(memory_limit))
-      check_resources(e, memory_limit, flags,
-                      what + " (from " + std::to_string(sampled.size()) + " rows sampled of " +
-                          std::to_string(table.rows.size()) + ")");
-  }
-  std::vector<sim::IterationCase> cases = iteration_cases(table, flags, cluster);
-  check_work(iteration_cases_work(cases), max_work(flags), what);
-  check_resources(estimate_iteration_cases(cluster.gpus(), cases), memory_limit, flags, what);
-  return cases;
+  if (memory_limit > 0)
+    refuse_from_sample(path, flags, memory_limit, what);
+  CheckedIterationTable checked;
+  checked.table = read_iteration_table(path);
+  checked.cluster = iteration_cluster(checked.table, flags);
+  checked.cases = iteration_cases(checked.table, flags, checked.cluster);
+  check_work(iteration_cases_work(checked.cases), max_work(flags), what);
+  check_resources(estimate_iteration_cases(checked.cluster.gpus(), checked.cases), memory_limit, flags, what);
+  return checked;
 }
 
 topo::ClusterSpec iteration_cluster(const IterationTable& table, const ParsedArgs& flags)

@@ -22,12 +22,19 @@ void add_iteration_table_flags(ArgParser& parser);
 std::vector<sim::IterationCase> iteration_cases(const IterationTable& table, const ParsedArgs& flags,
                                                 const topo::ClusterSpec& cluster);
 
-// iteration_cases with the resource guards of calibrate/compare --iterations (--max-work, --max-memory; `what` names
-// the run). First from a sample of rows spread over the table (estimate_iteration_table): a table estimated at more
-// than twice the memory limit is refused before its rows are read, so the refusal takes the sample's time whatever
-// the row count. Then, rows read, on the whole table (iteration_cases_work, estimate_iteration_cases).
-std::vector<sim::IterationCase> checked_iteration_cases(const IterationTable& table, const ParsedArgs& flags,
-                                                        const topo::ClusterSpec& cluster, const std::string& what);
+// The table at `path`, its cluster (iteration_cluster) and its cases (iteration_cases), under the resource guards of
+// calibrate/compare --iterations (--max-work, --max-memory; `what` names the run). First, before the file is read
+// whole, from rows sampled at byte offsets spread over it and the row count its size implies
+// (sample_iteration_table, estimate_iteration_table): a table estimated at more than twice the memory limit is
+// refused, so the refusal costs the sample's time whatever the file's size. Then, rows read, on the whole table
+// (iteration_cases_work, estimate_iteration_cases).
+struct CheckedIterationTable {
+  IterationTable table;
+  topo::ClusterSpec cluster;
+  std::vector<sim::IterationCase> cases;
+};
+CheckedIterationTable read_checked_iteration_table(const std::string& path, const ParsedArgs& flags,
+                                                   const std::string& what);
 
 // The cluster of the flags, sized to the largest row (one node unless a row needs more).
 topo::ClusterSpec iteration_cluster(const IterationTable& table, const ParsedArgs& flags);

@@ -147,8 +147,11 @@ TEST(WorkGuards, IterationTablesCountTheirCompiledMemory)
     const CliResult r = run_gputwin(command, true);
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
-    // 2000 rows x ~150 KB: more than twice the limit, so refused from the sample, before the rows are read.
-    EXPECT_NE(r.output.find(" of " + big + " (from 64 rows sampled of 2000) is estimated to need "), std::string::npos)
+    // 2000 rows x ~150 KB: more than twice the limit, so refused from rows sampled over the file at the row count
+    // its size implies (the rows are of one length here: exactly 2000), before the file is read whole.
+    EXPECT_NE(r.output.find(" of " + big + " (from 64 rows sampled over the file, about 2000 rows by its size) is "
+                            "estimated to need "),
+              std::string::npos)
         << r.output;
     EXPECT_NE(r.output.find("but --max-memory is 100 MiB"), std::string::npos) << r.output;
   }

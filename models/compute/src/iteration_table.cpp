@@ -109,6 +109,118 @@ std::optional<double> number(const std::string& text)
   return value;
 }
 
+// The header's columns into `table` and `columns`. Throws InputError naming the file, line and column.
+void read_header(const std::string& path, int line_number, const std::vector<std::pair<std::string, int>>& fields,
+                 IterationTable& table, std::vector<const ColumnRule*>& columns)
+{
+  bool has_time = false;
+  for (const auto& [raw, column] : fields) {
+    std::string name = lower(raw);
+    if (name.rfind('#', 0) == 0 && name != "# gpus" && name != "# layers")
+      name = trim(name.substr(1));
+    const auto rule =
+        std::find_if(std::begin(rules), std::end(rules), [&](const ColumnRule& r) { return name == r.name; });
+    if (rule == std::end(rules))
+      throw InputError(path + ":" + std::to_string(line_number) + ":" + std::to_string(column) +
+                       ": unknown column '" + raw +
+                       "' (expected iteration_time_s|iteration_time_ms|step_time_s, model and plan flag names "
+                       "such as hidden, layers, tp, pp, dp, cp, micro_batch, global_batch, precision, vp, "
+                       "grad_accum, or vTrain's column names)");
+    for (size_t c = 0; c < columns.size(); ++c)
+      if (same_quantity(*columns[c], *rule))
+        throw InputError(path + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": column '" +
+                         raw + "' repeats column " + std::to_string(c + 1) + " ('" + table.columns[c] + "')");
+    has_time = has_time || rule->kind == ColumnKind::TimeSeconds || rule->kind == ColumnKind::TimeMilliseconds;
+    columns.push_back(&*rule);
+    table.columns.push_back(raw);
+  }
+  if (!has_time)
+    throw InputError(path + ":" + std::to_string(line_number) +
+                     ": no iteration time column (expected iteration_time_s, iteration_time_ms, step_time_s "
+                     "or 'iteration time (ms)')");
+}
+
+// Field `text` of a row under `rule` into `row`; `where` prefixes an error.
+void read_field(const ColumnRule& rule, const std::string& text, int column, const std::string& where,
+                MeasuredIteration& row)
+{
+  if (text.empty())
+    throw InputError(where + "empty field");
+  if (rule.kind == ColumnKind::Flag) {
+    row.flags[rule.flag] = text;
+    return;
+  }
+  if (rule.kind == ColumnKind::Precision) {
+    const std::string precision = lower(text);
+    if (precision != "bf16" && precision != "fp8")
+      throw InputError(where + "expected bf16 or fp8, got '" + text + "'");
+    row.flags[rule.flag] = precision == "fp8" ? "true" : "false";
+    return;
+  }
+  const std::optional<double> value = number(text);
+  if (!value)
+    throw InputError(where + "expected a number, got '" + text + "'");
+  switch (rule.kind) {
+  case ColumnKind::TimeSeconds:
+  case ColumnKind::TimeMilliseconds:
+    row.iteration_time_s = rule.kind == ColumnKind::TimeSeconds ? *value : *value * 1e-3;
+    if (!(row.iteration_time_s > 0)) // also a positive time in ms that underflows to 0 s
+      throw InputError(where + "expected a time > 0, got '" + text + "'");
+    break;
+  case ColumnKind::Gpus:
+  case ColumnKind::VirtualStages:
+  case ColumnKind::GradAccum:
+    // 2^53: above it the cast to int64 would be undefined (or the count inexact); no table has that many.
+    if (*value < 1 || *value != std::floor(*value) || *value > 9007199254740992.0)
+      throw InputError(where + "expected a positive integer, got '" + text + "'");
+    if (rule.kind == ColumnKind::Gpus) {
+      row.gpus = static_cast<int64_t>(*value);
+    } else if (rule.kind == ColumnKind::GradAccum) {
+      row.grad_accum = static_cast<int64_t>(*value);
+      row.grad_accum_column = column;
+    } else if (*value > 1) { // virtual pipeline stages: Megatron's interleaved schedule with vp model chunks
+      row.flags["--schedule"] = "interleaved";
+      row.flags[rule.flag] = text;
+    }
+    break;
+  default:
+    if (*value != std::floor(*value))
+      throw InputError(where + "expected an integer, got '" + text + "'");
+    row.flags[rule.flag] = text;
+  }
+}
+
+// One data row. `where_line` names the row in errors ("12", or "byte 4096" for a sampled row).
+MeasuredIteration read_row(const std::string& path, const std::string& where_line, int line_number,
+                           const std::vector<std::pair<std::string, int>>& fields, const IterationTable& table,
+                           const std::vector<const ColumnRule*>& columns)
+{
+  if (fields.size() != columns.size())
+    throw InputError(path + ":" + where_line + ": expected " + std::to_string(columns.size()) +
+                     " fields as in the header, got " + std::to_string(fields.size()));
+  MeasuredIteration row;
+  row.line = line_number;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const auto& [text, column] = fields[c];
+    read_field(*columns[c], text, column,
+               path + ":" + where_line + ":" + std::to_string(column) + ": " + table.columns[c] + ": ", row);
+  }
+  return row;
+}
+
+// The next line of `in` without its CR; false at the end. The first line loses a UTF-8 byte-order mark.
+bool next_line(std::istream& in, std::string& line, int& line_number)
+{
+  if (!std::getline(in, line))
+    return false;
+  ++line_number;
+  if (!line.empty() && line.back() == '\r')
+    line.pop_back();
+  if (line_number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)
+    line.erase(0, 3);
+  return true;
+}
+
 } // namespace
 
 IterationTable read_iteration_table(const std::string& path)
@@ -122,106 +234,68 @@ IterationTable read_iteration_table(const std::string& path)
   std::string line;
   int line_number = 0;
   bool header_seen = false;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    if (line_number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)
-      line.erase(0, 3);
+  while (next_line(in, line, line_number)) {
     if (trim(line).empty())
       continue;
     const auto fields = split(line);
     if (!header_seen) {
       header_seen = true;
-      bool has_time = false;
-      for (const auto& [raw, column] : fields) {
-        std::string name = lower(raw);
-        if (name.rfind('#', 0) == 0 && name != "# gpus" && name != "# layers")
-          name = trim(name.substr(1));
-        const auto rule = std::find_if(std::begin(rules), std::end(rules),
-                                       [&](const ColumnRule& r) { return name == r.name; });
-        if (rule == std::end(rules))
-          throw InputError(path + ":" + std::to_string(line_number) + ":" + std::to_string(column) +
-                           ": unknown column '" + raw +
-                           "' (expected iteration_time_s|iteration_time_ms|step_time_s, model and plan flag names "
-                           "such as hidden, layers, tp, pp, dp, cp, micro_batch, global_batch, precision, vp, "
-                           "grad_accum, or vTrain's column names)");
-        for (size_t c = 0; c < columns.size(); ++c)
-          if (same_quantity(*columns[c], *rule))
-            throw InputError(path + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": column '" +
-                             raw + "' repeats column " + std::to_string(c + 1) + " ('" + table.columns[c] + "')");
-        has_time = has_time || rule->kind == ColumnKind::TimeSeconds || rule->kind == ColumnKind::TimeMilliseconds;
-        columns.push_back(&*rule);
-        table.columns.push_back(raw);
-      }
-      if (!has_time)
-        throw InputError(path + ":" + std::to_string(line_number) +
-                         ": no iteration time column (expected iteration_time_s, iteration_time_ms, step_time_s "
-                         "or 'iteration time (ms)')");
+      read_header(path, line_number, fields, table, columns);
       continue;
     }
-    if (fields.size() != columns.size())
-      throw InputError(path + ":" + std::to_string(line_number) + ": expected " + std::to_string(columns.size()) +
-                       " fields as in the header, got " + std::to_string(fields.size()));
-    MeasuredIteration row;
-    row.line = line_number;
-    for (size_t c = 0; c < columns.size(); ++c) {
-      const auto& [text, column] = fields[c];
-      const std::string where = path + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": " +
-                                table.columns[c] + ": ";
-      if (text.empty())
-        throw InputError(where + "empty field");
-      const ColumnRule& rule = *columns[c];
-      if (rule.kind == ColumnKind::Flag) {
-        row.flags[rule.flag] = text;
-        continue;
-      }
-      if (rule.kind == ColumnKind::Precision) {
-        const std::string precision = lower(text);
-        if (precision != "bf16" && precision != "fp8")
-          throw InputError(where + "expected bf16 or fp8, got '" + text + "'");
-        row.flags[rule.flag] = precision == "fp8" ? "true" : "false";
-        continue;
-      }
-      const std::optional<double> value = number(text);
-      if (!value)
-        throw InputError(where + "expected a number, got '" + text + "'");
-      switch (rule.kind) {
-      case ColumnKind::TimeSeconds:
-      case ColumnKind::TimeMilliseconds:
-        row.iteration_time_s = rule.kind == ColumnKind::TimeSeconds ? *value : *value * 1e-3;
-        if (!(row.iteration_time_s > 0)) // also a positive time in ms that underflows to 0 s
-          throw InputError(where + "expected a time > 0, got '" + text + "'");
-        break;
-      case ColumnKind::Gpus:
-      case ColumnKind::VirtualStages:
-      case ColumnKind::GradAccum:
-        // 2^53: above it the cast to int64 would be undefined (or the count inexact); no table has that many.
-        if (*value < 1 || *value != std::floor(*value) || *value > 9007199254740992.0)
-          throw InputError(where + "expected a positive integer, got '" + text + "'");
-        if (rule.kind == ColumnKind::Gpus) {
-          row.gpus = static_cast<int64_t>(*value);
-        } else if (rule.kind == ColumnKind::GradAccum) {
-          row.grad_accum = static_cast<int64_t>(*value);
-          row.grad_accum_column = column;
-        } else if (*value > 1) { // virtual pipeline stages: Megatron's interleaved schedule with vp model chunks
-          row.flags["--schedule"] = "interleaved";
-          row.flags[rule.flag] = text;
-        }
-        break;
-      default:
-        if (*value != std::floor(*value))
-          throw InputError(where + "expected an integer, got '" + text + "'");
-        row.flags[rule.flag] = text;
-      }
-    }
-    table.rows.push_back(std::move(row));
+    table.rows.push_back(read_row(path, std::to_string(line_number), line_number, fields, table, columns));
   }
   if (!header_seen)
     throw InputError(path + ": empty file (expected a header row and measured iterations)");
   if (table.rows.empty())
     throw InputError(path + ":" + std::to_string(line_number) + ": no data rows after the header");
   return table;
+}
+
+IterationTableSample sample_iteration_table(const std::string& path, int samples)
+{
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError(path + ": cannot read the iteration table");
+  IterationTableSample sample;
+  sample.table.path = path;
+  std::vector<const ColumnRule*> columns;
+  std::string line;
+  int line_number = 0;
+  while (next_line(in, line, line_number)) // the header: the first line that is not blank
+    if (!trim(line).empty())
+      break;
+  if (trim(line).empty())
+    throw InputError(path + ": empty file (expected a header row and measured iterations)");
+  read_header(path, line_number, split(line), sample.table, columns);
+  const std::streamoff data_begin = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (data_begin < 0 || size <= data_begin)
+    return sample; // no rows: the whole reading says so
+  // The first complete row after each of `samples` offsets spread over the data (a row at the offset itself when it
+  // starts a line), and the bytes each takes with its line break.
+  double sampled_bytes = 0;
+  for (int k = 0; k < samples; ++k) {
+    const std::streamoff offset = data_begin + (size - data_begin) * k / samples;
+    in.clear();
+    in.seekg(offset > data_begin ? offset - 1 : offset);
+    if (offset > data_begin)
+      std::getline(in, line); // the rest of the line the offset falls in (nothing when it starts one)
+    int past_first = 1; // (not the file's first line: no byte-order mark to strip)
+    std::streamoff begin = in.tellg();
+    while (next_line(in, line, past_first) && trim(line).empty())
+      begin = in.tellg();
+    if (trim(line).empty()) // only blank lines after the offset
+      continue;
+    const std::streamoff end = in.tellg() < 0 ? size : static_cast<std::streamoff>(in.tellg());
+    sample.table.rows.push_back(read_row(path, "byte " + std::to_string(begin), 0, split(line), sample.table, columns));
+    sampled_bytes += static_cast<double>(end - begin); // with its line break, CR included
+  }
+  if (!sample.table.rows.empty())
+    sample.estimated_rows = static_cast<int64_t>(std::llround(
+        static_cast<double>(size - data_begin) / (sampled_bytes / static_cast<double>(sample.table.rows.size()))));
+  return sample;
 }
 
 } // namespace gputwin

@@ -16,6 +16,7 @@
 // column the file lacks takes the value of the command line's flag of the same name (e.g. --recompute full
 // --vocab 50257). Other columns are errors.
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -41,5 +42,15 @@ struct IterationTable {
 // an unknown or duplicated column, a missing time column, a row with the wrong number of fields, an empty field,
 // a non-number where a number is expected, or a precision other than bf16 and fp8.
 IterationTable read_iteration_table(const std::string& path);
+
+// Rows of `path` read without reading the file whole, for a guard that must answer before a large table is read: the
+// header, then the first complete row after each of `samples` byte offsets spread evenly over the data (row `line`
+// 0), and the row count the file's size implies at the sampled rows' mean length (0 without a sampled row). Throws
+// read_iteration_table's errors for the header and for a sampled row (named by the byte offset it starts at).
+struct IterationTableSample {
+  IterationTable table;
+  int64_t estimated_rows = 0;
+};
+IterationTableSample sample_iteration_table(const std::string& path, int samples);
 
 } // namespace gputwin
