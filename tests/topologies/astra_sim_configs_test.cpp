@@ -20,13 +20,10 @@ namespace {
 
 const std::string config_dir = std::string(GPUTWIN_SOURCE_DIR) + "/topologies/astra-sim/";
 
-// Sum of the latencies of the route between two GPUs, ns.
+// The latency of the route between two GPUs, ns.
 double route_latency_ns(const topo::ClusterGraph& graph, int src, int dst)
 {
-  double s = 0;
-  for (const int link : graph.route(src, dst))
-    s += graph.links().at(static_cast<size_t>(link)).latency_s;
-  return s * 1e9;
+  return graph.path_latency_s(graph.route(src, dst)) * 1e9;
 }
 
 struct Network {

@@ -225,6 +225,14 @@ std::vector<int> ClusterGraph::route(int src_gpu, int dst_gpu) const
   return path;
 }
 
+double ClusterGraph::path_latency_s(const std::vector<int>& links) const
+{
+  double s = 0;
+  for (const int link : links)
+    s += links_.at(static_cast<size_t>(link)).latency_s;
+  return s;
+}
+
 bool ClusterGraph::inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoid, std::vector<int>& path) const
 {
   const Wiring& w = *wiring_;

@@ -185,12 +185,8 @@ const CommWork& CommExpander::collective(const traces::Op& op)
   }
   if (ub == UserbuffersOp::None && graph_ != nullptr && latency_bound(plans.front())) {
     double route_latency_s = 0; // the longest route's, paid before a flow's transfer (flow_runner.hpp)
-    for (const Flow& f : work.flows) {
-      double latency_s = 0;
-      for (const int link : graph_->route(f.src_gpu, f.dst_gpu))
-        latency_s += graph_->links()[static_cast<size_t>(link)].latency_s;
-      route_latency_s = std::max(route_latency_s, latency_s);
-    }
+    for (const Flow& f : work.flows)
+      route_latency_s = std::max(route_latency_s, graph_->path_latency_s(graph_->route(f.src_gpu, f.dst_gpu)));
     work.flows.clear();
     work.latency_s = plans.front().choice.latency_s + route_latency_s + plans.front().transfer_s;
   }

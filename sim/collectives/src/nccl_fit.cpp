@@ -41,12 +41,8 @@ double route_latency_s(const topo::ClusterSpec& cluster, int ranks)
 {
   const topo::ClusterGraph graph(sized(cluster, ranks));
   double longest = 0;
-  for (int dst = 1; dst < ranks; ++dst) {
-    double s = 0;
-    for (const int link : graph.route(0, dst))
-      s += graph.links()[static_cast<size_t>(link)].latency_s;
-    longest = std::max(longest, s);
-  }
+  for (int dst = 1; dst < ranks; ++dst)
+    longest = std::max(longest, graph.path_latency_s(graph.route(0, dst)));
   return longest;
 }
 

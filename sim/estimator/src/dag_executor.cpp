@@ -56,13 +56,10 @@ LinkLoad link_load(const topo::ClusterGraph& graph, const CommWork& work)
   routes.reserve(work.flows.size());
   LinkLoad load;
   for (const Flow& f : work.flows) {
-    double latency_s = 0;
     routes.push_back(graph.route(f.src_gpu, f.dst_gpu));
-    for (const int link : routes.back()) {
+    for (const int link : routes.back())
       bytes_on_link[link] += f.bytes;
-      latency_s += graph.links()[static_cast<size_t>(link)].latency_s;
-    }
-    load.route_latency_s = std::max(load.route_latency_s, latency_s);
+    load.route_latency_s = std::max(load.route_latency_s, graph.path_latency_s(routes.back()));
   }
   std::unordered_map<int, double> seconds_on_link; // a link's bytes over its bandwidth
   for (const auto& [link, bytes] : bytes_on_link) {

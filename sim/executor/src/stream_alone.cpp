@@ -46,8 +46,8 @@ std::vector<PlanTiming> time_stream_alone(const topo::ClusterGraph& graph,
       return found->second;
     Route r;
     r.links = graph.route(src, dst);
+    r.latency_s = graph.path_latency_s(r.links);
     for (const int id : r.links) {
-      r.latency_s += graph.links()[static_cast<size_t>(id)].latency_s;
       if (!link_used[static_cast<size_t>(id)]) {
         link_used[static_cast<size_t>(id)] = 1;
         ++links_used;

@@ -82,6 +82,9 @@ public:
   // disconnects the two GPUs).
   std::vector<int> route(int src_gpu, int dst_gpu) const;
 
+  // The latency a message pays along `links` (directed link ids, e.g. a route()): the sum of theirs.
+  double path_latency_s(const std::vector<int>& links) const;
+
   // True when directed link `link` is failed (--fail-link, --fail-nic): nothing crosses it.
   bool link_failed(int link) const { return !failed_.empty() && failed_[static_cast<size_t>(link)] != 0; }
   // True when a degraded or failed cable (--degrade-link, --fail-link, --fail-nic) ends at a GPU, switch or NIC of
