@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 namespace gputwin::testing {
@@ -62,6 +63,17 @@ const ChakraProtoMsg::AttributeProto* attr(const ChakraProtoMsg::Node& node, con
     if (a.name() == name)
       return &a;
   return nullptr;
+}
+
+// A catalogue model cut to `layers` layers.
+GptConfig catalogue_model(const std::string& name, int64_t layers)
+{
+  const CatalogEntry* entry = find_catalog_model(name);
+  if (entry == nullptr)
+    throw std::runtime_error("no catalogue model '" + name + "'");
+  GptConfig model = entry->model;
+  model.layers = layers;
+  return model;
 }
 
 fs::path fresh_dir(const std::string& name)
@@ -320,10 +332,7 @@ TEST(ChakraExport, ContextParallelRingExchangesAreSendsAndReceives)
 TEST(ChakraExport, UnevenMoeAllToAllsAreWrittenAsPerPairMessages)
 {
   const std::string flags = "simulate --model mixtral-8x7b --layers 2 --tp 1 --ep 4 --dp 4 --nodes 1 --global-batch 4 ";
-  const CatalogEntry* entry = find_catalog_model("mixtral-8x7b");
-  ASSERT_NE(entry, nullptr);
-  GptConfig model = entry->model;
-  model.layers = 2;
+  const GptConfig model = catalogue_model("mixtral-8x7b", 2);
   ParallelPlan plan;
   plan.ep = 4;
   plan.dp = 4;
@@ -414,10 +423,7 @@ TEST(ChakraExport, UnevenMoeAllToAllsAreWrittenAsPerPairMessages)
 // the ring's sequence 0 and the graph did not validate -- found by the chakra_writer fuzz harness's author).
 TEST(ChakraExport, UnfoldedGraphKeepsCommunicatorsOfOneMemberSetApart)
 {
-  const CatalogEntry* entry = find_catalog_model("llama3-8b");
-  ASSERT_NE(entry, nullptr);
-  GptConfig model = entry->model;
-  model.layers = 2;
+  const GptConfig model = catalogue_model("llama3-8b", 2);
   ParallelPlan plan;
   plan.tp = 2;
   plan.cp = 2;

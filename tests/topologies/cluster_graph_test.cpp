@@ -40,12 +40,24 @@ TEST(ClusterGraph, VerticesAndLinksOfTwoDgxA100Nodes)
     EXPECT_DOUBLE_EQ(link.bytes_per_s, expected) << link.name;
     const double latency = link.kind == LinkKind::Nvlink        ? 0.35e-6
                            : link.kind == LinkKind::Pcie        ? 0.5e-6
-                           : link.kind == LinkKind::NicToFabric ? 1e-6
+                           : link.kind == LinkKind::NicToFabric ? 1e-6 + 0.13e-6 / 2 // half the leaf's latency
                                                                 : 0.13e-6;
     EXPECT_DOUBLE_EQ(link.latency_s, latency) << link.name;
   }
   // NIC n hangs off the PCIe switch of GPU n (switch n / 2), as the GPU does.
   EXPECT_EQ(g.links()[static_cast<size_t>(g.route(5, 13)[1])].name, "n0.pcie2->n0.nic5");
+}
+
+// A route pays the switch latency (0.13 us on dgx-a100) once for every switch it crosses: between two nodes under
+// one rail leaf once, between leaves three times (leaf, spine, leaf); the rest is PCIe (0.5 us) twice and the NIC
+// (1 us) once on each side.
+TEST(ClusterGraph, RoutesPayOneSwitchLatencyPerSwitchCrossed)
+{
+  const ClusterGraph g(load_cluster("dgx-a100", 21, {})); // 20 nodes a leaf (radix 40, non-blocking): node 20 apart
+  const double ends_s = 2 * (0.5e-6 + 0.5e-6 + 1e-6);
+  EXPECT_NEAR(g.path_latency_s(g.route(0, 8)), ends_s + 0.13e-6, 1e-15);        // n0.gpu0 -> n1.gpu0: one leaf
+  EXPECT_NEAR(g.path_latency_s(g.route(0, 20 * 8)), ends_s + 3 * 0.13e-6, 1e-15); // -> n20.gpu0: leaf, spine, leaf
+  EXPECT_NEAR(g.path_latency_s(g.route(0, 1)), 2 * 0.35e-6, 1e-15);              // NVLink: no fabric switch
 }
 
 TEST(ClusterGraph, HopCountsByBreadthFirstSearch)

@@ -152,7 +152,10 @@ void ClusterGraph::build_fabric()
       const int leaf = t.leaf_of_nic(node, n);
       const int nic_vertex = links_[static_cast<size_t>(w.nic_pcie[static_cast<size_t>(node * nics + n)])].to;
       w.leaf_of_nic.push_back(leaf);
-      w.nic_leaf.push_back(add_link(nic_vertex, first_leaf + leaf, LinkKind::NicToFabric, nic_bw, spec_.nic.latency_s));
+      // Half a switch traversal each way: a route enters and leaves the fabric once, so with the switch-to-switch
+      // links' whole one it pays one per switch it crosses (one leaf: one; leaf, spine, leaf: three).
+      w.nic_leaf.push_back(add_link(nic_vertex, first_leaf + leaf, LinkKind::NicToFabric, nic_bw,
+                                    spec_.nic.latency_s + switch_latency / 2));
     }
   }
   for (int l = 0; l < t.leaves; ++l) {

@@ -280,13 +280,17 @@ IterationTableSample sample_iteration_table(const std::string& path, int samples
     const std::streamoff offset = data_begin + (size - data_begin) * k / samples;
     in.clear();
     in.seekg(offset > data_begin ? offset - 1 : offset);
-    if (offset > data_begin)
-      std::getline(in, line); // the rest of the line the offset falls in (nothing when it starts one)
+    if (offset > data_begin && !std::getline(in, line)) // the rest of the line the offset falls in
+      continue;
     int past_first = 1; // (not the file's first line: no byte-order mark to strip)
     std::streamoff begin = in.tellg();
-    while (next_line(in, line, past_first) && trim(line).empty())
-      begin = in.tellg();
-    if (trim(line).empty()) // only blank lines after the offset
+    bool found = false; // a non-blank line starts at `begin`
+    while (begin >= 0 && !found && next_line(in, line, past_first))
+      if (trim(line).empty())
+        begin = in.tellg();
+      else
+        found = true;
+    if (!found) // the offset fell in the last line, or only blank lines follow it
       continue;
     const std::streamoff end = in.tellg() < 0 ? size : static_cast<std::streamoff>(in.tellg());
     sample.table.rows.push_back(read_row(path, "byte " + std::to_string(begin), 0, split(line), sample.table, columns));

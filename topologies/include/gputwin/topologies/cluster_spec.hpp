@@ -58,7 +58,8 @@ struct FabricSpec {
   double spine_oversubscription = 1;
   bool rail_optimized = true;  // leaf switches per rail (NIC n of every node on rail n's leaves)
   double link_bytes_per_s = 0; // switch-to-switch links, per direction
-  double switch_latency_s = 0; // per switch traversal, added to each switch-to-switch hop
+  double switch_latency_s = 0; // per switch a route crosses: all of it on each switch-to-switch link, half on each
+                               // NIC-leaf link (one per switch: a route through one leaf pays one)
 };
 
 // What one NCCL protocol (LL, LL128 or Simple) costs on this cluster, beyond the bytes on the links.
