@@ -321,8 +321,9 @@ TEST(Workload, LinearGemmsCarryThePlansPrecisionAndCastBytes)
     const double e = quantized_element_bytes(precision);
     bool found = false;
     for (const auto& op : stage_program(make_workload(m, plan), 0).ops) {
-      if (op.name == "attn.scores.fwd")
+      if (op.name == "attn.scores.fwd") {
         EXPECT_EQ(op.gemm.precision, GemmPrecision::Bf16);
+      }
       if (op.name != "fc1.fwd")
         continue;
       found = true;

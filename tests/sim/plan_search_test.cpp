@@ -315,8 +315,9 @@ TEST(PlanSearch, ContentionFreePassBoundsTheEstimateAndPrunesTheSameWithAnyThrea
       const double stream_s = iteration_lower_bound_s(w, c.gpu, &c.graph);
       EXPECT_LE(compute_s, stream_s) << describe_plan(candidate.plan);
       EXPECT_LE(stream_s, bound_s) << describe_plan(candidate.plan);
-      if (candidate.plan.tp > 1 && !options.tp_comm_overlap) // its TP collectives block the compute stream
+      if (candidate.plan.tp > 1 && !options.tp_comm_overlap) { // its TP collectives block the compute stream
         EXPECT_GT(stream_s, compute_s * 1.01) << describe_plan(candidate.plan);
+      }
       loosest = std::min(loosest, bound_s / estimate.iteration_time_s);
       with_communication += std::any_of(estimate.stages.begin(), estimate.stages.end(),
                                         [](const StageTimes& s) { return s.exposed_comm_s > 0; });

@@ -29,7 +29,7 @@ struct Case {
   std::string cluster = "dgx-a100";
   std::string framework = "megatron-lm";
   std::function<void(GptConfig&, ParallelPlan&, WorkloadOptions&)> shape;
-  RankSpeeds speeds;
+  RankSpeeds speeds{};
   // False where no period is common to all programs: the run must then be executed whole, with the same answer.
   bool shortcut = true;
 };
