@@ -82,10 +82,14 @@ TEST(IterationTableSample, SmallFilesAndBadHeaders)
       EXPECT_NE(std::string(e.what()).find(bad + ":1:8: unknown column 'colour'"), std::string::npos) << e.what();
     }
   }
+  // A line longer than any row (64 KiB and more): no estimate, the whole reading reports the row.
+  const std::string wide =
+      write_table("sample-wide.csv", "hidden,layers,iteration_time_s\n1024,2," + std::string(100000, '5') + "\n");
+  EXPECT_EQ(sample_iteration_table(wide, 8).estimated_rows, 0);
   const std::string empty = write_table("sample-empty.csv", "\n \n");
   EXPECT_THROW((void)sample_iteration_table(empty, 8), InputError);
   EXPECT_THROW((void)sample_iteration_table(test_temp_path("sample-missing.csv"), 8), InputError);
-  for (const std::string& p : {few, header, bad, empty})
+  for (const std::string& p : {few, header, bad, wide, empty})
     std::remove(p.c_str());
 }
 

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -254,6 +255,7 @@ IterationTable read_iteration_table(const std::string& path)
 
 IterationTableSample sample_iteration_table(const std::string& path, int samples)
 {
+  constexpr size_t kMaxSampledLineBytes = size_t{1} << 16;
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(path + ": cannot read the iteration table");
@@ -280,8 +282,11 @@ IterationTableSample sample_iteration_table(const std::string& path, int samples
     const std::streamoff offset = data_begin + (size - data_begin) * k / samples;
     in.clear();
     in.seekg(offset > data_begin ? offset - 1 : offset);
-    if (offset > data_begin && !std::getline(in, line)) // the rest of the line the offset falls in
-      continue;
+    if (offset > data_begin) { // the rest of the line the offset falls in, not stored
+      in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+      if (!in)
+        continue;
+    }
     int past_first = 1; // (not the file's first line: no byte-order mark to strip)
     std::streamoff begin = in.tellg();
     bool found = false; // a non-blank line starts at `begin`
@@ -292,6 +297,8 @@ IterationTableSample sample_iteration_table(const std::string& path, int samples
         found = true;
     if (!found) // the offset fell in the last line, or only blank lines follow it
       continue;
+    if (line.size() > kMaxSampledLineBytes) // no table's row: the whole reading names what is wrong with it
+      return IterationTableSample{sample.table, 0};
     const std::streamoff end = in.tellg() < 0 ? size : static_cast<std::streamoff>(in.tellg());
     sample.table.rows.push_back(read_row(path, "byte " + std::to_string(begin), 0, split(line), sample.table, columns));
     sampled_bytes += static_cast<double>(end - begin); // with its line break, CR included
