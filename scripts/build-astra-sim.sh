@@ -8,8 +8,10 @@
 #   extern/graph_frontend/chakra           the `stage` branch of astra-sim/chakra (feeder_v3; tested f37c2bb)
 #   extern/network_backend/analytical      astra-sim/astra-network-analytical (tested 599a047)
 #   extern/remote_memory_backend/analytical astra-sim/astra-memory-analytical (tested 641cce8)
-# fmt, spdlog and yaml-cpp come from Debian (libfmt-dev, libspdlog-dev, libyaml-cpp-dev, installed here), so
-# extern/helper/{fmt,spdlog} and the analytical backend's extern/yaml-cpp may be empty.
+# The chakra submodule needs only src/ and schema/ (a clone whose large test files are missing builds: `git restore
+# --source=HEAD -- src schema` there). fmt, spdlog and yaml-cpp come from Debian (libfmt-dev, libspdlog-dev,
+# libyaml-cpp-dev, installed here), so extern/helper/{fmt,spdlog} and the analytical backend's extern/yaml-cpp may be
+# empty.
 #
 # What is changed in the checkout (idempotent, each edit says why):
 #   - CMakeLists.txt: find_package(fmt, spdlog, yaml-cpp) instead of add_subdirectory of the helper submodules and
