@@ -35,14 +35,17 @@ std::string describe_fabric(const topo::ClusterGraph& graph)
     return "none (a single node)";
   static const char* const level_names[] = {"leaves", "spines", "cores"};
   std::string text = std::to_string(tree.levels) + (tree.levels == 1 ? " level: " : " levels: ");
-  const std::vector<int> counts = tree.switches_per_level();
+  const topo::TopologySummary s = graph.summary(); // every plane's switches
+  const std::vector<int>& counts = s.fabric_switches_per_level;
   for (size_t level = 0; level < counts.size(); ++level)
     text += (level ? " + " : "") + std::to_string(counts[level]) + " " +
             (level == 1 && tree.levels == 3 ? "aggregation" : level_names[level]);
-  text += " = " + std::to_string(tree.switches()) + " switches (" +
+  text += " = " + std::to_string(s.fabric_switches) + " switches (" +
           (spec.rail_optimized ? "rail-optimized" : "not rail-optimized") + ", radix " +
           std::to_string(spec.switch_radix) + ", oversubscription " + json_number(spec.oversubscription) +
-          (spec.spine_oversubscription != 1 ? " / " + json_number(spec.spine_oversubscription) : "") + ")";
+          (spec.spine_oversubscription != 1 ? " / " + json_number(spec.spine_oversubscription) : "") +
+          (spec.planes > 1 ? ", " + std::to_string(spec.planes) + " planes" : "") +
+          (spec.adaptive_routing ? ", adaptive routing" : "") + ")";
   return text;
 }
 
@@ -72,8 +75,10 @@ void print_table(std::ostream& out, const topo::ClusterGraph& graph)
             std::to_string(s.nics) + " (" + std::to_string(spec.nic.count) + per_node + ", " +
                 json_number(gbytes(spec.nic.bytes_per_s)) + " GB/s each)");
   print_row(out, "fabric", describe_fabric(graph));
+  const bool merged = spec.fabric.planes > 1 || spec.fabric.adaptive_routing; // the graph's links are fewer
   print_row(out, "physical links",
-            std::to_string(s.physical_links) + " full-duplex (" + std::to_string(graph.links().size()) + " directed)");
+            std::to_string(s.physical_links) + " full-duplex (" + std::to_string(graph.links().size()) + " directed" +
+                (merged ? " in the graph: planes as one tree, adaptive routing's uplinks as bundles" : "") + ")");
   print_row(out, "NVLink", json_number(gbytes(s.nvlink_bytes_per_s_per_gpu)) + " GB/s per GPU, per direction");
   print_row(out, "injection",
             json_number(gbytes(s.injection_bytes_per_s_per_gpu)) +
@@ -103,6 +108,8 @@ void print_json(std::ostream& out, const topo::ClusterGraph& graph)
     json.value(count);
   json.end_array();
   json.field("fabric_switches", s.fabric_switches);
+  json.field("fabric_planes", graph.spec().fabric.planes);
+  json.field("adaptive_routing", graph.spec().fabric.adaptive_routing);
   json.field("physical_links", s.physical_links);
   json.field("nvlink_gbps_per_gpu", gbytes(s.nvlink_bytes_per_s_per_gpu));
   json.field("injection_gbps_per_gpu", gbytes(s.injection_bytes_per_s_per_gpu));

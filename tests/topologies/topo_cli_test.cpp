@@ -27,6 +27,8 @@ TEST(TopoCli, GoldenJsonForSixtyFourDgxA100Nodes)
     20
   ],
   "fabric_switches": 52,
+  "fabric_planes": 1,
+  "adaptive_routing": false,
   "physical_links": 2688,
   "nvlink_gbps_per_gpu": 300,
   "injection_gbps_per_gpu": 25,

@@ -38,12 +38,34 @@ std::string domain_switch_name(int domain)
   return name;
 }
 
+// The tree the graph is built on (ClusterGraph::routed_). Identical planes carrying equal shares of every transfer
+// have identical max-min states, so they are one tree whose switch-to-switch links carry the planes' bandwidth
+// together (build_fabric). Adaptive routing spreads every flow evenly over a leaf's u uplinks and, across pods, over
+// the pod's u x g core uplinks: each uplink then carries 1/u (1/(u g)) of the leaf's (pod's) traffic, which is what
+// one link of u (u g) times the bandwidth to one switch per tier carries, so the tiers collapse to a switch per pod.
+FatTreeShape graph_shape(const FatTreeShape& physical, bool adaptive)
+{
+  if (!adaptive || physical.levels < 2)
+    return physical;
+  FatTreeShape g = physical;
+  g.leaf_up_ports = 1;
+  if (g.levels == 2) {
+    g.spines = 1;
+  } else {
+    g.spines = g.pods; // one aggregation vertex per pod
+    g.cores_per_group = 1;
+    g.cores = 1;
+  }
+  return g;
+}
+
 } // namespace
 
 ClusterGraph::ClusterGraph(ClusterSpec spec)
     : spec_(std::move(spec)), graph_(std::make_unique<BoostGraph>()), wiring_(std::make_unique<Wiring>())
 {
   fabric_ = fat_tree_shape(spec_); // checks the spec first (require_consistent)
+  routed_ = graph_shape(fabric_, spec_.fabric.adaptive_routing);
   build_nodes();
   build_fabric();
   check_links();
@@ -122,9 +144,10 @@ void ClusterGraph::build_nodes()
 
 void ClusterGraph::build_fabric()
 {
-  const FatTreeShape& t = fabric_;
+  const FatTreeShape& t = routed_;
   if (t.levels == 0)
     return;
+  const bool adaptive = spec_.fabric.adaptive_routing;
   Wiring& w = *wiring_;
   const int nics = spec_.nic.count;
   const int u = t.leaf_up_ports;
@@ -136,16 +159,21 @@ void ClusterGraph::build_fabric()
                t.rail_optimized ? "leaf.r" + std::to_string(l % nics) + "." + std::to_string(l / nics)
                                 : "leaf." + std::to_string(l));
   const int first_spine = static_cast<int>(vertices_.size());
-  for (int k = 0; k < t.spines; ++k)
+  for (int k = 0; k < t.spines; ++k) // adaptive routing: "spines", or "agg.pP" for pod P's aggregation tier
     add_vertex(VertexKind::FabricSwitch, -1, k, 2,
-               t.levels == 2 ? "spine." + std::to_string(k)
-                             : "agg.p" + std::to_string(k / u) + "." + std::to_string(k % u));
+               t.levels == 2 ? (adaptive ? std::string("spines") : "spine." + std::to_string(k))
+                             : "agg.p" + std::to_string(k / u) + (adaptive ? "" : "." + std::to_string(k % u)));
   const int first_core = static_cast<int>(vertices_.size());
   for (int c = 0; c < t.cores; ++c)
-    add_vertex(VertexKind::FabricSwitch, -1, c, 3, "core." + std::to_string(c));
+    add_vertex(VertexKind::FabricSwitch, -1, c, 3, adaptive ? std::string("cores") : "core." + std::to_string(c));
 
+  // NICs: their whole bandwidth over all planes. Switch-to-switch: the planes' links together, and with adaptive
+  // routing the physical links a bundle stands for (a leaf's u uplinks; a pod's u x g core uplinks).
   const double nic_bw = spec_.nic.bytes_per_s;
-  const double link_bw = spec_.fabric.link_bytes_per_s;
+  const double planes = spec_.fabric.planes;
+  const double leaf_up_bw = spec_.fabric.link_bytes_per_s * planes * (adaptive ? fabric_.leaf_up_ports : 1);
+  const double agg_up_bw =
+      spec_.fabric.link_bytes_per_s * planes * (adaptive ? fabric_.leaf_up_ports * fabric_.cores_per_group : 1);
   const double switch_latency = spec_.fabric.switch_latency_s;
   for (int node = 0; node < spec_.nodes; ++node) {
     for (int n = 0; n < nics; ++n) {
@@ -162,13 +190,13 @@ void ClusterGraph::build_fabric()
     const int pod_first_agg = t.levels == 3 ? (l / t.leaves_per_pod) * u : 0;
     for (int k = 0; k < u && t.levels >= 2; ++k)
       w.leaf_up.push_back(
-          add_link(first_leaf + l, first_spine + pod_first_agg + k, LinkKind::Fabric, link_bw, switch_latency));
+          add_link(first_leaf + l, first_spine + pod_first_agg + k, LinkKind::Fabric, leaf_up_bw, switch_latency));
   }
   for (int a = 0; a < t.spines && t.levels == 3; ++a) {
     const int group = a % u;
     for (int c = 0; c < per_group; ++c)
       w.agg_up.push_back(
-          add_link(first_spine + a, first_core + group * per_group + c, LinkKind::Fabric, link_bw, switch_latency));
+          add_link(first_spine + a, first_core + group * per_group + c, LinkKind::Fabric, agg_up_bw, switch_latency));
   }
 }
 
@@ -264,14 +292,14 @@ bool ClusterGraph::inter_node_path(int src_gpu, int dst_gpu, int rail, bool avoi
   const int src_leaf = at(w.leaf_of_nic, src_nic);
   const int dst_leaf = at(w.leaf_of_nic, dst_nic);
   if (src_leaf != dst_leaf) {
-    const int u = fabric_.leaf_up_ports;
-    const int e = fabric_.routing_index_of_nic(dst_node, rail);
+    const int u = routed_.leaf_up_ports;
+    const int e = routed_.routing_index_of_nic(dst_node, rail);
     int k = e % u;
-    const bool cross_pod = fabric_.levels == 3 && src_leaf / fabric_.leaves_per_pod != dst_leaf / fabric_.leaves_per_pod;
-    const int per_group = fabric_.cores_per_group;
-    int core = fabric_.levels == 3 ? (e / u) % per_group : 0;
-    const int src_pod = fabric_.levels == 3 ? src_leaf / fabric_.leaves_per_pod : 0;
-    const int dst_pod = fabric_.levels == 3 ? dst_leaf / fabric_.leaves_per_pod : 0;
+    const bool cross_pod = routed_.levels == 3 && src_leaf / routed_.leaves_per_pod != dst_leaf / routed_.leaves_per_pod;
+    const int per_group = routed_.cores_per_group;
+    int core = routed_.levels == 3 ? (e / u) % per_group : 0;
+    const int src_pod = routed_.levels == 3 ? src_leaf / routed_.leaves_per_pod : 0;
+    const int dst_pod = routed_.levels == 3 ? dst_leaf / routed_.leaves_per_pod : 0;
     if (avoid) {
       // The (uplink, core) choices whose four links work; the default when it does, else one of the others
       // picked by the destination, so the flows a failed link carried spread over the remaining paths.
@@ -323,15 +351,29 @@ TopologySummary ClusterGraph::summary() const
   s.nvswitch_chips = spec_.nvlink.switch_chips * s.nvlink_domains;
   s.pcie_switches = spec_.pcie.switches_per_node * spec_.nodes;
   s.nics = spec_.nic.count * spec_.nodes;
+  // Physical counts: every plane's switches and cables (the graph holds the planes as one tree, and with adaptive
+  // routing a tier's uplinks as one bundle).
+  const int planes = spec_.fabric.planes;
   s.fabric_switches_per_level = fabric_.switches_per_level();
-  s.fabric_switches = fabric_.switches();
-  s.physical_links = static_cast<int>(links_.size() / 2);
+  for (int& count : s.fabric_switches_per_level)
+    count *= planes;
+  s.fabric_switches = fabric_.switches() * planes;
+  const auto fabric_cables = [&](const FatTreeShape& t) {
+    int64_t cables = t.levels >= 1 ? int64_t{spec_.nodes} * spec_.nic.count : 0;
+    if (t.levels >= 2)
+      cables += int64_t{t.leaves} * t.leaf_up_ports;
+    if (t.levels == 3)
+      cables += int64_t{t.spines} * t.cores_per_group;
+    return cables;
+  };
+  s.physical_links =
+      static_cast<int>(static_cast<int64_t>(links_.size() / 2) - fabric_cables(routed_) + planes * fabric_cables(fabric_));
   s.nvlink_bytes_per_s_per_gpu = spec_.nvlink.bytes_per_s;
   s.injection_bytes_per_s_per_gpu = spec_.nic.count * spec_.nic.bytes_per_s / spec_.gpus_per_node;
   // Per direction across the worst half/half node cut: the NICs of half the nodes, capped by half the leaf
   // uplinks (2+ levels) and half the aggregation uplinks (3 levels). topologies/README.md, "Summary".
   if (spec_.nodes > 1) {
-    const double link_bw = spec_.fabric.link_bytes_per_s;
+    const double link_bw = spec_.fabric.link_bytes_per_s * planes; // a cable of each plane
     double bisection = (spec_.nodes / 2) * spec_.nic.count * spec_.nic.bytes_per_s;
     if (fabric_.levels >= 2)
       bisection = std::min(bisection, fabric_.leaves * fabric_.leaf_up_ports * link_bw / 2);

@@ -96,8 +96,8 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   if (spec.nic.count > 0) // a node without NICs needs no rail map
     spec.nic.gpus = in.integer_lists("node.nics.gpus");
 
-  in.mapping("fabric",
-             {"levels", "switch_radix", "oversubscription", "rail_optimized", "link_gbits_per_s", "switch_latency_us"});
+  in.mapping("fabric", {"levels", "switch_radix", "oversubscription", "rail_optimized", "link_gbits_per_s",
+                        "switch_latency_us", "planes", "adaptive_routing"});
   spec.fabric.levels = in.positive_integer("fabric.levels");
   spec.fabric.switch_radix = in.positive_integer("fabric.switch_radix");
   // One ratio (the leaves') or one per tier: [leaf down:up, aggregation down:up].
@@ -108,6 +108,10 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   spec.fabric.rail_optimized = in.boolean("fabric.rail_optimized");
   spec.fabric.link_bytes_per_s = in.positive_number("fabric.link_gbits_per_s") * giga / 8;
   spec.fabric.switch_latency_s = in.non_negative_number("fabric.switch_latency_us") * micro;
+  if (in.has("fabric.planes")) // optional: one plane, static routing (InfiniBand's) by default
+    spec.fabric.planes = in.positive_integer("fabric.planes");
+  if (in.has("fabric.adaptive_routing"))
+    spec.fabric.adaptive_routing = in.boolean("fabric.adaptive_routing");
 
   in.mapping("nccl", {"nvlink_efficiency", "pcie_efficiency", "net_efficiency", "channels_intra_node",
                       "channels_inter_node", "host_call_us", "host_launch_us_per_gpu", "kernel_us", "channel_us",

@@ -132,6 +132,8 @@ std::optional<SpecProblem> check_fabric(const ClusterSpec& spec)
     return p;
   if (auto p = non_negative("fabric.switch_latency_us", f.switch_latency_s))
     return p;
+  if (f.planes < 1 || f.planes > 16)
+    return SpecProblem{"fabric.planes", std::to_string(f.planes) + " (expected 1 to 16 planes)"};
   const int64_t max_nodes = max_fabric_nodes(spec);
   if (spec.nodes > max_nodes)
     return SpecProblem{"fabric.levels",

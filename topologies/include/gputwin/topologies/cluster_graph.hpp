@@ -99,7 +99,7 @@ public:
   // Graphviz text: one node per vertex, one undirected edge per physical link with its bandwidth.
   std::string dot() const;
 
-  // The fat tree joining the nodes (levels 0 for a single node).
+  // The fat tree joining the nodes, one plane of it (levels 0 for a single node).
   const FatTreeShape& fabric() const { return fabric_; }
 
   // The fewest links from vertex `from_vertex` to each vertex (-1 where unreachable): a breadth-first search
@@ -127,7 +127,11 @@ private:
   std::vector<Link> links_;
   std::vector<int> gpu_vertices_;
   std::unique_ptr<BoostGraph> graph_;
-  FatTreeShape fabric_;
+  FatTreeShape fabric_; // the physical tree, one plane
+  // The tree the graph is built and routed on: the planes' identical trees are one, at P times a plane's switch-
+  // to-switch bandwidth; with adaptive routing each switch tier a route sprays over is one vertex per pod (the leaf's
+  // uplinks one link of their summed bandwidth), so max-min sharing sees the even spreading (graph_shape()).
+  FatTreeShape routed_;
   std::unique_ptr<Wiring> wiring_;
   std::vector<char> failed_;        // per directed link, when some link is failed; empty otherwise
   std::vector<char> faulted_nodes_; // per node, when some cable is degraded or failed; empty otherwise

@@ -60,6 +60,13 @@ struct FabricSpec {
   double link_bytes_per_s = 0; // switch-to-switch links, per direction
   double switch_latency_s = 0; // per switch a route crosses: all of it on each switch-to-switch link, half on each
                                // NIC-leaf link (one per switch: a route through one leaf pays one)
+  // Planes (fabric.planes): P identical fat trees, each NIC with one port of bandwidth / P on every plane (a
+  // ConnectX-8's two 400G planes), switch_radix and link_bytes_per_s being one plane's. NCCL merges a NIC's ports
+  // into one device and cuts every request evenly over them, so each transfer is split evenly over the planes.
+  int planes = 1;
+  // Adaptive routing (fabric.adaptive_routing, Spectrum-X RoCE): the switches spray each flow's packets over every
+  // equal-cost uplink instead of the destination's static (D-mod-K) uplink.
+  bool adaptive_routing = false;
 };
 
 // What one NCCL protocol (LL, LL128 or Simple) costs on this cluster, beyond the bytes on the links.
