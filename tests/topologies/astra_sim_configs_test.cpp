@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -76,33 +77,41 @@ void expect_system(const std::string& file, size_t dimensions, const topo::Clust
   EXPECT_EQ(*system.find("roofline-enabled")->as_int64(), 0);
 }
 
+// The files `name`.network.yml and `name`.system.json against dgx-a100 at `nodes` nodes: as many dimensions as
+// `dimensions`, the first the node's NVSwitch, the system file's; `more` checks the dimensions after the first.
+void check_files(const std::string& name, int nodes, size_t dimensions,
+                 const std::function<void(const Network&, const topo::ClusterSpec&, const topo::ClusterGraph&)>& more)
+{
+  const topo::ClusterSpec spec = topo::load_cluster("dgx-a100", nodes, {});
+  const topo::ClusterGraph graph(spec);
+  const Network n = read_network(name);
+  ASSERT_EQ(n.topology.size(), dimensions);
+  ASSERT_EQ(n.npus.size(), dimensions);
+  ASSERT_EQ(n.gbytes_per_s.size(), dimensions);
+  ASSERT_EQ(n.latency_ns.size(), dimensions);
+  expect_node_dimension(n, spec, graph);
+  more(n, spec, graph);
+  expect_system(name + ".system.json", dimensions, spec);
+}
+
 TEST(AstraSimConfigs, OneDgxA100NodeFollowsTheClusterFile)
 {
-  const topo::ClusterSpec spec = topo::load_cluster("dgx-a100", 1, {});
-  const topo::ClusterGraph graph(spec);
-  const Network n = read_network("dgx-a100-1node");
-  ASSERT_EQ(n.topology.size(), 1u);
-  expect_node_dimension(n, spec, graph);
-  expect_system("dgx-a100-1node.system.json", 1, spec);
+  check_files("dgx-a100-1node", 1, 1, [](const Network&, const topo::ClusterSpec&, const topo::ClusterGraph&) {});
 }
 
 TEST(AstraSimConfigs, FourDgxA100NodesFollowTheClusterFile)
 {
-  const topo::ClusterSpec spec = topo::load_cluster("dgx-a100", 4, {});
-  const topo::ClusterGraph graph(spec);
-  const Network n = read_network("dgx-a100-4node");
-  ASSERT_EQ(n.topology.size(), 2u);
-  expect_node_dimension(n, spec, graph);
-  // Second dimension: GPU g of every node on rail g (one NIC per GPU, rail-optimized leaves), ASTRA-sim's NPU id
-  // GPU + 8 x node being gputwin's rank order.
-  ASSERT_TRUE(spec.fabric.rail_optimized);
-  ASSERT_EQ(spec.nic.count, spec.gpus_per_node);
-  EXPECT_EQ(n.topology[1], "Switch");
-  EXPECT_EQ(n.npus[1], spec.nodes);
-  EXPECT_DOUBLE_EQ(n.gbytes_per_s[1], spec.nic.bytes_per_s * spec.nccl.net_efficiency / 1e9);
-  // GPU 0 of node 0 to GPU 0 of node 1: the route's latency, two ASTRA-sim links.
-  EXPECT_NEAR(2 * n.latency_ns[1], route_latency_ns(graph, 0, spec.gpus_per_node), 0.5);
-  expect_system("dgx-a100-4node.system.json", 2, spec);
+  check_files("dgx-a100-4node", 4, 2, [](const Network& n, const topo::ClusterSpec& spec, const topo::ClusterGraph& graph) {
+    // Second dimension: GPU g of every node on rail g (one NIC per GPU, rail-optimized leaves), ASTRA-sim's NPU id
+    // GPU + 8 x node being gputwin's rank order.
+    ASSERT_TRUE(spec.fabric.rail_optimized);
+    ASSERT_EQ(spec.nic.count, spec.gpus_per_node);
+    EXPECT_EQ(n.topology[1], "Switch");
+    EXPECT_EQ(n.npus[1], spec.nodes);
+    EXPECT_DOUBLE_EQ(n.gbytes_per_s[1], spec.nic.bytes_per_s * spec.nccl.net_efficiency / 1e9);
+    // GPU 0 of node 0 to GPU 0 of node 1: the route's latency, two ASTRA-sim links.
+    EXPECT_NEAR(2 * n.latency_ns[1], route_latency_ns(graph, 0, spec.gpus_per_node), 0.5);
+  });
 }
 
 TEST(AstraSimConfigs, RemoteMemoryIsNone)
