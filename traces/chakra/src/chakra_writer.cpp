@@ -152,6 +152,16 @@ const std::vector<int32_t>& group_ranks(const traces::OpGraph& graph, const trac
   return graph.groups.at(static_cast<size_t>(op.group)).ranks;
 }
 
+// `program`'s rank's place in `op`'s group; refuses a rank that is not in it.
+size_t rank_index(const traces::OpGraph& graph, const traces::RankProgram& program, const traces::Op& op)
+{
+  const std::vector<int32_t>& ranks = group_ranks(graph, op);
+  const auto it = std::find(ranks.begin(), ranks.end(), program.rank);
+  if (it == ranks.end())
+    refuse(program, op, "the rank is not in its group " + std::to_string(op.group));
+  return static_cast<size_t>(it - ranks.begin());
+}
+
 // The Chakra nodes `op` is written as: a ring exchange two, an all-to-all-v a send and a receive per peer, else one.
 int64_t node_count(const traces::OpGraph& graph, const traces::Op& op, const ChakraExportOptions& options)
 {
@@ -175,8 +185,7 @@ void check_all_to_all_v(const traces::OpGraph& graph, const traces::RankProgram&
     refuse(program, op,
            "an all-to-all-v needs one weight per rank of a group of two or more (group of " +
                std::to_string(ranks.size()) + ", " + std::to_string(weights->rank.size()) + " weights)");
-  if (std::find(ranks.begin(), ranks.end(), program.rank) == ranks.end())
-    refuse(program, op, "the rank is not in its group " + std::to_string(op.group));
+  (void)rank_index(graph, program, op);
   if (op.sequence < 0 || op.sequence > max_all_to_all_sequence)
     refuse(program, op,
            "all-to-all sequence " + std::to_string(op.sequence) + " beyond the comm_tag 2^30 + sequence (int32)");
@@ -229,7 +238,7 @@ void check_exportable(const traces::OpGraph& graph, const traces::RankProgram& p
                    " beyond the comm_tag of a message (below 2^24; ring exchanges' tags are above)");
     }
     if (op.kind == traces::OpKind::Collective && op.collective == CollectiveOp::SendRecv) {
-      const std::vector<int32_t>& ring = graph.groups.at(static_cast<size_t>(op.group)).ranks;
+      const std::vector<int32_t>& ring = group_ranks(graph, op);
       if (ring.size() < 2)
         refuse(program, op,
                "a ring exchange in a group of " + std::to_string(ring.size()) +
@@ -269,11 +278,8 @@ void add_placement(Node& node, const traces::Op& op)
 std::pair<int32_t, int32_t> ring_neighbours(const traces::OpGraph& graph, const traces::RankProgram& program,
                                             const traces::Op& op)
 {
-  const std::vector<int32_t>& ring = graph.groups.at(static_cast<size_t>(op.group)).ranks;
-  const auto it = std::find(ring.begin(), ring.end(), program.rank);
-  if (it == ring.end())
-    refuse(program, op, "the rank is not in its group " + std::to_string(op.group));
-  const size_t at = static_cast<size_t>(it - ring.begin()), n = ring.size();
+  const std::vector<int32_t>& ring = group_ranks(graph, op);
+  const size_t at = rank_index(graph, program, op), n = ring.size();
   return {ring[(at + 1) % n], ring[(at + n - 1) % n]};
 }
 
@@ -328,13 +334,13 @@ void write_message(std::ostream& out, Node& node, const traces::Op& op, const Me
 
 // An all-to-all-v as messages (`node` holding its dependencies): a send to every other rank of `ranks` (the first
 // with the op's id), then a receive from every other rank, in ring order from `rank`, each of its pair's bytes;
-// the ids beyond the op's taken from `next_id` and added to `extra`.
-void write_all_to_all_v(std::ostream& out, Node& node, const std::vector<int32_t>& ranks, int32_t rank,
+// the ids beyond the op's taken from `next_id` and added to `extra`. `rank` is ranks[i].
+void write_all_to_all_v(std::ostream& out, Node& node, const std::vector<int32_t>& ranks, size_t i,
                         const traces::Op& op, const AllToAllWeights& weights, int64_t& next_id,
                         std::vector<int64_t>& extra)
 {
   const size_t n = ranks.size();
-  const size_t i = static_cast<size_t>(std::find(ranks.begin(), ranks.end(), rank) - ranks.begin());
+  const int32_t rank = ranks[i];
   for (size_t k = 1; k < n; ++k) { // to the k-th next rank: this rank's pair bytes
     const size_t j = (i + k) % n;
     const int64_t id = k == 1 ? op.id : next_id++;
@@ -416,8 +422,8 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
       continue;
     }
     if (const std::optional<AllToAllWeights> weights = all_to_all_v(op, options)) {
-      write_all_to_all_v(out, node, group_ranks(graph, op), program.rank, op, *weights, next_extra_id,
-                         extra_ids[op.id]);
+      write_all_to_all_v(out, node, group_ranks(graph, op), rank_index(graph, program, op), op, *weights,
+                         next_extra_id, extra_ids[op.id]);
       continue;
     }
 
@@ -440,7 +446,7 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
       node.set_type(ChakraProtoMsg::COMM_COLL_NODE);
       add_bool(node, "is_cpu_op", false);
       add_int64(node, "comm_type", comm_type(op.collective, program, op));
-      const size_t members = graph.groups.at(static_cast<size_t>(op.group)).ranks.size();
+      const size_t members = group_ranks(graph, op).size();
       add_int64(node, "comm_size",
                 static_cast<int64_t>(non_negative_round(astra_sim_comm_bytes(op.collective, op.bytes, members))));
       add_string(node, "pg_name", chakra_pg_name(op.group));
