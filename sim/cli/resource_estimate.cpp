@@ -343,7 +343,7 @@ WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t 
             WorkEstimate w = shape_work(static_cast<double>(model.layers), static_cast<double>(pp),
                                         static_cast<double>(v), static_cast<double>(m), static_cast<double>(gpus), true);
             w.schedule_steps *= recompute_modes;
-            // An estimate executes the steady state's samples where they are worth it (steady_state.hpp), not m
+            // An estimate executes the steady state's sample where it is worth it (steady_state.hpp), not m
             // micro-batches: its ops and pipeline messages grow with what it executes.
             ParallelPlan plan;
             plan.tp = tp;
@@ -354,8 +354,8 @@ WorkEstimate estimate_search_work(const GptConfig& model, int64_t gpus, int64_t 
             plan.global_batch = global_batch;
             plan.schedule = v > 1 ? Schedule::Interleaved : Schedule::OneFOneB;
             plan.chunks = v;
-            if (const std::optional<sim::SteadyStateSamples> samples = sim::steady_state_samples(plan)) {
-              const double share = static_cast<double>(samples->executed()) / static_cast<double>(m);
+            if (const std::optional<sim::SteadyStateSample> sample = sim::steady_state_sample(plan)) {
+              const double share = static_cast<double>(sample->micro_batches) / static_cast<double>(m);
               w.ops *= share;
               w.flows *= share;
             }

@@ -2,8 +2,8 @@
 // time and stage figures to 1e-9 relative over 1F1B and interleaved schedules, context parallelism, the
 // Megatron-Core overlaps, ZeRO-3, FP8 on Hopper with its host, stragglers, interference and a MoE model -- each case
 // also required to have taken the shortcut, so that the comparison is not of a run with itself. Then the rules: no
-// shortcut where the figures do not grow evenly (a run whose time is quadratic in micro-batches), where the samples
-// would cost more than half the iteration, with GPipe (stages drift apart), with a timeline, with GPUTWIN_EXACT set.
+// shortcut where the periods do not repeat (a run whose time is quadratic in micro-batches) or add different
+// figures, where the sample would cost more than half the iteration, with GPipe (stages drift apart), with a timeline, with GPUTWIN_EXACT set.
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
@@ -62,7 +62,7 @@ RunPair run_case(const Case& c, bool simgrid = false)
   const Workload workload = make_workload(model, plan, options);
   IterationOptions whole;
   whole.steady_state = false;
-  if (simgrid) // the samples in child processes first, then the whole iteration in this one (one SimGrid per process)
+  if (simgrid) // the sample in a child process first, then the whole iteration in this one (one SimGrid per process)
     return {simulate_iteration(graph, workload, gpu, {}, framework, c.speeds),
             simulate_iteration(graph, workload, gpu, whole, framework, c.speeds)};
   return {estimate_iteration(graph, workload, gpu, framework, {}, c.speeds),
@@ -170,7 +170,7 @@ TEST(SteadyState, SameFiguresAsEveryMicroBatchExecuted)
   }
 }
 
-// The flow-level executor: the samples simulated in child processes, every flow of them on SimGrid; each case in a
+// The flow-level executor: the sample simulated in a child process, every flow of them on SimGrid; each case in a
 // test of its own (one SimGrid platform per process).
 void expect_flow_level_same(const std::string& name)
 {
@@ -201,10 +201,12 @@ Workload small_workload(int64_t micro_batches, Schedule schedule = Schedule::One
 }
 
 // A stand-in executor: one program of two ops per micro-batch, micro-batch i starting at 0.25 i (or 0.25 i^2) and
-// the iteration ending 3 s after the last; the figures grow with m alike. With `transient` t, micro-batches
-// before t start 0.1 s early, so the run repeats from t on. Counts the runs and their sizes.
+// the iteration ending 3 s after the last; the figures grow with m alike, each micro-batch's ops adding 0.2 s of
+// compute (with `uneven_shares`, 0.2 + 0.001 i s: the times repeat, the compute does not). With `transient` t,
+// micro-batches before t start 0.1 s early, so the run repeats from t on. Counts the runs and their sizes.
 struct FakeRun {
   bool quadratic = false;
+  bool uneven_shares = false;
   int64_t transient = 0;
   std::vector<int64_t> sizes;
   IterationResult operator()(const Workload& w, const IterationOptions& options)
@@ -218,9 +220,12 @@ struct FakeRun {
     r.iteration_time_s = 3 + start_s(micro_batches);
     r.executed_ops = 10 + 2 * micro_batches;
     r.stages.resize(1);
-    r.stages[0].compute_s = 0.2 * static_cast<double>(micro_batches);
     r.programs.resize(1);
-    for (int64_t i = 0; i < micro_batches; ++i)
+    for (int64_t i = 0; i < micro_batches; ++i) {
+      const double compute_s = 0.2 + (uneven_shares ? 0.001 * static_cast<double>(i) : 0);
+      r.stages[0].compute_s += compute_s;
+      if (options.record_micro_batch_shares)
+        r.stages[0].by_micro_batch.push_back(MicroBatchShare{compute_s, 0, 0, 0, 0, 2, 0, 0});
       for (const char* name : {"f", "b"}) {
         traces::Op op;
         op.id = static_cast<int64_t>(r.programs[0].ops.size());
@@ -231,30 +236,32 @@ struct FakeRun {
         if (options.record_timeline)
           r.timeline.push_back({0, op.id, begin_s, begin_s + 0.1});
       }
+    }
     return r;
   }
 };
 
-TEST(SteadyState, AffineFiguresAreExtrapolatedFromThreeSamples)
+TEST(SteadyState, AffineFiguresAreExtrapolatedFromOneRun)
 {
   FakeRun fake;
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  // first = 3 warm-ups (3 pp) and the two micro-batches 1F1B takes past its warm-up to repeat; step 1
-  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{14, 15, 16}));
+  // 3 warm-ups (3 pp), the two micro-batches 1F1B takes past its warm-up to repeat and two periods; step 1
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{16}));
   EXPECT_DOUBLE_EQ(r.iteration_time_s, 3 + 0.25 * 400);
   EXPECT_EQ(r.executed_ops, 10 + 2 * 400);
-  EXPECT_TRUE(r.timeline.empty()); // the last sample's, recorded for the check, is not the iteration's
+  EXPECT_TRUE(r.timeline.empty()); // the sample's, recorded for the check, is not the iteration's
+  EXPECT_TRUE(r.stages[0].by_micro_batch.empty());
   EXPECT_NEAR(r.stages[0].compute_s, 0.2 * 400, 1e-12);
   EXPECT_EQ(r.extrapolated_micro_batches, 400 - 16);
 }
 
-TEST(SteadyState, ALongerTransientLengthensTheSamplesByWhatTheRepeatFellShortOf)
+TEST(SteadyState, ALongerTransientLengthensTheRunByWhatTheRepeatFellShortOf)
 {
   FakeRun fake;
-  fake.transient = 9; // repeats from micro-batch 9: the last sample (16) repeats over 16 - pp - 1 - 9 = 2 < pp + 1
+  fake.transient = 9; // repeats from micro-batch 9: the run of 16 repeats over 16 - pp - 1 - 9 = 2 < pp + 1
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  // Short by 5 - 2 = 3 micro-batches: the next samples start at 14 + 3.
-  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{14, 15, 16, 17, 18, 19}));
+  // Short by 5 - 2 = 3 micro-batches: the next run is 16 + 3.
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{16, 19}));
   EXPECT_DOUBLE_EQ(r.iteration_time_s, 3 + 0.25 * 400);
   EXPECT_EQ(r.extrapolated_micro_batches, 400 - 19);
 }
@@ -263,8 +270,19 @@ TEST(SteadyState, InterleavedStepsByWholePipelineRounds)
 {
   FakeRun fake;
   run_with_steady_state(small_workload(400, Schedule::Interleaved), {}, std::ref(fake));
-  // warm-up: 2 (pp - 1) + (chunks - 1) pp = 10 chunk steps touch two groups of pp = 8 micro-batches; first = 3 x 8
-  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{24, 28, 32}));
+  // warm-up: 2 (pp - 1) + (chunks - 1) pp = 10 chunk steps touch two groups of pp = 8 micro-batches: 3 x 8 + 2 x 4
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{32}));
+}
+
+TEST(SteadyState, PeriodsThatAddDifferentFiguresMeanTheWholeIteration)
+{
+  FakeRun fake;
+  fake.uneven_shares = true; // the ops repeat, their compute grows: no figure may be extrapolated
+  const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
+  ASSERT_FALSE(fake.sizes.empty());
+  EXPECT_EQ(fake.sizes.back(), 400);
+  EXPECT_EQ(r.extrapolated_micro_batches, 0);
+  EXPECT_NEAR(r.stages[0].compute_s, 0.2 * 400 + 0.001 * 399 * 400 / 2, 1e-9);
 }
 
 TEST(SteadyState, NoPeriodMeansTheWholeIteration)
@@ -272,7 +290,8 @@ TEST(SteadyState, NoPeriodMeansTheWholeIteration)
   FakeRun fake;
   fake.quadratic = true;
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  // Samples at 14.., then longer (18.. by the shortfall of the one repeating pair, then doubling: 36..) until they would cost half the iteration; then all 400.
+  // A run of 16, then longer (by the shortfall of the one repeating pair, then doubling) until it would cost half
+  // the iteration; then all 400.
   ASSERT_FALSE(fake.sizes.empty());
   EXPECT_EQ(fake.sizes.back(), 400);
   EXPECT_EQ(r.extrapolated_micro_batches, 0);
@@ -286,8 +305,8 @@ TEST(SteadyState, NoPeriodMeansTheWholeIteration)
 TEST(SteadyState, OffWhereItCannotPayOrSomethingNeedsEveryOp)
 {
   FakeRun few;
-  run_with_steady_state(small_workload(70), {}, std::ref(few)); // 2 x (14 + 15 + 16) > 70
-  EXPECT_EQ(few.sizes, (std::vector<int64_t>{70}));
+  run_with_steady_state(small_workload(30), {}, std::ref(few)); // 2 x 16 > 30
+  EXPECT_EQ(few.sizes, (std::vector<int64_t>{30}));
   FakeRun gpipe;
   run_with_steady_state(small_workload(400, Schedule::GPipe), {}, std::ref(gpipe));
   EXPECT_EQ(gpipe.sizes, (std::vector<int64_t>{400}));

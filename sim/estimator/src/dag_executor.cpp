@@ -245,7 +245,8 @@ public:
     if (report_) {
       report_->stages.assign(programs_.size(), StageTimes{});
       for (size_t p = 0; p < programs_.size(); ++p)
-        accounting_.emplace_back(report_->stages[p]);
+        accounting_.emplace_back(report_->stages[p], false,
+                                 options_.record_micro_batch_shares ? &(*source_)[p] : nullptr);
     }
   }
 

@@ -1,6 +1,7 @@
 #include "gputwin/sim/steady_state.hpp"
 
 #include "gputwin/models/pipeline_schedule.hpp"
+#include "gputwin/sim/stage_accounting.hpp"
 
 #include <algorithm>
 #include <array>
@@ -24,11 +25,11 @@ bool shortcuts_enabled()
 
 namespace {
 
-// Whether `samples` are past the warm-up of `plan` and cost at most half of executing its m micro-batches.
-bool worthwhile(const SteadyStateSamples& samples, int64_t micro_batches)
+// Whether `sample` is shorter than m, a whole number of periods from it, and costs at most half of executing m.
+bool worthwhile(const SteadyStateSample& sample, int64_t micro_batches)
 {
-  return samples.last() < micro_batches && (micro_batches - samples.first) % samples.step == 0 &&
-         2 * samples.executed() <= micro_batches;
+  return sample.micro_batches < micro_batches && (micro_batches - sample.micro_batches) % sample.step == 0 &&
+         2 * sample.micro_batches <= micro_batches;
 }
 
 // The figures of a result that grow with the micro-batches, in one list: the iteration time, the op, flow and
@@ -66,78 +67,118 @@ void set_figures(IterationResult& r, const std::vector<double>& f)
   }
 }
 
-// Rounding in a period's figures. A period's growth is accepted when every sample adds it to within this share of
-// (figure + iteration time). The estimator's figures repeat to a few units in the last place; the SimGrid
-// executor's per-stage sums of exposed communication and compute to ~1e-9 of the iteration (its flows end on
-// SimGrid's 1e-9 s precision: gpt3-175b tp 4 pp 16 x2 on 64 H100, stage 1's exposed communication grew by
-// 0.0930727527 s and 0.0930727964 s in two periods), which at 1e-13 made every such plan execute whole (68 s
-// instead of 5.6 s). The iteration time itself is held to the period found op by op (period_tolerance below), so
-// this only bounds the secondary figures, to ~1e-8 relative after extrapolation.
+// Rounding in a period's figures. The repeating periods of a run must add the same to every figure to within this
+// share of (the figure + the iteration time). The estimator's sums repeat to a few units in the last place; the
+// SimGrid executor's per-stage sums of exposed communication and compute to ~1e-9 of the iteration (its flows end
+// on SimGrid's 1e-9 s precision: gpt3-175b tp 4 pp 16 x2 on 64 H100, stage 1's exposed communication grew by
+// 0.0930727527 s and 0.0930727964 s in two periods). The iteration time itself is held to the period found op by op
+// (period_tolerance below), so this only bounds the secondary figures, to ~1e-8 relative after extrapolation.
 constexpr double growth_tolerance = 1e-8;
 // An op's shift from one period to the next may differ from the period by this share of the iteration time.
 constexpr double period_tolerance = 1e-12;
 
-// The per-period growth of every figure, or nullopt when the samples do not grow evenly (integers: exactly).
-std::optional<std::vector<double>> even_growth(const std::array<std::vector<double>, SteadyStateSamples::samples>& f)
+// What the micro-batches [begin, begin + step) add to the figures of `r` (figures' order): their shares of each
+// stage, the period's time where a stage's pipeline window ends after them and for the iteration time.
+std::vector<double> period_share(const IterationResult& r, int64_t begin, int64_t step, double period_s)
 {
-  const size_t n = f[0].size();
-  for (const std::vector<double>& sample : f)
-    if (sample.size() != n)
-      return std::nullopt;
-  const int last = SteadyStateSamples::samples - 1;
-  const double scale_s = std::abs(f[last][0]);
-  std::vector<double> growth(n);
-  for (size_t i = 0; i < n; ++i) {
-    const double first = f[1][i] - f[0][i];
-    const double tolerance = i > 0 && i < counts_end ? 0 : growth_tolerance * (std::abs(f[last][i]) + scale_s);
-    for (int k = 2; k <= last; ++k)
-      if (std::abs((f[k][i] - f[k - 1][i]) - first) > tolerance)
-        return std::nullopt;
-    growth[i] = i > 0 && i < counts_end ? first : (f[last][i] - f[0][i]) / last;
+  std::vector<double> f(counts_end + r.stages.size() * stage_figures, 0.0);
+  f[0] = period_s;
+  int64_t ops = 0, flows = 0;
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    double* g = &f[counts_end + s * stage_figures];
+    int64_t pipeline_ops = 0;
+    for (int64_t i = begin; i < begin + step; ++i) {
+      if (static_cast<size_t>(i) >= r.stages[s].by_micro_batch.size())
+        continue;
+      const MicroBatchShare& share = r.stages[s].by_micro_batch[static_cast<size_t>(i)];
+      g[0] += share.compute_s;
+      g[1] += share.exposed_comm_s;
+      g[4] += share.pipeline_compute_s;
+      g[5] += share.pipeline_comm_s;
+      g[6] += share.moe_exchange_s;
+      ops += share.ops;
+      flows += share.flows;
+      pipeline_ops += share.pipeline_ops;
+    }
+    g[3] = pipeline_ops > 0 ? period_s : 0; // the window's last op, in the cool-down, moves a period later
   }
-  return growth;
+  f[1] = static_cast<double>(ops);
+  f[2] = static_cast<double>(flows);
+  return f;
+}
+
+// One period's growth of every figure of `r`: the mean of what each whole period of its repeating micro-batches
+// [first, micro_batches - warmup) adds, when every one adds the same (integers exactly, times to growth_tolerance);
+// empty otherwise or with fewer than two such periods.
+std::vector<double> period_growth(const IterationResult& r, const SteadyStateSample& sample, const SteadyPeriod& period)
+{
+  const int64_t step = sample.step, end = sample.micro_batches - sample.warmup;
+  const std::vector<double> totals = figures(r);
+  std::vector<double> sum;
+  int periods = 0;
+  for (int64_t begin = period.first_micro_batch; begin + step <= end; begin += step, ++periods) {
+    const std::vector<double> f = period_share(r, begin, step, period.period_s);
+    if (sum.empty()) {
+      sum = f;
+      continue;
+    }
+    for (size_t i = 0; i < f.size(); ++i) {
+      const double first = sum[i] / periods;
+      const double tolerance = i > 0 && i < counts_end ? 0 : growth_tolerance * (std::abs(totals[i]) + r.iteration_time_s);
+      if (std::abs(f[i] - first) > tolerance)
+        return {};
+      sum[i] += f[i];
+    }
+  }
+  if (periods < 2)
+    return {};
+  for (size_t i = 0; i < sum.size(); ++i)
+    sum[i] = i > 0 && i < counts_end ? std::round(sum[i] / periods) : sum[i] / periods;
+  return sum;
 }
 
 } // namespace
 
-std::optional<SteadyStateSamples> steady_state_samples(const ParallelPlan& plan)
+std::optional<SteadyStateSample> steady_state_sample(const ParallelPlan& plan)
 {
   if (plan.schedule == Schedule::GPipe) // all forwards, then all backwards: stages drift apart, no common period
     return std::nullopt;
-  SteadyStateSamples s;
+  SteadyStateSample s;
   const bool interleaved = plan.schedule == Schedule::Interleaved;
   s.step = interleaved ? plan.pp : 1;
   // The first stage's interleaved warm-up (the longest), in forward steps of one chunk each, micro-batches walking
   // the chunks in groups of pp: it touches whole groups; the cool-down as many backward steps at the end.
   const int64_t first_stage_warmup = warmup_steps(pipeline_shape(plan), 0);
   s.warmup = interleaved ? ((first_stage_warmup - 1) / (plan.pp * plan.chunks) + 1) * plan.pp : plan.pp;
-  // A multiple of the step; the last sample then has room for a warm-up, a warm-up's reach and a period between
-  // its warm-up and its cool-down (steady_period), and for 1F1B two micro-batches more: its period starts a
-  // micro-batch or two after the warm-up (the first forward of the steady phase on stage 0 is micro-batch pp - 1,
-  // and its backward pairs with a forward pp - 1 later; measured on gpt3-175b, pp 16 and 32: from micro-batch pp + 1
-  // or pp + 2). The interleaved period starts with the first whole group after the warm-up (measured: 2 pp).
+  // Room for a warm-up, the micro-batches before the period starts, a warm-up's reach and a period (steady_period)
+  // and a cool-down, and two periods more. 1F1B's period starts a micro-batch or two after the warm-up (the first
+  // forward of the steady phase on stage 0 is micro-batch pp - 1, and its backward pairs with a forward pp - 1 later;
+  // measured on gpt3-175b, pp 16 and 32: from micro-batch pp + 1 or pp + 2); the interleaved one with the first
+  // whole group after the warm-up (measured: 2 pp).
   const int64_t transient = interleaved ? 0 : 2;
-  s.first = (3 * s.warmup + transient + s.step - 1) / s.step * s.step;
+  s.micro_batches = (3 * s.warmup + transient + s.step - 1) / s.step * s.step + 2 * s.step;
   if (!worthwhile(s, plan.micro_batches()))
     return std::nullopt;
   return s;
 }
 
-std::optional<SteadyPeriod> steady_period(const IterationResult& r, const SteadyStateSamples& samples,
-                                          int64_t micro_batches)
+std::optional<SteadyPeriod> steady_period(const IterationResult& r, const SteadyStateSample& sample)
 {
-  const int64_t step = samples.step;
-  const int64_t begin = samples.warmup, end = micro_batches - samples.warmup - step; // pairs (i, i + step), i < end
+  const int64_t step = sample.step;
+  const int64_t begin = sample.warmup, end = sample.micro_batches - sample.warmup - step; // pairs (i, i + step), i < end
   if (begin >= end || r.timeline.empty())
     return std::nullopt;
-  // Each program's ops of the micro-batches [begin, end + step), by micro-batch, in issue order.
+  // Each program's ops of the micro-batches [begin, end + step) (period_micro_batches), by micro-batch, in issue order.
   std::vector<std::vector<std::vector<const OpSlice*>>> by_micro_batch(r.programs.size());
   for (auto& program : by_micro_batch)
     program.resize(static_cast<size_t>(end + step - begin));
+  std::vector<std::vector<int32_t>> micro_batch_of;
+  for (const traces::RankProgram& program : r.programs)
+    micro_batch_of.push_back(period_micro_batches(program));
   for (const OpSlice& slice : r.timeline) {
-    const traces::Op& op = r.programs[static_cast<size_t>(slice.program)].ops[static_cast<size_t>(slice.op)];
-    if (op.micro_batch >= begin && op.micro_batch < end + step)
-      by_micro_batch[static_cast<size_t>(slice.program)][static_cast<size_t>(op.micro_batch - begin)].push_back(&slice);
+    const int64_t mb = micro_batch_of[static_cast<size_t>(slice.program)][static_cast<size_t>(slice.op)];
+    if (mb >= begin && mb < end + step)
+      by_micro_batch[static_cast<size_t>(slice.program)][static_cast<size_t>(mb - begin)].push_back(&slice);
   }
   for (auto& program : by_micro_batch)
     for (std::vector<const OpSlice*>& ops : program)
@@ -172,13 +213,18 @@ std::optional<SteadyPeriod> steady_period(const IterationResult& r, const Steady
   return SteadyPeriod{*period_s, first};
 }
 
-SampleOutcome sample_outcome(IterationResult result, const SteadyStateSamples& samples, int64_t micro_batches)
+SampleOutcome sample_outcome(IterationResult result, const SteadyStateSample& sample)
 {
   SampleOutcome out;
   if (!result.timeline.empty())
-    out.period = steady_period(result, samples, micro_batches);
-  for (const StageTimes& s : result.stages)
+    out.period = steady_period(result, sample);
+  if (out.period)
+    out.growth = period_growth(result, sample, *out.period);
+  for (StageTimes& s : result.stages) {
     out.spans = out.spans || !s.exposed_spans.empty();
+    s.by_micro_batch.clear();
+    s.by_micro_batch.shrink_to_fit();
+  }
   result.timeline.clear();
   result.timeline.shrink_to_fit();
   out.result = std::move(result);
@@ -194,11 +240,13 @@ std::string to_text(const SampleOutcome& outcome)
     text += number;
   };
   text += std::to_string(outcome.result.stages.size()) + " " + (outcome.spans ? "1 " : "0 ") +
-          (outcome.period ? "1 " : "0 ");
+          (outcome.period ? "1 " : "0 ") + (outcome.growth.empty() ? "0 " : "1 ");
   put(outcome.period ? outcome.period->period_s : 0);
   text += std::to_string(outcome.period ? outcome.period->first_micro_batch : 0) + " ";
   for (const double f : figures(outcome.result))
     put(f);
+  for (const double g : outcome.growth)
+    put(g);
   text += std::to_string(outcome.result.programs.size());
   for (const traces::RankProgram& program : outcome.result.programs)
     text += " " + std::to_string(program.rank);
@@ -210,19 +258,25 @@ SampleOutcome sample_outcome_from_text(const std::string& text)
   std::istringstream in(text);
   SampleOutcome out;
   size_t stages = 0, programs = 0;
-  int spans = 0, has_period = 0;
+  int spans = 0, has_period = 0, has_growth = 0;
   std::string period_s;
   int64_t first = 0;
-  in >> stages >> spans >> has_period >> period_s >> first;
+  in >> stages >> spans >> has_period >> has_growth >> period_s >> first;
   out.spans = spans != 0;
   if (has_period)
     out.period = SteadyPeriod{std::strtod(period_s.c_str(), nullptr), first};
-  std::vector<double> f(counts_end + stages * stage_figures);
-  for (double& x : f) {
-    std::string word;
-    in >> word;
-    x = std::strtod(word.c_str(), nullptr);
-  }
+  const auto read = [&](std::vector<double>& values) {
+    values.resize(counts_end + stages * stage_figures);
+    for (double& x : values) {
+      std::string word;
+      in >> word;
+      x = std::strtod(word.c_str(), nullptr);
+    }
+  };
+  std::vector<double> f;
+  read(f);
+  if (has_growth)
+    read(out.growth);
   in >> programs;
   out.result.stages.resize(stages);
   set_figures(out.result, f);
@@ -235,47 +289,35 @@ SampleOutcome sample_outcome_from_text(const std::string& text)
 }
 
 IterationResult run_with_steady_state(const Workload& workload, const IterationOptions& options,
-                                      const SampleRuns& run_samples, const WholeRun& run_whole)
+                                      const SampleRun& run_sample, const WholeRun& run_whole)
 {
-  std::optional<SteadyStateSamples> samples = steady_state_samples(workload.plan);
+  std::optional<SteadyStateSample> sample = steady_state_sample(workload.plan);
   if (!options.steady_state || options.record_timeline || options.flow_log != nullptr || !shortcuts_enabled())
-    samples.reset();
+    sample.reset();
   const int64_t m = workload.plan.micro_batches();
   bool lengthened = false;
-  while (samples && worthwhile(*samples, m)) {
-    std::vector<Workload> workloads;
-    for (int k = 0; k < SteadyStateSamples::samples; ++k)
-      workloads.push_back(with_micro_batches(workload, samples->first + k * samples->step));
-    std::vector<SampleOutcome> outcomes = run_samples(workloads, *samples);
-    std::array<std::vector<double>, SteadyStateSamples::samples> f;
-    bool spans = false;
-    for (size_t k = 0; k < f.size(); ++k) {
-      f[k] = figures(outcomes.at(k).result);
-      spans = spans || outcomes[k].spans;
-    }
-    if (spans)
+  while (sample && worthwhile(*sample, m)) {
+    SampleOutcome outcome = run_sample(with_micro_batches(workload, sample->micro_batches), *sample);
+    if (outcome.spans)
       break;
-    const std::optional<std::vector<double>> growth = even_growth(f);
-    const std::optional<SteadyPeriod>& period = outcomes.back().period;
-    IterationResult& last = outcomes.back().result;
+    const std::optional<SteadyPeriod>& period = outcome.period;
     // Repeating over a warm-up's reach and a period more: every dependency of the next period repeats.
-    const int64_t wanted = samples->warmup + samples->step;
-    const int64_t end = samples->last() - samples->warmup - samples->step;
-    if (growth && period && end - period->first_micro_batch >= wanted &&
-        std::abs(period->period_s - (*growth)[0]) <= period_tolerance * last.iteration_time_s) {
-      const double periods = static_cast<double>((m - samples->last()) / samples->step);
-      std::vector<double> at_m = f.back();
+    const int64_t wanted = sample->warmup + sample->step;
+    const int64_t end = sample->micro_batches - sample->warmup - sample->step;
+    if (period && !outcome.growth.empty() && end - period->first_micro_batch >= wanted) {
+      const double periods = static_cast<double>((m - sample->micro_batches) / sample->step);
+      std::vector<double> at_m = figures(outcome.result);
       for (size_t i = 0; i < at_m.size(); ++i)
-        at_m[i] += periods * (*growth)[i];
-      set_figures(last, at_m);
-      last.extrapolated_micro_batches = m - samples->last();
-      return std::move(last);
+        at_m[i] += periods * outcome.growth[i];
+      set_figures(outcome.result, at_m);
+      outcome.result.extrapolated_micro_batches = m - sample->micro_batches;
+      return std::move(outcome.result);
     }
-    // Longer samples: the first time by what the repeat fell short of (it repeated from period->first_micro_batch
-    // on), at least a period; with no repeat, or when that was not enough either (a transient that grows with the
-    // samples), twice as long, so failed attempts cost at most about the iteration once more.
-    const int64_t shortfall = period && !lengthened ? wanted - (end - period->first_micro_batch) : samples->first;
-    samples->first += std::max(samples->step, (shortfall + samples->step - 1) / samples->step * samples->step);
+    // Longer: the first time by what the repeat fell short of (it repeated from period->first_micro_batch on), at
+    // least a period; with no repeat, or when that was not enough either (a transient that grows with the run),
+    // twice as long, so failed attempts cost at most about the iteration once more.
+    const int64_t shortfall = period && !lengthened ? wanted - (end - period->first_micro_batch) : sample->micro_batches;
+    sample->micro_batches += std::max(sample->step, (shortfall + sample->step - 1) / sample->step * sample->step);
     lengthened = true;
   }
   return run_whole(workload);
@@ -284,21 +326,18 @@ IterationResult run_with_steady_state(const Workload& workload, const IterationO
 IterationResult run_with_steady_state(const Workload& workload, const IterationOptions& options,
                                       const std::function<IterationResult(const Workload&, const IterationOptions&)>& run)
 {
-  const SampleRuns in_process = [&](const std::vector<Workload>& workloads, const SteadyStateSamples& samples) {
-    std::vector<SampleOutcome> outcomes;
-    for (size_t k = 0; k < workloads.size(); ++k)
-      outcomes.push_back(sample_outcome(run(workloads[k], sample_options(options, k + 1 == workloads.size())),
-                                        samples, workloads[k].plan.micro_batches()));
-    return outcomes;
+  const SampleRun in_process = [&](const Workload& w, const SteadyStateSample& sample) {
+    return sample_outcome(run(w, sample_options(options)), sample);
   };
   return run_with_steady_state(workload, options, in_process, [&](const Workload& w) { return run(w, options); });
 }
 
-IterationOptions sample_options(const IterationOptions& options, bool last)
+IterationOptions sample_options(const IterationOptions& options)
 {
   IterationOptions sampled = options;
-  sampled.record_timeline = last; // the last sample's ops show whether its middle repeats
-  sampled.progress = nullptr;     // a sample is not the run a progress bar counts
+  sampled.record_timeline = true;           // the sample's ops show whether its middle repeats
+  sampled.record_micro_batch_shares = true; // and what each period adds
+  sampled.progress = nullptr;               // a sample is not the run a progress bar counts
   return sampled;
 }
 

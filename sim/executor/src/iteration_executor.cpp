@@ -59,21 +59,16 @@ IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Worklo
                                    const GpuComputeModel& gpu, const IterationOptions& options,
                                    const FrameworkProfile& framework, const RankSpeeds& speeds)
 {
-  // The steady state's samples each in a process of its own (SimGrid 3.32: one platform per process), a few at a
-  // time; their outcomes come back as exact text.
-  const SampleRuns in_children = [&](const std::vector<Workload>& workloads, const SteadyStateSamples& samples) {
-    const int jobs = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4));
-    const std::vector<std::string> texts = run_isolated(workloads.size(), jobs, [&](size_t k) {
-      const IterationOptions sampled = sample_options(options, k + 1 == workloads.size());
-      return to_text(sample_outcome(simulate_whole(graph, workloads[k], gpu, sampled, framework, speeds), samples,
-                                    workloads[k].plan.micro_batches()));
+  // The steady state's sample in a process of its own (SimGrid 3.32: one platform per process, and the whole
+  // iteration may follow in this one); its outcome comes back as exact text.
+  const SampleRun in_child = [&](const Workload& sampled, const SteadyStateSample& sample) {
+    const std::vector<std::string> texts = run_isolated(1, 1, [&](size_t) {
+      return to_text(sample_outcome(simulate_whole(graph, sampled, gpu, sample_options(options), framework, speeds),
+                                    sample));
     });
-    std::vector<SampleOutcome> outcomes;
-    for (const std::string& text : texts)
-      outcomes.push_back(sample_outcome_from_text(text));
-    return outcomes;
+    return sample_outcome_from_text(texts.at(0));
   };
-  return run_with_steady_state(workload, options, in_children, [&](const Workload& w) {
+  return run_with_steady_state(workload, options, in_child, [&](const Workload& w) {
     return simulate_whole(graph, w, gpu, options, framework, speeds);
   });
 }

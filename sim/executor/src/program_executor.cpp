@@ -63,7 +63,8 @@ public:
     const size_t count = result_.programs.size();
     result_.stages.resize(count);
     for (size_t p = 0; p < count; ++p)
-      accounting_.emplace_back(result_.stages[p], options_.flow_log != nullptr);
+      accounting_.emplace_back(result_.stages[p], options_.flow_log != nullptr,
+                               options_.record_micro_batch_shares ? &result_.programs[p] : nullptr);
     issue_s_.resize(count);
     issued_.assign(count, 0);
     for (size_t p = 0; p < count; ++p) {
@@ -637,6 +638,7 @@ private:
     if (!options_.zero_communication) {
       const CommWork& work = work_of(p, op);
       result_.simulated_flows += static_cast<int64_t>(work.flows.size());
+      accounting_[p].flows(op, static_cast<int64_t>(work.flows.size()));
       std::vector<CommLoad> loads; // interference: every member's GPU carries the collective while it moves data
       if (interferes())
         for (const size_t q : rv.programs) {
@@ -658,6 +660,7 @@ private:
     if (!options_.zero_communication) {
       const CommWork& work = work_of(p, op);
       result_.simulated_flows += static_cast<int64_t>(work.flows.size());
+      accounting_[p].flows(op, static_cast<int64_t>(work.flows.size()));
       const CommLoad load = interferes() ? begin_message_load(p, rank, op, work) : CommLoad{};
       lock.unlock();
       runner_->run(work.flows, work.latency_s, flow_tag(p, static_cast<size_t>(&op - result_.programs[p].ops.data())));

@@ -33,6 +33,9 @@ struct IterationOptions {
   // Execute a pipeline's repeating period once and add the rest as whole periods (steady_state.hpp), where the
   // schedule has one and nothing above needs every op; false: every micro-batch executed.
   bool steady_state = true;
+  // Also keep each stage's figures per micro-batch (StageTimes::by_micro_batch): a steady-state sample, whose
+  // repeating micro-batches give the growth of one period.
+  bool record_micro_batch_shares = false;
 };
 
 struct OpSlice {
@@ -48,6 +51,13 @@ struct ExposedSpan {
   int64_t op = 0;
 };
 
+// What the ops of one micro-batch add to their stage's figures (StageTimes below): compute and exposed
+// communication as StageAccounting counts them, and how many ops, flows and pipeline-window ops they are.
+struct MicroBatchShare {
+  double compute_s = 0, exposed_comm_s = 0, pipeline_compute_s = 0, pipeline_comm_s = 0, moe_exchange_s = 0;
+  int64_t ops = 0, flows = 0, pipeline_ops = 0;
+};
+
 struct StageTimes {
   double compute_s = 0;          // kernels on the compute stream
   double exposed_comm_s = 0;     // compute stream blocked in, or waiting for, collectives
@@ -57,6 +67,7 @@ struct StageTimes {
   double pipeline_comm_s = 0;    // exposed communication inside that window
   double moe_exchange_s = 0;     // the part of exposed_comm_s spent in MoE token exchanges (ops named moe.*)
   std::vector<ExposedSpan> exposed_spans; // what exposed_comm_s adds up, when the accounting records spans
+  std::vector<MicroBatchShare> by_micro_batch; // indexed by micro-batch, when the accounting records shares
 };
 
 struct IterationResult {
