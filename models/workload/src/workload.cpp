@@ -8,6 +8,7 @@
 #include "gputwin/models/plan_metadata.hpp"
 #include "gputwin/models/rank_layout.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -246,11 +247,32 @@ public:
   traces::RankProgram build()
   {
     emit_param_gather_buckets();
-    for (const PipelineStep& step : stage_schedule(shape_, stage_)) {
-      if (step.phase == PipelinePhase::Forward)
+    const std::vector<PipelineStep> steps = stage_schedule(shape_, stage_);
+    const int64_t forward_steps =
+        std::count_if(steps.begin(), steps.end(), [](const PipelineStep& s) { return s.phase == PipelinePhase::Forward; });
+    // Ops emitted by the first forward and the first backward step: once both are known, the program's ops are
+    // reserved for the steps to come at those sizes (no reallocation of a growing vector of large ops).
+    size_t forward_ops = 0, backward_ops = 0;
+    int64_t forwards_done = 0, backwards_done = 0;
+    for (const PipelineStep& step : steps) {
+      const size_t before = program_.ops.size();
+      if (step.phase == PipelinePhase::Forward) {
         emit_forward_step(step);
-      else
+        ++forwards_done;
+      } else {
         emit_backward_step(step);
+        ++backwards_done;
+      }
+      size_t& sized = step.phase == PipelinePhase::Forward ? forward_ops : backward_ops;
+      if (sized == 0) {
+        sized = program_.ops.size() - before;
+        if (forward_ops > 0 && backward_ops > 0) {
+          const int64_t backward_steps = static_cast<int64_t>(steps.size()) - forward_steps;
+          program_.ops.reserve(program_.ops.size() + 64 +
+                               static_cast<size_t>(forward_steps - forwards_done) * forward_ops +
+                               static_cast<size_t>(backward_steps - backwards_done) * backward_ops);
+        }
+      }
     }
     emit_optimizer_step(emit_gradient_reductions());
     return std::move(program_);

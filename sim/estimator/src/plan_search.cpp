@@ -150,9 +150,9 @@ PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t g
 // contention-free duration, as the estimator times it before links are shared): `total_s` in all; `lead_s` of it
 // issued before the stage's first per-micro-batch op (once-per-iteration ops that need no activation);
 // `first_forward_s`, micro-batch 0's forward of chunk 0, which runs before the stage sends that micro-batch's
-// activations on.
+// activations on; `micro_batches_s`, the ops of a micro-batch (micro_batch >= 0), all of them.
 struct StageCompute {
-  double total_s = 0, lead_s = 0, first_forward_s = 0;
+  double total_s = 0, lead_s = 0, first_forward_s = 0, micro_batches_s = 0;
 };
 
 std::vector<StageCompute> stage_compute(const Workload& workload, const GpuComputeModel& gpu,
@@ -183,6 +183,8 @@ std::vector<StageCompute> stage_compute(const Workload& workload, const GpuCompu
         continue;
       }
       c.total_s += op_s;
+      if (op.micro_batch >= 0)
+        c.micro_batches_s += op_s;
       per_micro_batch_seen = per_micro_batch_seen || op.micro_batch >= 0;
       if (!per_micro_batch_seen)
         c.lead_s += op_s;
@@ -198,20 +200,14 @@ std::vector<StageCompute> stage_compute(const Workload& workload, const GpuCompu
 
 double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& gpu, const topo::ClusterGraph* graph)
 {
-  // Each stage's compute stream grows by the same ops with every micro-batch: counted on one and two steps of the
-  // schedule (interleaved: pp micro-batches) and extrapolated, not built for all m.
+  // Each stage's compute stream grows by the same ops with every micro-batch: counted on one step of the schedule
+  // (interleaved: pp micro-batches), whose micro-batches' ops are one period, and extrapolated, not built for all m.
   const int64_t step = workload.plan.schedule == Schedule::Interleaved ? workload.plan.pp : 1;
   const int64_t m = workload.plan.micro_batches();
-  std::vector<StageCompute> stages;
-  if (m <= 2 * step) {
-    stages = stage_compute(workload, gpu, graph);
-  } else {
-    stages = stage_compute(with_micro_batches(workload, step), gpu, graph);
-    const std::vector<StageCompute> two = stage_compute(with_micro_batches(workload, 2 * step), gpu, graph);
-    for (size_t s = 0; s < stages.size(); ++s)
-      stages[s].total_s +=
-          (two[s].total_s - stages[s].total_s) * static_cast<double>(m - step) / static_cast<double>(step);
-  }
+  std::vector<StageCompute> stages = stage_compute(m <= step ? workload : with_micro_batches(workload, step), gpu, graph);
+  if (m > step)
+    for (StageCompute& c : stages)
+      c.total_s += c.micro_batches_s * static_cast<double>(m - step) / static_cast<double>(step);
   // Stage s's per-micro-batch ops start with micro-batch 0's forward, which needs its activations from stage s - 1:
   // they cannot start before micro-batch 0's forward of chunk 0 has run on every stage before it (the pipeline's
   // fill; the transfers only add). Its once-per-iteration ops issued before them (lead_s) may run meanwhile.
