@@ -255,24 +255,26 @@ TEST(PlanSearch, PlansRuledOutByComputeAloneCouldNotRank)
 
   // A deep pipeline with as many micro-batches as stages spends ~(pp - 1) / (m + pp - 1) of its time filling and
   // draining: the compute sums alone bound it at ~m / (m + pp - 1) = 0.53 of its estimate; with the fill (micro-batch
-  // 0's forward through the stages before the last, a third of a micro-batch's compute each) ~0.69.
-  const auto expect_fill_counted = [&](const GptConfig& deep_model, const ParallelPlan& deep) {
+  // 0's forward through the stages before the last, a third of a micro-batch's compute each) ~0.69; with the drain
+  // too (the last micro-batch's backward back through them, two thirds) the whole pipeline, less its communication.
+  const auto expect_fill_and_drain_counted = [&](const GptConfig& deep_model, const ParallelPlan& deep) {
     const Workload w = make_workload(deep_model, deep);
     const double bound_s = iteration_lower_bound_s(w, gpu);
     const double estimate_s = estimate_iteration(graph, w, gpu, framework).iteration_time_s;
+    std::printf("%s: compute-alone bound %.4f of the estimate\n", describe_plan(deep).c_str(), bound_s / estimate_s);
     EXPECT_LE(bound_s, estimate_s) << describe_plan(deep);
-    EXPECT_GT(bound_s, 0.6 * estimate_s) << describe_plan(deep);
+    EXPECT_GT(bound_s, 0.85 * estimate_s) << describe_plan(deep);
   };
   ParallelPlan deep;
   deep.pp = 8;
   deep.dp = 2;
   deep.global_batch = 16;
-  expect_fill_counted(model, deep); // 1F1B, 8 micro-batches
+  expect_fill_and_drain_counted(model, deep); // 1F1B, 8 micro-batches
   GptConfig sixteen_layers = model;
   sixteen_layers.layers = 16;
   deep.schedule = Schedule::Interleaved;
   deep.chunks = 2;
-  expect_fill_counted(sixteen_layers, deep);
+  expect_fill_and_drain_counted(sixteen_layers, deep);
 
   const std::vector<PlanEstimate> all = rank_plans(graph, model, plans.fitting, gpu, framework, 2);
   const std::vector<PlanEstimate> best = rank_plans(graph, model, plans.fitting, gpu, framework, 2, {}, 1);

@@ -148,16 +148,20 @@ PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t g
 // What a stage's compute stream runs in `workload` (OpEmitter puts every compute op and the blocking collectives
 // on stream 0), each op alone (compute_duration_s, or its measured duration; with `graph`, a collective at its
 // contention-free duration, as the estimator times it before links are shared): `total_s` in all; `lead_s` of it
-// issued before the stage's first per-micro-batch op (once-per-iteration ops that need no activation);
-// `first_forward_s`, micro-batch 0's forward of chunk 0, which runs before the stage sends that micro-batch's
-// activations on; `micro_batches_s`, the ops of a micro-batch (micro_batch >= 0), all of them.
+// issued before the stage's first per-micro-batch op (once-per-iteration ops that need no activation) and `tail_s`
+// after its last; `first_forward_s`, micro-batch 0's forward of chunk 0, which runs before the stage sends that
+// micro-batch's activations on; `last_backward_s`, the last micro-batch's backward of chunk 0 (its recompute
+// included), which runs after the stage has received that micro-batch's gradient (the step's first kernel waits for
+// it) and before it sends its own on (the send waits for the step's last op); `micro_batches_s`, the ops of a
+// micro-batch (micro_batch >= 0), all of them.
 struct StageCompute {
-  double total_s = 0, lead_s = 0, first_forward_s = 0, micro_batches_s = 0;
+  double total_s = 0, lead_s = 0, tail_s = 0, first_forward_s = 0, last_backward_s = 0, micro_batches_s = 0;
 };
 
 std::vector<StageCompute> stage_compute(const Workload& workload, const GpuComputeModel& gpu,
                                         const topo::ClusterGraph* graph)
 {
+  const int64_t last = workload.plan.micro_batches() - 1;
   std::vector<StageCompute> stages;
   ComputeDurationMemo durations(gpu);
   std::optional<CommExpander> comm;
@@ -183,13 +187,20 @@ std::vector<StageCompute> stage_compute(const Workload& workload, const GpuCompu
         continue;
       }
       c.total_s += op_s;
-      if (op.micro_batch >= 0)
+      if (op.micro_batch >= 0) {
         c.micro_batches_s += op_s;
+        c.tail_s = 0;
+      } else {
+        c.tail_s += op_s;
+      }
       per_micro_batch_seen = per_micro_batch_seen || op.micro_batch >= 0;
       if (!per_micro_batch_seen)
         c.lead_s += op_s;
       if (op.micro_batch == 0 && op.chunk == 0 && op.phase == traces::Phase::Forward)
         c.first_forward_s += op_s;
+      if (op.micro_batch == last && op.chunk == 0 &&
+          (op.phase == traces::Phase::Backward || op.phase == traces::Phase::Recompute))
+        c.last_backward_s += op_s;
     }
     stages.push_back(c);
   }
@@ -210,11 +221,15 @@ double iteration_lower_bound_s(const Workload& workload, const GpuComputeModel& 
       c.total_s += c.micro_batches_s * static_cast<double>(m - step) / static_cast<double>(step);
   // Stage s's per-micro-batch ops start with micro-batch 0's forward, which needs its activations from stage s - 1:
   // they cannot start before micro-batch 0's forward of chunk 0 has run on every stage before it (the pipeline's
-  // fill; the transfers only add). Its once-per-iteration ops issued before them (lead_s) may run meanwhile.
-  double bound_s = 0, fill_s = 0;
+  // fill; the transfers only add). Its once-per-iteration ops issued before them (lead_s) may run meanwhile. Its last
+  // one, the last micro-batch's backward of chunk 0, sends the gradient every stage before it needs for its own, one
+  // after the other (the drain); its once-per-iteration ops after it (tail_s) may run meanwhile.
+  double bound_s = 0, fill_s = 0, drain_s = 0; // over the stages before this one
   for (const StageCompute& c : stages) {
-    bound_s = std::max({bound_s, c.total_s, fill_s + c.total_s - c.lead_s});
+    const double pipelined_s = c.total_s - c.lead_s; // from the first per-micro-batch op on
+    bound_s = std::max({bound_s, c.total_s, fill_s + pipelined_s, fill_s + pipelined_s - c.tail_s + drain_s});
     fill_s += c.first_forward_s;
+    drain_s += c.last_backward_s;
   }
   return bound_s * (1 - 1e-9); // below the sums' rounding
 }
@@ -358,7 +373,8 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
     for (size_t k = begin; k < end; ++k)
       if (variants[k].floor_s <= limit_s)
         open.push_back(k);
-    if (prune)
+    // Until `top` candidates have a time, no bound can rule a variant out: it is estimated without one.
+    if (prune && limit_s < none)
       parallel_for(open.size(), threads, [&](size_t j) { bound(open[j]); });
     std::vector<size_t> wanted;
     for (const size_t k : open)
@@ -374,11 +390,11 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
         break;
       }
       ++taken;
-      if (prune)
+      if (prune && now_s < none)
         bound(k);
       if (a.failure)
         std::rethrow_exception(a.failure);
-      if (prune)
+      if (a.bounded)
         known_bound_s[v.candidate] = std::min(known_bound_s[v.candidate], a.bound_s);
       if (ruled_out(a, now_s))
         continue;
