@@ -112,7 +112,8 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
   load_.resize(programs.size());
   send_of_.resize(programs.size());
   alone_s_.resize(programs.size());
-  loaded_ops_.assign(programs.size(), 0);
+  loaded_.resize(programs.size());
+  retimed_.resize(programs.size());
   for (size_t p = 0; p < programs.size(); ++p) {
     const int32_t rank = programs[p].rank;
     load_[p].resize(programs[p].ops.size());
@@ -120,8 +121,10 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
     alone_s_[p].assign(programs[p].ops.size(), 0);
     for (size_t i = 0; i < programs[p].ops.size(); ++i) {
       const traces::Op& op = programs[p].ops[i];
-      if (retimed(op))
+      if (retimed(op)) {
         alone_s_[p][i] = durations(op); // retimed: no measured duration
+        retimed_[p].push_back(static_cast<uint32_t>(i));
+      }
       if (op.kind == traces::OpKind::Collective) {
         load_[p][i] = load(comm.collective(op), op, rank);
       } else if (op.kind == traces::OpKind::Send) {
@@ -135,7 +138,8 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
         load_[p][i] =
             load(comm.message(op.peer, programs[static_cast<size_t>(q)].ops[static_cast<size_t>(j)]), op, rank);
       }
-      loaded_ops_[p] += load_[p][i].empty() ? 0 : 1;
+      if (!load_[p][i].empty())
+        loaded_[p].push_back(static_cast<uint32_t>(i));
     }
   }
 }
@@ -163,10 +167,8 @@ int DagInterference::settle(const DagExecutor& executor, std::vector<std::vector
     for (size_t p = 0; p < programs_.size(); ++p) {
       const auto& ops = programs_[p].ops;
       std::vector<LoadInterval> intervals;
-      intervals.reserve(loaded_ops_[p]);
-      for (size_t i = 0; i < ops.size(); ++i) {
-        if (load_[p][i].empty())
-          continue;
+      intervals.reserve(loaded_[p].size());
+      for (const uint32_t i : loaded_[p]) { // only their 4-byte indices are read: ops are large
         const double end = ends[p][i];
         double start = end - duration_s[p][i]; // a collective's data moves from its last member's arrival
         if (ops[i].kind == traces::OpKind::Recv) {
@@ -179,10 +181,8 @@ int DagInterference::settle(const DagExecutor& executor, std::vector<std::vector
       }
       const LoadTimeline timeline(std::move(intervals));
       size_t cursor = 0;
-      for (size_t i = 0; i < ops.size(); ++i) {
+      for (const uint32_t i : retimed_[p]) {
         const traces::Op& op = ops[i];
-        if (!retimed(op))
-          continue;
         const auto rate_of = [&](const CommLoad& load) {
           Memo& m = memo[p][i];
           if (load.empty())

@@ -121,7 +121,8 @@ private:
   const std::vector<traces::RankProgram>& programs_;
   std::vector<std::vector<double>> base_s_;
   std::vector<std::vector<CommLoad>> load_;                       // per communication op
-  std::vector<size_t> loaded_ops_;                                 // per program: ops with a load
+  std::vector<std::vector<uint32_t>> loaded_;                      // per program: the ops with a load, in order
+  std::vector<std::vector<uint32_t>> retimed_;                     // per program: the re-timed ops, in order
   std::vector<std::vector<std::pair<int32_t, int32_t>>> send_of_; // receives: (program, op) of their send
   std::vector<std::vector<double>> alone_s_;                      // re-timed ops: compute_duration_s
   // The ops settle re-times: compute and memcpy ops without a measured duration.
