@@ -245,25 +245,25 @@ TEST(SteadyState, AffineFiguresAreExtrapolatedFromOneRun)
 {
   FakeRun fake;
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  // 3 warm-ups (3 pp), the two micro-batches 1F1B takes past its warm-up to repeat and two periods; step 1
-  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{16}));
+  // 3 warm-ups (3 pp), the max(8, pp / 2) micro-batches 1F1B may take past its warm-up to repeat and two periods
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{22}));
   EXPECT_DOUBLE_EQ(r.iteration_time_s, 3 + 0.25 * 400);
   EXPECT_EQ(r.executed_ops, 10 + 2 * 400);
   EXPECT_TRUE(r.timeline.empty()); // the sample's, recorded for the check, is not the iteration's
   EXPECT_TRUE(r.stages[0].by_micro_batch.empty());
   EXPECT_NEAR(r.stages[0].compute_s, 0.2 * 400, 1e-12);
-  EXPECT_EQ(r.extrapolated_micro_batches, 400 - 16);
+  EXPECT_EQ(r.extrapolated_micro_batches, 400 - 22);
 }
 
 TEST(SteadyState, ALongerTransientLengthensTheRunByWhatTheRepeatFellShortOf)
 {
   FakeRun fake;
-  fake.transient = 9; // repeats from micro-batch 9: the run of 16 repeats over 16 - pp - 1 - 9 = 2 < pp + 1
+  fake.transient = 15; // repeats from micro-batch 15: the run of 22 repeats over 22 - pp - 1 - 15 = 2 < pp + 1
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  // Short by 5 - 2 = 3 micro-batches: the next run is 16 + 3.
-  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{16, 19}));
+  // Short by 5 - 2 = 3 micro-batches: the next run is 22 + 3.
+  EXPECT_EQ(fake.sizes, (std::vector<int64_t>{22, 25}));
   EXPECT_DOUBLE_EQ(r.iteration_time_s, 3 + 0.25 * 400);
-  EXPECT_EQ(r.extrapolated_micro_batches, 400 - 19);
+  EXPECT_EQ(r.extrapolated_micro_batches, 400 - 25);
 }
 
 TEST(SteadyState, InterleavedStepsByWholePipelineRounds)
@@ -290,7 +290,7 @@ TEST(SteadyState, NoPeriodMeansTheWholeIteration)
   FakeRun fake;
   fake.quadratic = true;
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  // A run of 16, then longer (by the shortfall of the one repeating pair, then doubling) until it would cost half
+  // A run of 22, then longer (by the shortfall of the one repeating pair, then doubling) until it would cost half
   // the iteration; then all 400.
   ASSERT_FALSE(fake.sizes.empty());
   EXPECT_EQ(fake.sizes.back(), 400);
@@ -305,7 +305,7 @@ TEST(SteadyState, NoPeriodMeansTheWholeIteration)
 TEST(SteadyState, OffWhereItCannotPayOrSomethingNeedsEveryOp)
 {
   FakeRun few;
-  run_with_steady_state(small_workload(30), {}, std::ref(few)); // 2 x 16 > 30
+  run_with_steady_state(small_workload(30), {}, std::ref(few)); // 2 x 22 > 30
   EXPECT_EQ(few.sizes, (std::vector<int64_t>{30}));
   FakeRun gpipe;
   run_with_steady_state(small_workload(400, Schedule::GPipe), {}, std::ref(gpipe));

@@ -151,11 +151,13 @@ std::optional<SteadyStateSample> steady_state_sample(const ParallelPlan& plan)
   const int64_t first_stage_warmup = warmup_steps(pipeline_shape(plan), 0);
   s.warmup = interleaved ? ((first_stage_warmup - 1) / (plan.pp * plan.chunks) + 1) * plan.pp : plan.pp;
   // Room for a warm-up, the micro-batches before the period starts, a warm-up's reach and a period (steady_period)
-  // and a cool-down, and two periods more. 1F1B's period starts a micro-batch or two after the warm-up (the first
+  // and a cool-down, and two periods more. 1F1B's period starts some micro-batches after the warm-up (the first
   // forward of the steady phase on stage 0 is micro-batch pp - 1, and its backward pairs with a forward pp - 1 later;
-  // measured on gpt3-175b, pp 16 and 32: from micro-batch pp + 1 or pp + 2); the interleaved one with the first
-  // whole group after the warm-up (measured: 2 pp).
-  const int64_t transient = interleaved ? 0 : 2;
+  // the stages' offsets then settle) -- measured, from micro-batch pp + 1 or pp + 2 on gpt3-175b with pp 16 and 32,
+  // pp + 5, 7, 8, 11 on gpt-1t with pp 8, 16, 32, 64 and pp + 18 with pp 64 and dp 6 (selective recompute, SP):
+  // max(8, pp / 2) covers them, and a run that falls short is lengthened (run_with_steady_state), at the cost of
+  // a second run. The interleaved one starts with the first whole group after the warm-up (measured: 2 pp).
+  const int64_t transient = interleaved ? 0 : std::max<int64_t>(8, plan.pp / 2);
   s.micro_batches = (3 * s.warmup + transient + s.step - 1) / s.step * s.step + 2 * s.step;
   if (!worthwhile(s, plan.micro_batches()))
     return std::nullopt;

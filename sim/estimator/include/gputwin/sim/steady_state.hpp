@@ -44,8 +44,8 @@ struct SteadyStateSample {
   int64_t warmup = 0;
 };
 
-// The sample for `plan` (3 warm-ups, + 2 for 1F1B, + 2 periods, rounded up to a multiple of the step), or nullopt
-// when it would execute at least half as many micro-batches as the plan has, so the whole iteration is cheaper to
+// The sample for `plan` (3 warm-ups, + max(8, pp / 2) for 1F1B, + 2 periods, rounded up to a multiple of the
+// step), or nullopt when it would execute at least half as many micro-batches as the plan has, so the whole iteration is cheaper to
 // execute, or the schedule has no common period (GPipe: every stage runs its forwards at its own pace).
 std::optional<SteadyStateSample> steady_state_sample(const ParallelPlan& plan);
 
