@@ -12,6 +12,7 @@
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/sim/dag_executor.hpp"
 #include "gputwin/sim/interference.hpp"
+#include "gputwin/sim/isolated_run.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
 #include "gputwin/sim/iteration_executor.hpp"
 #include "gputwin/sim/program_executor.hpp"
@@ -21,8 +22,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace gputwin::sim {
 namespace {
@@ -235,12 +239,12 @@ TEST(CommInterference, SimgridExecutorSlowsTheGemmOnlyWhileTheCollectiveRuns)
 
 // A generated workload with pipeline messages, TP collectives overlapping GEMMs and DP reductions overlapping the
 // backward: the DAG executor's fixed point equals the SimGrid executor's events.
-IterationResult workload_run(bool simgrid, bool interference)
+IterationResult workload_run(bool simgrid, bool interference, const IterationOptions& options = {}, int64_t tp = 4)
 {
   GptConfig model = find_catalog_model("gpt-22b")->model;
   model.layers = 8;
   ParallelPlan plan;
-  plan.tp = 4;
+  plan.tp = tp;
   plan.pp = 2;
   plan.dp = 2;
   plan.micro_batch = 1;
@@ -248,7 +252,7 @@ IterationResult workload_run(bool simgrid, bool interference)
   plan.tp_comm = TpComm::SequenceParallel;
   plan.recompute = Recompute::Selective;
   plan.zero_stage = 1;
-  const topo::ClusterSpec cluster = topo::load_cluster("dgx-a100", 2, {});
+  const topo::ClusterSpec cluster = topo::load_cluster("dgx-a100", static_cast<int>(tp * 4 / 8), {});
   const topo::ClusterGraph graph(cluster);
   GpuComputeModel gpu =
       builtin_compute_model(cluster.gpu.generation, cluster.gpu.kind, cluster.gpu.peak_bf16_flops, cluster.gpu.hbm_bytes_per_s);
@@ -257,8 +261,8 @@ IterationResult workload_run(bool simgrid, bool interference)
   workload_options.overlap_grad_reduce = true;
   const Workload workload = make_workload(model, plan, workload_options);
   const FrameworkProfile framework = builtin_framework_profile("megatron-lm");
-  return simgrid ? simulate_iteration(graph, workload, gpu, {}, framework)
-                 : estimate_iteration(graph, workload, gpu, framework);
+  return simgrid ? simulate_iteration(graph, workload, gpu, options, framework)
+                 : estimate_iteration(graph, workload, gpu, framework, options);
 }
 
 TEST(CommInterference, BothExecutorsAgreeOnAGeneratedWorkload)
@@ -270,6 +274,42 @@ TEST(CommInterference, BothExecutorsAgreeOnAGeneratedWorkload)
               simgrid_on);
   EXPECT_GT(dag_on, dag_off);
   EXPECT_NEAR(dag_on, simgrid_on, 1e-6 * simgrid_on);
+}
+
+// The SimGrid executor runs a stage's fixed-duration ops as one chain: a TP collective on the compute stream of a
+// stage whose compute all runs there joins it without loading its GPU (no op can run beside it to be slowed). Op
+// by op, as a timeline records them, every collective loads the GPU while it runs: the same times. TP 8 fills a
+// node, so the TP collectives have its NVLinks to themselves (fixed durations); the other traffic crosses nodes.
+TEST(CommInterference, CollectivesThatSlowNothingJoinChainsWithTheSameTimes)
+{
+  // Each run in a child process (one SimGrid platform per process): its time and stage figures as hex floats.
+  const std::vector<std::string> runs = run_isolated(2, 1, [](size_t k) {
+    IterationOptions options;
+    options.record_timeline = k == 1;
+    const IterationResult r = workload_run(true, true, options, 8);
+    if (k == 1 && r.timeline.empty())
+      return std::string("no timeline");
+    std::string text;
+    char number[40];
+    for (const double x : {r.iteration_time_s, r.stages.at(0).compute_s, r.stages.at(0).exposed_comm_s,
+                           r.stages.at(1).compute_s, r.stages.at(1).exposed_comm_s}) {
+      std::snprintf(number, sizeof number, "%a ", x);
+      text += number;
+    }
+    return text;
+  });
+  const auto figures = [](const std::string& text) {
+    std::istringstream in(text);
+    std::vector<double> f;
+    for (std::string word; in >> word;)
+      f.push_back(std::strtod(word.c_str(), nullptr));
+    return f;
+  };
+  const std::vector<double> chained = figures(runs.at(0)), op_by_op = figures(runs.at(1));
+  ASSERT_EQ(chained.size(), 5u) << runs[0];
+  ASSERT_EQ(op_by_op.size(), 5u) << runs[1];
+  for (size_t i = 0; i < chained.size(); ++i)
+    EXPECT_NEAR(chained[i], op_by_op[i], 1e-12 * op_by_op[0]) << i;
 }
 
 // Table 4's layer times (Korthikanti et al. 2022; the A100 model's two efficiencies were fit to the baseline row

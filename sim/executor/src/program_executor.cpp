@@ -78,6 +78,13 @@ public:
     find_links_shared_outside_tp();
     for (size_t p = 0; p < count; ++p)
       precompute_program(p);
+    for (size_t p = 0; p < count; ++p) {
+      int32_t stream = no_compute;
+      for (const traces::Op& op : result_.programs[p].ops)
+        if (is_compute(op))
+          stream = stream == no_compute || stream == op.stream ? op.stream : several_compute_streams;
+      compute_stream_.push_back(stream);
+    }
     if (interferes()) {
       load_.assign(count, CommLoad{});
       in_flight_.assign(count, 0);
@@ -440,11 +447,25 @@ private:
     load_cv_[p]->notify_all();
   }
 
-  // The rate compute op `op` of program p progresses at now (1 for a measured duration).
+  // The rate compute op `op` of program p progresses at now (1 for a measured duration, and for a quiet collective).
   double rate_of(size_t p, const traces::Op& op) const
   {
-    return op.duration_ns >= 0 ? 1.0 : interference_rate(*options_.interference, op, load_[p]);
+    return op.duration_ns >= 0 || !is_compute(op) ? 1.0 : interference_rate(*options_.interference, op, load_[p]);
   }
+
+  // A collective of fixed duration (alone on its links) whose load on its GPU slows no op: every compute op of
+  // program p runs on the collective's own stream, one after another, so none can run while it does. It runs in a
+  // chain of fixed-duration ops like a compute op of rate 1, with no load put on the GPU.
+  // Op by op (a timeline for the user, its slices in the order ops end), every collective loads its GPU as before.
+  bool quiet(size_t p, const traces::Op& op) const
+  {
+    return !op_by_op() && op.kind == traces::OpKind::Collective &&
+           (compute_stream_[p] == op.stream || compute_stream_[p] == no_compute);
+  }
+
+  // A timeline for the user: compute ops one wait each, so that its slices stay in the order ops end. (A
+  // steady-state sample's timeline, which also records micro-batch shares, is only read op by op.)
+  bool op_by_op() const { return options_.record_timeline && !options_.record_micro_batch_shares; }
 
   // Op i of program p, of fixed duration, ran from start to end.
   void finish_fixed(size_t p, size_t i, double start, double end)
@@ -466,7 +487,7 @@ private:
                               std::unique_lock<sg4::Mutex>& lock)
   {
     const auto& ops = result_.programs[p].ops;
-    if (!is_compute(ops[indices[k]])) {
+    if (!is_compute(ops[indices[k]]) && !quiet(p, ops[indices[k]])) {
       const size_t i = indices[k];
       const double end = start + fixed_s_[p][i];
       const CommLoad load = load_of(p, comm_.collective(ops[i]), ops[i]);
@@ -478,7 +499,7 @@ private:
       finish_fixed(p, i, start, end);
       return k + 1;
     }
-    if (options_.record_timeline)
+    if (op_by_op())
       return run_compute_interfered_per_op(p, indices, k, start, lock);
     // The ops joinable now, each at its rate under the load now, are one wait until the last one's end: the load
     // cannot change unnoticed, so each op starts when its predecessor ends (or the host issued it, whichever is
@@ -542,7 +563,8 @@ private:
     if (dep_target_[p][indices[j]] || j + 1 >= indices.size())
       return false;
     const size_t next = indices[j + 1];
-    return fixed_s_[p][next] >= 0 && is_compute(ops[next]) && ops[next].deps.empty() && issued_[p] > next;
+    return fixed_s_[p][next] >= 0 && (is_compute(ops[next]) || quiet(p, ops[next])) && ops[next].deps.empty() &&
+           issued_[p] > next;
   }
 
   // run_fixed_interfered's compute ops one wait each, as they were before runs were planned whole: with a
@@ -708,6 +730,9 @@ private:
   // variable its running compute ops wait on; loads per (work, GPU, op kind).
   std::vector<CommLoad> load_;
   std::vector<int> in_flight_;
+  // Per program: the one stream its compute and memcpy ops run on, or one of these.
+  static constexpr int32_t no_compute = -1, several_compute_streams = -2;
+  std::vector<int32_t> compute_stream_;
   std::vector<sg4::ConditionVariablePtr> load_cv_;
   std::map<std::tuple<const CommWork*, int32_t, traces::OpKind>, CommLoad> comm_loads_;
 };
