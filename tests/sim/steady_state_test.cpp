@@ -3,7 +3,7 @@
 // Megatron-Core overlaps, ZeRO-3, FP8 on Hopper with its host, stragglers, interference and a MoE model -- each case
 // also required to have taken the shortcut, so that the comparison is not of a run with itself. Then the rules: no
 // shortcut where the periods do not repeat (a run whose time is quadratic in micro-batches) or add different
-// figures, where the sample would cost more than half the iteration, with GPipe (stages drift apart), with a timeline, with GPUTWIN_EXACT set.
+// figures, where the sample would cost more than 3/4 of the iteration, with GPipe (stages drift apart), with a timeline, with GPUTWIN_EXACT set.
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/iteration_estimate.hpp"
@@ -290,8 +290,8 @@ TEST(SteadyState, NoPeriodMeansTheWholeIteration)
   FakeRun fake;
   fake.quadratic = true;
   const IterationResult r = run_with_steady_state(small_workload(400), {}, std::ref(fake));
-  // A run of 22, then longer (by the shortfall of the one repeating pair, then doubling) until it would cost half
-  // the iteration; then all 400.
+  // A run of 22, then longer (by the shortfall of the one repeating pair, then doubling) until it would cost 3/4
+  // of the iteration; then all 400.
   ASSERT_FALSE(fake.sizes.empty());
   EXPECT_EQ(fake.sizes.back(), 400);
   EXPECT_EQ(r.extrapolated_micro_batches, 0);
@@ -299,14 +299,14 @@ TEST(SteadyState, NoPeriodMeansTheWholeIteration)
   int64_t sampled = 0;
   for (size_t i = 0; i + 1 < fake.sizes.size(); ++i)
     sampled += fake.sizes[i];
-  EXPECT_LE(sampled, 400); // the failed attempts cost at most the iteration once more
+  EXPECT_LE(sampled, 600); // the failed attempts cost at most half as much again as the iteration
 }
 
 TEST(SteadyState, OffWhereItCannotPayOrSomethingNeedsEveryOp)
 {
   FakeRun few;
-  run_with_steady_state(small_workload(30), {}, std::ref(few)); // 2 x 22 > 30
-  EXPECT_EQ(few.sizes, (std::vector<int64_t>{30}));
+  run_with_steady_state(small_workload(28), {}, std::ref(few)); // 22 > 3/4 x 28
+  EXPECT_EQ(few.sizes, (std::vector<int64_t>{28}));
   FakeRun gpipe;
   run_with_steady_state(small_workload(400, Schedule::GPipe), {}, std::ref(gpipe));
   EXPECT_EQ(gpipe.sizes, (std::vector<int64_t>{400}));

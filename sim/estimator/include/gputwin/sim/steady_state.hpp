@@ -11,7 +11,7 @@
 // the iteration time, the pipeline windows' ends plus as many T.
 //
 // Where either fails (no period yet, or none at all: stages that drift apart, as GPipe's forwards do, a fault at
-// a fixed time), m_s is lengthened and tried again, and when the run would cost half of m the iteration is executed
+// a fixed time), m_s is lengthened and tried again, and when the run would cost 3/4 of m the iteration is executed
 // whole.
 // So the shortcut never changes an answer beyond rounding: the tests hold it to 1e-9 relative against the whole
 // iteration (tests/sim/steady_state_test.cpp) over 1F1B, interleaved, CP, overlaps, stragglers and MoE.
@@ -45,8 +45,8 @@ struct SteadyStateSample {
 };
 
 // The sample for `plan` (3 warm-ups, + max(8, pp / 2) for 1F1B, + 2 periods, rounded up to a multiple of the
-// step), or nullopt when it would execute at least half as many micro-batches as the plan has, so the whole iteration is cheaper to
-// execute, or the schedule has no common period (GPipe: every stage runs its forwards at its own pace).
+// step), or nullopt when it would execute more than 3/4 of the micro-batches the plan has, so that the whole
+// iteration is about as cheap (and a run that fails to repeat would cost more), or the schedule has no common period (GPipe: every stage runs its forwards at its own pace).
 std::optional<SteadyStateSample> steady_state_sample(const ParallelPlan& plan);
 
 // Where a run repeats: from micro-batch `first_micro_batch` on, micro-batch i + step starts and ends every op period_s
