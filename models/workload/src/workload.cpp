@@ -248,31 +248,26 @@ public:
   {
     emit_param_gather_buckets();
     const std::vector<PipelineStep> steps = stage_schedule(shape_, stage_);
-    const int64_t forward_steps =
-        std::count_if(steps.begin(), steps.end(), [](const PipelineStep& s) { return s.phase == PipelinePhase::Forward; });
     // Ops emitted by the first forward and the first backward step: once both are known, the program's ops are
     // reserved for the steps to come at those sizes (no reallocation of a growing vector of large ops).
     size_t forward_ops = 0, backward_ops = 0;
-    int64_t forwards_done = 0, backwards_done = 0;
-    for (const PipelineStep& step : steps) {
+    for (size_t n = 0; n < steps.size(); ++n) {
+      const bool forward = steps[n].phase == PipelinePhase::Forward;
       const size_t before = program_.ops.size();
-      if (step.phase == PipelinePhase::Forward) {
-        emit_forward_step(step);
-        ++forwards_done;
-      } else {
-        emit_backward_step(step);
-        ++backwards_done;
-      }
-      size_t& sized = step.phase == PipelinePhase::Forward ? forward_ops : backward_ops;
-      if (sized == 0) {
-        sized = program_.ops.size() - before;
-        if (forward_ops > 0 && backward_ops > 0) {
-          const int64_t backward_steps = static_cast<int64_t>(steps.size()) - forward_steps;
-          program_.ops.reserve(program_.ops.size() + 64 +
-                               static_cast<size_t>(forward_steps - forwards_done) * forward_ops +
-                               static_cast<size_t>(backward_steps - backwards_done) * backward_ops);
-        }
-      }
+      if (forward)
+        emit_forward_step(steps[n]);
+      else
+        emit_backward_step(steps[n]);
+      size_t& sized = forward ? forward_ops : backward_ops;
+      if (sized != 0)
+        continue;
+      sized = program_.ops.size() - before;
+      if (forward_ops == 0 || backward_ops == 0)
+        continue;
+      size_t to_come = program_.ops.size() + 64; // and the optimizer step's
+      for (size_t later = n + 1; later < steps.size(); ++later)
+        to_come += steps[later].phase == PipelinePhase::Forward ? forward_ops : backward_ops;
+      program_.ops.reserve(to_come);
     }
     emit_optimizer_step(emit_gradient_reductions());
     return std::move(program_);

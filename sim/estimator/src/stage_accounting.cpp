@@ -42,6 +42,14 @@ MicroBatchShare* StageAccounting::share(const traces::Op& op)
   return &times_.by_micro_batch[i];
 }
 
+void StageAccounting::add(double StageTimes::*figure, double MicroBatchShare::*part, MicroBatchShare* share,
+                          double seconds)
+{
+  times_.*figure += seconds;
+  if (share)
+    share->*part += seconds;
+}
+
 void StageAccounting::op(const traces::Op& op, double start, double end)
 {
   MicroBatchShare* share = this->share(op);
@@ -50,35 +58,26 @@ void StageAccounting::op(const traces::Op& op, double start, double end)
   if (op.stream != main_compute_stream)
     return;
   const bool in_pipeline = op.phase != traces::Phase::Optimizer && op.micro_batch >= 0;
-  MicroBatchShare none;
-  MicroBatchShare& mine = share ? *share : none;
   if (op.kind == traces::OpKind::Compute) {
-    times_.compute_s += end - start;
-    mine.compute_s += end - start;
-    if (in_pipeline) {
-      times_.pipeline_compute_s += end - start;
-      mine.pipeline_compute_s += end - start;
-    }
+    add(&StageTimes::compute_s, &MicroBatchShare::compute_s, share, end - start);
+    if (in_pipeline)
+      add(&StageTimes::pipeline_compute_s, &MicroBatchShare::pipeline_compute_s, share, end - start);
   } else if (op.is_communication()) {
-    times_.exposed_comm_s += end - start;
-    mine.exposed_comm_s += end - start;
-    if (op.name.compare(0, 4, "moe.") == 0) {
-      times_.moe_exchange_s += end - start;
-      mine.moe_exchange_s += end - start;
-    }
+    add(&StageTimes::exposed_comm_s, &MicroBatchShare::exposed_comm_s, share, end - start);
+    if (op.name.compare(0, 4, "moe.") == 0)
+      add(&StageTimes::moe_exchange_s, &MicroBatchShare::moe_exchange_s, share, end - start);
     if (record_spans_)
       times_.exposed_spans.push_back(ExposedSpan{start, end, op.id});
-    if (in_pipeline && started_) {
-      times_.pipeline_comm_s += end - start;
-      mine.pipeline_comm_s += end - start;
-    }
+    if (in_pipeline && started_)
+      add(&StageTimes::pipeline_comm_s, &MicroBatchShare::pipeline_comm_s, share, end - start);
   }
   if (in_pipeline) {
     if (!started_)
       times_.pipeline_start_s = start;
     started_ = true;
     times_.pipeline_end_s = end;
-    ++mine.pipeline_ops;
+    if (share)
+      ++share->pipeline_ops;
   }
 }
 
@@ -92,21 +91,14 @@ void StageAccounting::wait(const traces::RankProgram& program, const traces::Op&
   });
   if (collective == op.deps.end())
     return;
-  MicroBatchShare none;
   MicroBatchShare* share = this->share(op);
-  MicroBatchShare& mine = share ? *share : none;
-  times_.exposed_comm_s += start - wait_start;
-  mine.exposed_comm_s += start - wait_start;
-  if (program.ops[static_cast<size_t>(*collective)].name.compare(0, 4, "moe.") == 0) {
-    times_.moe_exchange_s += start - wait_start;
-    mine.moe_exchange_s += start - wait_start;
-  }
+  add(&StageTimes::exposed_comm_s, &MicroBatchShare::exposed_comm_s, share, start - wait_start);
+  if (program.ops[static_cast<size_t>(*collective)].name.compare(0, 4, "moe.") == 0)
+    add(&StageTimes::moe_exchange_s, &MicroBatchShare::moe_exchange_s, share, start - wait_start);
   if (record_spans_)
     times_.exposed_spans.push_back(ExposedSpan{wait_start, start, *collective});
-  if (started_ && op.phase != traces::Phase::Optimizer) {
-    times_.pipeline_comm_s += start - wait_start;
-    mine.pipeline_comm_s += start - wait_start;
-  }
+  if (started_ && op.phase != traces::Phase::Optimizer)
+    add(&StageTimes::pipeline_comm_s, &MicroBatchShare::pipeline_comm_s, share, start - wait_start);
 }
 
 void StageAccounting::flows(const traces::Op& op, int64_t count)

@@ -4,7 +4,6 @@
 #include "gputwin/sim/stage_accounting.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

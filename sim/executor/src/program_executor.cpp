@@ -78,13 +78,6 @@ public:
     find_links_shared_outside_tp();
     for (size_t p = 0; p < count; ++p)
       precompute_program(p);
-    for (size_t p = 0; p < count; ++p) {
-      int32_t stream = no_compute;
-      for (const traces::Op& op : result_.programs[p].ops)
-        if (is_compute(op))
-          stream = stream == no_compute || stream == op.stream ? op.stream : several_compute_streams;
-      compute_stream_.push_back(stream);
-    }
     if (interferes()) {
       load_.assign(count, CommLoad{});
       in_flight_.assign(count, 0);
@@ -224,15 +217,19 @@ private:
             dep_target_[p][last] = true;
       }
     }
+    int32_t compute_stream = no_compute; // the one stream of its compute and memcpy ops (quiet)
     for (size_t i = 0; i < ops.size(); ++i) {
       const traces::Op& op = ops[i];
       for (const int64_t d : op.deps)
         dep_target_[p][static_cast<size_t>(d)] = true;
-      if (op.kind == traces::OpKind::Compute || op.kind == traces::OpKind::Memcpy)
+      if (is_compute(op)) {
         fixed_s_[p][i] = compute_s_(p, op);
-      else if (comm_.may_run_alone(op) && group_members_[static_cast<size_t>(op.group)] == 1)
+        compute_stream = compute_stream == no_compute || compute_stream == op.stream ? op.stream : several_compute_streams;
+      } else if (comm_.may_run_alone(op) && group_members_[static_cast<size_t>(op.group)] == 1) {
         fixed_s_[p][i] = options_.zero_communication ? 0.0 : exclusive_duration_s(comm_.collective(op));
+      }
     }
+    compute_stream_.push_back(compute_stream);
   }
 
   // Blocks actor `w` of program p until `until` holds, woken by the event it names.
@@ -659,8 +656,7 @@ private:
     }
     if (!options_.zero_communication) {
       const CommWork& work = work_of(p, op);
-      result_.simulated_flows += static_cast<int64_t>(work.flows.size());
-      accounting_[p].flows(op, static_cast<int64_t>(work.flows.size()));
+      count_flows(p, op, work);
       std::vector<CommLoad> loads; // interference: every member's GPU carries the collective while it moves data
       if (interferes())
         for (const size_t q : rv.programs) {
@@ -677,12 +673,18 @@ private:
     rv.cv->notify_all();
   }
 
+  // The flows of communication op `op` of program p, counted in the result and in its micro-batch's share.
+  void count_flows(size_t p, const traces::Op& op, const CommWork& work)
+  {
+    result_.simulated_flows += static_cast<int64_t>(work.flows.size());
+    accounting_[p].flows(op, static_cast<int64_t>(work.flows.size()));
+  }
+
   void run_send(size_t p, int32_t rank, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
   {
     if (!options_.zero_communication) {
       const CommWork& work = work_of(p, op);
-      result_.simulated_flows += static_cast<int64_t>(work.flows.size());
-      accounting_[p].flows(op, static_cast<int64_t>(work.flows.size()));
+      count_flows(p, op, work);
       const CommLoad load = interferes() ? begin_message_load(p, rank, op, work) : CommLoad{};
       lock.unlock();
       runner_->run(work.flows, work.latency_s, flow_tag(p, static_cast<size_t>(&op - result_.programs[p].ops.data())));

@@ -36,6 +36,8 @@ public:
 private:
   // The share of op's micro-batch, or null when shares are not recorded or the op belongs to none.
   MicroBatchShare* share(const traces::Op& op);
+  // `seconds` added to a figure of the stage and, with a share, to the same figure of the micro-batch's share.
+  void add(double StageTimes::*figure, double MicroBatchShare::*part, MicroBatchShare* share, double seconds);
 
   StageTimes& times_;
   bool started_ = false; // the pipeline window has begun
