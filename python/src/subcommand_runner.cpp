@@ -3,7 +3,7 @@
 #include "gputwin/sim/isolated_run.hpp"
 #include "commands.hpp"
 #include "gputwin/common/input_error.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <unistd.h>

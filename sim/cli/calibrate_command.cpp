@@ -7,7 +7,7 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/trace_io.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/output_file.hpp"
 
 #include <cstdio>
 #include <optional>

@@ -9,8 +9,8 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/traces/json_writer.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/json_writer.hpp"
+#include "gputwin/common/output_file.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -151,7 +151,7 @@ std::vector<Fold> held_out_folds(const FitResult& result)
 void write_fit_json(std::ostream& out, const FitInputs& inputs, const FitResult& result, const std::vector<Fold>& folds)
 {
   const sim::IterationFit& fit = result.fit;
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   json.field("iterations", inputs.table_path);
   json.field("cluster", inputs.cluster.name);

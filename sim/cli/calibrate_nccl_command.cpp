@@ -6,8 +6,8 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/nccl_fit.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
-#include "gputwin/traces/json_writer.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/json_writer.hpp"
+#include "gputwin/common/output_file.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -128,7 +128,7 @@ void write_cluster_yaml(std::ostream& y, const topo::ClusterSpec& c, const sim::
 void print_report(std::ostream& out, const sim::NcclFit& fit, bool json)
 {
   if (json) {
-    traces::JsonWriter w(out);
+    JsonWriter w(out);
     w.begin_object();
     w.field("objective", fit.objective);
     w.key("logs");

@@ -14,7 +14,7 @@
 #include "gputwin/sim/trace_comm_source.hpp"
 #include "gputwin/sim/trace_workload.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <chrono>
@@ -43,7 +43,7 @@ GpuComputeModel chakra_compute_model(const ParsedArgs& parsed, const topo::Clust
   return parsed.has("--gpu-model") ? compute_model_from_flags(parsed, fallback) : fallback;
 }
 
-void write_ignored_json(traces::JsonWriter& json, const chakra::ChakraImportStats& stats)
+void write_ignored_json(JsonWriter& json, const chakra::ChakraImportStats& stats)
 {
   json.key("ignored");
   json.begin_object();
@@ -112,7 +112,7 @@ void write_chakra_json(std::ostream& out, const std::string& path, const chakra:
                        const ChakraReplay& replay)
 {
   const chakra::ChakraImportStats& s = trace.stats;
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   json.field("trace", path);
   json.field("format", chakra::to_string(trace.input));

@@ -11,7 +11,7 @@
 #include "gputwin/sim/stream_alone.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/collective_op.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -118,7 +118,7 @@ void print_json(std::ostream& out, const Placement& placement, const CollectiveR
                 const sim::LinkReport* links)
 {
   const sim::CollectiveOptions& options = request.options;
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   write_cluster_json(json, placement.cluster);
   json.field("op", to_string(request.op));

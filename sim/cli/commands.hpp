@@ -10,7 +10,7 @@
 #include "gputwin/models/subcommands.hpp"
 #include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/output_file.hpp"
 
 #include <initializer_list>
 #include <ostream>

@@ -10,7 +10,7 @@
 #include "gputwin/sim/trace_replay.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/json_value.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <cmath>
@@ -201,7 +201,7 @@ void write_compare_json(std::ostream& out, const std::vector<Row>& rows, bool pr
 {
   const ErrorSums sums = relative_error_sums(rows);
   const double n = static_cast<double>(rows.size());
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   json.key("runs");
   json.begin_array();

@@ -7,7 +7,7 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/iteration_fit.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -59,7 +59,7 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
   for (const std::string& note : parsed.notes()) // what --megatron-args noted
     std::cerr << "gputwin compare: note: " << note << "\n";
   if (parsed.has("--json")) {
-    traces::JsonWriter json(out);
+    JsonWriter json(out);
     json.begin_object();
     json.field("iterations", table_path);
     json.field("cluster", cluster.name);

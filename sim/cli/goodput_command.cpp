@@ -17,7 +17,7 @@
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -202,7 +202,7 @@ struct Outcome {
 // The goodput report as JSON.
 void print_goodput_json(std::ostream& out, const Outcome& o)
 {
-  traces::JsonWriter w(out);
+  JsonWriter w(out);
   w.begin_object();
   w.field("model", o.run.model.name);
   w.field("cluster", o.run.cluster.name);

@@ -1,6 +1,6 @@
 #include "link_report_output.hpp"
 
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/output_file.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,7 +14,7 @@ const std::string& link_name(const topo::ClusterGraph& graph, int link)
   return graph.links()[static_cast<size_t>(link)].name;
 }
 
-void write_exposed_json(traces::JsonWriter& json, const topo::ClusterGraph& graph, const sim::ExposedAttribution& e)
+void write_exposed_json(JsonWriter& json, const topo::ClusterGraph& graph, const sim::ExposedAttribution& e)
 {
   json.key("exposed_communication");
   json.begin_object();
@@ -45,7 +45,7 @@ void write_exposed_json(traces::JsonWriter& json, const topo::ClusterGraph& grap
 
 } // namespace
 
-void write_link_report_json(traces::JsonWriter& json, const topo::ClusterGraph& graph, const sim::LinkReport& report)
+void write_link_report_json(JsonWriter& json, const topo::ClusterGraph& graph, const sim::LinkReport& report)
 {
   json.key("links");
   json.begin_array();
@@ -144,7 +144,7 @@ void write_link_report_file(const std::string& path, const topo::ClusterGraph& g
   write_file_atomically(
       path,
       [&](std::ostream& out) {
-        traces::JsonWriter json(out);
+        JsonWriter json(out);
         json.begin_object();
         write_link_report_json(json, graph, report);
         json.end_object();

@@ -3,7 +3,7 @@
 // report, JSON members of the --json report, or a JSON file.
 
 #include "gputwin/sim/link_report.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <ostream>
 #include <string>
@@ -15,7 +15,7 @@ inline constexpr size_t link_report_top = 10;
 
 // The members "links" (every link some flow crossed: name, kind, bytes, flows, busy_fraction, utilisation),
 // "busiest_link_kind" and "link_report" (window, totals, per kind, top links, the exposed communication's links).
-void write_link_report_json(traces::JsonWriter& json, const topo::ClusterGraph& graph, const sim::LinkReport& report);
+void write_link_report_json(JsonWriter& json, const topo::ClusterGraph& graph, const sim::LinkReport& report);
 
 // The text section: per kind, the busiest links, and the exposed communication by link kind and link.
 void print_link_report(std::ostream& out, const topo::ClusterGraph& graph, const sim::LinkReport& report);

@@ -13,7 +13,7 @@
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -137,7 +137,7 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
                 const MemoryReserve& reserve, const topo::ClusterSpec& cluster)
 {
   const int64_t reserve_bytes = reserve.bytes(m.total_bytes);
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   write_model_json(json, model);
   write_plan_json(json, plan);

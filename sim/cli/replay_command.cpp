@@ -19,7 +19,7 @@
 #include "gputwin/sim/trace_replay.hpp"
 #include "gputwin/sim/trace_workload.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 #include "gputwin/traces/kineto.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
@@ -78,7 +78,7 @@ std::optional<std::pair<GptConfig, ParallelPlan>> captured_run(const traces::OpG
 }
 
 // "model", "plan" (null when the trace does not record them) and "cluster" of a replay's JSON report.
-void write_run_json(traces::JsonWriter& json, const std::optional<std::pair<GptConfig, ParallelPlan>>& run,
+void write_run_json(JsonWriter& json, const std::optional<std::pair<GptConfig, ParallelPlan>>& run,
                     const topo::ClusterSpec& cluster)
 {
   if (run) {
@@ -108,7 +108,7 @@ void write_kineto_json(std::ostream& out, const std::string& path, const traces:
   const double measured_s = kineto.measured_step_s();
   const bool as_measured = kineto_as_measured(scales);
   const double relative_error = (result.iteration_time_s - measured_s) / measured_s;
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   json.field("trace", path);
   json.field("format", "pytorch-kineto");
@@ -416,7 +416,7 @@ void write_replay_json(std::ostream& out, const std::string& path, const ReplayS
                        const ReplayOutcome& outcome, const Comparison& c)
 {
   const topo::ClusterSpec& cluster = outcome.cluster;
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   json.field("trace", path);
   write_run_json(json, outcome.run, cluster);

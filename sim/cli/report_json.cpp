@@ -4,7 +4,7 @@
 
 namespace gputwin::cli {
 
-void write_model_json(traces::JsonWriter& json, const GptConfig& model)
+void write_model_json(JsonWriter& json, const GptConfig& model)
 {
   json.key("model");
   json.begin_object();
@@ -40,7 +40,7 @@ void write_model_json(traces::JsonWriter& json, const GptConfig& model)
   json.end_object();
 }
 
-void write_cluster_json(traces::JsonWriter& json, const topo::ClusterSpec& cluster)
+void write_cluster_json(JsonWriter& json, const topo::ClusterSpec& cluster)
 {
   json.key("cluster");
   json.begin_object();

@@ -4,14 +4,14 @@
 
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 namespace gputwin::cli {
 
 // The member "model": {name, hidden, heads, layers, seq_len, vocab}.
-void write_model_json(traces::JsonWriter& json, const GptConfig& model);
+void write_model_json(JsonWriter& json, const GptConfig& model);
 
 // The member "cluster": {name, nodes, gpus_per_node, gpus, gpu, gpu_memory_bytes}.
-void write_cluster_json(traces::JsonWriter& json, const topo::ClusterSpec& cluster);
+void write_cluster_json(JsonWriter& json, const topo::ClusterSpec& cluster);
 
 } // namespace gputwin::cli

@@ -11,8 +11,8 @@
 #include "gputwin/topologies/cluster_flags.hpp"
 
 #include <iostream>
-#include "gputwin/traces/json_writer.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/json_writer.hpp"
+#include "gputwin/common/output_file.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -112,7 +112,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   if (const auto file = parsed.value("--csv"))
     write_file_atomically(*file, [&](std::ostream& csv) { write_csv(csv, ranked); }, "--csv");
   if (json) {
-    traces::JsonWriter w(out);
+    JsonWriter w(out);
     w.begin_array();
     for (const Ranked& r : ranked) {
       w.begin_object();

@@ -163,7 +163,7 @@ std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& clust
         const sim::IterationResult result = sim::SimgridExecutor().run(
             graph, make_workload(model, candidate.plan, candidate.options), gpu, framework, {}, {});
         std::ostringstream out;
-        traces::JsonWriter json(out, 0);
+        JsonWriter json(out, 0);
         sim::write_iteration_report(json, sim::iteration_report(model, candidate.plan, cluster, result));
         return out.str();
       },
@@ -182,7 +182,7 @@ std::string simulated_candidate_json(const GptConfig& model, const SimulatedCand
   Metadata plan;
   write_plan_metadata(model, c.estimate.candidate.plan, plan);
   std::ostringstream out;
-  traces::JsonWriter json(out, 0);
+  JsonWriter json(out, 0);
   json.begin_object();
   json.key("plan");
   json.begin_object();
@@ -226,7 +226,7 @@ SimulatedCandidate parse_simulated_candidate_json(const std::string& text)
   return c;
 }
 
-void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
+void write_plan_json(JsonWriter& json, const ParallelPlan& p)
 {
   json.key("plan");
   json.begin_object();
@@ -259,7 +259,7 @@ void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p)
   json.end_object();
 }
 
-void write_overlaps_json(traces::JsonWriter& json, const WorkloadOptions& options)
+void write_overlaps_json(JsonWriter& json, const WorkloadOptions& options)
 {
   json.field("tp_comm_overlap", options.tp_comm_overlap);
   json.field("overlap_grad_reduce", options.overlap_grad_reduce);

@@ -11,7 +11,7 @@
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <cstdint>
 #include <string>
@@ -64,11 +64,11 @@ std::string gib(int64_t bytes);
 
 // The member "plan": {tp, pp, dp, micro_batch, global_batch, schedule, chunks, recompute, sp, zero, attention},
 // as search and sweep print it.
-void write_plan_json(traces::JsonWriter& json, const ParallelPlan& p);
+void write_plan_json(JsonWriter& json, const ParallelPlan& p);
 
 // The members "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather" (booleans, as simulate --json names
 // them): the Megatron-Core overlaps a searched plan runs with.
-void write_overlaps_json(traces::JsonWriter& json, const WorkloadOptions& options);
+void write_overlaps_json(JsonWriter& json, const WorkloadOptions& options);
 
 // The overlaps that are on, for a table: "tp,grad,param" (--tp-comm-overlap, --overlap-grad-reduce,
 // --overlap-param-gather), or "none".

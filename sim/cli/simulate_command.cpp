@@ -22,7 +22,7 @@
 #include "gputwin/sim/link_report.hpp"
 #include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -53,7 +53,7 @@ struct Report {
 };
 
 // The stragglers beside the cluster they slow down (only when some were given: reports without them unchanged).
-void write_stragglers_json(traces::JsonWriter& json, const Report& r)
+void write_stragglers_json(JsonWriter& json, const Report& r)
 {
   if (r.stragglers.empty())
     return;
@@ -97,7 +97,7 @@ struct LinkReportJson {
 };
 
 // The MoE figures (iteration_report.hpp), with the busiest link kind when the flows were logged.
-void write_moe_json(traces::JsonWriter& json, const sim::IterationReport& run, const sim::LinkReport* links)
+void write_moe_json(JsonWriter& json, const sim::IterationReport& run, const sim::LinkReport* links)
 {
   json.key("moe");
   json.begin_object();
@@ -111,7 +111,7 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
                 const FrameworkProfile& framework, const WorkloadOptions& options, const ResourceEstimate& estimate,
                 const Report& r, const LinkReportJson& links, const sim::LinkReport* logged)
 {
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   write_model_json(json, model);
   write_plan_json(json, plan);

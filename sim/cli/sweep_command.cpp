@@ -23,8 +23,8 @@
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/plan_search.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/traces/json_writer.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/json_writer.hpp"
+#include "gputwin/common/output_file.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -257,7 +257,7 @@ void write_table(std::ostream& out, const std::vector<SweepRow>& rows)
 
 void write_json(std::ostream& out, const std::vector<SweepRow>& rows)
 {
-  traces::JsonWriter w(out);
+  JsonWriter w(out);
   w.begin_array();
   for (const SweepRow& r : rows) {
     w.begin_object();

@@ -1,7 +1,7 @@
 #include "timeline.hpp"
 
-#include "gputwin/traces/json_writer.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/json_writer.hpp"
+#include "gputwin/common/output_file.hpp"
 
 namespace gputwin::cli {
 
@@ -24,7 +24,7 @@ const char* stream_name(int32_t stream)
 void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result, int64_t ranks_per_program,
                            const std::vector<CounterTrack>& counters)
 {
-  traces::JsonWriter json(out, 0);
+  JsonWriter json(out, 0);
   json.begin_object();
   json.field("displayTimeUnit", "ms");
   json.key("traceEvents");

@@ -5,7 +5,7 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <cstdio>
 
@@ -13,7 +13,6 @@ namespace gputwin::cli {
 
 namespace {
 
-using traces::json_number;
 
 double gbytes(double bytes)
 {
@@ -90,7 +89,7 @@ void print_table(std::ostream& out, const topo::ClusterGraph& graph)
 void print_json(std::ostream& out, const topo::ClusterGraph& graph)
 {
   const topo::TopologySummary s = graph.summary();
-  traces::JsonWriter json(out);
+  JsonWriter json(out);
   json.begin_object();
   json.field("cluster", graph.spec().name);
   json.field("nodes", s.nodes);

@@ -147,7 +147,7 @@ TEST(IterationReport, JsonRoundTripIsExact)
   IterationReport r = iteration_report(s.model, s.plan, size_cluster(s), hand_made_result());
   r.iteration_time_s = 1.0 / 3.0; // not a short decimal
   std::ostringstream out;
-  traces::JsonWriter json(out, 0);
+  JsonWriter json(out, 0);
   write_iteration_report(json, r);
   const IterationReport back = read_iteration_report(traces::parse_json(out.str()));
   EXPECT_EQ(back.iteration_time_s, r.iteration_time_s);

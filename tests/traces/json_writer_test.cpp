@@ -1,4 +1,4 @@
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // ClusterGraph::dot(): the graph as Graphviz text, one cluster box per node.
 #include "gputwin/topologies/cluster_graph.hpp"
 
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <sstream>
 
@@ -62,7 +62,7 @@ std::string ClusterGraph::dot() const
     const Link& link = links_[id];
     out << "  " << quoted(vertices_[static_cast<size_t>(link.from)].name) << " -- "
         << quoted(vertices_[static_cast<size_t>(link.to)].name)
-        << " [label=" << quoted(traces::json_number(link.bytes_per_s / 1e9) + " GB/s") << "];\n";
+        << " [label=" << quoted(json_number(link.bytes_per_s / 1e9) + " GB/s") << "];\n";
   }
   out << "}\n";
   return out.str();

@@ -3,7 +3,7 @@
 #include "cluster_wiring.hpp"
 
 #include "gputwin/common/input_error.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
@@ -215,7 +215,7 @@ void ClusterGraph::check_links() const
   for (const Link& link : links_)
     if (!(link.bytes_per_s > 0))
       throw InputError("cluster '" + spec_.name + "': link " + link.name + " has bandwidth " +
-                       traces::json_number(link.bytes_per_s) + " B/s (expected a positive bandwidth)");
+                       json_number(link.bytes_per_s) + " B/s (expected a positive bandwidth)");
   // Connected: every vertex, so every GPU, is reachable from the first GPU.
   const std::vector<int> hops = hop_counts(gpu_vertices_.front());
   const auto unreachable =

@@ -6,7 +6,7 @@
 #include "yaml_overrides.hpp"
 
 #include "gputwin/common/input_error.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <cmath>
 #include <fstream>
@@ -70,7 +70,7 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   const double hbm_gbytes = in.positive_number("gpu.hbm_gbytes");
   if (hbm_gbytes > 1e9) // bytes must fit 64 bits: a billion GB per GPU is already far beyond any device
     throw InputError(in.where("gpu.hbm_gbytes") + ": expected at most 1e9 GB per GPU, got " +
-                     traces::json_number(hbm_gbytes));
+                     json_number(hbm_gbytes));
   spec.gpu.hbm_bytes = std::llround(hbm_gbytes * giga);
   spec.gpu.hbm_bytes_per_s = in.positive_number("gpu.hbm_gbytes_per_s") * giga;
 

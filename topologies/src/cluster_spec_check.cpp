@@ -2,7 +2,7 @@
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/fat_tree.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <cmath>
 #include <vector>
@@ -11,7 +11,6 @@ namespace gputwin::topo {
 
 namespace {
 
-using traces::json_number;
 
 // A value whose SI conversion overflowed (1e300 Gbit/s is inf bytes/s): every later formula would print "inf"
 // or "null" and divide by it.

@@ -5,7 +5,7 @@
 #include "cluster_wiring.hpp"
 
 #include "gputwin/common/input_error.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -57,7 +57,7 @@ void ClusterGraph::apply_faults()
   for (const auto& [name, factor] : faults.degraded_links) {
     const int cable = find("--degrade-link", name);
     if (!(factor > 0) || !std::isfinite(factor))
-      throw InputError("--degrade-link: " + name + ": expected a factor > 0, got " + traces::json_number(factor));
+      throw InputError("--degrade-link: " + name + ": expected a factor > 0, got " + json_number(factor));
     name_once("--degrade-link", cable);
     links_[static_cast<size_t>(cable)].bytes_per_s *= factor;
     links_[static_cast<size_t>(cable) + 1].bytes_per_s *= factor;

@@ -2,7 +2,7 @@
 
 #include "gputwin/common/arg_parser.hpp"
 #include "gputwin/common/input_error.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <limits>
 

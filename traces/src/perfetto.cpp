@@ -1,7 +1,7 @@
 #include "gputwin/traces/perfetto.hpp"
 
-#include "gputwin/traces/json_writer.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/json_writer.hpp"
+#include "gputwin/common/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <set>

@@ -1,5 +1,5 @@
 #include "gputwin/traces/json_value.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <fstream>

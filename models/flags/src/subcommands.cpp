@@ -1,7 +1,7 @@
 #include "gputwin/models/subcommands.hpp"
 
 #include "gputwin/common/input_error.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <algorithm>

@@ -93,12 +93,12 @@ void visit_moe_members(Report& r, Visit&& visit)
 
 } // namespace
 
-void write_moe_members(traces::JsonWriter& json, const IterationReport& report)
+void write_moe_members(JsonWriter& json, const IterationReport& report)
 {
   visit_moe_members(report, [&](const char* name, const auto& value) { json.field(name, value); });
 }
 
-void write_iteration_report(traces::JsonWriter& json, const IterationReport& report)
+void write_iteration_report(JsonWriter& json, const IterationReport& report)
 {
   json.begin_object();
   visit_members(report, [&](const char* name, const auto& value) { json.field(name, value); });

@@ -2,8 +2,8 @@
 #include "gputwin/chakra/chakra_writer.hpp"
 
 #include "et_def.pb.h"
-#include "gputwin/traces/json_writer.hpp"
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/json_writer.hpp"
+#include "gputwin/common/output_file.hpp"
 #include "gputwin/traces/trace_io.hpp"
 
 #include <google/protobuf/util/delimited_message_util.h>
@@ -205,7 +205,7 @@ void check_exportable(const traces::OpGraph& graph, const traces::RankProgram& p
                                "' is not UTF-8 text (Chakra ET strings are UTF-8)");
   const auto count = [&](const traces::Op& op, const char* what, double v) {
     if (v >= et_count_limit)
-      refuse(program, op, std::string(what) + " " + traces::json_number(v) + " beyond the int64 a Chakra ET holds");
+      refuse(program, op, std::string(what) + " " + json_number(v) + " beyond the int64 a Chakra ET holds");
   };
   int64_t extra_nodes = 0; // nodes beyond one per op, numbered after the largest op id
   for (const traces::Op& op : program.ops) {
@@ -435,7 +435,7 @@ void write_chakra_rank(std::ostream& out, const traces::OpGraph& graph, const tr
         const double micros = options.compute_duration_s(op) * 1e6;
         if (micros >= static_cast<double>(max_et_duration_micros) + 0.5) // rounds above it
           refuse(program, op,
-                 "duration " + traces::json_number(micros) + " us beyond the 2^40 a Chakra ET is read back with");
+                 "duration " + json_number(micros) + " us beyond the 2^40 a Chakra ET is read back with");
         node.set_duration_micros(non_negative_round(micros));
       }
       add_bool(node, "is_cpu_op", false);

@@ -8,7 +8,7 @@
 #include "gputwin/sim/iteration_result.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/traces/json_value.hpp"
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <cstdint>
 #include <string>
@@ -48,10 +48,10 @@ IterationReport iteration_report(const GptConfig& model, const ParallelPlan& pla
 // The report as one JSON object (the next value of `json`), and back: how a run in another process returns it.
 // Every number round-trips exactly (shortest round-trip form). The reader throws std::runtime_error on a missing
 // or mistyped member.
-void write_iteration_report(traces::JsonWriter& json, const IterationReport& report);
+void write_iteration_report(JsonWriter& json, const IterationReport& report);
 IterationReport read_iteration_report(const traces::JsonValue& object);
 // The MoE members of `report` (exchange_s, max_rank_load, ...) into the JSON object being written: the "moe" object
 // of write_iteration_report and of `simulate --json`.
-void write_moe_members(traces::JsonWriter& json, const IterationReport& report);
+void write_moe_members(JsonWriter& json, const IterationReport& report);
 
 } // namespace gputwin::sim

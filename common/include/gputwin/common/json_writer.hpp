@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gputwin::traces {
+namespace gputwin {
 
 class JsonWriter {
 public:
@@ -65,4 +65,4 @@ std::string json_escape(std::string_view text);
 // The shortest decimal text that parses back to exactly `number` (std::to_chars); "null" if not finite.
 std::string json_number(double number);
 
-} // namespace gputwin::traces
+} // namespace gputwin

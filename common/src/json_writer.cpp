@@ -1,10 +1,10 @@
-#include "gputwin/traces/json_writer.hpp"
+#include "gputwin/common/json_writer.hpp"
 
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
 
-namespace gputwin::traces {
+namespace gputwin {
 
 JsonWriter::JsonWriter(std::ostream& out, int indent_spaces) : out_(out), indent_spaces_(indent_spaces) {}
 
@@ -157,4 +157,4 @@ std::string json_number(double number)
   return std::string(buffer, result.ptr);
 }
 
-} // namespace gputwin::traces
+} // namespace gputwin

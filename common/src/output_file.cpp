@@ -1,4 +1,4 @@
-#include "gputwin/traces/output_file.hpp"
+#include "gputwin/common/output_file.hpp"
 
 #include <atomic>
 #include <cstdlib>

@@ -18,7 +18,7 @@
 // SIGINT and SIGTERM while a temporary file exists remove it, then the signal goes on to the handler that was
 // there before (the default one ends the process).
 //
-// Lives in `traces` because that library depends on nothing: every other library and tool can use it.
+// Lives in `common` because that library depends on nothing: every other library and tool can use it.
 
 #include <functional>
 #include <ostream>
