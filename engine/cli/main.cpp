@@ -1,7 +1,7 @@
 // gputwin-engine: the training engine the simulator is calibrated against.
 #include "commands.hpp"
 
-#include "gputwin/models/subcommands.hpp"
+#include "gputwin/common/subcommands.hpp"
 
 int main(int argc, char** argv)
 {

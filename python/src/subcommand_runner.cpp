@@ -4,7 +4,6 @@
 #include "commands.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/common/output_file.hpp"
-#include "gputwin/traces/trace_io.hpp"
 
 #include <unistd.h>
 
@@ -115,9 +114,6 @@ SubcommandResult run_here(const cli::Subcommand& subcommand, const std::vector<s
     result.exit_status = subcommand.run(args, report);
     result.text = report.str();
   } catch (const InputError& e) {
-    result.outcome = Outcome::InputError;
-    result.text = e.what();
-  } catch (const traces::TraceError& e) {
     result.outcome = Outcome::InputError;
     result.text = e.what();
   } catch (const OutputError& e) {

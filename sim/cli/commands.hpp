@@ -7,7 +7,7 @@
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/gpu_compute_model.hpp"
 #include "gputwin/models/parallel_plan.hpp"
-#include "gputwin/models/subcommands.hpp"
+#include "gputwin/common/subcommands.hpp"
 #include "gputwin/sim/scenario.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/common/output_file.hpp"

@@ -6,6 +6,7 @@
 // validate_op_graph) and reports the first problem in one line naming the file, the op (rank and id) and
 // the field, and what was expected.
 
+#include "gputwin/common/input_error.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <ostream>
@@ -15,10 +16,10 @@
 
 namespace gputwin::traces {
 
-// A trace that cannot be read or does not validate. what() is one line.
-class TraceError : public std::runtime_error {
+// A trace that cannot be read or does not validate: bad input like any other (InputError). what() is one line.
+class TraceError : public InputError {
 public:
-  explicit TraceError(const std::string& message) : std::runtime_error(message) {}
+  explicit TraceError(const std::string& message) : InputError(message) {}
 };
 
 // The value of the top-level "format" member of every trace file.

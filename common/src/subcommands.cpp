@@ -1,8 +1,7 @@
-#include "gputwin/models/subcommands.hpp"
+#include "gputwin/common/subcommands.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/common/output_file.hpp"
-#include "gputwin/traces/trace_io.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -47,9 +46,6 @@ int run_subcommands(const std::string& program, const std::string& version, cons
     try {
       return s.run(std::vector<std::string>(args.begin() + 1, args.end()), std::cout);
     } catch (const InputError& e) {
-      std::cerr << program << " " << s.name << ": error: " << e.what() << "\n";
-      return 2;
-    } catch (const traces::TraceError& e) {
       std::cerr << program << " " << s.name << ": error: " << e.what() << "\n";
       return 2;
     } catch (const OutputError& e) { // an output file that could not be written (output_file.hpp)

@@ -15,7 +15,7 @@ struct Subcommand {
 };
 
 // Runs the subcommand argv[1] names with the remaining arguments, printing its report to stdout. Returns the
-// exit status: the subcommand's own, 2 for bad input (InputError, traces::TraceError: one line on stderr),
+// exit status: the subcommand's own, 2 for bad input (InputError, a trace's TraceError among them; OutputError: one line on stderr),
 // 1 for an internal error. `--help` lists the subcommands and `example`; `--version` prints `version`.
 int run_subcommands(const std::string& program, const std::string& version, const std::vector<Subcommand>& subcommands,
                     const std::string& example, int argc, char** argv);
