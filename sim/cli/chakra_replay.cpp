@@ -3,9 +3,9 @@
 #include "chakra_replay.hpp"
 
 #include "commands.hpp"
-#include "report_json.hpp"
+#include "gputwin/sim/report_json.hpp"
 #include "resource_estimate.hpp"
-#include "timeline.hpp"
+#include "gputwin/sim/chrome_timeline.hpp"
 
 #include "gputwin/chakra/chakra_reader.hpp"
 #include "gputwin/common/input_error.hpp"
@@ -121,7 +121,7 @@ void write_chakra_json(std::ostream& out, const std::string& path, const chakra:
   json.null();
   json.key("plan");
   json.null();
-  write_cluster_json(json, replay.cluster);
+  sim::write_cluster_json(json, replay.cluster);
   json.field("mode", replay.retargeted ? "retargeted" : "as-recorded");
   json.field("compute_model", replay.gpu.gpu_kind);
   json.field("trace_rank", static_cast<int64_t>(trace.rank));
@@ -214,7 +214,7 @@ int run_chakra_replay(const ParsedArgs& parsed, const std::string& path, const s
                                         sim::chakra_compute_duration(replay.gpu, !replay.retargeted), options);
   replay.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (const auto file = parsed.value("--timeline"))
-    write_chrome_timeline_file(*file, replay.result, 1);
+    sim::write_chrome_timeline_file(*file, replay.result, 1);
   if (parsed.has("--json"))
     write_chakra_json(out, path, trace, replay);
   else

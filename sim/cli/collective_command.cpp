@@ -1,8 +1,8 @@
 // `gputwin collective`: one NCCL collective simulated on a cluster, printed like nccl-tests' *_perf.
-#include "byte_size.hpp"
+#include "gputwin/common/byte_size.hpp"
 #include "commands.hpp"
-#include "link_report_output.hpp"
-#include "report_json.hpp"
+#include "gputwin/sim/link_report_output.hpp"
+#include "gputwin/sim/report_json.hpp"
 #include "resource_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
@@ -120,7 +120,7 @@ void print_json(std::ostream& out, const Placement& placement, const CollectiveR
   const sim::CollectiveOptions& options = request.options;
   JsonWriter json(out);
   json.begin_object();
-  write_cluster_json(json, placement.cluster);
+  sim::write_cluster_json(json, placement.cluster);
   json.field("op", to_string(request.op));
   json.field("ranks", placement.ranks);
   json.field("ranks_per_node", placement.ranks_per_node);
@@ -141,7 +141,7 @@ void print_json(std::ostream& out, const Placement& placement, const CollectiveR
   }
   json.end_array();
   if (links)
-    write_link_report_json(json, graph, *links);
+    sim::write_link_report_json(json, graph, *links);
   json.end_object();
 }
 
@@ -381,14 +381,14 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   const std::vector<Row> rows = result_rows(request, placement.ranks, plans, run.timings);
   const std::string link_file = parsed.value("--link-report").value_or("");
   if (run.links && !link_file.empty())
-    write_link_report_file(link_file, graph, *run.links);
+    sim::write_link_report_file(link_file, graph, *run.links);
   const sim::LinkReport* inline_links = run.links && link_file.empty() ? &*run.links : nullptr;
   if (parsed.has("--json")) {
     print_json(out, placement, request, gpus_per_thread, rows, graph, inline_links);
   } else {
     print_table(out, placement.cluster, request.op, placement.ranks, plans, rows, run);
     if (inline_links)
-      print_link_report(out, graph, *inline_links);
+      sim::print_link_report(out, graph, *inline_links);
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 // `gputwin memory`: per-GPU memory of the busiest pipeline stage, from the analytic models.
 #include "commands.hpp"
-#include "report_json.hpp"
+#include "gputwin/sim/report_json.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
 
@@ -139,9 +139,9 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   const int64_t reserve_bytes = reserve.bytes(m.total_bytes);
   JsonWriter json(out);
   json.begin_object();
-  write_model_json(json, model);
+  sim::write_model_json(json, model);
   write_plan_json(json, plan);
-  write_cluster_json(json, cluster);
+  sim::write_cluster_json(json, cluster);
   json.field("gpus", plan.gpus());
   json.field("stage", m.stage);
   json.field("total_parameters", model_parameters(model, plan.tp));

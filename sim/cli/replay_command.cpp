@@ -2,10 +2,10 @@
 // scaled out -- with the simulated iteration time beside the measured one.
 #include "chakra_replay.hpp"
 #include "commands.hpp"
-#include "report_json.hpp"
+#include "gputwin/sim/report_json.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
-#include "timeline.hpp"
+#include "gputwin/sim/chrome_timeline.hpp"
 
 #include "gputwin/chakra/chakra_reader.hpp"
 #include "gputwin/common/input_error.hpp"
@@ -82,7 +82,7 @@ void write_run_json(JsonWriter& json, const std::optional<std::pair<GptConfig, P
                     const topo::ClusterSpec& cluster)
 {
   if (run) {
-    write_model_json(json, run->first);
+    sim::write_model_json(json, run->first);
     write_plan_json(json, run->second);
   } else {
     json.key("model");
@@ -90,7 +90,7 @@ void write_run_json(JsonWriter& json, const std::optional<std::pair<GptConfig, P
     json.key("plan");
     json.null();
   }
-  write_cluster_json(json, cluster);
+  sim::write_cluster_json(json, cluster);
 }
 
 // The replay of a Kineto step runs it as measured: neither compute nor network made faster.
@@ -210,7 +210,7 @@ int run_kineto_replay(const ParsedArgs& parsed, const std::string& path, const s
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
   if (const auto file = parsed.value("--timeline"))
-    write_chrome_timeline_file(*file, result, 1);
+    sim::write_chrome_timeline_file(*file, result, 1);
   if (parsed.has("--json"))
     write_kineto_json(out, path, kineto, cluster, scales, result, wall_s);
   else
@@ -501,7 +501,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out)
   const ReplayOutcome outcome = replay_gputwin_trace(parsed, trace, setup);
   const Comparison comparison = compare_with_measured(trace, setup, outcome.result);
   if (const auto file = parsed.value("--timeline"))
-    write_chrome_timeline_file(*file, outcome.result, outcome.ranks_per_program);
+    sim::write_chrome_timeline_file(*file, outcome.result, outcome.ranks_per_program);
   if (parsed.has("--json"))
     write_replay_json(out, path, setup, outcome, comparison);
   else

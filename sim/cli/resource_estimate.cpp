@@ -1,6 +1,6 @@
 #include "resource_estimate.hpp"
 
-#include "byte_size.hpp"
+#include "gputwin/common/byte_size.hpp"
 
 #include "gputwin/models/host_memory.hpp"
 #include "gputwin/common/input_error.hpp"

@@ -2,7 +2,7 @@
 
 #include "commands.hpp"
 #include "gputwin/sim/isolated_run.hpp"
-#include "progress.hpp"
+#include "gputwin/common/progress.hpp"
 #include "resource_estimate.hpp"
 
 #include "gputwin/models/flops.hpp"

@@ -1,12 +1,12 @@
 // `gputwin simulate`: one training iteration of a GPT under a parallel plan on a simulated cluster.
 #include "commands.hpp"
-#include "link_report_output.hpp"
+#include "gputwin/sim/link_report_output.hpp"
 #include "overlap_flags.hpp"
-#include "progress.hpp"
-#include "report_json.hpp"
+#include "gputwin/common/progress.hpp"
+#include "gputwin/sim/report_json.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
-#include "timeline.hpp"
+#include "gputwin/sim/chrome_timeline.hpp"
 
 #include "gputwin/chakra/chakra_writer.hpp"
 #include "gputwin/models/token_exchange.hpp"
@@ -113,9 +113,9 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
 {
   JsonWriter json(out);
   json.begin_object();
-  write_model_json(json, model);
+  sim::write_model_json(json, model);
   write_plan_json(json, plan);
-  write_cluster_json(json, cluster);
+  sim::write_cluster_json(json, cluster);
   write_stragglers_json(json, r);
   json.field("overlap_grad_reduce", options.overlap_grad_reduce);
   json.field("overlap_param_gather", options.overlap_param_gather);
@@ -152,7 +152,7 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   if (r.run.moe)
     write_moe_json(json, r.run, logged);
   if (links.report)
-    write_link_report_json(json, *links.graph, *links.report);
+    sim::write_link_report_json(json, *links.graph, *links.report);
   json.end_object();
 }
 
@@ -271,17 +271,17 @@ void write_outputs(const ParsedArgs& parsed, std::ostream& out, const sim::Scena
     links->exposed = sim::attribute_exposed(graph, *flow_log, result.programs, 0, result.stages.front().exposed_spans);
   }
   if (const auto file = parsed.value("--timeline")) {
-    std::vector<CounterTrack> counters;
+    std::vector<sim::CounterTrack> counters;
     if (links)
       for (const sim::LinkUse* use : sim::busiest_links(*links, 8))
-        counters.push_back(CounterTrack{graph.links()[static_cast<size_t>(use->link)].name,
+        counters.push_back(sim::CounterTrack{graph.links()[static_cast<size_t>(use->link)].name,
                                         sim::link_utilisation_steps(graph, *flow_log, use->link)});
     // (with stragglers programs stand for different numbers of ranks: the label leaves it out)
-    write_chrome_timeline_file(*file, result, r.rank_speeds.empty() ? plan.tp * plan.cp * plan.dp : 1, counters);
+    sim::write_chrome_timeline_file(*file, result, r.rank_speeds.empty() ? plan.tp * plan.cp * plan.dp : 1, counters);
   }
   const std::string link_file = parsed.value("--link-report").value_or("");
   if (links && !link_file.empty())
-    write_link_report_file(link_file, graph, *links);
+    sim::write_link_report_file(link_file, graph, *links);
   const bool links_inline = links && parsed.has("--link-report") && link_file.empty();
   // What the defaults were and what to watch, after every file is written (a failed write stays one line) and
   // before the report (a reader of stdout + stderr finds the JSON last).
@@ -293,7 +293,7 @@ void write_outputs(const ParsedArgs& parsed, std::ostream& out, const sim::Scena
   } else {
     print_table(out, model, plan, cluster, r, links ? &*links : nullptr);
     if (links_inline)
-      print_link_report(out, graph, *links);
+      sim::print_link_report(out, graph, *links);
   }
 }
 

@@ -12,7 +12,7 @@
 #include "gputwin/common/text.hpp"
 #include "gputwin/sim/isolated_run.hpp"
 #include "commands.hpp"
-#include "progress.hpp"
+#include "gputwin/common/progress.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
 #include "shard.hpp"

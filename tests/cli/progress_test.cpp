@@ -1,6 +1,6 @@
 // The progress bar of search and sweep (sim/cli/progress.hpp): the text of one line, and when it is drawn, with
 // the stream, the clock and the "is a terminal" decision injected.
-#include "../../sim/cli/progress.hpp"
+#include "gputwin/common/progress.hpp"
 
 #include <gtest/gtest.h>
 

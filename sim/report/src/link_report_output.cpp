@@ -1,11 +1,11 @@
-#include "link_report_output.hpp"
+#include "gputwin/sim/link_report_output.hpp"
 
 #include "gputwin/common/output_file.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 namespace {
 
@@ -153,4 +153,4 @@ void write_link_report_file(const std::string& path, const topo::ClusterGraph& g
       "--link-report");
 }
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

@@ -17,7 +17,7 @@
 #include <ostream>
 #include <string>
 
-namespace gputwin::cli {
+namespace gputwin {
 
 // "4s", "1m05s", "2h03m".
 std::string format_duration(double seconds);
@@ -76,4 +76,4 @@ private:
   bool shown_ = false, finished_ = false;
 };
 
-} // namespace gputwin::cli
+} // namespace gputwin

@@ -1,8 +1,8 @@
-#include "report_json.hpp"
+#include "gputwin/sim/report_json.hpp"
 
 #include "gputwin/models/parameter_count.hpp"
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 void write_model_json(JsonWriter& json, const GptConfig& model)
 {
@@ -53,4 +53,4 @@ void write_cluster_json(JsonWriter& json, const topo::ClusterSpec& cluster)
   json.end_object();
 }
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

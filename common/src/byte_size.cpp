@@ -1,4 +1,4 @@
-#include "byte_size.hpp"
+#include "gputwin/common/byte_size.hpp"
 
 #include "gputwin/common/arg_parser.hpp"
 #include "gputwin/common/input_error.hpp"

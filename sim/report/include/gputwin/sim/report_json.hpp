@@ -6,7 +6,7 @@
 #include "gputwin/topologies/cluster_spec.hpp"
 #include "gputwin/common/json_writer.hpp"
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 // The member "model": {name, hidden, heads, layers, seq_len, vocab}.
 void write_model_json(JsonWriter& json, const GptConfig& model);
@@ -14,4 +14,4 @@ void write_model_json(JsonWriter& json, const GptConfig& model);
 // The member "cluster": {name, nodes, gpus_per_node, gpus, gpu, gpu_memory_bytes}.
 void write_cluster_json(JsonWriter& json, const topo::ClusterSpec& cluster);
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

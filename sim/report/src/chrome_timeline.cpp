@@ -1,9 +1,9 @@
-#include "timeline.hpp"
+#include "gputwin/sim/chrome_timeline.hpp"
 
 #include "gputwin/common/json_writer.hpp"
 #include "gputwin/common/output_file.hpp"
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 namespace {
 const char* stream_name(int32_t stream)
@@ -113,4 +113,4 @@ void write_chrome_timeline_file(const std::string& path, const sim::IterationRes
       path, [&](std::ostream& out) { write_chrome_timeline(out, result, ranks_per_program, counters); }, "--timeline");
 }
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

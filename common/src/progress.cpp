@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include "gputwin/common/progress.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <iostream>
 
-namespace gputwin::cli {
+namespace gputwin {
 
 std::string format_duration(double seconds)
 {
@@ -140,4 +140,4 @@ void ProgressBar::finish()
   }
 }
 
-} // namespace gputwin::cli
+} // namespace gputwin

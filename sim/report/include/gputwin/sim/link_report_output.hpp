@@ -8,7 +8,7 @@
 #include <ostream>
 #include <string>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 // Links listed by busy time in the text and in "top_links".
 inline constexpr size_t link_report_top = 10;
@@ -23,4 +23,4 @@ void print_link_report(std::ostream& out, const topo::ClusterGraph& graph, const
 // The JSON object of write_link_report_json into `path`, atomically; OutputError "--link-report: ..." on failure.
 void write_link_report_file(const std::string& path, const topo::ClusterGraph& graph, const sim::LinkReport& report);
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

@@ -3,14 +3,14 @@
 // simulated rank (a folded program stands for its stage's t x d ranks), one thread per stream, a slice per op
 // with its name, phase, layer and micro-batch; optionally counter tracks (simulate: the busiest links' utilisation).
 
-#include "gputwin/sim/iteration_executor.hpp"
+#include "gputwin/sim/iteration_result.hpp"
 
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 // A counter shown as its own track: (time in s, value from then on) steps.
 struct CounterTrack {
@@ -26,4 +26,4 @@ void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result
 void write_chrome_timeline_file(const std::string& path, const sim::IterationResult& result, int64_t ranks_per_program,
                                 const std::vector<CounterTrack>& counters = {});
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim
