@@ -2,6 +2,7 @@
 // time comes from the simulator (a given plan, or the best plan of `gputwin search`), the checkpoint size from
 // the memory model, and the checkpoint interval, lost work, restarts and goodput from Young's and Daly's
 // formulas (models/goodput.hpp; sim/GOODPUT.md).
+#include "gputwin/sim/report_json.hpp"
 #include "commands.hpp"
 #include "overlap_flags.hpp"
 #include "resource_estimate.hpp"
@@ -209,8 +210,8 @@ void print_goodput_json(std::ostream& out, const Outcome& o)
   w.field("nodes", static_cast<int64_t>(o.run.cluster.nodes));
   w.field("gpus", o.gpus);
   w.field("plan_source", o.run.plan_source);
-  write_plan_json(w, o.run.plan);
-  write_overlaps_json(w, o.run.options);
+  sim::write_plan_json(w, o.run.plan);
+  sim::write_overlaps_json(w, o.run.options);
   w.field("iteration_time_s", o.run.report.iteration_time_s);
   w.field("tokens_per_s", o.run.report.tokens_per_s);
   w.field("mfu", o.run.report.mfu_bf16);
@@ -250,7 +251,7 @@ void print_goodput_table(std::ostream& out, const Outcome& o)
 {
   out << "model    " << o.run.model.name << " (h " << o.run.model.hidden << ", a " << o.run.model.heads << ", L "
       << o.run.model.layers << ", s " << o.run.model.seq_len << ", v " << o.run.model.vocab << ")\n";
-  out << "plan     " << describe_plan(o.run.plan) << ", overlaps " << overlaps_text(o.run.options) << " ("
+  out << "plan     " << describe_plan(o.run.plan) << ", overlaps " << sim::overlaps_text(o.run.options) << " ("
       << (o.search ? "best of gputwin search" : "from the flags") << ")\n";
   out << "cluster  " << o.run.cluster.name << ": " << o.run.cluster.nodes << " nodes, " << o.gpus << " GPUs\n\n";
   char line[256];

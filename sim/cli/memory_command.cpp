@@ -140,7 +140,7 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   JsonWriter json(out);
   json.begin_object();
   sim::write_model_json(json, model);
-  write_plan_json(json, plan);
+  sim::write_plan_json(json, plan);
   sim::write_cluster_json(json, cluster);
   json.field("gpus", plan.gpus());
   json.field("stage", m.stage);

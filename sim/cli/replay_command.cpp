@@ -83,7 +83,7 @@ void write_run_json(JsonWriter& json, const std::optional<std::pair<GptConfig, P
 {
   if (run) {
     sim::write_model_json(json, run->first);
-    write_plan_json(json, run->second);
+    sim::write_plan_json(json, run->second);
   } else {
     json.key("model");
     json.null();

@@ -1,5 +1,6 @@
 // `gputwin search`: every parallel plan of a model on N GPUs that fits memory, ranked by the fast estimator,
 // the best K confirmed by the full flow-level simulation.
+#include "gputwin/sim/report_json.hpp"
 #include "commands.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
@@ -116,8 +117,8 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
     w.begin_array();
     for (const Ranked& r : ranked) {
       w.begin_object();
-      write_plan_json(w, r.estimate.candidate.plan);
-      write_overlaps_json(w, r.estimate.candidate.options);
+      sim::write_plan_json(w, r.estimate.candidate.plan);
+      sim::write_overlaps_json(w, r.estimate.candidate.options);
       w.field("iteration_time_s", r.report.iteration_time_s);
       w.field("estimated_iteration_time_s", r.estimate.iteration_time_s);
       w.field("tokens_per_s", r.report.tokens_per_s);
@@ -159,7 +160,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
                   p.fsdp ? " fsdp" : p.zero_stage ? (" zero" + std::to_string(p.zero_stage)).c_str() : "",
                   p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
     std::snprintf(line, sizeof line, "%4zu  %-58s %-9s %-13s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1,
-                  plan_text, to_string(p.attention).c_str(), overlaps_text(r.estimate.candidate.options).c_str(),
+                  plan_text, to_string(p.attention).c_str(), sim::overlaps_text(r.estimate.candidate.options).c_str(),
                   r.report.iteration_time_s, r.estimate.iteration_time_s, r.report.tokens_per_s, 100 * r.report.mfu_bf16,
                   r.report.bubble_fraction, r.report.exposed_comm_s, gib(r.estimate.candidate.peak_memory_bytes).c_str());
     out << line;

@@ -1,5 +1,7 @@
 #include "search_core.hpp"
 
+#include "gputwin/sim/report_json.hpp"
+
 #include "commands.hpp"
 #include "gputwin/sim/isolated_run.hpp"
 #include "gputwin/common/progress.hpp"
@@ -191,7 +193,7 @@ std::string simulated_candidate_json(const GptConfig& model, const SimulatedCand
   json.end_object();
   json.key("overlaps");
   json.begin_object();
-  write_overlaps_json(json, c.estimate.candidate.options);
+  sim::write_overlaps_json(json, c.estimate.candidate.options);
   json.end_object();
   json.field("peak_memory_bytes", c.estimate.candidate.peak_memory_bytes);
   json.field("estimated_iteration_time_s", c.estimate.iteration_time_s);
@@ -224,56 +226,6 @@ SimulatedCandidate parse_simulated_candidate_json(const std::string& text)
   c.estimate.iteration_time_s = member(root, "estimated_iteration_time_s").as_double().value_or(-1);
   c.report = sim::read_iteration_report(member(root, "report"));
   return c;
-}
-
-void write_plan_json(JsonWriter& json, const ParallelPlan& p)
-{
-  json.key("plan");
-  json.begin_object();
-  json.field("tp", p.tp);
-  json.field("cp", p.cp);
-  json.field("pp", p.pp);
-  json.field("dp", p.dp);
-  json.field("micro_batch", p.micro_batch);
-  json.field("global_batch", p.effective_global_batch());
-  json.field("schedule", to_string(p.schedule));
-  json.field("chunks", p.chunks);
-  json.field("recompute", to_string(p.recompute));
-  json.field("sp", p.sequence_parallel());
-  json.field("zero", static_cast<int64_t>(p.zero_stage));
-  if (p.fsdp) // FSDP2's ZeRO-3 (--fsdp)
-    json.field("fsdp", true);
-  json.field("attention", to_string(p.attention));
-  json.field("pp_first_stage_layers", p.pp_first_stage_layers);
-  json.field("pp_last_stage_layers", p.pp_last_stage_layers);
-  json.field("fp8", p.delayed_scaling());
-  if (p.quantized() && !p.delayed_scaling()) // the block-scaled formats by name; "fp8" keeps its meaning
-    json.field("precision", to_string(p.precision));
-  if (p.ep > 1 || p.etp > 0) { // a mixture-of-experts plan
-    json.field("ep", p.ep);
-    json.field("etp", p.expert_tp());
-    json.field("moe_dispatcher", to_string(p.dispatcher));
-    json.field("moe_capacity_factor", p.capacity_factor);
-    json.field("moe_imbalance", p.moe_imbalance_cv);
-  }
-  json.end_object();
-}
-
-void write_overlaps_json(JsonWriter& json, const WorkloadOptions& options)
-{
-  json.field("tp_comm_overlap", options.tp_comm_overlap);
-  json.field("overlap_grad_reduce", options.overlap_grad_reduce);
-  json.field("overlap_param_gather", options.overlap_param_gather);
-}
-
-std::string overlaps_text(const WorkloadOptions& options)
-{
-  std::string text;
-  for (const auto& [on, name] : {std::pair{options.tp_comm_overlap, "tp"}, std::pair{options.overlap_grad_reduce, "grad"},
-                                 std::pair{options.overlap_param_gather, "param"}})
-    if (on)
-      text += (text.empty() ? "" : ",") + std::string(name);
-  return text.empty() ? "none" : text;
 }
 
 } // namespace gputwin::cli

@@ -62,16 +62,4 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
 // Bytes as GiB with one decimal ("74.3").
 std::string gib(int64_t bytes);
 
-// The member "plan": {tp, pp, dp, micro_batch, global_batch, schedule, chunks, recompute, sp, zero, attention},
-// as search and sweep print it.
-void write_plan_json(JsonWriter& json, const ParallelPlan& p);
-
-// The members "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather" (booleans, as simulate --json names
-// them): the Megatron-Core overlaps a searched plan runs with.
-void write_overlaps_json(JsonWriter& json, const WorkloadOptions& options);
-
-// The overlaps that are on, for a table: "tp,grad,param" (--tp-comm-overlap, --overlap-grad-reduce,
-// --overlap-param-gather), or "none".
-std::string overlaps_text(const WorkloadOptions& options);
-
 } // namespace gputwin::cli

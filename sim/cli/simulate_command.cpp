@@ -114,7 +114,7 @@ void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& p
   JsonWriter json(out);
   json.begin_object();
   sim::write_model_json(json, model);
-  write_plan_json(json, plan);
+  sim::write_plan_json(json, plan);
   sim::write_cluster_json(json, cluster);
   write_stragglers_json(json, r);
   json.field("overlap_grad_reduce", options.overlap_grad_reduce);

@@ -9,6 +9,7 @@
 // whole sweep) and recomputes the one column that depends on other points (scaling efficiency, against the smallest
 // point of the same model and cluster; a shard leaves it empty) from the rows' tokens/s, which the CSV writes
 // exactly (%.17g round-trips), so the merged file is byte for byte the one an unsharded run writes.
+#include "gputwin/sim/report_json.hpp"
 #include "gputwin/common/text.hpp"
 #include "gputwin/sim/isolated_run.hpp"
 #include "commands.hpp"
@@ -248,7 +249,7 @@ void write_table(std::ostream& out, const std::vector<SweepRow>& rows)
         std::isfinite(r.scaling_efficiency) ? csv_number("%.1f%%", 100 * r.scaling_efficiency) : "-";
     std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-52s %-9s %-13s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
                   r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_text,
-                  to_string(p.attention).c_str(), overlaps_text(r.options).c_str(), r.iteration_time_s,
+                  to_string(p.attention).c_str(), sim::overlaps_text(r.options).c_str(), r.iteration_time_s,
                   r.tokens_per_s, 100 * r.mfu, csv_number("%.2f", r.time_to_train_s / 86400).c_str(),
                   csv_number("%.0f", r.gpu_hours).c_str(), csv_number("%.0f", r.cost).c_str(), scaling.c_str());
     out << line;
@@ -264,8 +265,8 @@ void write_json(std::ostream& out, const std::vector<SweepRow>& rows)
     w.field("model", r.model);
     w.field("cluster", r.cluster);
     w.field("gpus", r.gpus);
-    write_plan_json(w, r.plan);
-    write_overlaps_json(w, r.options);
+    sim::write_plan_json(w, r.plan);
+    sim::write_overlaps_json(w, r.options);
     w.field("iteration_time_s", r.iteration_time_s);
     w.field("tokens_per_s", r.tokens_per_s);
     w.field("mfu", r.mfu);

@@ -53,4 +53,54 @@ void write_cluster_json(JsonWriter& json, const topo::ClusterSpec& cluster)
   json.end_object();
 }
 
+void write_plan_json(JsonWriter& json, const ParallelPlan& p)
+{
+  json.key("plan");
+  json.begin_object();
+  json.field("tp", p.tp);
+  json.field("cp", p.cp);
+  json.field("pp", p.pp);
+  json.field("dp", p.dp);
+  json.field("micro_batch", p.micro_batch);
+  json.field("global_batch", p.effective_global_batch());
+  json.field("schedule", to_string(p.schedule));
+  json.field("chunks", p.chunks);
+  json.field("recompute", to_string(p.recompute));
+  json.field("sp", p.sequence_parallel());
+  json.field("zero", static_cast<int64_t>(p.zero_stage));
+  if (p.fsdp) // FSDP2's ZeRO-3 (--fsdp)
+    json.field("fsdp", true);
+  json.field("attention", to_string(p.attention));
+  json.field("pp_first_stage_layers", p.pp_first_stage_layers);
+  json.field("pp_last_stage_layers", p.pp_last_stage_layers);
+  json.field("fp8", p.delayed_scaling());
+  if (p.quantized() && !p.delayed_scaling()) // the block-scaled formats by name; "fp8" keeps its meaning
+    json.field("precision", to_string(p.precision));
+  if (p.ep > 1 || p.etp > 0) { // a mixture-of-experts plan
+    json.field("ep", p.ep);
+    json.field("etp", p.expert_tp());
+    json.field("moe_dispatcher", to_string(p.dispatcher));
+    json.field("moe_capacity_factor", p.capacity_factor);
+    json.field("moe_imbalance", p.moe_imbalance_cv);
+  }
+  json.end_object();
+}
+
+void write_overlaps_json(JsonWriter& json, const WorkloadOptions& options)
+{
+  json.field("tp_comm_overlap", options.tp_comm_overlap);
+  json.field("overlap_grad_reduce", options.overlap_grad_reduce);
+  json.field("overlap_param_gather", options.overlap_param_gather);
+}
+
+std::string overlaps_text(const WorkloadOptions& options)
+{
+  std::string text;
+  for (const auto& [on, name] : {std::pair{options.tp_comm_overlap, "tp"}, std::pair{options.overlap_grad_reduce, "grad"},
+                                 std::pair{options.overlap_param_gather, "param"}})
+    if (on)
+      text += (text.empty() ? "" : ",") + std::string(name);
+  return text.empty() ? "none" : text;
+}
+
 } // namespace gputwin::sim
