@@ -3,7 +3,7 @@
 #include "gputwin/sim/link_report_output.hpp"
 #include "overlap_flags.hpp"
 #include "gputwin/common/progress.hpp"
-#include "gputwin/sim/report_json.hpp"
+#include "gputwin/sim/simulation_output.hpp"
 #include "resource_estimate.hpp"
 #include "search_core.hpp"
 #include "gputwin/sim/chrome_timeline.hpp"
@@ -43,194 +43,6 @@ namespace {
 // folded export (one file per stage) is the way.
 constexpr int64_t max_chakra_nodes = 20'000'000;
 
-// What simulate prints beside the iteration's report (sim/iteration_report.hpp).
-struct Report {
-  sim::IterationReport run;
-  int64_t peak_memory_bytes = 0, peak_memory_stage = 0;
-  double sim_wall_time_s = 0;
-  Stragglers stragglers;  // --slow-gpu / --slow-node as given
-  RankSpeeds rank_speeds; // what they make of each rank's speed
-};
-
-// The stragglers beside the cluster they slow down (only when some were given: reports without them unchanged).
-void write_stragglers_json(JsonWriter& json, const Report& r)
-{
-  if (r.stragglers.empty())
-    return;
-  json.key("stragglers");
-  json.begin_object();
-  json.key("slow_gpus");
-  json.begin_array();
-  for (const SlowGpu& g : r.stragglers.gpus) {
-    json.begin_object();
-    json.field("rank", g.rank);
-    json.field("factor", g.factor);
-    json.end_object();
-  }
-  json.end_array();
-  json.key("slow_nodes");
-  json.begin_array();
-  for (const SlowNode& n : r.stragglers.nodes) {
-    json.begin_object();
-    json.field("node", n.node);
-    json.field("factor", n.factor);
-    json.end_object();
-  }
-  json.end_array();
-  json.key("gpu_speeds"); // every rank not at full speed: GPU factor x node factor
-  json.begin_array();
-  for (const auto& [rank, speed] : r.rank_speeds) {
-    json.begin_object();
-    json.field("rank", static_cast<int64_t>(rank));
-    json.field("speed", speed);
-    json.end_object();
-  }
-  json.end_array();
-  json.field("simulated_programs", r.run.simulated_programs);
-  json.end_object();
-}
-
-// The link report's members in the JSON report (--link-report without FILE).
-struct LinkReportJson {
-  const topo::ClusterGraph* graph = nullptr;
-  const sim::LinkReport* report = nullptr;
-};
-
-// The MoE figures (iteration_report.hpp), with the busiest link kind when the flows were logged.
-void write_moe_json(JsonWriter& json, const sim::IterationReport& run, const sim::LinkReport* links)
-{
-  json.key("moe");
-  json.begin_object();
-  sim::write_moe_members(json, run);
-  if (links && links->busiest_kind)
-    json.field("busiest_link_kind", sim::to_string(*links->busiest_kind));
-  json.end_object();
-}
-
-void print_json(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
-                const FrameworkProfile& framework, const WorkloadOptions& options, const ResourceEstimate& estimate,
-                const Report& r, const LinkReportJson& links, const sim::LinkReport* logged)
-{
-  JsonWriter json(out);
-  json.begin_object();
-  sim::write_model_json(json, model);
-  sim::write_plan_json(json, plan);
-  sim::write_cluster_json(json, cluster);
-  write_stragglers_json(json, r);
-  json.field("overlap_grad_reduce", options.overlap_grad_reduce);
-  json.field("overlap_param_gather", options.overlap_param_gather);
-  json.field("tp_comm_overlap", options.tp_comm_overlap);
-  json.field("framework", framework.name);
-  json.field("cuda_graphs", framework.cuda_graphs);
-  json.field("nodes", r.run.nodes);
-  json.field("gpus", r.run.gpus);
-  json.field("iteration_time_s", r.run.iteration_time_s);
-  json.field("tokens_per_s", r.run.tokens_per_s);
-  json.field("model_flops", r.run.model_flops);
-  json.field("hardware_flops", r.run.hardware_flops);
-  json.field("mfu", r.run.mfu);
-  json.field("mfu_precision", r.run.mfu_precision);
-  json.field("mfu_peak_flops_per_gpu", r.run.mfu_peak_flops);
-  json.field("mfu_bf16", r.run.mfu_bf16);
-  json.field("hfu", r.run.hfu);
-  json.field("bubble_fraction", r.run.bubble_fraction);
-  json.field("compute_time_s", r.run.compute_s);
-  json.field("exposed_communication_s", r.run.exposed_comm_s);
-  json.field("peak_memory_bytes", r.peak_memory_bytes);
-  json.field("peak_memory_stage", r.peak_memory_stage);
-  json.field("gpu_memory_bytes", cluster.gpu.hbm_bytes);
-  json.field("fits_gpu_memory", r.peak_memory_bytes <= cluster.gpu.hbm_bytes);
-  json.field("simulated_events", r.run.simulated_events);
-  json.key("resource_estimate"); // what the guard estimated before the run (--max-memory)
-  json.begin_object();
-  json.field("ops", static_cast<int64_t>(std::llround(estimate.ops)));
-  json.field("flows", static_cast<int64_t>(std::llround(estimate.flows)));
-  json.field("gpu_pairs", static_cast<int64_t>(std::llround(estimate.routes)));
-  json.field("memory_bytes", static_cast<int64_t>(std::llround(estimate.bytes)));
-  json.end_object();
-  json.field("sim_wall_time_s", r.sim_wall_time_s);
-  if (r.run.moe)
-    write_moe_json(json, r.run, logged);
-  if (links.report)
-    sim::write_link_report_json(json, *links.graph, *links.report);
-  json.end_object();
-}
-
-void print_table(std::ostream& out, const GptConfig& model, const ParallelPlan& plan, const topo::ClusterSpec& cluster,
-                 const Report& r, const sim::LinkReport* logged)
-{
-  char line[256];
-  out << "model    " << model.name << " (h " << model.hidden << ", a " << model.heads << ", L " << model.layers
-      << ", s " << model.seq_len << ", v " << model.vocab << ")\n";
-  out << "plan     " << describe_plan(plan) << "\n";
-  std::snprintf(line, sizeof line, "cluster  %s: %lld nodes, %lld GPUs used of %d\n", cluster.name.c_str(),
-                static_cast<long long>(r.run.nodes), static_cast<long long>(r.run.gpus), cluster.gpus());
-  out << line;
-  if (!r.stragglers.empty()) {
-    std::string slow; // runs of consecutive ranks at one speed as a range: "32-39 at 0.9"
-    for (auto it = r.rank_speeds.begin(); it != r.rank_speeds.end();) {
-      auto last = it;
-      while (std::next(last) != r.rank_speeds.end() && std::next(last)->first == last->first + 1 &&
-             std::next(last)->second == it->second)
-        ++last;
-      if (last == it)
-        std::snprintf(line, sizeof line, "%s%d at %.3g", slow.empty() ? "" : ", ", it->first, it->second);
-      else
-        std::snprintf(line, sizeof line, "%s%d-%d at %.3g", slow.empty() ? "" : ", ", it->first, last->first,
-                      it->second);
-      slow += line;
-      it = std::next(last);
-    }
-    out << "slow     " << (slow.empty() ? "none (every factor 1)" : "ranks " + slow + " of normal speed") << "; "
-        << r.run.simulated_programs << " programs simulated\n";
-  }
-  out << "\n";
-  auto row = [&](const char* label, const std::string& value) {
-    std::snprintf(line, sizeof line, "  %-34s %s\n", label, value.c_str());
-    out << line;
-  };
-  // Values beyond a fixed-point column (a 1e-300 GB/s link: 1e300 s) switch to an exponent, so each row stays
-  // one short line.
-  auto fmt = [](const char* f, double v) {
-    char text[64];
-    std::string format = f;
-    if (!std::isfinite(v) || (v != 0 && (std::fabs(v) >= 1e12 || std::fabs(v) < 1e-4)))
-      format = "%.4g" + format.substr(std::min(format.find(' '), format.size())); // the unit kept
-    std::snprintf(text, sizeof text, format.c_str(), v);
-    return std::string(text);
-  };
-  row("iteration time", fmt("%.4f s", r.run.iteration_time_s));
-  row("throughput", fmt("%.0f tokens/s", r.run.tokens_per_s));
-  row("model FLOPs / iteration", fmt("%.4g", r.run.model_flops));
-  row("hardware FLOPs / iteration", fmt("%.4g", r.run.hardware_flops));
-  // MFU: model FLOPs (dense attention, the papers' convention) against the peak of the GEMMs' precision; HFU:
-  // the FLOPs executed, each against its own precision's peak.
-  row("MFU", fmt("%.1f %%", 100 * r.run.mfu) + " of " + r.run.mfu_precision + " peak " + fmt("%.0f", r.run.mfu_peak_flops / 1e12) +
-                 " TF/s");
-  if (r.run.mfu_precision != "bf16")
-    row("MFU of bf16 peak", fmt("%.1f %%", 100 * r.run.mfu_bf16));
-  row("HFU", fmt("%.1f %%", 100 * r.run.hfu) + " (executed FLOPs)");
-  row("pipeline bubble (stage 0)", fmt("%.3f of compute", r.run.bubble_fraction));
-  row("compute (stage 0)", fmt("%.4f s", r.run.compute_s));
-  row("exposed communication (stage 0)", fmt("%.4f s", r.run.exposed_comm_s));
-  row("peak memory (busiest GPU)", fmt("%.2f GiB", static_cast<double>(r.peak_memory_bytes) / (1 << 30)) + " (stage " +
-                                       std::to_string(r.peak_memory_stage) + ")");
-  if (r.run.moe) {
-    row("MoE token exchange (stage 0)", fmt("%.4f s", r.run.moe_exchange_s) + " exposed");
-    row("MoE busiest EP rank load", fmt("%.3f", r.run.moe_max_rank_load) + " x balanced (slowest: EP " +
-                                        std::to_string(r.run.moe_slowest_ep_index) + ", rank " +
-                                        std::to_string(r.run.moe_slowest_rank) + ")");
-    row("MoE expert MaxVio", fmt("%.3f", r.run.moe_expert_maxvio) +
-                                 (r.run.moe_dropped_fraction > 0
-                                      ? fmt(" (%.2f %% of routed tokens dropped)", 100 * r.run.moe_dropped_fraction)
-                                      : std::string()));
-    if (logged && logged->busiest_kind)
-      row("busiest link kind", sim::to_string(*logged->busiest_kind));
-  }
-  row("simulated events", std::to_string(r.run.simulated_events));
-  row("simulator wall time", fmt("%.2f s", r.sim_wall_time_s));
-}
-
 // --chakra DIR: the workload as Chakra execution traces, every rank's (all) or one per pipeline stage (folded).
 void export_chakra(const std::string& dir, const Workload& workload, const GpuComputeModel& gpu, bool all_ranks)
 {
@@ -261,7 +73,7 @@ void export_chakra(const std::string& dir, const Workload& workload, const GpuCo
 void write_outputs(const ParsedArgs& parsed, std::ostream& out, const sim::Scenario& scenario,
                    const topo::ClusterSpec& cluster, const topo::ClusterGraph& graph, const FrameworkProfile& framework,
                    const ResourceEstimate& estimate, const sim::IterationResult& result, const sim::FlowLog* flow_log,
-                   const Report& r, const std::vector<std::string>& notes)
+                   const sim::SimulationReport& r, const std::vector<std::string>& notes)
 {
   const GptConfig& model = scenario.model;
   const ParallelPlan& plan = scenario.plan;
@@ -288,10 +100,12 @@ void write_outputs(const ParsedArgs& parsed, std::ostream& out, const sim::Scena
   for (const std::string& note : notes)
     std::cerr << "gputwin simulate: " << (note.rfind("warning: ", 0) == 0 ? "" : "note: ") << note << "\n";
   if (parsed.has("--json")) {
-    print_json(out, model, plan, cluster, framework, scenario.options, estimate, r,
-               links_inline ? LinkReportJson{&graph, &*links} : LinkReportJson{}, links ? &*links : nullptr);
+    const sim::RunSizeEstimate size{estimate.ops, estimate.flows, estimate.routes, estimate.bytes};
+    sim::write_simulation_json(out, model, plan, cluster, framework, scenario.options, size, r,
+                               links_inline ? sim::LinkReportJson{&graph, &*links} : sim::LinkReportJson{},
+                               links ? &*links : nullptr);
   } else {
-    print_table(out, model, plan, cluster, r, links ? &*links : nullptr);
+    sim::print_simulation_table(out, model, plan, cluster, r, links ? &*links : nullptr);
     if (links_inline)
       sim::print_link_report(out, graph, *links);
   }
@@ -356,7 +170,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   scenario.allow_oom = parsed.has("--allow-oom");
   const GptConfig& model = scenario.model;
   const ParallelPlan& plan = scenario.plan;
-  Report r;
+  sim::SimulationReport r;
   r.stragglers = scenario.stragglers;
   // The work first, from closed forms and small probes: the rules below walk the pipeline schedules.
   check_work(estimate_plan_work(model, plan, true, true, overlap_options_from_flags(parsed, plan)), max_work(parsed),
