@@ -2,73 +2,19 @@
 #include "gputwin/common/byte_size.hpp"
 #include "commands.hpp"
 #include "gputwin/sim/link_report_output.hpp"
-#include "gputwin/sim/report_json.hpp"
+#include "gputwin/sim/collective_output.hpp"
 #include "resource_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
-#include "gputwin/sim/collective_executor.hpp"
-#include "gputwin/sim/steady_state.hpp" // shortcuts_enabled
-#include "gputwin/sim/stream_alone.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
 #include "gputwin/traces/collective_op.hpp"
-#include "gputwin/common/json_writer.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <optional>
 
 namespace gputwin::cli {
 
 namespace {
-
-struct Row {
-  int64_t bytes = 0;
-  double time_s = 0;
-  double algbw_gbps = 0;
-  double busbw_gbps = 0;
-  std::string algorithm, protocol;
-};
-
-// Rank r on node r / per_node, local GPU r % per_node: ranks fill nodes in order, as mpirun places them.
-std::vector<int> place_ranks(const topo::ClusterSpec& cluster, int64_t ranks, int64_t per_node)
-{
-  if (per_node > cluster.gpus_per_node)
-    throw InputError("--ranks-per-node: " + std::to_string(per_node) + " is more than the " +
-                     std::to_string(cluster.gpus_per_node) + " GPUs of a " + cluster.name + " node");
-  const int64_t nodes_needed = (ranks + per_node - 1) / per_node;
-  if (nodes_needed > cluster.nodes)
-    throw InputError("--ranks: " + std::to_string(ranks) + " ranks at " + std::to_string(per_node) + " per node need " +
-                     std::to_string(nodes_needed) + " nodes, but the cluster has " + std::to_string(cluster.nodes) +
-                     " (expected at most " + std::to_string(cluster.nodes * per_node) + " ranks, or a larger --nodes)");
-  std::vector<int> gpus;
-  for (int64_t r = 0; r < ranks; ++r)
-    gpus.push_back(static_cast<int>((r / per_node) * cluster.gpus_per_node + r % per_node));
-  return gpus;
-}
-
-// `value` right-aligned in `width` characters: fixed-point with `precision` decimals where that fits, else in
-// exponent form (a 1e-300 GB/s link takes 1e300 s), so the columns stay aligned for any value.
-std::string column(double value, int width, int precision)
-{
-  char text[64];
-  if (!std::isfinite(value)) {
-    std::snprintf(text, sizeof text, "%*s", width, std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
-    return text;
-  }
-  const int n = std::snprintf(text, sizeof text, "%*.*f", width, precision, value);
-  if (n > width || (value != 0 && std::fabs(value) < std::pow(10.0, -precision)))
-    std::snprintf(text, sizeof text, "%*.*e", width, std::max(0, width - 7 - (value < 0 ? 1 : 0)), value);
-  return text;
-}
-
-// The collective the flags ask for: the op, its sizes, and the algorithm and protocol forced on NCCL.
-struct CollectiveRequest {
-  CollectiveOp op{};
-  std::vector<int64_t> sizes_bytes;
-  sim::CollectiveOptions options; // --algo and --proto; gpus_per_thread set once the ranks are placed
-};
 
 // The collective's ranks on the cluster (sized to hold them when --nodes is not given).
 struct Placement {
@@ -79,71 +25,6 @@ struct Placement {
   std::vector<int> gpus;          // rank r runs on GPU gpus[r]
 };
 
-// What SimGrid gave for the plans, one per size, run back to back in one stream.
-struct CollectiveRun {
-  std::vector<sim::PlanTiming> timings;   // one per plan, in order
-  std::optional<sim::LinkReport> links;   // with --link-report, when the run took any time
-  size_t link_count = 0, route_count = 0; // the platform's
-  double wall_s = 0;                      // the simulation's wall-clock time
-};
-
-// The nccl-tests table of the rows, then how much was simulated in what wall-clock time.
-void print_table(std::ostream& out, const topo::ClusterSpec& cluster, CollectiveOp op, int64_t ranks,
-                 const std::vector<sim::CollectivePlan>& plans, const std::vector<Row>& rows, const CollectiveRun& run)
-{
-  const sim::CollectivePlan& first = plans.front();
-  char line[256];
-  std::snprintf(line, sizeof line, "# gputwin collective: %s, %lld ranks on %d node(s) of %s, %d channel(s)\n",
-                to_string(op).c_str(), static_cast<long long>(ranks), first.nodes, cluster.name.c_str(),
-                first.channels);
-  out << line;
-  out << "#\n#          size       time     algbw     busbw   algo   proto\n"
-         "#           (B)       (us)    (GB/s)    (GB/s)\n";
-  for (const Row& r : rows) {
-    std::snprintf(line, sizeof line, "%15lld %s %s %s   %-5s  %s\n", static_cast<long long>(r.bytes),
-                  column(r.time_s * 1e6, 10, 2).c_str(), column(r.algbw_gbps, 9, 2).c_str(),
-                  column(r.busbw_gbps, 9, 2).c_str(), r.algorithm.c_str(), r.protocol.c_str());
-    out << line;
-  }
-  size_t flow_count = 0;
-  for (const auto& p : plans)
-    flow_count += p.flows.size();
-  std::snprintf(line, sizeof line, "# simulated %zu flows over %zu links and %zu routes in %.2f s wall\n", flow_count,
-                run.link_count, run.route_count, run.wall_s);
-  out << line;
-}
-
-void print_json(std::ostream& out, const Placement& placement, const CollectiveRequest& request,
-                int64_t gpus_per_thread, const std::vector<Row>& rows, const topo::ClusterGraph& graph,
-                const sim::LinkReport* links)
-{
-  const sim::CollectiveOptions& options = request.options;
-  JsonWriter json(out);
-  json.begin_object();
-  sim::write_cluster_json(json, placement.cluster);
-  json.field("op", to_string(request.op));
-  json.field("ranks", placement.ranks);
-  json.field("ranks_per_node", placement.ranks_per_node);
-  json.field("gpus_per_thread", gpus_per_thread);
-  json.field("forced_algorithm", options.algorithm ? to_string(*options.algorithm) : std::string("none"));
-  json.field("forced_protocol", options.protocol ? to_string(*options.protocol) : std::string("none"));
-  json.key("results");
-  json.begin_array();
-  for (const Row& r : rows) {
-    json.begin_object();
-    json.field("bytes", r.bytes);
-    json.field("time_s", r.time_s);
-    json.field("algbw_gbps", r.algbw_gbps);
-    json.field("busbw_gbps", r.busbw_gbps);
-    json.field("algorithm", r.algorithm);
-    json.field("protocol", r.protocol);
-    json.end_object();
-  }
-  json.end_array();
-  if (links)
-    sim::write_link_report_json(json, graph, *links);
-  json.end_object();
-}
 
 // The flags of `gputwin collective`.
 ArgParser collective_parser()
@@ -185,9 +66,9 @@ ArgParser collective_parser()
 }
 
 // --op, --bytes or --sweep, --algo and --proto; throws InputError for a missing or bad one.
-CollectiveRequest read_collective_request(const ParsedArgs& parsed)
+sim::CollectiveRequest read_collective_request(const ParsedArgs& parsed)
 {
-  CollectiveRequest request;
+  sim::CollectiveRequest request;
   const std::optional<std::string> op_text = parsed.value("--op");
   if (!op_text)
     throw InputError("--op: required (expected " + collective_op_names() + ")");
@@ -264,7 +145,7 @@ Placement place_collective_ranks(const ParsedArgs& parsed)
                      " (one rank moves no data over any link)");
   placement.ranks = ranks;
   placement.ranks_per_node = per_node;
-  placement.gpus = place_ranks(cluster, ranks, per_node);
+  placement.gpus = sim::place_ranks(cluster, ranks, per_node);
   return placement;
 }
 
@@ -282,7 +163,7 @@ int64_t gpus_per_thread_flag(const ParsedArgs& parsed, const Placement& placemen
 
 // NCCL's plan of the collective at each size (its algorithm, protocol and flows), within the resource guard.
 std::vector<sim::CollectivePlan> plan_sizes(const ParsedArgs& parsed, const topo::ClusterGraph& graph,
-                                            const CollectiveRequest& request, const Placement& placement)
+                                            const sim::CollectiveRequest& request, const Placement& placement)
 {
   const int64_t ranks = placement.ranks;
   const int64_t gpus = placement.cluster.gpus();
@@ -305,56 +186,6 @@ std::vector<sim::CollectivePlan> plan_sizes(const ParsedArgs& parsed, const topo
   return plans;
 }
 
-// The plans run back to back in one stream, timed without SimGrid (nothing else is on the network), or on SimGrid
-// with `link_report` (the links' load over the run) or GPUTWIN_EXACT.
-CollectiveRun run_plans(const topo::ClusterGraph& graph, const std::vector<sim::CollectivePlan>& plans,
-                        bool link_report)
-{
-  std::vector<const sim::CollectivePlan*> stream;
-  for (const sim::CollectivePlan& p : plans)
-    stream.push_back(&p);
-  CollectiveRun run;
-  const auto wall_start = std::chrono::steady_clock::now();
-  if (!link_report && sim::shortcuts_enabled()) { // one stream alone: no flow would reach SimGrid (stream_alone.hpp)
-    sim::StreamAloneStats stats;
-    run.timings = sim::time_stream_alone(graph, stream, &stats);
-    run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    run.link_count = stats.links;
-    run.route_count = stats.routes;
-    return run;
-  }
-  const sim::SimgridPlatform platform(graph, sim::flow_pairs(stream));
-  sim::FlowLog flow_log;
-  std::vector<std::vector<sim::PlanTiming>> timings =
-      sim::run_collective_streams(platform, graph, {stream}, true, link_report ? &flow_log : nullptr);
-  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  run.timings = std::move(timings[0]);
-  run.link_count = platform.link_count();
-  run.route_count = platform.route_count();
-  if (link_report && !run.timings.empty() && run.timings.back().end_s > 0)
-    run.links = sim::link_report(graph, flow_log, run.timings.back().end_s);
-  return run;
-}
-
-// One row per size: its time per call, algbw and busbw (nccl-tests' definitions), and NCCL's choice.
-std::vector<Row> result_rows(const CollectiveRequest& request, int64_t ranks,
-                             const std::vector<sim::CollectivePlan>& plans, const std::vector<sim::PlanTiming>& timings)
-{
-  std::vector<Row> rows;
-  for (size_t i = 0; i < plans.size(); ++i) {
-    Row r;
-    r.bytes = request.sizes_bytes[i];
-    // nccl-tests times calls issued back to back: the host's issue time bounds each from below.
-    r.time_s = sim::nccl_back_to_back_call_s(timings[i].duration_s(), plans[i].host_issue_s);
-    r.algbw_gbps = r.time_s > 0 ? static_cast<double>(r.bytes) / r.time_s / 1e9 : 0.0;
-    r.busbw_gbps = r.algbw_gbps * bus_bandwidth_factor(request.op, static_cast<int>(ranks));
-    r.algorithm = to_string(plans[i].choice.algorithm);
-    r.protocol = to_string(plans[i].choice.protocol);
-    rows.push_back(r);
-  }
-  return rows;
-}
-
 } // namespace
 
 int run_collective(const std::vector<std::string>& args, std::ostream& out)
@@ -366,7 +197,7 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
     return 0;
   }
 
-  CollectiveRequest request = read_collective_request(parsed);
+  sim::CollectiveRequest request = read_collective_request(parsed);
   const Placement placement = place_collective_ranks(parsed);
   if (!request.options.all_to_all.rank.empty() &&
       static_cast<int64_t>(request.options.all_to_all.rank.size()) != placement.ranks)
@@ -377,16 +208,17 @@ int run_collective(const std::vector<std::string>& args, std::ostream& out)
   request.options.gpus_per_thread = static_cast<int>(gpus_per_thread);
   const std::vector<sim::CollectivePlan> plans = plan_sizes(parsed, graph, request, placement);
 
-  const CollectiveRun run = run_plans(graph, plans, parsed.has("--link-report"));
-  const std::vector<Row> rows = result_rows(request, placement.ranks, plans, run.timings);
+  const sim::CollectiveRun run = sim::run_collective_plans(graph, plans, parsed.has("--link-report"));
+  const std::vector<sim::CollectiveResultRow> rows = sim::collective_result_rows(request, placement.ranks, plans, run.timings);
   const std::string link_file = parsed.value("--link-report").value_or("");
   if (run.links && !link_file.empty())
     sim::write_link_report_file(link_file, graph, *run.links);
   const sim::LinkReport* inline_links = run.links && link_file.empty() ? &*run.links : nullptr;
   if (parsed.has("--json")) {
-    print_json(out, placement, request, gpus_per_thread, rows, graph, inline_links);
+    const sim::CollectivePlacement where{placement.ranks, placement.ranks_per_node, gpus_per_thread};
+    sim::write_collective_json(out, placement.cluster, where, request, rows, graph, inline_links);
   } else {
-    print_table(out, placement.cluster, request.op, placement.ranks, plans, rows, run);
+    sim::print_collective_table(out, placement.cluster, request.op, placement.ranks, plans, rows, run);
     if (inline_links)
       sim::print_link_report(out, graph, *inline_links);
   }
