@@ -193,8 +193,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
                                                                        as_named.gpus_per_node),
                     limit, parsed, "the simulation");
   const topo::ClusterSpec cluster = sim::size_cluster(scenario);
-  const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu);
-  const FrameworkProfile framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));
+  scenario.gpu = compute_model_for_gpu(parsed, cluster.gpu);
+  scenario.framework = framework_from_flags(parsed, default_framework_for(cluster.gpu.generation));
   r.rank_speeds = rank_speeds(r.stragglers, plan.gpus(), cluster.gpus_per_node);
   if (!r.stragglers.empty() && parsed.has("--chakra"))
     throw InputError(std::string(r.stragglers.gpus.empty() ? "--slow-node" : "--slow-gpu") +
@@ -220,10 +220,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   check_resources(estimate, limit, parsed, "the simulation");
 
   const auto wall_start = std::chrono::steady_clock::now();
-  const topo::ClusterGraph graph(cluster);
-  const Workload workload = make_workload(model, plan, options);
   if (const auto dir = parsed.value("--chakra")) // before the run: a bad DIR fails at once
-    export_chakra(*dir, workload, gpu, chakra_all_ranks);
+    export_chakra(*dir, make_workload(model, plan, options), *scenario.gpu, chakra_all_ranks);
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");
   // Every flow on the network, for the link report and the timeline's link counters (results unchanged).
@@ -243,12 +241,13 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   const sim::SimgridExecutor simgrid;
   const sim::IterationExecutor& executor =
       parsed.has("--estimate") ? static_cast<const sim::IterationExecutor&>(estimator) : simgrid;
-  const sim::IterationResult result = executor.run(graph, workload, gpu, framework, run_options, r.rank_speeds);
+  const sim::ScenarioRun ran = sim::run(scenario, executor, run_options);
   bar.finish();
   r.sim_wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  r.run = sim::iteration_report(model, plan, cluster, result);
+  r.run = ran.report;
 
-  write_outputs(parsed, out, scenario, cluster, graph, framework, estimate, result, run_options.flow_log, r, notes);
+  write_outputs(parsed, out, scenario, ran.cluster, *ran.graph, *scenario.framework, estimate, ran.result,
+                run_options.flow_log, r, notes);
   return 0;
 }
 

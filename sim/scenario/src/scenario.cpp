@@ -117,8 +117,8 @@ ScenarioRun run(const Scenario& scenario, const IterationExecutor& executor, con
   const GpuComputeModel gpu = gpu_model_of(scenario, r.cluster.gpu);
   const FrameworkProfile framework = framework_of(scenario, r.cluster.gpu);
   const RankSpeeds speeds = rank_speeds(scenario.stragglers, scenario.plan.gpus(), r.cluster.gpus_per_node);
-  const topo::ClusterGraph graph(r.cluster);
-  r.result = executor.run(graph, make_workload(scenario.model, scenario.plan, scenario.options), gpu, framework,
+  r.graph = std::make_shared<const topo::ClusterGraph>(r.cluster);
+  r.result = executor.run(*r.graph, make_workload(scenario.model, scenario.plan, scenario.options), gpu, framework,
                           options, speeds);
   r.report = iteration_report(scenario.model, scenario.plan, r.cluster, r.result);
   return r;

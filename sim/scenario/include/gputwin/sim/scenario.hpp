@@ -14,8 +14,10 @@
 #include "gputwin/models/workload.hpp"
 #include "gputwin/sim/executor_interface.hpp"
 #include "gputwin/sim/iteration_report.hpp"
+#include "gputwin/topologies/cluster_graph.hpp"
 #include "gputwin/topologies/cluster_spec.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +74,7 @@ FrameworkProfile framework_of(const Scenario& scenario, const topo::GpuSpec& gpu
 // the report.
 struct ScenarioRun {
   topo::ClusterSpec cluster;
+  std::shared_ptr<const topo::ClusterGraph> graph; // the cluster's graph the run's flows crossed (link reports)
   ScenarioCheck check;
   IterationResult result;
   IterationReport report;
