@@ -20,3 +20,6 @@ PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider python/test
 # Code shape: no function longer than 120 lines anywhere in the tree.
 say "test: scripts/check-function-length.py"
 python3 scripts/check-function-length.py
+# Includes: every #include "gputwin/..." and <simgrid/...> allowed by ARCHITECTURE.md's dependency table.
+say "test: scripts/check-dependencies.py"
+python3 scripts/check-dependencies.py

@@ -1,6 +1,7 @@
-// HuggingFace config.json files (--model hf:PATH): the dense architectures read field by field from the published
-// configurations in tests/data/hf (README.md names their repositories), mixture-of-experts and unknown
-// architectures refused, and every bad field a one-line error naming the file and the field.
+// HuggingFace config.json files (--model hf:PATH): the dense and mixture-of-experts architectures read field by
+// field from the published configurations in tests/data/hf (README.md names their repositories), each equal to the
+// catalog's model of that name, unknown architectures refused, and every bad field a one-line error naming the file
+// and the field.
 #include "gputwin/config/hf_config.hpp"
 
 #include "gputwin/common/input_error.hpp"
@@ -80,6 +81,40 @@ void expect_same_model(const GptConfig& a, const GptConfig& b)
   EXPECT_EQ(a.tie_embeddings, b.tie_embeddings);
   EXPECT_EQ(a.bias, b.bias);
   EXPECT_EQ(a.dropout, b.dropout);
+}
+
+// `m` is the catalog's model `name` field for field, parameters and activated parameters alike. Not compared: the
+// sequence length (the catalog's MoE models train at 4096; a config.json's max_position_embeddings is its context
+// limit, which --seq-len overrides).
+void expect_catalog_model(const GptConfig& m, const std::string& name)
+{
+  const CatalogEntry* entry = find_catalog_model(name);
+  ASSERT_NE(entry, nullptr) << name;
+  const GptConfig& c = entry->model;
+  GptConfig at_the_files_seq_len = c;
+  at_the_files_seq_len.seq_len = m.seq_len;
+  expect_same_model(m, at_the_files_seq_len);
+  EXPECT_EQ(m.head_dim(), c.head_dim());
+  EXPECT_EQ(m.attention_width(), c.attention_width());
+  EXPECT_EQ(m.moe.experts, c.moe.experts);
+  EXPECT_EQ(m.moe.topk, c.moe.topk);
+  EXPECT_EQ(m.moe.expert_ffn_hidden, c.moe.expert_ffn_hidden);
+  EXPECT_EQ(m.moe.shared_width(), c.moe.shared_width());
+  EXPECT_EQ(m.moe.dense_first_layers, c.moe.dense_first_layers);
+  EXPECT_EQ(m.moe.layer_period, c.moe.layer_period);
+  EXPECT_EQ(m.moe.router, c.moe.router);
+  EXPECT_EQ(m.moe.router_groups, c.moe.router_groups);
+  EXPECT_EQ(m.moe.router_group_topk, c.moe.router_group_topk);
+  EXPECT_EQ(m.moe.aux_loss, c.moe.aux_loss);
+  EXPECT_EQ(m.moe.mtp_layers, c.moe.mtp_layers);
+  EXPECT_EQ(m.mla.q_lora_rank, c.mla.q_lora_rank);
+  EXPECT_EQ(m.mla.kv_lora_rank, c.mla.kv_lora_rank);
+  EXPECT_EQ(m.mla.qk_nope_head_dim, c.mla.qk_nope_head_dim);
+  EXPECT_EQ(m.mla.qk_rope_head_dim, c.mla.qk_rope_head_dim);
+  EXPECT_EQ(m.mla.v_head_dim, c.mla.v_head_dim);
+  EXPECT_EQ(model_parameters(m, 1), model_parameters(c, 1));
+  EXPECT_EQ(activated_parameters(m, 1), activated_parameters(c, 1));
+  EXPECT_NO_THROW(validate_model(m));
 }
 
 // Meta-Llama-3-8B's config.json: hidden_size 4096, 32 layers of 32 heads with 8 K/V heads, intermediate_size
@@ -169,6 +204,59 @@ TEST(HfConfig, ReadsMixtralExperts)
   EXPECT_EQ(hf.model.moe.topk, 2);
   EXPECT_EQ(hf.model.moe.expert_ffn_hidden, 14336);
   EXPECT_NEAR(static_cast<double>(model_parameters(hf.model, 1)) / 1e9, 46.7, 0.005 * 46.7);
+  expect_catalog_model(hf.model, "mixtral-8x7b");
+}
+
+// Qwen/Qwen3-30B-A3B config.json (tests/data/hf): 48 layers, 32 heads of head_dim 128 over hidden 2048, 4 K/V heads,
+// 128 experts of 768 top-8: the catalog's qwen3-30b-a3b (model card: 30.5B total, 3.3B activated).
+TEST(HfConfig, ReadsQwenThreeThirtyBAsTheCatalogsModel)
+{
+  const HfModel hf = load_hf_config(data_dir + "qwen3-30b-a3b.json");
+  EXPECT_EQ(hf.model.head_size, 128);
+  EXPECT_EQ(hf.model.moe.expert_ffn_hidden, 768);
+  EXPECT_EQ(hf.model.seq_len, 40960);
+  expect_catalog_model(hf.model, "qwen3-30b-a3b");
+  EXPECT_NEAR(static_cast<double>(model_parameters(hf.model, 1)) / 1e9, 30.5, 0.01 * 30.5);
+  ASSERT_EQ(hf.notes.size(), 1U) << "the query/key norms only";
+}
+
+// openai/gpt-oss-120b config.json (tests/data/hf): 36 layers, 64 heads of head_dim 64 over hidden 2880, 8 K/V
+// heads, attention biases, 128 experts of 2880 top-4: the catalog's gpt-oss-120b (model card: 116.8B total, 5.1B
+// active). Its 18 sliding-window layers (128 tokens, layer_types), attention sinks and router biases are notes.
+TEST(HfConfig, ReadsGptOssAsTheCatalogsModelAndNotesWhatItApproximates)
+{
+  const HfModel hf = load_hf_config(data_dir + "gpt-oss-120b.json");
+  const GptConfig& m = hf.model;
+  EXPECT_EQ(m.head_size, 64);
+  EXPECT_EQ(m.kv_heads(), 8);
+  EXPECT_TRUE(m.bias);
+  EXPECT_EQ(m.moe.experts, 128);
+  EXPECT_EQ(m.moe.topk, 4);
+  EXPECT_EQ(m.moe.expert_ffn_hidden, 2880);
+  EXPECT_EQ(m.seq_len, 131072);
+  expect_catalog_model(m, "gpt-oss-120b");
+  ASSERT_EQ(hf.notes.size(), 2U);
+  EXPECT_NE(hf.notes[0].find("sliding_window 128 on 18 of 36 layers (layer_types): modelled as full causal"),
+            std::string::npos)
+      << hf.notes[0];
+  EXPECT_NE(hf.notes[1].find("attention sinks (num_attention_heads = 64 parameters a layer)"), std::string::npos)
+      << hf.notes[1];
+
+  // A layer_types list of another length, or with another kind, names the field.
+  const std::string path = test_temp_path("gpt-oss-bad.json");
+  std::ofstream(path) << R"({"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "head_dim": 64,
+    "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 2, "intermediate_size": 2880,
+    "vocab_size": 201088, "max_position_embeddings": 4096, "num_local_experts": 8, "num_experts_per_tok": 2,
+    "sliding_window": 128, "layer_types": ["sliding_attention", "chunked_attention"]})";
+  EXPECT_NE(error_of(path).find(":4:65: layer_types: expected sliding_attention or full_attention, got "
+                                "'chunked_attention'"),
+            std::string::npos)
+      << error_of(path);
+  std::ofstream(path) << R"({"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "head_dim": 64,
+    "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 2, "intermediate_size": 2880,
+    "vocab_size": 201088, "max_position_embeddings": 4096, "num_local_experts": 8, "num_experts_per_tok": 9})";
+  EXPECT_NE(error_of(path).find("num_experts_per_tok: 9 exceeds num_local_experts 8"), std::string::npos)
+      << error_of(path);
 }
 
 // Qwen/Qwen3-235B-A22B config.json (tests/data/hf): 94 layers, 64 heads of head_dim 128 over hidden 4096 (queries
@@ -190,9 +278,7 @@ TEST(HfConfig, ReadsQwenThreeMoeWithItsHeadDim)
   EXPECT_NO_THROW(validate_model(m));
   EXPECT_NEAR(static_cast<double>(model_parameters(m, 1)) / 1e9, 235.0, 0.005 * 235.0);
   EXPECT_NEAR(static_cast<double>(activated_parameters(m, 1)) / 1e9, 22.0, 0.01 * 22.0);
-  const GptConfig& catalog = find_catalog_model("qwen3-235b-a22b")->model;
-  EXPECT_EQ(model_parameters(m, 1), model_parameters(catalog, 1));
-  EXPECT_EQ(activated_parameters(m, 1), activated_parameters(catalog, 1));
+  expect_catalog_model(m, "qwen3-235b-a22b");
   ASSERT_EQ(hf.notes.size(), 1U);
   EXPECT_NE(hf.notes[0].find("query/key norms (2 x head_dim = 256"), std::string::npos) << hf.notes[0];
 }
@@ -215,14 +301,16 @@ TEST(HfConfig, ReadsDeepSeekV3)
   EXPECT_NO_THROW(validate_model(m));
   EXPECT_NEAR(static_cast<double>(model_parameters(m, 1)) / 1e9, 671.0, 0.005 * 671.0);
   EXPECT_NEAR(static_cast<double>(activated_parameters(m, 1)) / 1e9, 37.0, 0.02 * 37.0);
-  EXPECT_EQ(model_parameters(m, 1), model_parameters(find_catalog_model("deepseek-v3")->model, 1));
+  expect_catalog_model(m, "deepseek-v3");
 }
 
-// A MoE architecture missing its expert count names the field; GPT-OSS is still refused.
+// A MoE architecture missing its expert count names the field.
 TEST(HfConfig, MixtureOfExpertsErrorsNameTheExpertField)
 {
   const std::pair<const char*, const char*> moe[] = {{"DeepseekV3ForCausalLM", "n_routed_experts"},
-                                                     {"GptOssForCausalLM", "num_local_experts"}};
+                                                     {"GptOssForCausalLM", "missing field 'num_local_experts'"},
+                                                     {"MixtralForCausalLM", "missing field 'num_local_experts'"},
+                                                     {"Qwen3MoeForCausalLM", "missing field 'num_experts'"}};
   for (const auto& [architecture, field] : moe) {
     const std::string path = test_temp_path(std::string(architecture) + ".json");
     std::ofstream(path) << "{\"architectures\": [\"" << architecture << "\"], \"hidden_size\": 64, "
@@ -243,7 +331,8 @@ TEST(HfConfig, UnknownArchitectureListsTheSupportedOnes)
   EXPECT_NE(e.find(supported_hf_architectures()), std::string::npos) << e;
   EXPECT_NE(supported_hf_architectures().find("Qwen3ForCausalLM"), std::string::npos);
   EXPECT_NE(supported_hf_architectures().find("DeepseekV3ForCausalLM"), std::string::npos);
-  EXPECT_EQ(supported_hf_architectures().find("GptOss"), std::string::npos) << "refused, not supported";
+  for (const char* moe : {"MixtralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "GptOssForCausalLM"})
+    EXPECT_NE(supported_hf_architectures().find(moe), std::string::npos) << moe;
 
   std::ofstream(path) << R"({"hidden_size": 768})";
   EXPECT_NE(error_of(path).find("missing field 'architectures'"), std::string::npos) << error_of(path);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <utility>
 
 namespace gputwin::cli {
 namespace {
@@ -382,6 +383,53 @@ TEST(MegatronArgs, BlockScaledRecipes)
   EXPECT_NE(error_of(std::string(small) + "--fp4-format e2m1 --fp4-recipe custom").find("--fp4-recipe: expected nvfp4"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(small) + "--fp4-format e3m0").find("--fp4-format: expected e2m1"), std::string::npos);
+}
+
+// Data-parallel sharding (Megatron-LM megatron/training/arguments.py): --use-megatron-fsdp shards what
+// --data-parallel-sharding-strategy names (optim_grads_params, its default, is ZeRO-3; optim_grads ZeRO-2; optim
+// ZeRO-1; no_shard none), --use-torch-fsdp2 is gputwin's --fsdp; an unknown strategy, both FSDPs, and FSDP2 with the
+// distributed optimizer (which arguments.py asserts against) are one-line errors.
+TEST(MegatronArgs, FsdpAndShardingStrategies)
+{
+  const Mapped fsdp2 = run(std::string(small) + "--use-torch-fsdp2 --untie-embeddings-and-output-weights");
+  EXPECT_TRUE(fsdp2.plan.fsdp);
+  EXPECT_EQ(fsdp2.plan.zero_stage, 3);
+  const Mapped megatron_fsdp = run(std::string(small) + "--use-megatron-fsdp --use-distributed-optimizer");
+  EXPECT_FALSE(megatron_fsdp.plan.fsdp);
+  EXPECT_EQ(megatron_fsdp.plan.zero_stage, 3) << "optim_grads_params is the default strategy";
+  const std::pair<const char*, int> strategies[] = {
+      {"optim_grads_params", 3}, {"optim_grads", 2}, {"optim", 1}, {"no_shard", 0}};
+  for (const auto& [strategy, stage] : strategies) {
+    const Mapped r = run(std::string(small) + "--use-megatron-fsdp --data-parallel-sharding-strategy " + strategy);
+    EXPECT_EQ(r.plan.zero_stage, stage) << strategy;
+    EXPECT_FALSE(r.plan.fsdp) << strategy;
+  }
+  // Without --use-megatron-fsdp the strategy is not read (a note); the distributed optimizer is ZeRO-1.
+  const Mapped unused = run(std::string(small) + "--use-distributed-optimizer --data-parallel-sharding-strategy optim_grads");
+  EXPECT_EQ(unused.plan.zero_stage, 1);
+  EXPECT_NE(notes_of(unused).find("--data-parallel-sharding-strategy optim_grads: not used without --use-megatron-fsdp"),
+            std::string::npos)
+      << notes_of(unused);
+  // The command line wins: --zero 2 over FSDP2, --fsdp over Megatron-FSDP's optim_grads.
+  EXPECT_EQ(run(std::string(small) + "--use-torch-fsdp2", {"--zero", "2"}).plan.zero_stage, 2);
+  const Mapped explicit_fsdp =
+      run(std::string(small) + "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads", {"--fsdp"});
+  EXPECT_TRUE(explicit_fsdp.plan.fsdp);
+  EXPECT_EQ(explicit_fsdp.plan.zero_stage, 3);
+
+  const std::string path = test_temp_path("launch.args");
+  EXPECT_EQ(error_of(std::string(small) + "--use-megatron-fsdp --data-parallel-sharding-strategy full_shard"),
+            path + ":1: --data-parallel-sharding-strategy: expected no_shard, optim, optim_grads or optim_grads_params, "
+                   "got 'full_shard'");
+  EXPECT_NE(error_of(std::string(small) + "--use-torch-fsdp2 --use-megatron-fsdp")
+                .find(":1: --use-megatron-fsdp: cannot be used with --use-torch-fsdp2"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + "--use-torch-fsdp2 --use-distributed-optimizer")
+                .find(":1: --use-distributed-optimizer: not supported with --use-torch-fsdp2"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + "--use-torch-fsdp2 --torch-fsdp2-no-reshard-after-forward")
+                .find(":1: --torch-fsdp2-no-reshard-after-forward: FSDP2 without resharding (ZeRO-2) is not modelled"),
+            std::string::npos);
 }
 
 } // namespace

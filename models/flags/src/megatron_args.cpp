@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace gputwin::cli {
 
@@ -51,7 +52,9 @@ const std::map<std::string, Kind>& read_arguments()
       {"--fp8-param-gather", Kind::Switch}, {"--use-flash-attn", Kind::Switch}, {"--attention-backend", Kind::Text},
       {"--cross-entropy-loss-fusion", Kind::Switch}, {"--cross-entropy-fusion-impl", Kind::Text},
       {"--grad-reduce-in-bf16", Kind::Switch}, {"--fp4-format", Kind::Text}, {"--fp4-recipe", Kind::Text},
-      {"--fp4-param-gather", Kind::Switch},
+      {"--fp4-param-gather", Kind::Switch}, {"--use-torch-fsdp2", Kind::Switch},
+      {"--use-megatron-fsdp", Kind::Switch}, {"--data-parallel-sharding-strategy", Kind::Text},
+      {"--torch-fsdp2-no-reshard-after-forward", Kind::Switch},
   };
   return arguments;
 }
@@ -426,11 +429,55 @@ void precision_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Fla
     out.on("--no-fp8-param-gather");
 }
 
+// Data-parallel sharding, as the ZeRO stage (ARCHITECTURE.md, ZeRO-2/3 and FSDP). Megatron-LM's arguments.py:
+// --use-distributed-optimizer shards the optimizer states (ZeRO-1); --use-megatron-fsdp shards what
+// --data-parallel-sharding-strategy names (choices no_shard, optim, optim_grads, optim_grads_params, the default
+// optim_grads_params: ZeRO 0 to 3, Megatron-FSDP's unit modules being gputwin's --zero 2|3 units);
+// --use-torch-fsdp2 is PyTorch FSDP2 (gputwin's --fsdp), which arguments.py asserts against the distributed optimizer
+// and training/config/common_config.py against Megatron-FSDP ("Cannot be used together with use_torch_fsdp2"); its
+// --torch-fsdp2-no-reshard-after-forward ("Set to enable FSDP ZeRO-2") is not modelled. The command line's --zero or
+// --fsdp wins.
+void sharding_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& out, std::vector<std::string>& notes)
+{
+  static const std::pair<const char*, int> strategies[] = {
+      {"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
+  std::optional<int> strategy_stage;
+  const std::optional<std::string> strategy = m.text("--data-parallel-sharding-strategy");
+  for (const auto& [name, stage] : strategies)
+    if (strategy == name)
+      strategy_stage = stage;
+  if (strategy && !strategy_stage)
+    m.fail("--data-parallel-sharding-strategy",
+           "expected no_shard, optim, optim_grads or optim_grads_params, got '" + *strategy + "'");
+  const bool torch_fsdp2 = m.on("--use-torch-fsdp2"), megatron_fsdp = m.on("--use-megatron-fsdp");
+  if (torch_fsdp2 && megatron_fsdp)
+    m.fail("--use-megatron-fsdp", "cannot be used with --use-torch-fsdp2 (expected one FSDP)");
+  if (torch_fsdp2 && m.on("--use-distributed-optimizer")) // arguments.py asserts it
+    m.fail("--use-distributed-optimizer", "not supported with --use-torch-fsdp2 (Megatron-LM asserts it; expected "
+                                          "one of them)");
+  if (m.on("--torch-fsdp2-no-reshard-after-forward") && torch_fsdp2)
+    m.fail("--torch-fsdp2-no-reshard-after-forward",
+           "FSDP2 without resharding (ZeRO-2) is not modelled: gputwin's --fsdp reshards, ZeRO-3 (expected "
+           "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads for ZeRO-2)");
+  if (m.on("--torch-fsdp2-no-reshard-after-forward") && !torch_fsdp2)
+    notes.push_back("--torch-fsdp2-no-reshard-after-forward: not used without --use-torch-fsdp2");
+  if (strategy && !megatron_fsdp)
+    notes.push_back("--data-parallel-sharding-strategy " + *strategy +
+                    ": not used without --use-megatron-fsdp (Megatron-LM reads it for Megatron-FSDP only)");
+  if (explicit_args.has("--zero") || explicit_args.has("--fsdp"))
+    return;
+  if (torch_fsdp2)
+    out.on("--fsdp");
+  else if (megatron_fsdp)
+    out.set("--zero", strategy_stage.value_or(3));
+  else if (m.on("--use-distributed-optimizer"))
+    out.set("--zero", 1);
+}
+
 // The optimizer, overlaps, precision and kernels.
 void kernel_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& out, std::vector<std::string>& notes)
 {
-  if (m.on("--use-distributed-optimizer") && !explicit_args.has("--fsdp"))
-    out.set("--zero", 1); // Megatron-Core's distributed optimizer shards the optimizer states: ZeRO-1
+  sharding_flags(m, explicit_args, out, notes);
   for (const char* overlap : {"--overlap-grad-reduce", "--overlap-param-gather", "--tp-comm-overlap",
                               "--grad-reduce-in-bf16", "--fp8-param-gather"})
     if (m.on(overlap))

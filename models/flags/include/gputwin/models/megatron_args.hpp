@@ -6,7 +6,8 @@
 //       --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --sequence-parallel ...
 //
 // becomes --layers 96 --hidden 12288 ... --tp 8 --pp 8 --dp 1 --sp ... Megatron's names, defaults and derived values
-// (data-parallel size, SwiGLU's MLP width, the virtual pipeline size, --recompute-activations) follow
+// (data-parallel size, SwiGLU's MLP width, the virtual pipeline size, --recompute-activations, the ZeRO stage of
+// --use-distributed-optimizer, --use-megatron-fsdp's --data-parallel-sharding-strategy and --use-torch-fsdp2) follow
 // megatron/training/arguments.py and the TransformerConfig fields it exposes; every argument that is not modelled
 // is named in one note.
 
@@ -21,7 +22,8 @@ namespace gputwin::cli {
 // flags, which win: with --model the file's model arguments are left out; the data-parallel size is derived with
 // the command line's --tp/--pp/--cp where it gives them. Throws InputError "PATH:LINE: --ARGUMENT: expected ..." on
 // a value that is not a number, a missing required argument, an unknown tokenizer without --vocab-size, and what
-// gputwin cannot express (mixture of experts, partial full recompute, a head size other than hidden / heads, ...).
+// gputwin cannot express (mixture of experts, partial full recompute, FSDP2 without resharding, ...), an unknown
+// --data-parallel-sharding-strategy, and what Megatron-LM refuses (both FSDPs, FSDP2 with the distributed optimizer).
 Expansion expand_megatron_args(const std::string& path, const ParsedArgs& explicit_args);
 
 // The same from the file's text (tests).
