@@ -75,7 +75,7 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
 GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComputeModel& fallback);
 // The compute model of --gpu-model FILE if given, else the built-in model of the cluster's GPU (by its
 // generation, with its peaks and bandwidth). Throws InputError naming --gpu-model when the generation has no
-// built-in model, or when the file models another GPU family than the cluster's kind (gpu_family) and --force is
+// built-in model, or when the file models another GPU family than the cluster's kind (topo::gpu_family) and --force is
 // not given. The cluster GPU's FP8 peak is also given to a --gpu-model file without one of its own.
 GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpec& gpu);
 
@@ -85,8 +85,6 @@ using sim::check_precision_supported;
 
 // `--gpu-model FILE` and `--force` (use a model of another GPU kind than the cluster's), declared on `parser`.
 void add_gpu_model_flags(ArgParser& parser);
-// The family of a GPU kind, lower case: "a100" for "a100-sxm4-80gb", "cpu" for "cpu".
-std::string gpu_family(const std::string& kind);
 
 // `args` with the short `-o` spelled `--output`.
 std::vector<std::string> with_long_output_flag(std::vector<std::string> args);

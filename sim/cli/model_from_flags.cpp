@@ -103,14 +103,6 @@ GpuComputeModel compute_model_from_flags(const ParsedArgs& args, const GpuComput
   return fallback;
 }
 
-std::string gpu_family(const std::string& kind)
-{
-  std::string family = kind.substr(0, kind.find('-'));
-  for (char& c : family)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return family;
-}
-
 void add_gpu_model_flags(ArgParser& parser)
 {
   parser.add_option("--gpu-model", "FILE", "GPU compute model fitted by gputwin calibrate (default: built-in)");
@@ -149,7 +141,7 @@ GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpe
     GpuComputeModel model = compute_model_from_flags(args, {});
     // A model fitted to another device (a CPU's on an A100 cluster) times every kernel of the wrong device while
     // MFU divides by the cluster GPU's peak: nonsense unless asked for.
-    if (gpu_family(model.gpu_kind) != gpu_family(gpu.kind) && !args.has("--force"))
+    if (topo::gpu_family(model.gpu_kind) != topo::gpu_family(gpu.kind) && !args.has("--force"))
       throw InputError("--gpu-model: " + *args.value("--gpu-model") + " models GPU kind '" + model.gpu_kind +
                        "' but the cluster's GPU is '" + gpu.kind +
                        "' (expected a model of the cluster's GPU, or --force to use it anyway)");

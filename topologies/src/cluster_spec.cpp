@@ -8,6 +8,7 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/common/json_writer.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 
@@ -158,6 +159,14 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
 }
 
 } // namespace
+
+std::string gpu_family(const std::string& kind)
+{
+  std::string family = kind.substr(0, kind.find('-'));
+  for (char& c : family)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return family;
+}
 
 std::string builtin_cluster_names()
 {

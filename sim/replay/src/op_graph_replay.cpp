@@ -32,14 +32,6 @@ GpuComputeModel retarget_model(const std::string& gpu)
                                spec.gpu.peak_fp8_flops, spec.gpu.peak_fp4_flops);
 }
 
-// Whether a GPU kind names a CPU: its family (the kind up to the first '-', any case) is "cpu".
-bool is_cpu_kind(const std::string& kind)
-{
-  std::string family = kind.substr(0, kind.find('-'));
-  std::transform(family.begin(), family.end(), family.begin(), [](unsigned char c) { return std::tolower(c); });
-  return family == "cpu";
-}
-
 // The model and plan a gputwin-engine trace records in its metadata, when it records them all and they are a
 // valid run; nullopt otherwise (a hand-written trace: the report then says null).
 std::optional<std::pair<GptConfig, ParallelPlan>> captured_run(const traces::OpGraph& trace)
@@ -66,7 +58,7 @@ struct ReplaySetup {
 topo::ClusterSpec machine_of_trace(topo::ClusterSpec spec, const OpGraphReplay& replay, const ReplaySetup& setup)
 {
   spec = cluster_for_trace(std::move(spec), replay.trace, setup.cores_set);
-  if (replay.retarget && !is_cpu_kind(replay.retarget->gpu_kind))
+  if (replay.retarget && topo::gpu_family(replay.retarget->gpu_kind) != "cpu")
     spec.host_cores = 0;
   return spec;
 }

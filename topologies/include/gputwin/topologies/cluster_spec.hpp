@@ -12,6 +12,9 @@
 
 namespace gputwin::topo {
 
+// The family of a GPU kind, lower case: "a100" for "a100-sxm4-80gb", "cpu" for "cpu".
+std::string gpu_family(const std::string& kind);
+
 struct GpuSpec {
   std::string kind;           // "a100-sxm4-80gb": the part, as reports and compute-model files name it
   double peak_bf16_flops = 0; // dense tensor-core peak, FLOP/s
