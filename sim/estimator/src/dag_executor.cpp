@@ -1,5 +1,6 @@
 #include "gputwin/sim/dag_executor.hpp"
 
+#include "gputwin/sim/host_issue.hpp"
 #include "gputwin/sim/interference.hpp"
 #include "gputwin/sim/stage_accounting.hpp"
 
@@ -15,83 +16,6 @@
 #include <utility>
 
 namespace gputwin::sim {
-
-double nccl_link_bytes_per_s(const topo::ClusterSpec& spec, const topo::Link& link)
-{
-  switch (link.kind) {
-  case topo::LinkKind::Nvlink: return link.bytes_per_s * spec.nccl.nvlink_efficiency;
-  case topo::LinkKind::Pcie: return link.bytes_per_s * spec.nccl.pcie_efficiency;
-  case topo::LinkKind::NicToFabric:
-  case topo::LinkKind::Fabric: return link.bytes_per_s * spec.nccl.net_efficiency;
-  }
-  return link.bytes_per_s;
-}
-
-namespace {
-
-// What a communication op puts on each directed link, alone on the network.
-struct LinkUse {
-  int link = 0;
-  double bytes = 0;    // its flows' bytes on the link
-  int flows = 0;
-  double active_s = 0; // the link carries them from the op's start until then: the slowest of its flows through
-                       // the link, each flow as slow as the busiest link of its route (flows through less busy
-                       // links finish early and leave the link free)
-};
-
-// A communication op's load on the links and its contention-free timing; contention_free_duration_s is
-// duration_s().
-struct LinkLoad {
-  std::vector<LinkUse> links; // sorted by link
-  double busiest_s = 0;       // the busiest link's bytes over its NCCL bandwidth
-  double route_latency_s = 0; // the longest route's latency
-  double latency_s = 0;       // NCCL's latency, paid after the flows
-  double duration_s() const { return busiest_s + route_latency_s + latency_s; }
-};
-
-LinkLoad link_load(const topo::ClusterGraph& graph, const CommWork& work)
-{
-  std::unordered_map<int, double> bytes_on_link;
-  std::vector<std::vector<int>> routes;
-  routes.reserve(work.flows.size());
-  LinkLoad load;
-  for (const Flow& f : work.flows) {
-    routes.push_back(graph.route(f.src_gpu, f.dst_gpu));
-    for (const int link : routes.back())
-      bytes_on_link[link] += f.bytes;
-    load.route_latency_s = std::max(load.route_latency_s, graph.path_latency_s(routes.back()));
-  }
-  std::unordered_map<int, double> seconds_on_link; // a link's bytes over its bandwidth
-  for (const auto& [link, bytes] : bytes_on_link) {
-    const double s = bytes / nccl_link_bytes_per_s(graph.spec(), graph.links()[static_cast<size_t>(link)]);
-    seconds_on_link[link] = s;
-    load.busiest_s = std::max(load.busiest_s, s);
-  }
-  std::unordered_map<int, double> active_s;
-  std::unordered_map<int, int> nflows;
-  for (const std::vector<int>& route : routes)
-    for (const int link : route)
-      ++nflows[link];
-  for (const std::vector<int>& route : routes) {
-    double flow_s = 0;
-    for (const int link : route)
-      flow_s = std::max(flow_s, seconds_on_link[link]);
-    for (const int link : route)
-      active_s[link] = std::max(active_s[link], flow_s);
-  }
-  for (const auto& [link, bytes] : bytes_on_link)
-    load.links.push_back({link, bytes, nflows[link], active_s[link]});
-  std::sort(load.links.begin(), load.links.end(), [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
-  load.latency_s = work.latency_s;
-  return load;
-}
-
-} // namespace
-
-double contention_free_duration_s(const topo::ClusterGraph& graph, const CommWork& work)
-{
-  return link_load(graph, work).duration_s();
-}
 
 namespace {
 
@@ -116,11 +40,10 @@ struct Program {
 
 // Per-run state of one program.
 struct ProgramState {
-  std::vector<double> issue_s, start_s, wait_start_s, end_s;
+  HostIssue host; // issue times
+  std::vector<double> start_s, wait_start_s, end_s;
   std::vector<size_t> stream_cursor;
   std::vector<double> stream_free_s;
-  size_t issued = 0; // ops [0, issued) have an issue time
-  double host_free_s = 0;
   size_t done_prefix = 0;  // ops [0, done_prefix) have ended
   size_t sync_scanned = 0; // ends of ops [0, sync_scanned) folded into sync_max_end_s
   double sync_max_end_s = 0;
@@ -234,7 +157,7 @@ public:
       ProgramState& s = state_[p];
       recycle(recycled_end_s, p, s.end_s);
       recycle(recycled_start_s, p, s.start_s);
-      s.issue_s.assign(n, 0);
+      s.host = HostIssue(host(p), n);
       s.start_s.assign(n, 0);
       s.wait_start_s.assign(n, 0);
       s.end_s.assign(n, never);
@@ -307,26 +230,21 @@ private:
   void issue(size_t p)
   {
     ProgramState& s = state_[p];
-    const HostProgram* h = host(p);
-    const size_t n = s.end_s.size();
-    if (h == nullptr) {
-      s.issued = n;
-      return;
-    }
-    while (s.issued < n) {
-      const size_t i = s.issued;
-      if (i > 0 && h->syncs[i - 1]) {
+    HostIssue& host = s.host;
+    for (;;) {
+      if (host.waits()) {
+        const size_t n = s.end_s.size();
         while (s.done_prefix < n && s.end_s[s.done_prefix] != never)
           ++s.done_prefix;
-        if (s.done_prefix < i)
+        if (s.done_prefix < host.issued())
           return;
-        for (; s.sync_scanned < i; ++s.sync_scanned)
+        for (; s.sync_scanned < host.issued(); ++s.sync_scanned)
           s.sync_max_end_s = std::max(s.sync_max_end_s, s.end_s[s.sync_scanned]);
-        s.host_free_s = std::max(s.host_free_s, s.sync_max_end_s);
+        host.resume(s.sync_max_end_s);
       }
-      s.host_free_s += h->issue_cost_s[i];
-      s.issue_s[i] = s.host_free_s;
-      ++s.issued;
+      if (host.done())
+        return;
+      host.issue_to_sync();
     }
   }
 
@@ -352,8 +270,7 @@ private:
   {
     ProgramState& s = state_[p];
     const Program& program = programs_[p];
-    const HostProgram* h = host(p);
-    const double launch_s = h ? h->launch_latency_s : 0;
+    const double launch_s = s.host.launch_latency_s();
     for (bool progressed = true; progressed;) {
       progressed = false;
       issue(p);
@@ -362,7 +279,7 @@ private:
         while (s.stream_cursor[stream] < list.size()) {
           const size_t i = list[s.stream_cursor[stream]];
           const CompactOp& o = program.ops[i];
-          if (i >= s.issued)
+          if (i >= s.host.issued())
             break;
           double deps_s = 0;
           bool ready = true;
@@ -376,7 +293,7 @@ private:
           }
           if (!ready)
             break;
-          const double wait_start = std::max(s.stream_free_s[stream], s.issue_s[i] + launch_s);
+          const double wait_start = std::max(s.stream_free_s[stream], s.host.issue_s(i) + launch_s);
           const double start = std::max(wait_start, deps_s);
           if (o.kind == traces::OpKind::Collective) {
             CallState& call = calls_[static_cast<size_t>(o.call)];
@@ -530,8 +447,8 @@ bool add_contention(const topo::ClusterGraph& graph, const std::vector<const Lin
         found = shared.emplace((static_cast<uint64_t>(x.load) << 32) | y.load,
                                shared_links(*loads[x.load], *loads[y.load])).first;
       for (const auto& [i, j] : found->second) {
-        const LinkUse& u = loads[x.load]->links[i];
-        const LinkUse& v = loads[y.load]->links[j];
+        const LoadOnLink& u = loads[x.load]->links[i];
+        const LoadOnLink& v = loads[y.load]->links[j];
         const double x_end = x.start_s + u.active_s, y_end = y.start_s + v.active_s;
         const double overlap_s = std::min(x_end, y_end) - y.start_s; // y.start_s >= x.start_s
         if (overlap_s <= 0)
@@ -547,7 +464,7 @@ bool add_contention(const topo::ClusterGraph& graph, const std::vector<const Lin
   std::unordered_map<uint32_t, double> busiest_s; // transfer -> its busiest link with the others' bytes
   for (const auto& [k, bytes] : extra) {
     const uint32_t t = static_cast<uint32_t>(k >> 32);
-    const LinkUse& use = loads[transfers[t].load]->links[static_cast<uint32_t>(k)];
+    const LoadOnLink& use = loads[transfers[t].load]->links[static_cast<uint32_t>(k)];
     const double s = (use.bytes + bytes) / nccl_link_bytes_per_s(graph.spec(), graph.links()[static_cast<size_t>(use.link)]);
     double& b = busiest_s[t];
     b = std::max(b, s);
@@ -602,7 +519,7 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
         d = loads[load]->duration_s();
         alone = op.kind == traces::OpKind::Collective && comm.may_run_alone(op);
         if (!alone)
-          for (const LinkUse& use : loads[load]->links)
+          for (const LoadOnLink& use : loads[load]->links)
             shared_link[static_cast<size_t>(use.link)] = true;
         if (op.kind == traces::OpKind::Collective && op.group >= 0 && static_cast<size_t>(op.group) < groups.size() &&
             last_program_of_group[static_cast<size_t>(op.group)] != static_cast<int>(p)) {
@@ -634,7 +551,7 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
     std::vector<bool> meets_others(loads.size(), false); // a load that may run alone but touches a shared link
     for (size_t l = 0; l < loads.size(); ++l)
       meets_others[l] = std::any_of(loads[l]->links.begin(), loads[l]->links.end(),
-                                    [&](const LinkUse& use) { return shared_link[static_cast<size_t>(use.link)]; });
+                                    [&](const LoadOnLink& use) { return shared_link[static_cast<size_t>(use.link)]; });
     std::vector<Transfer> transfers;
     std::vector<std::pair<OpRef, OpRef>> members;            // (first member, another member) of a collective
     std::map<std::pair<int32_t, int64_t>, OpRef> first_member; // (group, sequence), groups with several programs

@@ -2,6 +2,7 @@
 
 #include "gputwin/models/compute_duration_memo.hpp"
 #include "gputwin/sim/dag_executor.hpp"
+#include "gputwin/sim/lone_transfer.hpp"
 
 #include <algorithm>
 #include <cmath>

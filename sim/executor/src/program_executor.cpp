@@ -1,7 +1,9 @@
 #include "gputwin/sim/program_executor.hpp"
 
 #include "gputwin/sim/flow_runner.hpp"
+#include "gputwin/sim/host_issue.hpp"
 #include "gputwin/sim/interference.hpp"
+#include "gputwin/sim/lone_transfer.hpp"
 #include "gputwin/sim/stage_accounting.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -65,12 +67,13 @@ public:
     for (size_t p = 0; p < count; ++p)
       accounting_.emplace_back(result_.stages[p], options_.flow_log != nullptr,
                                options_.record_micro_batch_shares ? &result_.programs[p] : nullptr);
-    issue_s_.resize(count);
     issued_.assign(count, 0);
     for (size_t p = 0; p < count; ++p) {
       total_ops_ += static_cast<int64_t>(result_.programs[p].ops.size());
       program_of_rank_[result_.programs[p].rank] = p;
       done_.emplace_back(result_.programs[p].ops.size(), false);
+      if (!hosts_.empty())
+        host_issue_.emplace_back(&hosts_[p], result_.programs[p].ops.size());
     }
     for (const traces::CommGroup& g : groups)
       group_members_.push_back(static_cast<int>(
@@ -157,47 +160,24 @@ private:
 
   // A TP collective whose flows no other traffic can touch -- one flow per link, no link shared with
   // communication outside the TP groups, and its group's collectives never overlap each other (they are
-  // ordered on the compute and TP streams) -- takes exactly what SimGrid would compute for lone flows:
-  // route latency + bytes / slowest link. Returns -1 when the collective must run as flows.
+  // ordered on the compute and TP streams) -- takes exactly what SimGrid would compute for lone flows
+  // (lone_flows_duration_s). Returns -1 when the collective must run as flows.
   double exclusive_duration_s(const CommWork& work)
   {
     const auto cached = exclusive_.find(&work);
     if (cached != exclusive_.end())
       return cached->second;
-    double duration_s = 0;
-    std::set<int> used;
-    for (const Flow& f : work.flows) {
-      double latency_s = 0, bandwidth = 1e300;
-      for (const int link : graph_.route(f.src_gpu, f.dst_gpu)) {
-        if (shared_links_.count(link) || !used.insert(link).second) {
-          duration_s = -1;
-          break;
-        }
-        const topo::Link& l = graph_.links()[static_cast<size_t>(link)];
-        latency_s += l.latency_s;
-        bandwidth = std::min(bandwidth, SimgridPlatform::effective_bytes_per_s(graph_.spec(), l));
-      }
-      if (duration_s < 0)
-        break;
-      duration_s = std::max(duration_s, latency_s + f.bytes / bandwidth);
-    }
-    if (duration_s >= 0)
-      duration_s += work.latency_s;
-    return exclusive_[&work] = duration_s;
+    return exclusive_[&work] =
+               lone_flows_duration_s(graph_, work, [&](int link) { return shared_links_.count(link) != 0; });
   }
 
   // Records the flows of collective i of program p, timed alone from `start_s` (exclusive_duration_s), in the flow log.
   void log_flows_alone(size_t p, size_t i, double start_s)
   {
     for (const Flow& f : work_of(p, result_.programs[p].ops[i]).flows) {
-      double latency_s = 0, bandwidth = 1e300;
-      for (const int link : graph_.route(f.src_gpu, f.dst_gpu)) {
-        const topo::Link& l = graph_.links()[static_cast<size_t>(link)];
-        latency_s += l.latency_s;
-        bandwidth = std::min(bandwidth, SimgridPlatform::effective_bytes_per_s(graph_.spec(), l));
-      }
-      options_.flow_log->flows.push_back(FlowRecord{f.src_gpu, f.dst_gpu, f.bytes, start_s + latency_s,
-                                                    start_s + latency_s + f.bytes / bandwidth, flow_tag(p, i)});
+      const LoneRoute lone = lone_route(graph_, graph_.route(f.src_gpu, f.dst_gpu));
+      options_.flow_log->flows.push_back(FlowRecord{f.src_gpu, f.dst_gpu, f.bytes, lone.first_byte_s(start_s),
+                                                    lone.end_s(start_s, f.bytes), flow_tag(p, i)});
     }
   }
 
@@ -277,41 +257,35 @@ private:
     result_.iteration_time_s = std::max(result_.iteration_time_s, end);
   }
 
-  // The host of program p (framework_profile.hpp): issue times follow from the issue costs alone until an op
-  // that synchronises the host, so they are computed ahead without simulated time; at a synchronisation the
-  // host waits until every op issued so far has ended.
+  // The host of program p (HostIssue): issue times are given ahead up to each op that synchronises the host, so
+  // they cost no simulated events; there the host actor waits until every op issued so far has ended.
   void run_host(size_t p)
   {
     std::unique_lock<sg4::Mutex> lock(*mutex_);
-    const HostProgram& host = hosts_[p];
-    const size_t n = result_.programs[p].ops.size();
-    issue_s_[p].assign(n, 0);
-    double free_s = 0;
+    HostIssue& host = host_issue_[p];
     size_t done_prefix = 0;
     const size_t me = waiters_[p].size() - 1;
-    for (size_t i = 0; i < n; ++i) {
-      free_s += host.issue_cost_s[i];
-      issue_s_[p][i] = free_s;
-      if (!host.syncs[i] || i + 1 == n)
-        continue;
-      ops_issued(p, i + 1);
+    for (;;) {
+      host.issue_to_sync();
+      ops_issued(p, host.issued());
+      if (!host.waits())
+        return;
       for (;;) {
-        while (done_prefix <= i && done_[p][done_prefix])
+        while (done_prefix < host.issued() && done_[p][done_prefix])
           ++done_prefix;
-        if (done_prefix > i)
+        if (done_prefix == host.issued())
           break;
         const size_t awaited = done_prefix;
         block(p, me, Waiter::For::OpDone, awaited, [&] { return bool(done_[p][awaited]); }, lock);
       }
-      free_s = std::max(free_s, sg4::Engine::get_clock());
+      host.resume(sg4::Engine::get_clock());
     }
-    ops_issued(p, n);
   }
 
   // When op i of program p may start on its stream: issued, plus the launch latency.
   double earliest_start_s(size_t p, size_t i) const
   {
-    return hosts_.empty() ? 0.0 : issue_s_[p][i] + hosts_[p].launch_latency_s;
+    return hosts_.empty() ? 0.0 : host_issue_[p].earliest_start_s(i);
   }
 
   void wait_for_issue(size_t p, size_t w, size_t i, std::unique_lock<sg4::Mutex>& lock)
@@ -719,7 +693,7 @@ private:
   std::vector<std::vector<double>> fixed_s_;
   std::vector<std::vector<bool>> dep_target_;
   std::vector<StageAccounting> accounting_;
-  std::vector<std::vector<double>> issue_s_; // per program and op: when the host issued it
+  std::vector<HostIssue> host_issue_;         // per program with a host: its issue times
   int64_t total_ops_ = 0;
   std::vector<size_t> issued_;               // per program: ops [0, issued) have an issue time
   std::vector<std::vector<Waiter>> waiters_; // per program: one per stream, then the host

@@ -6,7 +6,8 @@
 // and the points where the host waits for the GPU; `simulate`, `replay --gpu`, `compare` and `calibrate
 // --iterations` take one with `--framework NAME|FILE`.
 //
-// Issue model (both executors implement exactly this; sim/README.md "Host issue model"):
+// Issue model (both executors run it through one state machine, sim/estimator/host_issue.hpp; sim/README.md
+// "Host issue model"):
 //   issue(i) = free(i-1) + host_cost(i)          free(-1) = 0 (the iteration starts)
 //   free(i)  = issue(i), or max(issue(i), end(i)) when op i synchronises the host (a batch of adjacent p2p ops
 //              synchronises once, at its last op)

@@ -4,8 +4,8 @@
 // no actors, about 20 ns per op. Every constraint of the flow-level executor is kept exactly (stream order,
 // cross-stream dependencies, host issue times and synchronisations, collectives starting when their last
 // member arrives, receives ending when their message has arrived); only the network differs: each
-// communication op takes its flows' contention-free time (the busiest link of its own flows, plus route and
-// NCCL latency) and, in execute_dag(graph, ...), ops that overlap in that schedule and share a link are then
+// communication op takes its flows' contention-free time (lone_transfer.hpp: the busiest link of its own flows, plus
+// route and NCCL latency) and, in execute_dag(graph, ...), ops that overlap in that schedule and share a link are then
 // slowed down once the way max-min sharing would (per link, each flow of one moves at most what the other's flows
 // move while both run: a fluid view, no events), and the iteration re-timed. Flows that meet no other keep their
 // time exactly, so plans whose ops never share a link (Table 5's) match the flow-level simulation to rounding;
@@ -15,19 +15,13 @@
 
 #include "gputwin/sim/comm_source.hpp"
 #include "gputwin/sim/iteration_result.hpp"
+#include "gputwin/sim/lone_transfer.hpp" // contention_free_duration_s, nccl_link_bytes_per_s
 #include "gputwin/topologies/cluster_graph.hpp"
 
 #include <memory>
 #include <vector>
 
 namespace gputwin::sim {
-
-// Seconds a communication op's flows take alone on `graph`: for every link the sum of its flows' bytes over
-// the link's NCCL bandwidth, the busiest link's time, plus the longest route latency and `work.latency_s`.
-double contention_free_duration_s(const topo::ClusterGraph& graph, const CommWork& work);
-
-// The effective bandwidth of a directed link: line rate x the NCCL efficiency of its kind (cluster `nccl:`).
-double nccl_link_bytes_per_s(const topo::ClusterSpec& spec, const topo::Link& link);
 
 // Seconds communication op `op` of program `program` takes.
 using CommDuration = std::function<double(size_t program, const traces::Op& op)>;
