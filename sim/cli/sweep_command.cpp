@@ -1,51 +1,31 @@
-// `gputwin sweep`: the best plan of every (model, cluster, GPU count) point — the search of `gputwin search`
-// (search_core.hpp) at each point, the fastest simulated plan kept — with time to train, GPU-hours and cost,
-// as a table, JSON or CSV, and plotted by gnuplot.
-//
-// Scale-out: every point runs in its own forked process (sim/isolated_run.hpp), `--jobs N` of them at once, their
-// results collected in point order, so the output does not depend on N. `--shard K/N` (or a Slurm job array's
-// environment, shard.hpp) runs the points i with i mod N = K - 1, and `--merge A.csv B.csv ...` joins the shards'
-// CSVs (sweep_csv.hpp writes and reads one): it orders the rows by their `point` column (the point's index in the
-// whole sweep) and recomputes the one column that depends on other points (scaling efficiency, against the smallest
-// point of the same model and cluster; a shard leaves it empty) from the rows' tokens/s, which the CSV writes
-// exactly (%.17g round-trips), so the merged file is byte for byte the one an unsharded run writes.
-#include "gputwin/sim/report_json.hpp"
-#include "gputwin/common/text.hpp"
-#include "gputwin/sim/isolated_run.hpp"
+// `gputwin sweep`: the best plan of every (model, cluster, GPU count) point -- the search of `gputwin search` at
+// each point, the fastest simulated plan kept -- with time to train, GPU-hours and cost, as a table, JSON or CSV,
+// and plotted by gnuplot; `--shard K/N` (or a Slurm job array) runs a slice of the points and `--merge` joins the
+// slices' CSVs into the file one run writes. This file reads the flags into a sim::SweepRequest and writes the
+// outputs; sim/study runs the points (sweep.hpp), writes them (sweep_output.hpp, sweep_csv.hpp, sweep_plot.hpp)
+// and merges the slices (sweep_merge.hpp).
 #include "commands.hpp"
-#include "gputwin/common/progress.hpp"
 #include "resource_estimate.hpp"
-#include "search_core.hpp"
-#include "shard.hpp"
-#include "sweep_csv.hpp"
 
 #include "gputwin/common/input_error.hpp"
-#include "gputwin/common/interrupt.hpp"
-#include "gputwin/models/plan_flags.hpp"
-#include "gputwin/sim/plan_search.hpp"
-#include "gputwin/topologies/cluster_flags.hpp"
-#include "gputwin/common/json_writer.hpp"
 #include "gputwin/common/output_file.hpp"
-
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "gputwin/common/text.hpp"
+#include "gputwin/models/plan_flags.hpp"
+#include "gputwin/sim/simulated_search.hpp"
+#include "gputwin/sim/sweep.hpp"
+#include "gputwin/sim/sweep_merge.hpp"
+#include "gputwin/sim/sweep_output.hpp"
+#include "gputwin/sim/sweep_plot.hpp"
+#include "gputwin/topologies/cluster_flags.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
-#include <tuple>
-#include <type_traits>
+#include <utility>
 
 namespace gputwin::cli {
 
@@ -126,27 +106,26 @@ std::vector<int64_t> parse_gpu_counts(const std::string& text)
   return counts;
 }
 
-double positive_number(const ParsedArgs& parsed, const std::string& flag, bool allow_zero)
+// --tokens: a positive number (decimal only: no "0x10", "inf", "nan").
+double read_tokens(const ParsedArgs& parsed)
 {
-  const std::string text = *parsed.value(flag);
+  const std::string text = *parsed.value("--tokens");
   double v = -1;
   try {
-    v = parse_number(flag, text); // decimal only: no "0x10", "inf", "nan"
+    v = parse_number("--tokens", text);
   } catch (const InputError&) {
     v = -1;
   }
-  if (v < 0 || (!allow_zero && v == 0))
-    throw InputError(flag + ": expected a " + (allow_zero ? "non-negative" : "positive") + " number, got '" + text +
-                     "'");
+  if (v <= 0)
+    throw InputError("--tokens: expected a positive number, got '" + text + "'");
   return v;
 }
 
-// The price of one GPU-hour of each cluster of the sweep (by --cluster position) from --price-per-gpu-hour: one
-// number for every cluster, or NAME=P for each cluster (NAME as given to --cluster, or the cluster file's name).
-// InputError naming the flag for a cluster without a price, a price for a cluster not in the sweep, a cluster
-// priced twice, or a price that is not a non-negative number.
-std::vector<double> cluster_prices(const std::string& text, const std::vector<std::string>& cluster_names,
-                                   const std::vector<topo::ClusterSpec>& nodes)
+// The price of one GPU-hour of each cluster of the sweep from --price-per-gpu-hour: one number for every cluster,
+// or NAME=P for each cluster (NAME as given to --cluster, or the cluster file's name). InputError naming the flag
+// for a cluster without a price, a price for a cluster not in the sweep, a cluster priced twice, or a price that
+// is not a non-negative number.
+void read_prices(const std::string& text, std::vector<sim::SweepCluster>& clusters)
 {
   const std::string flag = "--price-per-gpu-hour";
   const auto price = [&](const std::string& number) {
@@ -160,55 +139,41 @@ std::vector<double> cluster_prices(const std::string& text, const std::vector<st
       throw InputError(flag + ": expected a non-negative number or NAME=P,... per cluster, got '" + text + "'");
     return v;
   };
-  if (text.find('=') == std::string::npos)
-    return std::vector<double>(cluster_names.size(), price(text));
-  std::vector<double> prices(cluster_names.size(), NAN);
+  if (text.find('=') == std::string::npos) {
+    const double all = price(text);
+    for (sim::SweepCluster& c : clusters)
+      c.price_per_gpu_hour = all;
+    return;
+  }
   for (const std::string& item : split_list(flag, text)) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError(flag + ": expected NAME=P for each cluster (dgx-h100=2.5,gb200-nvl72=6), got '" + item + "'");
     const std::string name = item.substr(0, eq);
     bool in_sweep = false;
-    for (size_t c = 0; c < cluster_names.size(); ++c) {
-      if (cluster_names[c] != name && nodes[c].name != name)
+    for (sim::SweepCluster& c : clusters) {
+      if (c.name != name && c.node.name != name)
         continue;
-      if (!std::isnan(prices[c]))
-        throw InputError(flag + ": two prices for " + cluster_names[c]);
-      prices[c] = price(item.substr(eq + 1));
+      if (!std::isnan(c.price_per_gpu_hour))
+        throw InputError(flag + ": two prices for " + c.name);
+      c.price_per_gpu_hour = price(item.substr(eq + 1));
       in_sweep = true;
     }
     if (!in_sweep) {
       std::string sweep;
-      for (const std::string& cluster : cluster_names)
-        sweep += (sweep.empty() ? "" : ",") + cluster;
+      for (const sim::SweepCluster& c : clusters)
+        sweep += (sweep.empty() ? "" : ",") + c.name;
       throw InputError(flag + ": a price for " + name + ", which is not a cluster of --cluster (" + sweep + ")");
     }
   }
-  for (size_t c = 0; c < cluster_names.size(); ++c)
-    if (std::isnan(prices[c]))
-      throw InputError(flag + ": no price for " + cluster_names[c] + " (expected NAME=P for each cluster of --cluster, "
+  for (const sim::SweepCluster& c : clusters)
+    if (std::isnan(c.price_per_gpu_hour))
+      throw InputError(flag + ": no price for " + c.name + " (expected NAME=P for each cluster of --cluster, "
                        "or one price for all)");
-  return prices;
 }
 
-// Tokens/s per GPU against the smallest point of the same model and cluster.
-void compute_scaling_efficiency(std::vector<SweepRow>& rows)
-{
-  std::map<std::pair<std::string, std::string>, const SweepRow*> smallest;
-  for (const SweepRow& r : rows) {
-    const SweepRow*& s = smallest[{r.model, r.cluster}];
-    if (s == nullptr || r.gpus < s->gpus)
-      s = &r;
-  }
-  for (SweepRow& r : rows) {
-    const SweepRow* s = smallest[{r.model, r.cluster}];
-    r.scaling_efficiency =
-        (r.tokens_per_s / static_cast<double>(r.gpus)) / (s->tokens_per_s / static_cast<double>(s->gpus));
-  }
-}
-
-// The flags that decide a sweep's points and rows, in a fixed order (the identity of its CSVs, shard.hpp): not the
-// ones that only say how it runs or where it writes (--jobs, --shard, --csv, --plot, --json, --max-work).
+// The flags that decide a sweep's points and rows, in a fixed order (the identity of its CSVs, sweep_shard.hpp):
+// not the ones that only say how it runs or where it writes (--jobs, --shard, --csv, --plot, --json, --max-work).
 std::string sweep_flags(const ParsedArgs& parsed)
 {
   std::string flags = "--model " + parsed.value("--model").value_or("gpt3-175b");
@@ -222,285 +187,6 @@ std::string sweep_flags(const ParsedArgs& parsed)
     if (parsed.has(flag))
       flags += std::string(" ") + flag;
   return flags;
-}
-
-std::string point_name(const std::string& model, int64_t gpus, const std::string& cluster)
-{
-  return model + " on " + std::to_string(gpus) + " GPUs of " + cluster;
-}
-
-void write_table(std::ostream& out, const std::vector<SweepRow>& rows)
-{
-  char line[512];
-  std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-52s %-9s %-13s %9s %12s %6s %10s %12s %12s %7s\n", "model",
-                "cluster", "GPUs", "best plan", "attention", "overlaps", "iter s", "tokens/s", "MFU", "train days",
-                "GPU-hours", "cost", "scaling");
-  out << line;
-  for (const SweepRow& r : rows) {
-    const ParallelPlan& p = r.plan;
-    char plan_text[128];
-    const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
-    std::snprintf(plan_text, sizeof plan_text, "%s pp %lld dp %lld mb %lld %s%s %s%s", tp_cp.c_str(),
-                  static_cast<long long>(p.pp), static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch),
-                  to_string(p.schedule).c_str(),
-                  p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                  to_string(p.recompute).c_str(), p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
-    const std::string scaling =
-        std::isfinite(r.scaling_efficiency) ? csv_number("%.1f%%", 100 * r.scaling_efficiency) : "-";
-    std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-52s %-9s %-13s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
-                  r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_text,
-                  to_string(p.attention).c_str(), sim::overlaps_text(r.options).c_str(), r.iteration_time_s,
-                  r.tokens_per_s, 100 * r.mfu, csv_number("%.2f", r.time_to_train_s / 86400).c_str(),
-                  csv_number("%.0f", r.gpu_hours).c_str(), csv_number("%.0f", r.cost).c_str(), scaling.c_str());
-    out << line;
-  }
-}
-
-void write_json(std::ostream& out, const std::vector<SweepRow>& rows)
-{
-  JsonWriter w(out);
-  w.begin_array();
-  for (const SweepRow& r : rows) {
-    w.begin_object();
-    w.field("model", r.model);
-    w.field("cluster", r.cluster);
-    w.field("gpus", r.gpus);
-    sim::write_plan_json(w, r.plan);
-    sim::write_overlaps_json(w, r.options);
-    w.field("iteration_time_s", r.iteration_time_s);
-    w.field("tokens_per_s", r.tokens_per_s);
-    w.field("mfu", r.mfu);
-    w.field("peak_memory_bytes", r.peak_memory_bytes);
-    w.field("time_to_train_s", r.time_to_train_s);
-    w.field("gpu_hours", r.gpu_hours);
-    w.field("cost", r.cost);
-    w.field("scaling_efficiency", r.scaling_efficiency);
-    w.field("point", static_cast<int64_t>(r.point));
-    w.end_object();
-  }
-  w.end_array();
-  out << "\n";
-}
-
-std::string gnuplot_quoted(std::string text)
-{
-  for (char& c : text)
-    if (c == '"' || c == '\\' || c == '\n')
-      c = '_';
-  return '"' + text + '"';
-}
-
-// An anonymous temporary file (removed by the system when closed, also when the process is killed), closed on
-// destruction.
-struct AnonymousFile {
-  std::FILE* file = std::tmpfile();
-  ~AnonymousFile()
-  {
-    if (file != nullptr)
-      std::fclose(file);
-  }
-  AnonymousFile() = default;
-  AnonymousFile(const AnonymousFile&) = delete;
-  AnonymousFile& operator=(const AnonymousFile&) = delete;
-  int fd() const { return fileno(file); }
-  // Everything in the file, from its start.
-  std::string contents() const
-  {
-    std::string data;
-    if (::lseek(fd(), 0, SEEK_SET) != 0)
-      return data;
-    char buffer[65536];
-    for (ssize_t n; (n = ::read(fd(), buffer, sizeof buffer)) != 0;) {
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        break;
-      data.append(buffer, static_cast<size_t>(n));
-    }
-    return data;
-  }
-};
-
-// Runs gnuplot on `script` (its standard input) and returns what it wrote on standard output: the image. No shell
-// and no files under a name: gnuplot dies with this process (PR_SET_PDEATHSIG; Ctrl-C kills it through
-// common/interrupt.hpp), and what it was given and wrote vanishes with it. Throws OutputError "--plot: ..." when
-// gnuplot cannot be started, fails (its first line of errors) or writes nothing.
-std::string run_gnuplot(const std::string& script)
-{
-  AnonymousFile input, image, log;
-  if (input.file == nullptr || image.file == nullptr || log.file == nullptr)
-    throw OutputError(std::string("--plot: cannot create a temporary file for gnuplot: ") + std::strerror(errno));
-  if (std::fwrite(script.data(), 1, script.size(), input.file) != script.size() || std::fflush(input.file) != 0 ||
-      ::lseek(input.fd(), 0, SEEK_SET) != 0)
-    throw OutputError(std::string("--plot: cannot write gnuplot's script: ") + std::strerror(errno));
-  std::cout.flush();
-  std::cerr.flush();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0)
-    throw OutputError(std::string("--plot: cannot start gnuplot: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent)
-      ::_exit(127);
-    ignore_interrupts_in_child();
-    ::dup2(input.fd(), STDIN_FILENO);
-    ::dup2(image.fd(), STDOUT_FILENO);
-    ::dup2(log.fd(), STDERR_FILENO);
-    ::execlp("gnuplot", "gnuplot", static_cast<char*>(nullptr));
-    const std::string why = std::string("cannot run gnuplot: ") + std::strerror(errno) + "\n";
-    (void)!::write(STDERR_FILENO, why.data(), why.size());
-    ::_exit(127);
-  }
-  register_child(pid);
-  // Wait without reaping, forget the child, then reap it: its id cannot be reused while the handler may kill it.
-  siginfo_t info{};
-  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-  }
-  forget_child(pid);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::istringstream errors(log.contents());
-    std::string first;
-    for (std::string line; std::getline(errors, line);)
-      if (!line.empty() && line.find_first_not_of(" ^") != std::string::npos) {
-        first = line;
-        break;
-      }
-    const std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                                : "exit status " + std::to_string(WEXITSTATUS(status));
-    throw OutputError("--plot: gnuplot failed (" + how + ")" + (first.empty() ? "" : ": " + first));
-  }
-  std::string content = image.contents();
-  if (content.empty())
-    throw OutputError("--plot: gnuplot wrote no image");
-  return content;
-}
-
-// The gnuplot script of the sweep's plot: one data block per (cluster, model) series, then the four panels.
-std::string plot_script(const std::vector<SweepRow>& rows, bool have_tokens, bool have_price, bool svg)
-{
-  std::ostringstream s;
-  std::vector<std::pair<std::string, std::string>> series; // (cluster, model) in first-seen order
-  for (const SweepRow& r : rows) {
-    const std::pair<std::string, std::string> key{r.cluster, r.model};
-    if (std::find(series.begin(), series.end(), key) != series.end())
-      continue;
-    s << "$series" << series.size() << " << EOD\n";
-    series.push_back(key);
-    for (const SweepRow& p : rows)
-      if (p.cluster == r.cluster && p.model == r.model) {
-        const double train = have_tokens ? p.time_to_train_s / 86400 : p.iteration_time_s;
-        const double money = have_price    ? p.cost
-                             : have_tokens ? p.gpu_hours
-                                           : static_cast<double>(p.gpus) * p.iteration_time_s;
-        char line[256];
-        std::snprintf(line, sizeof line, "%lld %.9g %.9g %.9g %.9g\n", static_cast<long long>(p.gpus), p.tokens_per_s,
-                      100 * p.mfu, train, money);
-        s << line;
-      }
-    s << "EOD\n";
-  }
-  const std::string panels[4][2] = {
-      {"Throughput", "tokens/s"},
-      {"Model FLOPs utilization", "MFU (%)"},
-      {have_tokens ? "Time to train" : "Iteration time", have_tokens ? "time to train (days)" : "iteration time (s)"},
-      {have_price    ? "Cost"
-       : have_tokens ? "GPU-hours"
-                     : "GPU-seconds per iteration",
-       have_price    ? "cost (GPU-hours x price per GPU-hour)"
-       : have_tokens ? "GPU-hours"
-                     : "GPU-seconds"}};
-  s << (svg ? "set terminal svg size 1400,1000 dynamic font 'Sans,12'\n"
-            : "set terminal pngcairo size 1400,1000 font 'Sans,11'\n");
-  s << "set termoption noenhanced\n"; // no `set output`: the image goes to standard output
-  s << "set multiplot layout 2,2 title \"gputwin sweep: best plan per point\"\n";
-  s << "set logscale x 2\nset format x '%g'\nset xlabel 'GPUs'\nset grid\nset key top left\n";
-  for (int panel = 0; panel < 4; ++panel) {
-    s << "set title " << gnuplot_quoted(panels[panel][0]) << "\nset ylabel " << gnuplot_quoted(panels[panel][1])
-      << "\n";
-    s << (panel >= 2 ? "set logscale y\n" : "unset logscale y\n");
-    s << "plot ";
-    for (size_t i = 0; i < series.size(); ++i)
-      s << (i ? ", \\\n     " : "") << "$series" << i << " using 1:" << panel + 2
-        << " with linespoints lw 2 pt 7 title " << gnuplot_quoted(series[i].first + " " + series[i].second);
-    s << "\n";
-  }
-  s << "unset multiplot\n";
-  return s.str();
-}
-
-// Throughput, MFU, time to train (else iteration time) and cost (else GPU-hours, else GPU count x iteration
-// time) against GPU count, one line per (cluster, model), drawn by gnuplot and written to `path` atomically.
-void render_plot(const std::string& path, const std::vector<SweepRow>& rows, bool have_tokens, bool have_price)
-{
-  const bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
-  write_file_atomically(path, run_gnuplot(plot_script(rows, have_tokens, have_price, svg)), "--plot");
-}
-
-// The identity lines (line 1) of sweep CSVs, checked to be every shard of one sweep once (check_one_sweep).
-SweepIdentity read_sweep_identities(const std::vector<std::string>& files)
-{
-  std::vector<std::pair<std::string, SweepIdentity>> identities;
-  for (const std::string& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-      throw InputError("--merge: cannot read '" + file + "': " + std::strerror(errno));
-    identities.emplace_back(file, read_sweep_csv_identity(in, file));
-  }
-  check_one_sweep(identities);
-  SweepIdentity whole = identities.front().second;
-  whole.shard = Shard{};
-  return whole;
-}
-
-// The rows of sweep CSVs (--merge), in point order, with the scaling efficiency recomputed over all of them.
-// Throws InputError naming `file:line` when a file is not a sweep CSV, the headers differ, or two files hold the
-// same point (shards overlap). The identity lines are read_sweep_identities'.
-std::vector<SweepRow> read_sweep_csvs(const std::vector<std::string>& files)
-{
-  std::string first_file;
-  std::vector<SweepRow> rows;
-  std::map<size_t, std::string> where_point;
-  std::map<std::tuple<std::string, std::string, int64_t>, std::string> where_key;
-  std::string where_pattern;
-  std::pair<bool, bool> pattern{};
-  const auto add_row = [&](const SweepRow& r, const std::string& where) {
-    const std::string name = point_name(printable_excerpt(r.model), r.gpus, printable_excerpt(r.cluster)); // one line
-    if (const auto it = where_point.find(r.point); it != where_point.end())
-      throw InputError("--merge: " + where + ": point " + std::to_string(r.point) + " (" + name + ") is also in " +
-                       it->second + ": the files overlap (the shards of one sweep are disjoint)");
-    if (const auto it = where_key.find({r.model, r.cluster, r.gpus}); it != where_key.end())
-      throw InputError("--merge: " + where + ": " + name + " is also in " + it->second +
-                       ": the files overlap (the shards of one sweep are disjoint)");
-    where_point[r.point] = where;
-    where_key[{r.model, r.cluster, r.gpus}] = where;
-    const std::pair<bool, bool> have{std::isfinite(r.time_to_train_s), std::isfinite(r.cost)};
-    if (where_pattern.empty()) {
-      where_pattern = where;
-      pattern = have;
-    } else if (have != pattern) {
-      throw InputError("--merge: " + where + ": time_to_train_s and cost are " + (have.first ? "given" : "empty") +
-                       "/" + (have.second ? "given" : "empty") + " but " + (pattern.first ? "given" : "empty") + "/" +
-                       (pattern.second ? "given" : "empty") + " in " + where_pattern +
-                       " (shards of sweeps with different --tokens/--price-per-gpu-hour)");
-    }
-    rows.push_back(r);
-  };
-  for (const std::string& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-      throw InputError("--merge: cannot read '" + file + "': " + std::strerror(errno));
-    read_sweep_csv(in, file, first_file, add_row);
-    if (first_file.empty())
-      first_file = file;
-  }
-  std::sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) { return a.point < b.point; });
-  if (!rows.empty())
-    compute_scaling_efficiency(rows);
-  return rows;
 }
 
 // --plot's file name checked and gnuplot found, before any work.
@@ -526,14 +212,15 @@ std::optional<std::string> csv_output(const ParsedArgs& parsed)
   return parsed.has("--csv") ? parsed.value("--csv") : parsed.value("--output");
 }
 
-void render_outputs(const ParsedArgs& parsed, const SweepIdentity& identity, const std::vector<SweepRow>& rows)
+// The CSV (--csv or --output) and the plot (--plot) of `rows`.
+void write_outputs(const ParsedArgs& parsed, const sim::SweepIdentity& identity, const std::vector<sim::SweepRow>& rows)
 {
   if (const auto file = csv_output(parsed))
     write_file_atomically(
-        *file, [&](std::ostream& csv) { write_sweep_csv(csv, identity, rows); },
+        *file, [&](std::ostream& csv) { sim::write_sweep_csv(csv, identity, rows); },
         parsed.has("--csv") ? "--csv" : "--output");
   if (const auto plot = parsed.value("--plot"); plot && !rows.empty())
-    render_plot(*plot, rows, std::isfinite(rows.front().time_to_train_s), std::isfinite(rows.front().cost));
+    sim::write_sweep_plot(*plot, rows);
 }
 
 // `gputwin sweep --merge A.csv B.csv ... [-o ALL.csv] [--plot FILE]`.
@@ -552,54 +239,14 @@ int run_merge(const ParsedArgs& parsed, std::ostream& out)
   check_plot(parsed.value("--plot"));
   csv_output(parsed);
   check_output_flags(parsed, {"--csv", "--output", "--plot"}); // before reading: a typo fails at once
-  const SweepIdentity identity = read_sweep_identities(files);
-  const std::vector<SweepRow> rows = read_sweep_csvs(files);
-  if (rows.empty())
-    throw InputError("--merge: the files hold no rows (no point of the sweep has a plan that fits)");
-  render_outputs(parsed, identity, rows);
+  const sim::MergedSweep merged = sim::merge_sweep_csvs(files);
+  write_outputs(parsed, merged.identity, merged.rows);
   if (csv_output(parsed))
-    write_table(out, rows);
+    sim::print_sweep_table(out, merged.rows);
   else
-    write_sweep_csv(out, identity, rows);
+    sim::write_sweep_csv(out, merged.identity, merged.rows);
   return 0;
 }
-
-// What the process of one point sends back: 'R' and the best plan as JSON (simulated_candidate_json), or 'S' and
-// why the point is skipped.
-
-struct PointSpec {
-  size_t model = 0, cluster = 0;
-  int64_t gpus = 0;
-};
-
-// Every input of a sweep, checked before the first point runs, and the points this shard runs.
-struct SweepSetup {
-  std::vector<GptConfig> models;
-  std::vector<int64_t> gpu_counts;
-  std::vector<std::string> cluster_names, sets;
-  std::vector<topo::ClusterSpec> nodes; // one node of each cluster: its name, GPU and node size
-  std::optional<int64_t> global_batch;
-  bool have_tokens = false, have_price = false;
-  double tokens = NAN;
-  std::vector<double> prices; // of one GPU-hour, by cluster (cluster_names' order); empty without a price
-  int64_t top = 1, jobs = 1;
-  int threads = 1;
-  std::optional<AttentionKernel> attention;
-  std::optional<std::vector<int64_t>> context_parallel;
-  sim::SearchSpace space;
-  FrameworkProfile ampere_framework, hopper_framework;
-  bool json = false;
-  Shard shard;
-  std::vector<PointSpec> points; // in sweep order (model, cluster, GPU count)
-  std::vector<size_t> selected;  // this shard's
-  // "gpt-22b on 16 dgx-a100 GPUs, global batch 16"
-  std::string describe(size_t i) const
-  {
-    const PointSpec& p = points[i];
-    return point_name(models[p.model].name, p.gpus, nodes[p.cluster].name) + ", global batch " +
-           std::to_string(global_batch.value_or(p.gpus));
-  }
-};
 
 // The models of --model NAME[,...], each with the other model flags applied.
 std::vector<GptConfig> sweep_models(const ParsedArgs& parsed)
@@ -633,235 +280,110 @@ std::pair<int64_t, int> points_at_once(std::optional<int64_t> jobs_given, size_t
   return {jobs, static_cast<int>(std::max<int64_t>(1, cores / jobs))};
 }
 
-SweepSetup read_sweep_setup(const ParsedArgs& parsed)
+// A sweep read from its flags: every input checked before the first point runs, the points this shard runs, and
+// how many run at once.
+struct SweepSetup {
+  sim::SweepRequest request;
+  sim::SweepPoints points;
+  int jobs = 1; // points at once, one process each
+};
+
+// The clusters of --cluster (one node each, its GPU model and precision checked against the GPU counts and flags).
+std::vector<sim::SweepCluster> sweep_clusters(const ParsedArgs& parsed, const sim::SweepRequest& request)
 {
-  // Every input checked before the first point runs.
-  std::vector<GptConfig> models = sweep_models(parsed);
-  if (!parsed.has("--gpus"))
-    throw InputError("--gpus: required (GPU counts: 64,128,256 or 64:1024:x2)");
-  const std::vector<int64_t> gpu_counts = parse_gpu_counts(*parsed.value("--gpus"));
-  const std::vector<std::string> cluster_names =
-      split_list("--cluster", parsed.value("--cluster").value_or(topo::default_cluster));
-  const std::vector<std::string> sets = parsed.values("--set");
-  std::vector<topo::ClusterSpec> nodes; // one node of each cluster: its name, GPU and node size
-  for (const std::string& name : cluster_names) {
-    const topo::ClusterSpec node = topo::load_cluster(name, 1, sets);
-    for (const int64_t gpus : gpu_counts)
-      if (gpus > node.gpus_per_node && gpus % node.gpus_per_node != 0)
-        throw InputError("--gpus: " + std::to_string(gpus) + " is not a multiple of " + node.name + "'s " +
-                         std::to_string(node.gpus_per_node) + " GPUs per node (expected whole nodes)");
-    compute_model_for_gpu(parsed, node.gpu);
+  std::vector<sim::SweepCluster> clusters;
+  for (const std::string& name : split_list("--cluster", parsed.value("--cluster").value_or(topo::default_cluster))) {
+    sim::SweepCluster c;
+    c.name = name;
+    c.node = topo::load_cluster(name, 1, request.set_overrides);
+    for (const int64_t gpus : request.gpu_counts)
+      sim::check_whole_nodes(gpus, c.node);
+    c.gpu = compute_model_for_gpu(parsed, c.node.gpu);
     ParallelPlan precision_plan;
     precision_plan.precision = read_precision(parsed);
-    check_precision_supported(precision_plan, node);
-    nodes.push_back(node);
+    check_precision_supported(precision_plan, c.node);
+    clusters.push_back(c);
   }
-  std::optional<int64_t> global_batch;
-  if (parsed.has("--global-batch")) {
-    global_batch = parsed.integer("--global-batch");
-    if (!global_batch || *global_batch < 1)
-      throw InputError("--global-batch: expected a positive integer, got " + *parsed.value("--global-batch"));
-  }
-  const bool have_tokens = parsed.has("--tokens"), have_price = parsed.has("--price-per-gpu-hour");
-  const double tokens = have_tokens ? positive_number(parsed, "--tokens", false) : NAN;
-  std::vector<double> prices = // per cluster of --cluster; empty without --price-per-gpu-hour
-      have_price ? cluster_prices(*parsed.value("--price-per-gpu-hour"), cluster_names, nodes) : std::vector<double>{};
-  if (have_price && !have_tokens)
-    throw InputError("--price-per-gpu-hour: needs --tokens (the cost is of training on T tokens)");
-  const int64_t top = parsed.integer("--top").value_or(1);
-  if (top < 1)
-    throw InputError("--top: expected a positive integer, got " + *parsed.value("--top"));
-  const std::optional<int64_t> jobs_given = checked_jobs(parsed);
-  // The plans' attention kernel: --attention, else each cluster's default (default_attention_kernel); the
-  // context-parallel sizes: --cp, else each point's default (sim::default_context_parallel).
+  return clusters;
+}
+
+// --attention (else each cluster's default, stated on stderr where it is flash) and --cp (else each point's
+// default, sim::default_context_parallel).
+void read_attention(const ParsedArgs& parsed, sim::SweepRequest& r)
+{
   std::optional<AttentionKernel> attention;
   if (const auto kernel = parsed.value("--attention")) {
     attention = parse_attention(*kernel);
     if (!attention)
       throw InputError("--attention: expected unfused|flash, got '" + *kernel + "'");
   }
-  std::optional<std::vector<int64_t>> context_parallel;
   if (const auto list = parsed.value("--cp")) {
-    context_parallel.emplace();
+    r.context_parallel.emplace();
     for (const std::string& item : split_list("--cp", *list)) {
       int64_t cp = 0;
       if (!parse_count(item, cp))
         throw InputError("--cp: expected a comma-separated list of positive integers, got '" + *list + "'");
-      context_parallel->push_back(cp);
+      r.context_parallel->push_back(cp);
     }
   }
-  for (const topo::ClusterSpec& node : nodes) {
-    const AttentionKernel kernel = attention.value_or(default_attention_kernel(node.gpu.generation));
-    if (context_parallel && *context_parallel != std::vector<int64_t>{1} && kernel != AttentionKernel::Flash)
-      throw InputError("--cp: context parallelism needs flash attention, and the plans on " + node.name +
+  for (sim::SweepCluster& c : r.clusters) {
+    c.attention = attention.value_or(default_attention_kernel(c.node.gpu.generation));
+    if (r.context_parallel && *r.context_parallel != std::vector<int64_t>{1} && c.attention != AttentionKernel::Flash)
+      throw InputError("--cp: context parallelism needs flash attention, and the plans on " + c.node.name +
                        " use unfused (expected --attention flash)");
-    if (!attention && kernel == AttentionKernel::Flash)
-      std::cerr << "gputwin sweep: note: --attention flash on " << node.name << ": the default on "
-                << to_string(node.gpu.generation) << " GPUs (Transformer Engine's fused attention; --attention "
+    if (!attention && c.attention == AttentionKernel::Flash)
+      std::cerr << "gputwin sweep: note: --attention flash on " << c.node.name << ": the default on "
+                << to_string(c.node.gpu.generation) << " GPUs (Transformer Engine's fused attention; --attention "
                 << "unfused for Megatron 2022's kernels)\n";
   }
-  sim::SearchSpace space;
-  space.precision = read_precision(parsed);
-  space.overlaps = !parsed.has("--no-overlaps");
-  const std::optional<std::string> plot = parsed.value("--plot");
-  check_plot(plot);
+}
+
+SweepSetup read_sweep_setup(const ParsedArgs& parsed)
+{
+  SweepSetup setup;
+  sim::SweepRequest& r = setup.request;
+  r.models = sweep_models(parsed);
+  if (!parsed.has("--gpus"))
+    throw InputError("--gpus: required (GPU counts: 64,128,256 or 64:1024:x2)");
+  r.gpu_counts = parse_gpu_counts(*parsed.value("--gpus"));
+  r.set_overrides = parsed.values("--set");
+  r.clusters = sweep_clusters(parsed, r);
+  if (parsed.has("--global-batch")) {
+    r.global_batch = parsed.integer("--global-batch");
+    if (!r.global_batch || *r.global_batch < 1)
+      throw InputError("--global-batch: expected a positive integer, got " + *parsed.value("--global-batch"));
+  }
+  if (parsed.has("--tokens"))
+    r.tokens = read_tokens(parsed);
+  if (parsed.has("--price-per-gpu-hour")) {
+    read_prices(*parsed.value("--price-per-gpu-hour"), r.clusters);
+    if (!parsed.has("--tokens"))
+      throw InputError("--price-per-gpu-hour: needs --tokens (the cost is of training on T tokens)");
+  }
+  r.top = parsed.integer("--top").value_or(1);
+  if (r.top < 1)
+    throw InputError("--top: expected a positive integer, got " + *parsed.value("--top"));
+  const std::optional<int64_t> jobs_given = checked_jobs(parsed);
+  read_attention(parsed, r);
+  r.space.precision = read_precision(parsed);
+  r.space.overlaps = !parsed.has("--no-overlaps");
+  check_plot(parsed.value("--plot"));
   csv_output(parsed);
   check_output_flags(parsed, {"--csv", "--output", "--plot"}); // before any point runs
-  // Without --framework each point's cluster gets the framework of its GPU generation (default_framework_for).
-  const FrameworkProfile ampere_framework = framework_from_flags(parsed, default_framework_for(GpuGeneration::Ampere));
-  const FrameworkProfile hopper_framework = framework_from_flags(parsed, default_framework_for(GpuGeneration::Hopper));
-  const bool json = parsed.has("--json");
-  const Shard shard = parsed.has("--shard")
-                          ? parse_shard(*parsed.value("--shard"))
-                          : shard_from_slurm([](const char* name) { return std::getenv(name); }).value_or(Shard{});
-
-  // The points in sweep order (model, cluster, GPU count), and this shard's.
-  std::vector<PointSpec> points;
-  for (size_t m = 0; m < models.size(); ++m)
-    for (size_t c = 0; c < cluster_names.size(); ++c)
-      for (const int64_t gpus : gpu_counts)
-        points.push_back(PointSpec{m, c, gpus});
-  std::vector<size_t> selected;
-  for (size_t i = 0; i < points.size(); ++i)
-    if (shard.contains(i))
-      selected.push_back(i);
-
-  const auto [jobs, threads] = points_at_once(jobs_given, selected.size());
-
-  SweepSetup setup;
-  setup.models = std::move(models);
-  setup.gpu_counts = gpu_counts;
-  setup.cluster_names = cluster_names;
-  setup.sets = sets;
-  setup.nodes = std::move(nodes);
-  setup.global_batch = global_batch;
-  setup.have_tokens = have_tokens;
-  setup.have_price = have_price;
-  setup.tokens = tokens;
-  setup.prices = std::move(prices);
-  setup.top = top;
-  setup.jobs = jobs;
-  setup.threads = threads;
-  setup.attention = attention;
-  setup.context_parallel = context_parallel;
-  setup.space = space;
-  setup.ampere_framework = ampere_framework;
-  setup.hopper_framework = hopper_framework;
-  setup.json = json;
-  setup.shard = shard;
-  setup.points = std::move(points);
-  setup.selected = std::move(selected);
+  // Without --framework each cluster gets the framework of its GPU generation (default_framework_for).
+  const FrameworkProfile ampere = framework_from_flags(parsed, default_framework_for(GpuGeneration::Ampere));
+  const FrameworkProfile hopper = framework_from_flags(parsed, default_framework_for(GpuGeneration::Hopper));
+  for (sim::SweepCluster& c : r.clusters)
+    c.framework = is_hopper_or_later(c.node.gpu.generation) ? hopper : ampere;
+  r.shard = parsed.has("--shard")
+                ? sim::parse_shard(*parsed.value("--shard"))
+                : sim::shard_from_slurm([](const char* name) { return std::getenv(name); }).value_or(sim::Shard{});
+  setup.points = sim::sweep_points(r);
+  const auto [jobs, threads] = points_at_once(jobs_given, setup.points.selected.size());
+  setup.jobs = static_cast<int>(jobs);
+  r.threads_per_point = threads;
   return setup;
 }
-
-// The work of this shard's points (a search each), counted before the first one runs.
-void check_sweep_work(const SweepSetup& s, const ParsedArgs& parsed)
-{
-  WorkEstimate total;
-  for (const size_t i : s.selected) {
-    const PointSpec& p = s.points[i];
-    const GptConfig& model = s.models[p.model];
-    const topo::ClusterSpec& node = s.nodes[p.cluster];
-    sim::SearchSpace space = s.space;
-    space.attention = s.attention.value_or(default_attention_kernel(node.gpu.generation));
-    space.context_parallel = s.context_parallel.value_or(sim::default_context_parallel(model, space.attention));
-    total += estimate_search_work(model, p.gpus, s.global_batch.value_or(p.gpus),
-                                  std::min<int64_t>(p.gpus, node.domain_gpus()), space, s.top);
-  }
-  check_work(total, max_work(parsed), "the sweep");
-}
-
-// One process per point, `jobs` at once: the search at that point, the best plan's bytes or the reason it is
-// skipped sent back.
-std::string run_sweep_point(const ParsedArgs& parsed, const SweepSetup& s, size_t k)
-{
-  const PointSpec& p = s.points[s.selected[k]];
-  const GptConfig& model = s.models[p.model];
-  const std::string& cluster_name = s.cluster_names[p.cluster];
-  const int64_t node_gpus = s.nodes[p.cluster].gpus_per_node;
-  const topo::ClusterSpec cluster =
-      topo::load_cluster(cluster_name, static_cast<int>(std::max<int64_t>(1, p.gpus / node_gpus)), s.sets);
-  const int64_t batch = s.global_batch.value_or(p.gpus);
-  sim::SearchSpace point_space = s.space;
-  point_space.attention = s.attention.value_or(default_attention_kernel(cluster.gpu.generation));
-  point_space.context_parallel =
-      s.context_parallel.value_or(sim::default_context_parallel(model, point_space.attention));
-  // TP up to the NVLink domain (the node, or a rack of trays on an NVL72), as search: its collectives stay on NVLink.
-  const sim::PlanEnumeration plans = sim::enumerate_plans(
-      model, p.gpus, batch, std::min<int64_t>(p.gpus, cluster.domain_gpus()), cluster.gpu.hbm_bytes, point_space);
-  if (plans.shapes == 0)
-    return "Sno parallel plan splits it (tp must divide the heads " + std::to_string(model.heads) +
-           ", pp the layers " + std::to_string(model.layers) + ", dp the global batch)";
-  if (plans.fitting.empty())
-    return "Sno plan fits: the smallest, " + describe_plan(plans.smallest.plan) + ", needs " +
-           gib(plans.smallest.peak_memory_bytes) + " GiB per GPU but the " + cluster.gpu.kind + " has " +
-           gib(cluster.gpu.hbm_bytes) + " GiB";
-  const GpuComputeModel gpu = compute_model_for_gpu(parsed, cluster.gpu);
-  const topo::ClusterGraph graph(cluster);
-  const FrameworkProfile& framework =
-      is_hopper_or_later(cluster.gpu.generation) ? s.hopper_framework : s.ampere_framework;
-  const std::vector<SimulatedCandidate> ranked = rank_and_simulate(
-      cluster, graph, model, plans.fitting, gpu, framework, s.threads, static_cast<size_t>(s.top), "sweep", false);
-  return "R" + simulated_candidate_json(s.models[p.model], ranked.front());
-}
-
-// The rows of the points that ran (in point order) from what their processes answered; the skipped points'
-// reasons on stderr. InputError when no point of a whole sweep has a plan that fits.
-std::vector<SweepRow> collect_rows(const SweepSetup& s, const std::vector<std::string>& outcomes)
-{
-  std::vector<SweepRow> rows;
-  std::vector<std::string> skipped; // warnings, in point order
-  for (size_t k = 0; k < s.selected.size(); ++k) {
-    const PointSpec& p = s.points[s.selected[k]];
-    if (outcomes[k].rfind("S", 0) == 0) {
-      skipped.push_back(s.describe(s.selected[k]) + ": " + outcomes[k].substr(1));
-      continue;
-    }
-    if (outcomes[k].rfind("R", 0) != 0)
-      throw std::runtime_error("the process of the point " + s.describe(s.selected[k]) + " sent a malformed answer");
-    const std::optional<SimulatedCandidate> best = parse_simulated_candidate_json(outcomes[k].substr(1));
-    SweepRow row;
-    row.point = s.selected[k];
-    row.model = s.models[p.model].name;
-    row.cluster = s.cluster_names[p.cluster];
-    row.gpus = p.gpus;
-    row.plan = best->estimate.candidate.plan;
-    row.options = best->estimate.candidate.options;
-    row.peak_memory_bytes = best->estimate.candidate.peak_memory_bytes;
-    row.iteration_time_s = best->report.iteration_time_s;
-    row.tokens_per_s = best->report.tokens_per_s;
-    row.mfu = best->report.mfu_bf16;
-    if (s.have_tokens) {
-      row.time_to_train_s = s.tokens / row.tokens_per_s;
-      row.gpu_hours = static_cast<double>(p.gpus) * row.time_to_train_s / 3600;
-    }
-    if (s.have_price)
-      row.cost = row.gpu_hours * s.prices[p.cluster];
-    rows.push_back(row);
-  }
-  if (rows.empty() && !s.shard.sliced()) {
-    if (skipped.size() == 1)
-      throw InputError(skipped.front());
-    throw InputError("no plan fits at any of the " + std::to_string(skipped.size()) +
-                     " points of the sweep; at the last, " + skipped.back());
-  }
-  for (const std::string& reason : skipped)
-    std::cerr << "gputwin sweep: skipping " << reason << "\n";
-  if (s.shard.sliced()) {
-    if (s.selected.empty())
-      std::cerr << "gputwin sweep: shard " << to_string(s.shard) << " has no points (the sweep has " << s.points.size()
-                << "); its CSV has the header only\n";
-    else if (rows.empty())
-      std::cerr << "gputwin sweep: shard " << to_string(s.shard)
-                << ": no point has a plan that fits; its CSV has the "
-                   "header only\n";
-  } else {
-    compute_scaling_efficiency(rows);
-  }
-
-  return rows;
-}
-
 } // namespace
 
 int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
@@ -926,23 +448,23 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
                      "' for 'gputwin sweep' (CSV files are read with --merge; see gputwin sweep --help)");
 
   const SweepSetup setup = read_sweep_setup(parsed);
-  check_sweep_work(setup, parsed);
-  const bool json = setup.json;
-  ProgressBar progress("sweep points", !json);
-  size_t done = 0;
-  progress.update(0, setup.selected.size());
-  const std::vector<std::string> outcomes = sim::run_isolated(
-      setup.selected.size(), static_cast<int>(setup.jobs), [&](size_t k) { return run_sweep_point(parsed, setup, k); },
-      sim::IsolatedRunCallbacks{[&](size_t, const std::string&) { progress.update(++done, setup.selected.size()); },
-                         [&] { progress.tick(); }, [&](size_t k) { return "the point " + setup.describe(setup.selected[k]); }});
-  progress.finish();
-
-  const std::vector<SweepRow> rows = collect_rows(setup, outcomes);
-  render_outputs(parsed, sweep_identity(sweep_flags(parsed), setup.points.size(), setup.shard), rows);
+  check_work(sim::sweep_work(setup.request, setup.points), max_work(parsed), "the sweep");
+  const bool json = parsed.has("--json");
+  const sim::SweepResult result = sim::run_sweep_points(setup.request, setup.points, setup.jobs, !json);
+  for (const std::string& reason : result.skipped)
+    std::cerr << "gputwin sweep: skipping " << reason << "\n";
+  const sim::Shard& shard = setup.request.shard;
+  if (shard.sliced() && setup.points.selected.empty())
+    std::cerr << "gputwin sweep: shard " << to_string(shard) << " has no points (the sweep has "
+              << setup.points.all.size() << "); its CSV has the header only\n";
+  else if (shard.sliced() && result.rows.empty())
+    std::cerr << "gputwin sweep: shard " << to_string(shard)
+              << ": no point has a plan that fits; its CSV has the header only\n";
+  write_outputs(parsed, sim::sweep_identity(sweep_flags(parsed), setup.points.all.size(), shard), result.rows);
   if (json)
-    write_json(out, rows);
+    sim::write_sweep_json(out, result.rows);
   else
-    write_table(out, rows);
+    sim::print_sweep_table(out, result.rows);
   return 0;
 }
 

@@ -1,7 +1,7 @@
-// The pieces of `gputwin sweep`'s scale-out: --shard K/N and a Slurm job array's environment (sim/cli/shard.hpp),
+// The pieces of `gputwin sweep`'s scale-out: --shard K/N and a Slurm job array's environment (sweep_shard.hpp),
 // and tasks in forked children collected in order (sim/isolated_run.hpp).
 #include "gputwin/sim/isolated_run.hpp"
-#include "../../sim/cli/shard.hpp"
+#include "gputwin/sim/sweep_shard.hpp"
 
 #include "gputwin/common/input_error.hpp"
 
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 namespace {
 
 TEST(Shard, ParsesKOfNCountedFromOne)
@@ -197,4 +197,4 @@ TEST(IsolatedRun, AChildThatDiesIsNamed)
 }
 
 } // namespace
-} // namespace gputwin::cli
+} // namespace gputwin::sim

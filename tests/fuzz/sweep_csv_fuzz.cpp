@@ -1,4 +1,4 @@
-// The sweep CSV reader of `gputwin sweep --merge` (sim/cli/sweep_csv.hpp): read_sweep_csv either reads one shard
+// The sweep CSV reader of `gputwin sweep --merge` (sim/study sweep_csv.hpp): read_sweep_csv either reads one shard
 // file -- its identity line `# gputwin sweep HASH shard K/N of P points: FLAGS`, the header, the rows with quoted
 // cells over several lines -- or throws InputError (one line). What it reads, it must read back from what the sweep
 // writes (the merge's promise: a merged file is the bytes of the unsharded run, model names with commas, quotes and
@@ -11,8 +11,8 @@
 #include "fuzz_support.hpp"
 
 #include "gputwin/common/input_error.hpp"
-#include "shard.hpp"
-#include "sweep_csv.hpp"
+#include "gputwin/sim/sweep_shard.hpp"
+#include "gputwin/sim/sweep_csv.hpp"
 
 #include <sstream>
 #include <string>
@@ -22,8 +22,8 @@
 namespace {
 
 struct ReadCsv {
-  gputwin::cli::SweepIdentity identity;
-  std::vector<gputwin::cli::SweepRow> rows;
+  gputwin::sim::SweepIdentity identity;
+  std::vector<gputwin::sim::SweepRow> rows;
   std::vector<size_t> lines; // the line each row starts on
 };
 
@@ -32,7 +32,7 @@ ReadCsv read(const std::string& text, const std::string& file)
   ReadCsv csv;
   std::istringstream in(text);
   csv.identity =
-      gputwin::cli::read_sweep_csv(in, file, "", [&](const gputwin::cli::SweepRow& row, const std::string& where) {
+      gputwin::sim::read_sweep_csv(in, file, "", [&](const gputwin::sim::SweepRow& row, const std::string& where) {
         const std::string prefix = file + ":";
         if (where.rfind(prefix, 0) != 0)
           gputwin::fuzz::fail("a row's place '" + where + "' does not name the file " + file);
@@ -48,7 +48,7 @@ ReadCsv read(const std::string& text, const std::string& file)
 std::string written(const ReadCsv& csv)
 {
   std::ostringstream out;
-  gputwin::cli::write_sweep_csv(out, csv.identity, csv.rows);
+  gputwin::sim::write_sweep_csv(out, csv.identity, csv.rows);
   return out.str();
 }
 
@@ -66,9 +66,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
   }
   ++gputwin::fuzz::accepted_inputs;
 
-  const gputwin::cli::SweepIdentity& id = first.identity;
+  const gputwin::sim::SweepIdentity& id = first.identity;
   try {
-    const gputwin::cli::SweepIdentity again = gputwin::cli::parse_sweep_identity(id.line(), "line");
+    const gputwin::sim::SweepIdentity again = gputwin::sim::parse_sweep_identity(id.line(), "line");
     if (!again.same_sweep(id) || again.shard.index != id.shard.index || again.shard.count != id.shard.count)
       fail("the identity line does not parse back to the same identity: " + id.line());
   } catch (const gputwin::InputError& e) {
@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     fail("written and read back: " + std::to_string(second.rows.size()) + " rows, not " +
          std::to_string(first.rows.size()));
   for (size_t i = 0; i < first.rows.size(); ++i) {
-    const gputwin::cli::SweepRow &a = first.rows[i], &b = second.rows[i];
+    const gputwin::sim::SweepRow &a = first.rows[i], &b = second.rows[i];
     if (a.point != b.point || a.model != b.model || a.cluster != b.cluster || a.gpus != b.gpus)
       fail("row " + std::to_string(i) + " reads back as another point (model, cluster, GPUs or point differ)");
   }

@@ -1,4 +1,4 @@
-#include "sweep_csv.hpp"
+#include "gputwin/sim/sweep_csv.hpp"
 
 #include "gputwin/common/arg_parser.hpp"
 #include "gputwin/common/input_error.hpp"
@@ -7,10 +7,11 @@
 #include <charconv>
 #include <cstdio>
 #include <istream>
+#include <map>
 #include <optional>
 #include <ostream>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 namespace {
 
@@ -111,7 +112,7 @@ SweepRow parse_csv_row(const std::string& record, const std::string& where, cons
       return static_cast<double>(NAN);
     double v = -1;
     try {
-      v = parse_number("--merge", text); // decimal only, as the CSV was written
+      v = cli::parse_number("--merge", text); // decimal only, as the CSV was written
     } catch (const InputError&) {
       v = -1;
     }
@@ -185,6 +186,26 @@ void drop_carriage_return(std::string& line)
 }
 
 } // namespace
+
+std::string sweep_point_name(const std::string& model, int64_t gpus, const std::string& cluster)
+{
+  return model + " on " + std::to_string(gpus) + " GPUs of " + cluster;
+}
+
+void compute_scaling_efficiency(std::vector<SweepRow>& rows)
+{
+  std::map<std::pair<std::string, std::string>, const SweepRow*> smallest;
+  for (const SweepRow& r : rows) {
+    const SweepRow*& s = smallest[{r.model, r.cluster}];
+    if (s == nullptr || r.gpus < s->gpus)
+      s = &r;
+  }
+  for (SweepRow& r : rows) {
+    const SweepRow* s = smallest[{r.model, r.cluster}];
+    r.scaling_efficiency =
+        (r.tokens_per_s / static_cast<double>(r.gpus)) / (s->tokens_per_s / static_cast<double>(s->gpus));
+  }
+}
 
 std::string precision_csv_cell(const ParallelPlan& plan)
 {
@@ -266,4 +287,4 @@ SweepIdentity read_sweep_csv(std::istream& in, const std::string& file, const st
   return identity;
 }
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 struct Shard {
   size_t index = 0; // 0-based
@@ -59,4 +59,4 @@ SweepIdentity parse_sweep_identity(const std::string& line, const std::string& w
 // "--merge: shard K/N ... is missing" naming what was expected.
 void check_one_sweep(const std::vector<std::pair<std::string, SweepIdentity>>& files);
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

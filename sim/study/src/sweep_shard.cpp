@@ -1,4 +1,4 @@
-#include "shard.hpp"
+#include "gputwin/sim/sweep_shard.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/common/text.hpp"
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <map>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 namespace {
 
@@ -194,4 +194,4 @@ void check_one_sweep(const std::vector<std::pair<std::string, SweepIdentity>>& f
     }
 }
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

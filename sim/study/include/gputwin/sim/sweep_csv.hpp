@@ -1,12 +1,12 @@
 #pragma once
-// The CSV file of `gputwin sweep --csv` and its reading back by `--merge` (sweep_command.cpp): line 1 the sweep's
-// identity (shard.hpp: `# gputwin sweep HASH shard K/N of P points: FLAGS`), line 2 the header, then one row per
+// The CSV file of `gputwin sweep --csv` and its reading back by `--merge` (sweep_merge.hpp): line 1 the sweep's
+// identity (sweep_shard.hpp: `# gputwin sweep HASH shard K/N of P points: FLAGS`), line 2 the header, then one row per
 // point, text cells quoted as RFC 4180 when they hold a comma, a quote or a line break (a model file's `name:`).
 // Numbers the merge recomputes from are written exactly (%.17g round-trips), so that a sweep's CSV read and written
-// again is the same bytes. A file of its own so that the fuzz harness (tests/fuzz/sweep_csv_fuzz.cpp) links it
-// without the commands.
+// again is the same bytes. In gputwin_sweep_csv, a library of its own, so that the fuzz harness
+// (tests/fuzz/sweep_csv_fuzz.cpp) links it without the simulator.
 
-#include "shard.hpp"
+#include "gputwin/sim/sweep_shard.hpp"
 
 #include "gputwin/models/parallel_plan.hpp"
 #include "gputwin/models/workload.hpp"
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace gputwin::cli {
+namespace gputwin::sim {
 
 // One point of the sweep with its best plan. A row read back from a CSV (--merge) has the plan's CSV columns only
 // (tp, pp, dp, micro-batch, schedule, chunks, recompute, attention, cp, fp8, the overlaps).
@@ -35,6 +35,13 @@ struct SweepRow {
   double scaling_efficiency = NAN;                           // NaN in a shard: it depends on other points
 };
 
+// A point as messages name it: "gpt-22b on 16 GPUs of dgx-a100".
+std::string sweep_point_name(const std::string& model, int64_t gpus, const std::string& cluster);
+
+// Sets every row's scaling efficiency: its tokens/s per GPU over that of the smallest point (fewest GPUs) of the same
+// model and cluster among `rows`. A whole sweep, and a merge of its shards, call it on all their rows.
+void compute_scaling_efficiency(std::vector<SweepRow>& rows);
+
 // The `fp8` column of a sweep or search CSV: 0 (bf16), 1 (FP8, delayed scaling) or the block-scaled format's name
 // (mxfp8, nvfp4).
 std::string precision_csv_cell(const ParallelPlan& plan);
@@ -46,7 +53,6 @@ extern const char* const sweep_csv_header;
 // --price-per-gpu-hour, a shard's scaling efficiency).
 std::string csv_number(const char* format, double v);
 
-
 // Writes the identity line, the header and one line per row.
 void write_sweep_csv(std::ostream& out, const SweepIdentity& identity, const std::vector<SweepRow>& rows);
 
@@ -57,10 +63,11 @@ SweepIdentity read_sweep_csv_identity(std::istream& in, const std::string& file)
 // Reads the sweep CSV `file` from `in`: its identity (line 1), the header (line 2), then each row, handed to `row`
 // with its `FILE:LINE` (the line it starts on) as soon as it is read, in file order, so that the caller's checks
 // across rows come in file order. A record ending in CR LF reads as one ending in LF, blank lines are skipped, and a
-// quoted cell holding a line break goes on over the next lines (a CR before one of its line breaks is the cell's). `first_file`: in a merge, the file read first, whose
-// header this one must repeat (named in the message); empty for that first file. Throws InputError "--merge:
-// FILE:LINE: ..." naming the column and what was expected, for a file that is not a sweep CSV of this gputwin.
+// quoted cell holding a line break goes on over the next lines (a CR before one of its line breaks is the cell's).
+// `first_file`: in a merge, the file read first, whose header this one must repeat (named in the message); empty for
+// that first file. Throws InputError "--merge: FILE:LINE: ..." naming the column and what was expected, for a file that
+// is not a sweep CSV of this gputwin.
 SweepIdentity read_sweep_csv(std::istream& in, const std::string& file, const std::string& first_file,
                              const std::function<void(const SweepRow& row, const std::string& where)>& row);
 
-} // namespace gputwin::cli
+} // namespace gputwin::sim

@@ -1,0 +1,74 @@
+#include "gputwin/sim/sweep_output.hpp"
+
+#include "gputwin/common/json_writer.hpp"
+#include "gputwin/sim/report_json.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace gputwin::sim {
+
+namespace {
+
+// One plan in the table's plan column: "tp 8 cp 2 pp 4 dp 2 mb 1 interleaved v2 selective fp8".
+std::string plan_cell(const ParallelPlan& p)
+{
+  char text[128];
+  const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
+  std::snprintf(text, sizeof text, "%s pp %lld dp %lld mb %lld %s%s %s%s", tp_cp.c_str(), static_cast<long long>(p.pp),
+                static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch), to_string(p.schedule).c_str(),
+                p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
+                to_string(p.recompute).c_str(), p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
+  return text;
+}
+
+} // namespace
+
+void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows)
+{
+  char line[512];
+  std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-52s %-9s %-13s %9s %12s %6s %10s %12s %12s %7s\n", "model",
+                "cluster", "GPUs", "best plan", "attention", "overlaps", "iter s", "tokens/s", "MFU", "train days",
+                "GPU-hours", "cost", "scaling");
+  out << line;
+  for (const SweepRow& r : rows) {
+    const ParallelPlan& p = r.plan;
+    const std::string scaling =
+        std::isfinite(r.scaling_efficiency) ? csv_number("%.1f%%", 100 * r.scaling_efficiency) : "-";
+    std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-52s %-9s %-13s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
+                  r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_cell(p).c_str(),
+                  to_string(p.attention).c_str(), overlaps_text(r.options).c_str(), r.iteration_time_s, r.tokens_per_s,
+                  100 * r.mfu, csv_number("%.2f", r.time_to_train_s / 86400).c_str(),
+                  csv_number("%.0f", r.gpu_hours).c_str(), csv_number("%.0f", r.cost).c_str(), scaling.c_str());
+    out << line;
+  }
+}
+
+void write_sweep_json(std::ostream& out, const std::vector<SweepRow>& rows)
+{
+  JsonWriter w(out);
+  w.begin_array();
+  for (const SweepRow& r : rows) {
+    w.begin_object();
+    w.field("model", r.model);
+    w.field("cluster", r.cluster);
+    w.field("gpus", r.gpus);
+    write_plan_json(w, r.plan);
+    write_overlaps_json(w, r.options);
+    w.field("iteration_time_s", r.iteration_time_s);
+    w.field("tokens_per_s", r.tokens_per_s);
+    w.field("mfu", r.mfu);
+    w.field("peak_memory_bytes", r.peak_memory_bytes);
+    w.field("time_to_train_s", r.time_to_train_s);
+    w.field("gpu_hours", r.gpu_hours);
+    w.field("cost", r.cost);
+    w.field("scaling_efficiency", r.scaling_efficiency);
+    w.field("point", static_cast<int64_t>(r.point));
+    w.end_object();
+  }
+  w.end_array();
+  out << "\n";
+}
+
+} // namespace gputwin::sim
