@@ -3,7 +3,9 @@
 // printed.
 #include "commands.hpp"
 #include "iteration_cases.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/common/output_file.hpp"
@@ -34,8 +36,8 @@ ArgParser calibrate_iterations_parser()
   parser.add_option("--folds", "K", "cross-validation folds (default 5; 1: no cross-validation)");
   parser.add_option("--max-evaluations", "N", "objective evaluations per fit (default 800)");
   parser.add_option("--threads", "N", "threads (default: the machine's cores)");
-  add_max_work_flag(parser);
-  add_max_memory_flag(parser);
+  sim::add_max_work_flag(parser);
+  sim::add_max_memory_flag(parser);
   return parser;
 }
 

@@ -3,7 +3,9 @@
 #include "commands.hpp"
 #include "gputwin/sim/link_report_output.hpp"
 #include "gputwin/sim/collective_output.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
@@ -55,7 +57,7 @@ ArgParser collective_parser()
   parser.add_option("--gpus-per-thread", "G",
                     "GPUs one host thread launches each call on, as nccl-tests -g G (default: all ranks when\n"
                     "they fit one node, as `all_reduce_perf -g 8`; else 1, as `mpirun -np N all_reduce_perf -g 1`)");
-  add_max_memory_flag(parser);
+  sim::add_max_memory_flag(parser);
   parser.add_section("output");
   parser.add_switch("--json", "a JSON object: the cluster, op and ranks, and \"results\", a list of {bytes, time_s, "
                               "algbw_gbps, busbw_gbps, algorithm, protocol}");
@@ -129,12 +131,12 @@ Placement place_collective_ranks(const ParsedArgs& parsed)
   const std::optional<int64_t> ranks_flag = parsed.integer("--ranks");
   if (ranks_flag && *ranks_flag <= 0)
     throw InputError("--ranks: expected a positive integer, got " + std::to_string(*ranks_flag));
-  placement.memory_limit_bytes = max_memory_bytes(parsed);
+  placement.memory_limit_bytes = sim::max_memory_bytes(parsed);
   if (ranks_flag && !parsed.has("--nodes")) {
     const int64_t nodes = (*ranks_flag + per_node - 1) / per_node;
     if (nodes > 100000)
       throw InputError("--ranks: " + std::to_string(*ranks_flag) + " ranks need more than 100000 nodes");
-    check_resources(estimate_platform(nodes * cluster.gpus_per_node), placement.memory_limit_bytes, parsed,
+    sim::check_resources(sim::estimate_platform(nodes * cluster.gpus_per_node), placement.memory_limit_bytes, parsed,
                     "the collective");
     cluster = topo::read_cluster(parsed, static_cast<int>(nodes)); // the fault flags kept
   }
@@ -168,7 +170,7 @@ std::vector<sim::CollectivePlan> plan_sizes(const ParsedArgs& parsed, const topo
   const int64_t ranks = placement.ranks;
   const int64_t gpus = placement.cluster.gpus();
   if (request.op == CollectiveOp::AllToAll) // n^2 flows per size, allocated while planning: estimated before
-    check_resources(estimate_collective(gpus, static_cast<double>(ranks) * static_cast<double>(ranks) *
+    sim::check_resources(sim::estimate_collective(gpus, static_cast<double>(ranks) * static_cast<double>(ranks) *
                                                   static_cast<double>(request.sizes_bytes.size())),
                     placement.memory_limit_bytes, parsed, "the collective");
   std::vector<sim::CollectivePlan> plans;
@@ -182,7 +184,7 @@ std::vector<sim::CollectivePlan> plan_sizes(const ParsedArgs& parsed, const topo
   double flows = 0;
   for (const sim::CollectivePlan& p : plans)
     flows += static_cast<double>(p.flows.size());
-  check_resources(estimate_collective(gpus, flows), placement.memory_limit_bytes, parsed, "the collective");
+  sim::check_resources(sim::estimate_collective(gpus, flows), placement.memory_limit_bytes, parsed, "the collective");
   return plans;
 }
 

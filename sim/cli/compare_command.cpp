@@ -1,7 +1,9 @@
 // `gputwin compare`: the flags read into a comparison request (sim/replay/trace_comparison.hpp), the comparison
 // run and printed.
 #include "commands.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/trace_comparison.hpp"
@@ -97,7 +99,7 @@ int run_compare(const std::vector<std::string>& args, std::ostream& out)
     };
   request.check_replay = [](int64_t gpus, double ops) {
     const ParsedArgs no_flags; // the guard of `gputwin replay` without --max-memory
-    check_resources(estimate_programs(gpus, ops), max_memory_bytes(no_flags), no_flags, "the replay");
+    sim::check_resources(sim::estimate_programs(gpus, ops), sim::max_memory_bytes(no_flags), no_flags, "the replay");
   };
   const sim::TraceComparison comparison = sim::compare_traces(request);
   if (parsed.has("--json"))

@@ -2,7 +2,9 @@
 // twin's (sim/calibration/iteration_calibration.hpp) and printed with the mean absolute percentage error.
 #include "commands.hpp"
 #include "iteration_cases.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 
 #include "gputwin/sim/iteration_calibration.hpp"
 #include "gputwin/topologies/cluster_flags.hpp"
@@ -22,8 +24,8 @@ int run_compare_iterations(const std::vector<std::string>& args, std::ostream& o
                    "example: gputwin compare --iterations ground_truth_single.csv --gpu-model v.yaml --recompute full \\\n"
                    "           --schedule 1f1b --vocab 50257 --json");
   add_iteration_table_flags(parser);
-  add_max_work_flag(parser);
-  add_max_memory_flag(parser);
+  sim::add_max_work_flag(parser);
+  sim::add_max_memory_flag(parser);
   ParsedArgs parsed = parser.parse(args);
   // Stated on stderr once the run has succeeded (an error stays one line).
   const std::optional<std::string> attention_note =

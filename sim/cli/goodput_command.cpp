@@ -5,7 +5,9 @@
 #include "gputwin/sim/goodput_report.hpp"
 #include "commands.hpp"
 #include "overlap_flags.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 #include "search_core.hpp"
 
 #include "gputwin/models/flops.hpp"
@@ -81,7 +83,7 @@ ArgParser goodput_parser()
   parser.add_switch("--allow-oom",
                     "with plan flags: run a plan whose busiest GPU needs more memory than the GPU has (default: an "
                     "error)");
-  add_max_work_flag(parser);
+  sim::add_max_work_flag(parser);
   topo::add_cluster_flags(parser);
   parser.add_section("failures and checkpoints");
   parser.add_option("--tokens", "T", "tokens to train on (300e9)");
@@ -182,8 +184,8 @@ int run_goodput(const std::vector<std::string>& args, std::ostream& out)
   const GptConfig model = model_from_flags(parsed);
   if (!search) { // a plan too large to generate fails first, in milliseconds (--search: read_search_request)
     const ParallelPlan plan = read_plan(parsed, model);
-    check_work(estimate_plan_work(model, plan, true, true, overlap_options_from_flags(parsed, plan)),
-               max_work(parsed), "the simulation");
+    sim::check_work(sim::estimate_plan_work(model, plan, true, true, overlap_options_from_flags(parsed, plan)),
+               sim::max_work(parsed), "the simulation");
   }
   // The failure inputs first: bad ones fail before any simulation runs.
   const double tokens = number_flag(parsed, "--tokens", false, "tokens to train on, e.g. 300e9");

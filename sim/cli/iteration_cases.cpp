@@ -2,7 +2,9 @@
 
 #include "commands.hpp"
 #include "overlap_flags.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 
 #include "gputwin/models/plan_flags.hpp"
 #include "gputwin/sim/iteration_cases.hpp"
@@ -27,14 +29,14 @@ CheckedIterationTable read_checked_iteration_table(const std::string& path, cons
                                                    const std::string& what)
 {
   const sim::IterationRowReaders readers{model_from_flags, overlap_options_from_flags};
-  const int64_t memory_limit = max_memory_bytes(flags);
+  const int64_t memory_limit = sim::max_memory_bytes(flags);
   constexpr int kSampledRows = 64;
   if (memory_limit > 0)
     if (const auto sampled = sim::sample_iteration_cases(path, flags, readers, kSampledRows)) {
-      const ResourceEstimate e = estimate_iteration_table(sampled->cluster_gpus, sampled->cases,
+      const sim::ResourceEstimate e = sim::estimate_iteration_table(sampled->cluster_gpus, sampled->cases,
                                                           static_cast<size_t>(sampled->estimated_rows));
       if (e.bytes > 2.0 * static_cast<double>(memory_limit))
-        check_resources(e, memory_limit, flags,
+        sim::check_resources(e, memory_limit, flags,
                         what + " (from " + std::to_string(sampled->cases.size()) +
                             " rows sampled over the file, about " + std::to_string(sampled->estimated_rows) +
                             " rows by its size)");
@@ -43,8 +45,8 @@ CheckedIterationTable read_checked_iteration_table(const std::string& path, cons
   checked.table = read_iteration_table(path);
   checked.cluster = sim::iteration_cluster(checked.table, flags);
   checked.cases = sim::iteration_cases(checked.table, flags, checked.cluster, readers);
-  check_work(iteration_cases_work(checked.cases), max_work(flags), what);
-  check_resources(estimate_iteration_cases(checked.cluster.gpus(), checked.cases), memory_limit, flags, what);
+  sim::check_work(sim::iteration_cases_work(checked.cases), sim::max_work(flags), what);
+  sim::check_resources(sim::estimate_iteration_cases(checked.cluster.gpus(), checked.cases), memory_limit, flags, what);
   return checked;
 }
 

@@ -1,7 +1,9 @@
 // `gputwin memory`: per-GPU memory of the busiest pipeline stage, from the analytic models.
 #include "commands.hpp"
 #include "gputwin/sim/memory_output.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 #include "search_core.hpp"
 
 #include "gputwin/common/checked_math.hpp"
@@ -46,7 +48,7 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
                     "CUDA context + workspaces 0.5, NCCL 1, plus 3 % allocator fragmentation; none: 0)");
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable output (bytes as integers; with the model, plan and cluster)");
-  add_max_work_flag(parser);
+  sim::add_max_work_flag(parser);
   ParsedArgs parsed = parser.parse(args);
   if (const std::optional<std::string> note =
           default_attention_for_gpu(parsed, topo::read_cluster(parsed).gpu.generation))
@@ -65,7 +67,7 @@ int run_memory(const std::vector<std::string>& args, std::ostream& out)
     validate_plan(model, plan);
   }
   // The memory model walks every stage's pipeline schedule: refuse a schedule too long to walk, before it exists.
-  check_work(estimate_plan_work(model, plan, false, false), max_work(parsed), "the memory model");
+  sim::check_work(sim::estimate_plan_work(model, plan, false, false), sim::max_work(parsed), "the memory model");
   MemoryReserve reserve = default_memory_reserve(
       parsed.has("--framework") ? config::load_framework_profile(*parsed.value("--framework")).name
                                 : std::string(default_framework_for(topo::read_cluster(parsed).gpu.generation)));

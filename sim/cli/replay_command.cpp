@@ -1,7 +1,9 @@
 // `gputwin replay`: the flags read into a replay request (sim/replay/replay_file.hpp), the replay run, its report
 // and timeline written.
 #include "commands.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/sim/chrome_timeline.hpp"
@@ -60,7 +62,7 @@ ArgParser replay_parser()
   parser.add_section("kineto traces");
   parser.add_option("--step", "N", "replay ProfilerStep#N (default: the step of median duration)");
   parser.add_section("resources");
-  add_max_memory_flag(parser);
+  sim::add_max_memory_flag(parser);
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable report (with the model, plan and cluster it ran)");
   parser.add_option("--timeline", "FILE", "write a Chrome trace-event timeline (open in ui.perfetto.dev)");
@@ -85,16 +87,16 @@ sim::ReplayRequest replay_request(const ParsedArgs& parsed)
   request.comm_scale = scale_flag(parsed, "--comm-scale");
   request.step = parsed.integer("--step");
   request.timeline = parsed.has("--timeline");
-  const int64_t limit = max_memory_bytes(parsed);
+  const int64_t limit = sim::max_memory_bytes(parsed);
   request.guards.programs = [&parsed, limit](int64_t gpus, double ops) {
-    check_resources(estimate_programs(gpus, ops), limit, parsed, "the replay");
+    sim::check_resources(sim::estimate_programs(gpus, ops), limit, parsed, "the replay");
   };
   request.guards.platform = [&parsed, limit](int64_t gpus) {
-    check_resources(estimate_platform(gpus), limit, parsed, "the replay");
+    sim::check_resources(sim::estimate_platform(gpus), limit, parsed, "the replay");
   };
   request.guards.simulation = [&parsed, limit](const topo::ClusterSpec& cluster, const GptConfig& model,
                                                const ParallelPlan& plan, bool timeline) {
-    check_resources(estimate_simulation(cluster, model, plan, {}, true, timeline, limit), limit, parsed,
+    sim::check_resources(sim::estimate_simulation(cluster, model, plan, {}, true, timeline, limit), limit, parsed,
                     "the replay");
   };
   return request;

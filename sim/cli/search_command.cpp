@@ -1,7 +1,9 @@
 // `gputwin search`: every parallel plan of a model on N GPUs that fits memory, ranked by the fast estimator,
 // the best K confirmed by the full flow-level simulation (sim/study: simulated_search.hpp, search_output.hpp).
 #include "commands.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 #include "search_core.hpp"
 
 #include "gputwin/common/output_file.hpp"
@@ -41,7 +43,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_option("--jobs", "N", "threads for the estimates (default: the machine's cores)");
-  add_max_work_flag(parser);
+  sim::add_max_work_flag(parser);
   topo::add_cluster_flags(parser);
   parser.add_section("output");
   parser.add_switch("--json", "machine-readable list, best first");

@@ -1,7 +1,9 @@
 #include "search_core.hpp"
 
 #include "commands.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/plan_flags.hpp"
@@ -94,7 +96,7 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
   check_precision_supported(precision_plan, r.cluster);
   r.gpu = compute_model_for_gpu(parsed, r.cluster.gpu);
   r.plans = sim::enumerate_search_plans(model, r.gpus, r.global_batch, r.cluster, space, static_cast<int64_t>(r.top),
-                                        max_work(parsed));
+                                        sim::max_work(parsed));
   return r;
 }
 

@@ -4,7 +4,9 @@
 #include "overlap_flags.hpp"
 #include "gputwin/common/progress.hpp"
 #include "gputwin/sim/simulation_output.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 #include "search_core.hpp"
 #include "gputwin/sim/chrome_timeline.hpp"
 
@@ -72,7 +74,7 @@ void export_chakra(const std::string& dir, const Workload& workload, const GpuCo
 // Everything after the run: the link report and the timeline files, the notes on stderr, the report on stdout.
 void write_outputs(const ParsedArgs& parsed, std::ostream& out, const sim::Scenario& scenario,
                    const topo::ClusterSpec& cluster, const topo::ClusterGraph& graph, const FrameworkProfile& framework,
-                   const ResourceEstimate& estimate, const sim::IterationResult& result, const sim::FlowLog* flow_log,
+                   const sim::ResourceEstimate& estimate, const sim::IterationResult& result, const sim::FlowLog* flow_log,
                    const sim::SimulationReport& r, const std::vector<std::string>& notes)
 {
   const GptConfig& model = scenario.model;
@@ -128,8 +130,8 @@ ArgParser simulate_parser()
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_switch("--estimate", "fast estimate (longest paths through the op graph, no SimGrid; transfers sharing a link slow each other once)");
-  add_max_memory_flag(parser);
-  add_max_work_flag(parser);
+  sim::add_max_memory_flag(parser);
+  sim::add_max_work_flag(parser);
   topo::add_cluster_flags(parser);
   parser.add_section("stragglers");
   add_straggler_flags(parser);
@@ -173,7 +175,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   sim::SimulationReport r;
   r.stragglers = scenario.stragglers;
   // The work first, from closed forms and small probes: the rules below walk the pipeline schedules.
-  check_work(estimate_plan_work(model, plan, true, true, overlap_options_from_flags(parsed, plan)), max_work(parsed),
+  sim::check_work(sim::estimate_plan_work(model, plan, true, true, overlap_options_from_flags(parsed, plan)), sim::max_work(parsed),
              "the simulation");
   // The rules first, on the cluster as named (its GPU is the same at any node count): FP8, memory, stragglers.
   const topo::ClusterSpec as_named = topo::load_cluster(scenario.cluster);
@@ -186,9 +188,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   for (const std::string& warning : check.warnings)
     notes.push_back("warning: " + warning);
 
-  const int64_t limit = max_memory_bytes(parsed);
+  const int64_t limit = sim::max_memory_bytes(parsed);
   if (!parsed.has("--estimate")) // SimGrid's platform grows with the GPUs: refuse a huge cluster before building it
-    check_resources(estimate_platform(scenario.cluster.nodes > 0 ? as_named.gpus()
+    sim::check_resources(sim::estimate_platform(scenario.cluster.nodes > 0 ? as_named.gpus()
                                                                  : sim::nodes_needed(plan, as_named) *
                                                                        as_named.gpus_per_node),
                     limit, parsed, "the simulation");
@@ -209,15 +211,15 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   if (parsed.has("--chakra-ranks") && !parsed.has("--chakra"))
     throw InputError("--chakra-ranks: needs --chakra DIR");
   const bool chakra_all_ranks = chakra_ranks == "all";
-  ResourceEstimate estimate =
-      estimate_simulation(cluster, model, plan, options, !parsed.has("--estimate"), parsed.has("--timeline"), limit);
+  sim::ResourceEstimate estimate =
+      sim::estimate_simulation(cluster, model, plan, options, !parsed.has("--estimate"), parsed.has("--timeline"), limit);
   if (!r.rank_speeds.empty()) { // every stage's program repeated for each class of ranks stragglers leave
     const sim::StragglerClasses classes = sim::straggler_classes(plan, r.rank_speeds);
     const double programs_per_stage = static_cast<double>(classes.replicas.size() * classes.tp_indices.size());
     estimate.ops *= programs_per_stage;
     estimate.bytes *= programs_per_stage;
   }
-  check_resources(estimate, limit, parsed, "the simulation");
+  sim::check_resources(estimate, limit, parsed, "the simulation");
 
   const auto wall_start = std::chrono::steady_clock::now();
   if (const auto dir = parsed.value("--chakra")) // before the run: a bad DIR fails at once

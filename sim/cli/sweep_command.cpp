@@ -5,7 +5,9 @@
 // outputs; sim/study runs the points (sweep.hpp), writes them (sweep_output.hpp, sweep_csv.hpp, sweep_plot.hpp)
 // and merges the slices (sweep_merge.hpp).
 #include "commands.hpp"
-#include "resource_estimate.hpp"
+#include "gputwin/sim/resource_estimate.hpp"
+#include "gputwin/sim/resource_flags.hpp"
+#include "gputwin/sim/work_estimate.hpp"
 
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/common/output_file.hpp"
@@ -423,7 +425,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
                                      "overlap that applies and with none, the faster kept)");
   parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
-  add_max_work_flag(parser);
+  sim::add_max_work_flag(parser);
   add_gpu_model_flags(parser);
   add_framework_flag(parser);
   parser.add_section("scale-out");
@@ -448,7 +450,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
                      "' for 'gputwin sweep' (CSV files are read with --merge; see gputwin sweep --help)");
 
   const SweepSetup setup = read_sweep_setup(parsed);
-  check_work(sim::sweep_work(setup.request, setup.points), max_work(parsed), "the sweep");
+  sim::check_work(sim::sweep_work(setup.request, setup.points), sim::max_work(parsed), "the sweep");
   const bool json = parsed.has("--json");
   const sim::SweepResult result = sim::run_sweep_points(setup.request, setup.points, setup.jobs, !json);
   for (const std::string& reason : result.skipped)
