@@ -6,7 +6,7 @@
 // accuracy check, Table 5 of Korthikanti et al. 2022 (its 8 configurations estimated within 5% of their full
 // simulation, each), runs in tests/cli/table5_validation_test.cpp beside the eight full simulations that
 // validate them against the paper. SimGrid 3.32 builds one platform per process, so every full simulation runs
-// in a forked child (as `gputwin search` does, sim/cli/search_core.cpp), two at a time; the estimates too, so
+// in a forked child (as `gputwin search` does, sim/study/simulated_search.cpp), two at a time; the estimates too, so
 // that both cores work.
 #include "gputwin/sim/isolated_run.hpp"
 #include "gputwin/models/model_catalog.hpp"
