@@ -30,15 +30,7 @@ int run_search(const std::vector<std::string>& args, std::ostream& out)
   add_model_flags(parser);
   parser.add_option("--gpus", "N", "GPUs of the job (a multiple of the cluster's GPUs per node, or fewer than one node)");
   parser.add_option("--global-batch", "B", "samples per iteration (default: N)");
-  parser.add_option("--attention", "KERNEL", "attention kernel of every plan: unfused|flash (default unfused)");
-  parser.add_option("--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)");
-  parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
-  add_precision_flag(parser);
-  parser.add_option("--cp", "LIST",
-                    "context-parallel sizes to try, e.g. 1,2,4,8 (needs --attention flash; default 1,2,4,8 with flash "
-                    "attention and --seq-len >= 8192, else 1)");
-  parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
-                                     "overlap that applies and with none, the faster kept)");
+  add_search_space_flags(parser, true);
   parser.add_option("--top", "K", "plans confirmed by the full simulation and printed (default 5)");
   add_gpu_model_flags(parser);
   add_framework_flag(parser);

@@ -415,15 +415,7 @@ int run_sweep(const std::vector<std::string>& arguments, std::ostream& out)
   parser.add_option("--price-per-gpu-hour", "P|NAME=P[,...]",
                     "price of one GPU-hour: cost = GPU-hours x P; one P for every cluster, or one per cluster of "
                     "--cluster (dgx-h100=2.5,gb200-nvl72=6)");
-  parser.add_option("--attention", "KERNEL",
-                    "attention kernel of every plan: unfused|flash (default: flash on Hopper, unfused on Ampere)");
-  parser.add_option("--cp", "LIST",
-                    "context-parallel sizes to try, e.g. 1,2,4,8 (needs flash attention; default 1,2,4,8 with flash "
-                    "attention and --seq-len >= 8192, else 1)");
-  parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; every cluster H100/H200)");
-  add_precision_flag(parser);
-  parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
-                                     "overlap that applies and with none, the faster kept)");
+  add_search_space_flags(parser, false);
   parser.add_option("--top", "K", "plans per point confirmed by the full simulation (default 1)");
   sim::add_max_work_flag(parser);
   add_gpu_model_flags(parser);

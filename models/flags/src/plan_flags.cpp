@@ -88,6 +88,21 @@ void add_precision_flag(ArgParser& parser)
                     "NVFP4BlockScaling: 4-bit values, a 1-byte scale per 16; Blackwell, at the FP4 peak)");
 }
 
+void add_search_space_flags(ArgParser& parser, bool micro_batch_list)
+{
+  parser.add_option("--attention", "KERNEL",
+                    "attention kernel of every plan: unfused|flash (default: flash on Hopper, unfused on Ampere)");
+  if (micro_batch_list)
+    parser.add_option("--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)");
+  parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; H100 and later)");
+  add_precision_flag(parser);
+  parser.add_option("--cp", "LIST",
+                    "context-parallel sizes to try, e.g. 1,2,4,8 (needs flash attention; default 1,2,4,8 with flash "
+                    "attention and --seq-len >= 8192, else 1)");
+  parser.add_switch("--no-overlaps", "plans without Megatron-Core's overlaps (default: each plan estimated with every "
+                                     "overlap that applies and with none, the faster kept)");
+}
+
 GemmPrecision read_precision(const ParsedArgs& args)
 {
   const std::optional<std::string> text = args.value("--precision");

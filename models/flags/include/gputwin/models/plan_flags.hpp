@@ -30,9 +30,14 @@ void add_model_flags(ArgParser& parser, bool model_list = false);
 std::vector<std::string> model_flag_arguments(const ParsedArgs& args);
 void add_plan_flags(ArgParser& parser);
 
-// --precision bf16|fp8|mxfp8|nvfp4 (add_plan_flags adds it; search and sweep, which have their own plan lists, add
-// it with their own --fp8 switch).
+// --precision bf16|fp8|mxfp8|nvfp4 (add_plan_flags adds it; add_search_space_flags adds it with --fp8).
 void add_precision_flag(ArgParser& parser);
+
+// The plan flags of a search space (search, sweep): the list forms of the plan's own flags -- --cp LIST (plan: --cp N),
+// --micro-batches LIST (plan: --micro-batch N; `micro_batch_list`), --attention and --fp8 / --precision (every plan
+// with that kernel and precision), and --no-overlaps (plan: none of --tp-comm-overlap, --overlap-grad-reduce,
+// --overlap-param-gather; by default each plan is tried with every overlap that applies and with none).
+void add_search_space_flags(ArgParser& parser, bool micro_batch_list);
 // The GEMM precision --precision and --fp8 (its synonym for fp8) ask for; bf16 without either. InputError naming
 // --precision for an unknown value or one that contradicts --fp8.
 GemmPrecision read_precision(const ParsedArgs& args);
