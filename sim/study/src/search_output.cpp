@@ -51,7 +51,7 @@ void write_search_csv(std::ostream& out, const std::vector<SimulatedCandidate>& 
         static_cast<long long>(p.micro_batch), static_cast<long long>(p.effective_global_batch()),
         to_string(p.schedule).c_str(), static_cast<long long>(p.chunks), to_string(p.recompute).c_str(),
         p.sequence_parallel() ? 1 : 0, p.zero_stage, to_string(p.attention).c_str(), r.report.iteration_time_s,
-        r.estimate.iteration_time_s, r.report.tokens_per_s, r.report.mfu_bf16, r.report.bubble_fraction,
+        r.estimate.iteration_time_s, r.report.tokens_per_s, r.report.mfu, r.report.bubble_fraction,
         r.report.exposed_comm_s, static_cast<long long>(r.estimate.candidate.peak_memory_bytes),
         static_cast<long long>(p.cp), precision_csv_cell(p).c_str(), o.tp_comm_overlap ? 1 : 0,
         o.overlap_grad_reduce ? 1 : 0, o.overlap_param_gather ? 1 : 0);
@@ -70,7 +70,8 @@ void write_search_json(std::ostream& out, const std::vector<SimulatedCandidate>&
     w.field("iteration_time_s", r.report.iteration_time_s);
     w.field("estimated_iteration_time_s", r.estimate.iteration_time_s);
     w.field("tokens_per_s", r.report.tokens_per_s);
-    w.field("mfu", r.report.mfu_bf16);
+    w.field("mfu", r.report.mfu); // of the GEMMs' precision peak, as simulate's
+    w.field("mfu_bf16", r.report.mfu_bf16);
     w.field("bubble_fraction", r.report.bubble_fraction);
     w.field("exposed_communication_s", r.report.exposed_comm_s);
     w.field("peak_memory_bytes", r.estimate.candidate.peak_memory_bytes);
@@ -103,7 +104,7 @@ void print_search_table(std::ostream& out, const GptConfig& model, const SearchR
     std::snprintf(line, sizeof line, "%4zu  %-58s %-9s %-13s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1,
                   plan_cell(p).c_str(), to_string(p.attention).c_str(),
                   overlaps_text(r.estimate.candidate.options).c_str(), r.report.iteration_time_s,
-                  r.estimate.iteration_time_s, r.report.tokens_per_s, 100 * r.report.mfu_bf16, r.report.bubble_fraction,
+                  r.estimate.iteration_time_s, r.report.tokens_per_s, 100 * r.report.mfu, r.report.bubble_fraction,
                   r.report.exposed_comm_s,
                   format_gib_number(static_cast<double>(r.estimate.candidate.peak_memory_bytes)).c_str());
     out << line;

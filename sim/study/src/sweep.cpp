@@ -62,7 +62,7 @@ SweepRow point_row(const SweepRequest& s, const SweepPoint& p, size_t index, con
   row.peak_memory_bytes = best.estimate.candidate.peak_memory_bytes;
   row.iteration_time_s = best.report.iteration_time_s;
   row.tokens_per_s = best.report.tokens_per_s;
-  row.mfu = best.report.mfu_bf16;
+  row.mfu = best.report.mfu; // of the GEMMs' precision peak, as simulate's
   if (!std::isnan(s.tokens)) {
     row.time_to_train_s = s.tokens / row.tokens_per_s;
     row.gpu_hours = static_cast<double>(p.gpus) * row.time_to_train_s / 3600;

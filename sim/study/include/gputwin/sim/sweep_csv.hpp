@@ -30,7 +30,7 @@ struct SweepRow {
   ParallelPlan plan;
   WorkloadOptions options; // the Megatron-Core overlaps the best plan runs with
   int64_t peak_memory_bytes = 0;
-  double iteration_time_s = NAN, tokens_per_s = NAN, mfu = NAN;
+  double iteration_time_s = NAN, tokens_per_s = NAN, mfu = NAN; // mfu: of the GEMMs' precision peak
   double time_to_train_s = NAN, gpu_hours = NAN, cost = NAN; // NaN without --tokens / --price-per-gpu-hour
   double scaling_efficiency = NAN;                           // NaN in a shard: it depends on other points
 };
