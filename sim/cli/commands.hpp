@@ -20,7 +20,7 @@
 namespace gputwin::cli {
 
 // The output files of `flags` that `parsed` names (a flag without a file, as `--link-report` alone, is none),
-// checked before any work: each writable, no two on one file (check_output_paths, traces/output_file.hpp).
+// checked before any work: each writable, no two on one file (check_output_paths, common/output_file.hpp).
 inline void check_output_flags(const ParsedArgs& parsed, std::initializer_list<const char*> flags)
 {
   std::vector<std::pair<std::string, std::string>> outputs;

@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv)
 {
-  // A file-size limit (ulimit -f) makes a write fail with EFBIG, a one-line error (traces/output_file.hpp), instead
+  // A file-size limit (ulimit -f) makes a write fail with EFBIG, a one-line error (common/output_file.hpp), instead
   // of ending the process with SIGXFSZ and leaving the temporary file behind.
   std::signal(SIGXFSZ, SIG_IGN);
   // Ctrl-C: one line, the point runs and gnuplot stopped, exit 130 (common/interrupt.hpp).

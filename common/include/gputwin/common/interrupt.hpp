@@ -6,7 +6,7 @@
 // The tool installs the handler once (install_interrupt_handler); code that forks registers its children
 // (register_child / forget_child) and calls ignore_interrupts_in_child() in each child, so that only the parent
 // reports the interrupt and it stops the children itself (a terminal sends SIGINT to the whole process group).
-// Temporary output files are removed before the handler runs (traces/output_file.hpp chains to it).
+// Temporary output files are removed before the handler runs (common/output_file.hpp chains to it).
 // POSIX only, no allocation in the handler.
 
 #include <string>

@@ -22,7 +22,7 @@ struct CounterTrack {
 void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result, int64_t ranks_per_program,
                            const std::vector<CounterTrack>& counters = {});
 // The same into `path` (the `--timeline FILE` of simulate and replay), written atomically
-// (traces/output_file.hpp); throws OutputError "--timeline: cannot write 'PATH': REASON".
+// (common/output_file.hpp); throws OutputError "--timeline: cannot write 'PATH': REASON".
 void write_chrome_timeline_file(const std::string& path, const sim::IterationResult& result, int64_t ranks_per_program,
                                 const std::vector<CounterTrack>& counters = {});
 

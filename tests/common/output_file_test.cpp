@@ -1,4 +1,4 @@
-// traces/output_file.hpp: every output is written to a temporary file and renamed into place; a failure
+// common/output_file.hpp: every output is written to a temporary file and renamed into place; a failure
 // leaves neither a partial file under the final name nor a temporary file, and keeps the old content.
 #include "gputwin/common/output_file.hpp"
 #include "test_temp_path.hpp"
