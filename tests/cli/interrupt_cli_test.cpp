@@ -156,9 +156,10 @@ TEST(InterruptCli, CtrlCDuringASweepStopsItsPointRunsAndExits130)
 
 TEST(InterruptCli, CtrlCDuringASimulationExits130)
 {
-  // gpt-1t's iteration takes SimGrid about 20 s: the interrupt arrives while the simulation runs, where SimGrid's
-  // own handler would end the process with status 1 and no message.
-  const Running r = start_gputwin("simulate --model gpt-1t --plan paper --cluster dgx-a100");
+  // With every shortcut off (GPUTWIN_EXACT: the whole iteration, every flow in SimGrid's network model) gpt-1t's
+  // iteration takes SimGrid well over 8 s (about 5 s with the shortcuts, too close to the 4 s below): the interrupt
+  // arrives while the simulation runs, where SimGrid's own handler would end the process with status 1 and no message.
+  const Running r = start_gputwin("simulate --model gpt-1t --plan paper --cluster dgx-a100", "GPUTWIN_EXACT=1");
   std::this_thread::sleep_for(std::chrono::seconds(4));
   ASSERT_EQ(kill(-r.pid, SIGINT), 0);
   const auto [code, err] = finish(r);
