@@ -21,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 asan_dir="$repo_root/build-asan"
 jobs=$(nproc 2>/dev/null || echo 2)
 sanitizers=address,undefined,float-cast-overflow
-targets=(traces_test output_file_test trace_format_test models_test config_test topologies_test collectives_test
+targets=(json_writer_test output_file_test trace_format_test models_test config_test topologies_test collectives_test
          nccl_tests_log_test collective_executor_test nccl_validation_test nccl_echo_validation_test bubble_test
          iteration_validation_test dag_executor_test plan_search_test scenario_test engine_kernels_test engine_numerics_test
          engine_memory_test engine_trace_memory_test engine_rendezvous_test engine_tcp_world_test fuzz_harnesses)
