@@ -1,5 +1,6 @@
 // MXFP8 and NVFP4 GEMMs in the GPU compute model (Blackwell): MXFP8 timed against the FP8 peak, NVFP4 against the
-// FP4 peak, both with the bf16 efficiency rules (gpu_compute_model.hpp states the assumption); their operands in
+// FP4 peak, both with the efficiency of the bf16 GEMM of a half (MXFP8) or a quarter (NVFP4) of the depth
+// (gpu_compute_model.hpp, "Quantized GEMMs"); their operands in
 // the recipe's element size with block scales, the cast of the bf16 operand a serial memory-bound part. Every
 // expected time is built here from the peaks, the modelled efficiency and the element sizes.
 #include "gputwin/common/input_error.hpp"
@@ -62,7 +63,7 @@ TEST(BlockScaledComputeModel, PeaksByPrecision)
   EXPECT_DOUBLE_EQ(peak(traces::GemmPrecision::Nvfp4), b200_fp4_peak);
 }
 
-TEST(BlockScaledComputeModel, GemmsRunAtTheirPeakWithTheBf16Efficiency)
+TEST(BlockScaledComputeModel, GemmsRunAtTheirPeakWithTheEfficiencyOfTheBf16EquivalentDepth)
 {
   const GpuComputeModel gpu = b200();
   const double stream_bytes_per_s = memory_class_bytes_per_s(gpu, KernelClass::Elementwise);
@@ -80,12 +81,14 @@ TEST(BlockScaledComputeModel, GemmsRunAtTheirPeakWithTheBf16Efficiency)
           gpu.kernel_overhead_s;
       EXPECT_DOUBLE_EQ(compute_duration_s(gpu, op), expected_s);
     }
-  // A large compute-bound GEMM: the bf16 time over the peak ratio.
-  const double bf16_s = compute_duration_s(gpu, gemm_op(8192, 14336, 4096, traces::GemmPrecision::Bf16));
+  // A large compute-bound GEMM: the time of the bf16 GEMM of a quarter (NVFP4) or half (MXFP8) of the depth, whose
+  // FLOPs are a quarter (half) of its own at a quarter (half) of its peak.
+  const double bf16_quarter_s = compute_duration_s(gpu, gemm_op(8192, 14336, 1024, traces::GemmPrecision::Bf16));
+  const double bf16_half_s = compute_duration_s(gpu, gemm_op(8192, 14336, 2048, traces::GemmPrecision::Bf16));
   EXPECT_NEAR(compute_duration_s(gpu, gemm_op(8192, 14336, 4096, traces::GemmPrecision::Nvfp4)),
-              bf16_s * b200_bf16_peak / b200_fp4_peak, 1e-9 * bf16_s);
+              bf16_quarter_s * 4 * b200_bf16_peak / b200_fp4_peak, 1e-9 * bf16_quarter_s);
   EXPECT_NEAR(compute_duration_s(gpu, gemm_op(8192, 14336, 4096, traces::GemmPrecision::Mxfp8)),
-              bf16_s * b200_bf16_peak / b200_fp8_peak, 1e-9 * bf16_s);
+              bf16_half_s * 2 * b200_bf16_peak / b200_fp8_peak, 1e-9 * bf16_half_s);
 }
 
 // The quantize kernel before the GEMM: its bytes (read 2, write the row-wise and column-wise copies with scales)
@@ -126,9 +129,11 @@ TEST(BlockScaledComputeModel, InterferencePathUsesTheFp4Peak)
   const GpuComputeModel gpu = b200();
   CommLoad load;
   load.channels = 24;
-  const double bf16_s = interfered_duration_s(gpu, gemm_op(8192, 14336, 4096, traces::GemmPrecision::Bf16), load);
+  // The NVFP4 GEMM and the bf16 GEMM of a quarter of its depth: the same tiles, slowed by the same factor.
+  const double bf16_s = interfered_duration_s(gpu, gemm_op(8192, 14336, 1024, traces::GemmPrecision::Bf16), load);
   const double fp4_s = interfered_duration_s(gpu, gemm_op(8192, 14336, 4096, traces::GemmPrecision::Nvfp4), load);
-  EXPECT_NEAR(fp4_s / bf16_s, b200_bf16_peak / b200_fp4_peak, 1e-3 * b200_bf16_peak / b200_fp4_peak);
+  EXPECT_GT(bf16_s, compute_duration_s(gpu, gemm_op(8192, 14336, 1024, traces::GemmPrecision::Bf16)));
+  EXPECT_NEAR(fp4_s / bf16_s, 4 * b200_bf16_peak / b200_fp4_peak, 1e-3);
 }
 
 } // namespace

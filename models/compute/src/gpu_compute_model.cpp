@@ -195,8 +195,20 @@ double gemm_wave_utilization(const GpuComputeModel& gpu, const traces::GemmShape
   return waves > 0 ? tiles / (waves * multiprocessors) : 1.0;
 }
 
-double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape)
+traces::GemmShape bf16_equivalent_shape(const traces::GemmShape& shape)
 {
+  const int64_t depth_divisor = shape.precision == traces::GemmPrecision::Nvfp4 ? 4
+                                : shape.precision == traces::GemmPrecision::Bf16 ? 1
+                                                                                : 2; // FP8, MXFP8
+  traces::GemmShape equivalent = shape;
+  equivalent.k = (shape.k + depth_divisor - 1) / depth_divisor;
+  equivalent.precision = traces::GemmPrecision::Bf16;
+  return equivalent;
+}
+
+double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& given)
+{
+  const traces::GemmShape shape = bf16_equivalent_shape(given);
   if (!gpu.gemm_table)
     return gemm_efficiency(gpu, shape);
   const GemmTable& table = *gpu.gemm_table;

@@ -21,21 +21,20 @@
 // relative to it (a class not listed: relative 1), so scaling memory_efficiency scales every class and the
 // GEMMs' memory term; kernel_overhead_s is added to every kernel, a class's overhead_s on top of it.
 //
-// FP8 GEMMs (GemmShape::fp8, Transformer Engine's linear layers) use `peak_fp8_flops` in place of `peak` and the
-// same e_gemm: the bf16 efficiency curve and table, at the same level. Assumption: FP8 GEMMs reach a similar
-// fraction of their (2x) peak for large shapes as bf16 ones do of theirs. Support: cuBLASLt FP8 (e4m3 in, bf16
-// out) 8192^3 GEMMs measured ~1600 TFLOP/s on H100 SXM, 81% of 1979 (a third-party report: "cuBLASLt FP8 GEMM
-// Cross-Check Report", d-robotics test_gpu_scripts, 2026-05-24), against 82% of 989 for the bf16 table's best
-// (808.7 TFLOP/s); NVIDIA's "New cuBLAS 12.0 Features and Matrix Multiplication Performance on NVIDIA Hopper
-// GPUs" shows FP8 large-matmul throughput close to twice bf16's. Not measured here; small and short-k FP8
-// shapes are likely further below their peak than the curve says (the operand casts are separate ops).
-// MXFP8 GEMMs (Blackwell block-scaled FP8) run against `peak_fp8_flops` and NVFP4 GEMMs against `peak_fp4_flops`,
-// again with the same e_gemm. Assumption, not fitted: block-scaled GEMMs reach a similar fraction of their peak
-// as bf16 ones do of theirs. Support: NVIDIA's "Boosting Matrix Multiplication Speed and Flexibility with NVIDIA
-// cuBLAS 12.9" (developer.nvidia.com, 2025) reports block-scaled FP4 matmuls up to 2.3x faster than FP8 ones on
-// Blackwell (the peaks' ratio is 2x), and hand-written MXFP8 GEMMs reach cuBLAS's level with "up to 2x higher
-// TFLOPs/sec than bfloat16 (theoretical)" ("MXFP8 GEMM: Up to 99% of cuBLAS performance using CUDA + PTX", 2026).
-// Nothing measured here on a Blackwell GPU in these formats.
+// Quantized GEMMs. FP8 and MXFP8 GEMMs run against `peak_fp8_flops`, NVFP4 GEMMs against `peak_fp4_flops`, with
+// the efficiency of the bf16 GEMM of the same m, n and batch and depth k / 2 (FP8, MXFP8) or k / 4 (NVFP4)
+// (bf16_equivalent_shape). Why: the tensor cores do twice (four times) the bf16 FLOPs per operand byte and per
+// clock, so a tile's main loop over k takes what a bf16 loop over k / 2 (k / 4) takes -- the same bytes through
+// shared memory, the same number of MMA issue slots -- while the per-tile work that does not scale with k
+// (prologue, epilogue writing the bf16 output tile, wave quantization) stays what it is: short-k quantized GEMMs
+// are further below their peak than bf16 ones of the same shape. Large shapes reach the bf16 fraction of the
+// (2x) peak. Checked, not fitted (tests/models/fp8_compute_model_test.cpp): FP8 GEMMs measured on an H800 SXM
+// (H100's SMs and clocks), m = n = 8192, k 256-16384, 376-1523 TFLOP/s (tile-ai/tilelang
+// benchmark/matmul_fp8/README.md, MIT; tests/data/h800-fp8-gemm): the modelled times are within 5 % for k >= 1024
+// and 12-17 % short at k 512 and 256, where the old rule (the bf16 efficiency of the same depth) was 24-47 % short
+// at k <= 1024. NVFP4's k / 4 is the same argument, not measured here; NVIDIA's
+// "Boosting Matrix Multiplication Speed and Flexibility with NVIDIA cuBLAS 12.9" (developer.nvidia.com, 2025)
+// reports block-scaled FP4 matmuls up to 2.3x faster than FP8 ones on Blackwell (the peaks' ratio is 2x).
 
 #include "gputwin/models/attention_throughput.hpp"
 #include "gputwin/models/comm_interference.hpp"
@@ -105,8 +104,12 @@ double gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shap
 // gemm_tile_m x gemm_tile_n output tiles scheduled in waves of one per SM. REQUIRES: multiprocessors >= 1.
 double gemm_wave_utilization(const GpuComputeModel& gpu, const traces::GemmShape& shape, int multiprocessors);
 
-// Fraction of the peak a GEMM of this shape reaches under the model: the table rule above when the model has a
-// table, else gemm_efficiency(). REQUIRES: shape m, n, k > 0.
+// The bf16 GEMM whose efficiency a quantized GEMM shares (header, "Quantized GEMMs"): the same m, n and batch,
+// depth k / 2 for FP8 and MXFP8, k / 4 for NVFP4 (rounded up); a bf16 shape is itself.
+traces::GemmShape bf16_equivalent_shape(const traces::GemmShape& shape);
+
+// Fraction of its precision's peak a GEMM of this shape reaches under the model: the table rule above when the
+// model has a table, else gemm_efficiency(), read at bf16_equivalent_shape(shape). REQUIRES: m, n, k > 0.
 double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape);
 
 // The tensor-core peak, FLOP/s, a GEMM of this shape runs against: peak_fp8_flops for an FP8 or MXFP8 GEMM,
