@@ -12,11 +12,13 @@
 //
 // Measured (2026-11-27), balanced routing (the default):
 //   peak memory: every row within 0.5 % (DeepSeek-V2 +0.3/+0.4 %, V3 +0.3/+0.5 %); the bound is 3 % each.
-//   iteration time: MAPE 15.2 %, every row 11-22 % fast (SimuMax's own model: 6.6 %). The target is 10 %:
+//   iteration time: MAPE 15.5 % (2026-11-29, B200's own GEMM table; 14.6 % with H100's), every row 12-22 % fast
+//   (SimuMax's own model: 6.6 %). The target is 10 %:
 //   NOT met. Known missing costs: the launch runs Megatron's real router (softmax with group-limited routing, seq aux
 //   loss), not forced balance, so EP ranks wait for the busiest one (--moe-imbalance models that, but the runs'
 //   imbalance was not published); the token-count all-gather before each dispatch is not emitted; the B200 GEMM
-//   level is one constant fit on dense GEMMs, grouped GEMMs of ~150-250 rows per expert ride the H100 shape curve.
+//   level is one constant fit on dense GEMMs, and grouped GEMMs of few tokens per expert are timed as one batched
+//   grid (tests/models/simumax_grouped_gemm_test.cpp: 30-70 % too fast below ~600 tokens per expert).
 // Bounds: memory within 3 % each (the issue's); time a regression guard above today's: MAPE <= 17 %, each <= 25 %.
 #include "csv_cells.hpp"
 #include "json_report.hpp"

@@ -93,7 +93,7 @@ TEST(Fp8ComputeModel, AgainstFp8GemmsMeasuredOnAnH800)
   EXPECT_EQ(rows, 7);
 }
 
-// XLA's GEMM tables measured on a B200 (tests/data/xla-b200-gemm; openxla/xla 71feeddf, Apache-2.0): the compute
+// XLA's GEMM tables measured on a B200 (builtin:b200 and tests/data/xla-b200-gemm; openxla/xla 71feeddf): the compute
 // model given the measured bf16 table (at its own level: the table's FLOP/s exactly at the grid points) times every
 // FP8 GEMM of the grid with depth k >= 512 (300 shapes; k / 2 stays inside the grid) by the quantized-GEMM rule,
 // against the measured FP8 table. Nothing fitted. Measured (2026-11-29): mean |log(model time / measured time)|
@@ -103,7 +103,8 @@ TEST(Fp8ComputeModel, AgainstXlaB200Fp8Table)
 {
   constexpr double b200_bf16_peak = 2250e12, b200_fp8_peak = 4500e12; // HGX/DGX B200 datasheet, dense
   const std::string data = GPUTWIN_TEST_DATA_DIR "/xla-b200-gemm/";
-  const auto bf16_table = std::make_shared<const GemmTable>(GemmTable::load(data + "b200_bf16_gemm.csv"));
+  const std::shared_ptr<const GemmTable> bf16_table = builtin_gemm_table("b200"); // the same commit's bf16 GEMMs
+  ASSERT_NE(bf16_table, nullptr);
   const GemmTable fp8_table = GemmTable::load(data + "b200_fp8_gemm.csv");
   GpuComputeModel b200 = builtin_compute_model(GpuGeneration::Blackwell, "b200-sxm-180gb", b200_bf16_peak, 7.7e12,
                                                b200_fp8_peak);

@@ -8,8 +8,8 @@
 // E GEMMs of m x n x k, the weight gradient reducing over the tokens), timed by compute_duration_s. Nothing was fitted
 // to these kernels.
 //
-// Measured (2026-11-29), gputwin / measured time - 1:
-//   experts of >= 1000 tokens (the shapes of EP 8..32 on 4096-token micro-batches): mean |error| 10.5 % over 24
+// Measured (2026-11-29, B200's own XLA GEMM table; 10.5 % with H100's), gputwin / measured time - 1:
+//   experts of >= 1000 tokens (the shapes of EP 8..32 on 4096-token micro-batches): mean |error| 9.6 % over 24
 //   kernels (forward -5..+25 %, input gradient -9..+15 %, weight gradient -25..+2 %);
 //   experts of 128-616 tokens: 30-73 % too fast. Transformer Engine runs a grouped GEMM as one cuBLAS GEMM per expert
 //   over a few streams, so a small expert's GEMM fills a fraction of the SMs and pays its own launch; the model times
