@@ -98,7 +98,7 @@ TEST(Fp8Trace, NonBooleanIsOneLineNamingFileOpAndField)
   // A misspelt member is still rejected, and the message lists fp8 among the gemm members.
   EXPECT_NE(error_of(replace_once(good, "\"fp8\":true", "\"fp_8\":true"))
                 .find("rank 0 op 0: gemm: field 'fp_8': unknown field (expected m, n, k, batch, fp8, precision, "
-                       "comm_sms)"),
+                       "comm_sms, grouped)"),
             std::string::npos);
 }
 

@@ -138,8 +138,8 @@ Op read_op(const JsonValue& v, const std::string& source, int32_t rank, size_t i
     if (gemm->type != JsonValue::Type::Object)
       f.fail(*gemm, "gemm", "expected an object {m, n, k, batch}, got " + describe(*gemm));
     const Fields g(*gemm, source, "rank " + std::to_string(rank) + " op " + std::to_string(op.id) + ": gemm");
-    g.only({"m", "n", "k", "batch", "fp8", "precision", "comm_sms"},
-           " (expected m, n, k, batch, fp8, precision, comm_sms)");
+    g.only({"m", "n", "k", "batch", "fp8", "precision", "comm_sms", "grouped"},
+           " (expected m, n, k, batch, fp8, precision, comm_sms, grouped)");
     op.gemm.m = g.integer("m", 1, int64_max);
     op.gemm.n = g.integer("n", 1, int64_max);
     op.gemm.k = g.integer("k", 1, int64_max);
@@ -158,6 +158,8 @@ Op read_op(const JsonValue& v, const std::string& source, int32_t rank, size_t i
     }
     if (gemm->find("comm_sms") != nullptr) // optional; absent = every SM
       op.gemm.comm_sms = static_cast<int32_t>(g.integer("comm_sms", 0, 1 << 20));
+    if (gemm->find("grouped") != nullptr) // optional; absent = one batched kernel
+      op.gemm.grouped = g.boolean("grouped");
   }
   const bool p2p = op.kind == OpKind::Send || op.kind == OpKind::Recv;
   if (op.kind == OpKind::Collective) {

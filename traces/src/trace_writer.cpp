@@ -40,6 +40,8 @@ std::string op_line(const Op& op)
       json.field("precision", to_string(op.gemm.precision));
     if (op.gemm.comm_sms > 0) // likewise
       json.field("comm_sms", static_cast<int64_t>(op.gemm.comm_sms));
+    if (op.gemm.grouped) // likewise
+      json.field("grouped", true);
     json.end_object();
   }
   if (op.kind == OpKind::Collective) {

@@ -23,10 +23,10 @@ double interfered_duration_s(const GpuComputeModel& gpu, const traces::Op& op, c
     if (op.gemm.precision != traces::GemmPrecision::Bf16) {
       const double operand_bytes = quantized_gemm_operand_bytes(op.gemm);
       const double cast_bytes = std::max(0.0, op.bytes - operand_bytes);
-      return std::max(math_s, operand_bytes / stream_bytes_per_s / share) + gpu.kernel_overhead_s +
+      return std::max(math_s, operand_bytes / stream_bytes_per_s / share) + gemm_fixed_s(gpu, op.gemm) +
              (cast_bytes > 0 ? cast_bytes / stream_bytes_per_s / share + gpu.kernel_overhead_s : 0.0);
     }
-    return std::max(math_s, op.bytes / stream_bytes_per_s / share) + gpu.kernel_overhead_s;
+    return std::max(math_s, op.bytes / stream_bytes_per_s / share) + gemm_fixed_s(gpu, op.gemm);
   }
   const MemoryClassParams c =
       gpu.memory_classes.empty() ? MemoryClassParams{} : memory_class_params(gpu, classify_kernel(op.name, false));

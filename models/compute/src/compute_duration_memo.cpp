@@ -17,6 +17,7 @@ size_t ComputeDurationMemo::KeyHash::operator()(const Key& k) const
   mix(static_cast<size_t>(k.gemm.batch));
   mix(static_cast<size_t>(k.gemm.precision));
   mix(static_cast<size_t>(k.gemm.comm_sms));
+  mix(static_cast<size_t>(k.gemm.grouped));
   return h;
 }
 

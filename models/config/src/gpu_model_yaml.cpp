@@ -121,9 +121,9 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
   line(out, "source", yaml_quoted(g.source), "");
   line(out, "peak_flops_per_s", yaml_number(g.peak_flops), "nominal");
   if (g.peak_fp8_flops > 0) // absent: no FP8 tensor cores (FP8 GEMMs are refused)
-    line(out, "peak_fp8_flops_per_s", yaml_number(g.peak_fp8_flops), "nominal; FP8 GEMMs, same efficiencies");
+    line(out, "peak_fp8_flops_per_s", yaml_number(g.peak_fp8_flops), "nominal; FP8 GEMMs, efficiency of half the depth");
   if (g.peak_fp4_flops > 0) // absent: no FP4 tensor cores (NVFP4 GEMMs are refused)
-    line(out, "peak_fp4_flops_per_s", yaml_number(g.peak_fp4_flops), "nominal; NVFP4 GEMMs, same efficiencies");
+    line(out, "peak_fp4_flops_per_s", yaml_number(g.peak_fp4_flops), "nominal; NVFP4 GEMMs, efficiency of a quarter of the depth");
   line(out, "hbm_bytes_per_s", yaml_number(g.hbm_bytes_per_s), "nominal");
   line(out, "multiprocessors", std::to_string(g.multiprocessors), "nominal");
   line(out, "gemm_tile_m", yaml_number(g.gemm_tile_m), "nominal, elements");
@@ -132,6 +132,8 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
   line(out, "gemm_k_half", yaml_number(g.gemm_k_half), "fitted, inner-dimension elements");
   line(out, "memory_efficiency", yaml_number(g.memory_efficiency), "fitted");
   line(out, "kernel_overhead_s", yaml_number(g.kernel_overhead_s), "fitted");
+  if (g.grouped_gemm_kernel_s > 0) // absent: grouped GEMMs cost what one batched kernel does
+    line(out, "grouped_gemm_kernel_s", yaml_number(g.grouped_gemm_kernel_s), "per kernel of a grouped GEMM (experts)");
   if (!g.gemm_table_ref.empty())
     line(out, "gemm_table", yaml_quoted(g.gemm_table_ref), "measured GEMM FLOP/s: builtin:NAME or a CSV path");
   if (g.attention_throughput != nullptr)
@@ -181,7 +183,8 @@ Calibration load_calibration_yaml(const std::string& path)
   reject_unknown_keys(file, root,
                       {"gpu_kind", "source", "peak_flops_per_s", "peak_fp8_flops_per_s", "peak_fp4_flops_per_s",
                        "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
-                       "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s", "gemm_table",
+                       "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s",
+                       "grouped_gemm_kernel_s", "gemm_table",
                        "attention_throughput", "memory_classes", "comm_interference", "fit", "collectives",
                        "framework"}); // framework: read by --framework (framework_yaml.hpp)
   Calibration result;
@@ -201,6 +204,8 @@ Calibration load_calibration_yaml(const std::string& path)
   g.gemm_k_half = require_number(file, root, "gemm_k_half", 0, false);
   g.memory_efficiency = require_number(file, root, "memory_efficiency", 0, true);
   g.kernel_overhead_s = require_number(file, root, "kernel_overhead_s", 0, false);
+  if (root["grouped_gemm_kernel_s"]) // optional; absent = 0 (files written before grouped GEMMs had a cost)
+    g.grouped_gemm_kernel_s = require_number(file, root, "grouped_gemm_kernel_s", 0, false);
   if (const std::optional<std::string> ref = optional_string(file, root, "gemm_table")) {
     if (ref->empty())
       throw InputError(location(file, root["gemm_table"]) + ": gemm_table: expected builtin:" +

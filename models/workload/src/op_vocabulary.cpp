@@ -193,18 +193,24 @@ double expert_rows(const LayerShape& s)
   return s.expert_tokens();
 }
 
-// A grouped GEMM over the rank's E/ep experts: each expert's rows (m, rounded up), output width n, reduction k.
+// A grouped GEMM over the rank's E/ep experts: each expert's rows (m, rounded up), output width n, reduction k; one
+// kernel per expert (Transformer Engine's GroupedLinear, GemmShape::grouped).
 GemmShape expert_gemm(const LayerShape& s, int64_t n, int64_t k)
 {
   const int64_t m = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(expert_rows(s) / d(s.experts_per_rank))));
-  return {m, n, k, s.experts_per_rank};
+  GemmShape g{m, n, k, s.experts_per_rank};
+  g.grouped = true;
+  return g;
 }
 
 // An expert weight gradient: (n x k) per expert, reducing over its rows.
 GemmShape expert_wgrad(const LayerShape& s, int64_t n, int64_t k)
 {
-  const GemmShape g = expert_gemm(s, n, k);
-  return {n, k, g.m, g.batch};
+  GemmShape g = expert_gemm(s, n, k);
+  g.k = g.m;
+  g.m = n;
+  g.n = k;
+  return g;
 }
 
 OpCost sum(const OpCost& a, const OpCost& b)

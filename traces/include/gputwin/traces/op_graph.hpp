@@ -47,6 +47,9 @@ struct GemmShape {
   // SMs held back from the GEMM for communication kernels for its whole duration (Transformer Engine's userbuffers
   // overlap with set_sm_margin: the GEMM is launched on sm_count - num_comm_sm SMs); 0: every SM.
   int32_t comm_sms = 0;
+  // One kernel per product instead of one grid (Transformer Engine's GroupedLinear: a cuBLAS GEMM per local expert
+  // over a few streams), so each of the `batch` products pays a kernel's fixed cost; false: one batched kernel.
+  bool grouped = false;
   bool operator==(const GemmShape&) const = default;
 };
 

@@ -71,6 +71,9 @@ struct GpuComputeModel {
   double gemm_k_half = 0;       // inner dimension at which a GEMM reaches half its efficiency (short-k penalty)
   double memory_efficiency = 0; // fraction of HBM bandwidth memory-bound kernels reach (every class scales it)
   double kernel_overhead_s = 0; // launch and tail per kernel
+  // Fixed time each product of a grouped GEMM adds (GemmShape::grouped: one kernel per local expert): the launch,
+  // fill and drain of a kernel that holds a fraction of the GPU. Fit on measured B200 grouped GEMMs (source).
+  double grouped_gemm_kernel_s = 0;
   std::string source;           // which measurements the parameters were fit to
   // Measured GEMM throughput (gemm_table.hpp); null: the analytic curve alone. gemm_table_ref says where it
   // came from as a model file names it: "builtin:h100", or a path relative to the model file.
@@ -125,6 +128,10 @@ double gemm_peak_flops(const GpuComputeModel& gpu, const traces::GemmShape& shap
 // column-wise copy with their scales), timed as a memory-bound kernel before the GEMM:
 //   t = max(math, operand bytes / stream bandwidth) + overhead + cast bytes / stream bandwidth + overhead.
 double quantized_gemm_operand_bytes(const traces::GemmShape& g);
+
+// Fixed seconds a GEMM-shaped op adds beyond its math and bytes: kernel_overhead_s, and with GemmShape::grouped
+// grouped_gemm_kernel_s for each of its `batch` kernels.
+double gemm_fixed_s(const GpuComputeModel& gpu, const traces::GemmShape& shape);
 
 // Math seconds of a GEMM-shaped op with `sms_taken` SMs (or its own gemm.comm_sms, whichever is more) left to
 // other kernels: FLOPs / (peak x modelled efficiency), no faster than the fused-attention curve for attn.flash.*,
