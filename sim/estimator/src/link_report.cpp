@@ -54,6 +54,59 @@ const traces::Op* op_by_id(const traces::RankProgram& program, int64_t id)
   return it != program.ops.end() && it->id == id ? &*it : nullptr;
 }
 
+// The flows of each communication a span of `program` waited on, by its key (only those: a big log has millions of
+// flows); a communication without flows has an empty list.
+std::map<CommKey, std::vector<size_t>> flows_of_waited_comms(const FlowLog& log,
+                                                             const std::vector<traces::RankProgram>& programs,
+                                                             size_t program, const std::vector<ExposedSpan>& spans)
+{
+  std::map<CommKey, std::vector<size_t>> flows_of;
+  for (const ExposedSpan& span : spans)
+    if (const traces::Op* op = op_by_id(programs.at(program), span.op))
+      if (const std::optional<CommKey> key = comm_key(programs[program], *op))
+        flows_of.try_emplace(*key);
+  int64_t last_tag = -1; // an op's flows are mostly logged one after another: its lookup is reused
+  std::vector<size_t>* last_list = nullptr;
+  for (size_t i = 0; i < log.flows.size() && !flows_of.empty(); ++i) {
+    const int64_t tag = log.flows[i].tag;
+    if (tag < 0 || flow_tag_program(tag) >= programs.size())
+      continue;
+    if (tag != last_tag) {
+      last_tag = tag;
+      last_list = nullptr;
+      const traces::RankProgram& p = programs[flow_tag_program(tag)];
+      if (flow_tag_op(tag) < p.ops.size())
+        if (const auto key = comm_key(p, p.ops[flow_tag_op(tag)]))
+          if (const auto found = flows_of.find(*key); found != flows_of.end())
+            last_list = &found->second;
+    }
+    if (last_list != nullptr)
+      last_list->push_back(i);
+  }
+  return flows_of;
+}
+
+// The log's flow indices by start time, ties in log order (a stable sort). The log is nearly in that order already
+// (flows are logged as their transfers start, bar those timed in closed form), so an already-sorted log costs one
+// pass; otherwise (start, index) pairs are sorted directly, not indices through the log.
+std::vector<size_t> flows_by_start(const FlowLog& log)
+{
+  std::vector<size_t> order(log.flows.size());
+  const bool sorted = std::is_sorted(log.flows.begin(), log.flows.end(),
+                                     [](const FlowRecord& a, const FlowRecord& b) { return a.start_s < b.start_s; });
+  if (sorted) {
+    std::iota(order.begin(), order.end(), size_t{0});
+    return order;
+  }
+  std::vector<std::pair<double, size_t>> keyed(log.flows.size());
+  for (size_t i = 0; i < keyed.size(); ++i)
+    keyed[i] = {log.flows[i].start_s, i};
+  std::sort(keyed.begin(), keyed.end());
+  for (size_t i = 0; i < keyed.size(); ++i)
+    order[i] = keyed[i].second;
+  return order;
+}
+
 } // namespace
 
 const char* to_string(LinkClass kind)
@@ -92,10 +145,7 @@ LinkReport link_report(const topo::ClusterGraph& graph, const FlowLog& log, doub
   report.window_s = window_s;
   report.flows = static_cast<int64_t>(log.flows.size());
   // Transfers by start time, so each link's union of intervals is built in one pass: a running interval per link.
-  std::vector<size_t> order(log.flows.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return log.flows[a].start_s < log.flows[b].start_s; });
+  const std::vector<size_t> order = flows_by_start(log);
   struct Running {
     double start_s = 0, end_s = -1;
   };
@@ -179,18 +229,7 @@ ExposedAttribution attribute_exposed(const topo::ClusterGraph& graph, const Flow
                                      const std::vector<ExposedSpan>& spans)
 {
   ExposedAttribution out;
-  // The flows of every communication, by its key.
-  std::map<CommKey, std::vector<size_t>> flows_of;
-  for (size_t i = 0; i < log.flows.size(); ++i) {
-    const int64_t tag = log.flows[i].tag;
-    if (tag < 0 || flow_tag_program(tag) >= programs.size())
-      continue;
-    const traces::RankProgram& p = programs[flow_tag_program(tag)];
-    if (flow_tag_op(tag) >= p.ops.size())
-      continue;
-    if (const auto key = comm_key(p, p.ops[flow_tag_op(tag)]))
-      flows_of[*key].push_back(i);
-  }
+  const std::map<CommKey, std::vector<size_t>> flows_of = flows_of_waited_comms(log, programs, program, spans);
   RouteCache route(graph);
   // Each span's op flows and transfer window; the links they cross are the candidates.
   struct Held {
@@ -206,7 +245,7 @@ ExposedAttribution attribute_exposed(const topo::ClusterGraph& graph, const Flow
     const traces::Op* op = op_by_id(programs.at(program), span.op);
     const std::optional<CommKey> key = op ? comm_key(programs[program], *op) : std::nullopt;
     const auto found = key ? flows_of.find(*key) : flows_of.end();
-    if (found == flows_of.end()) {
+    if (found == flows_of.end() || found->second.empty()) {
       out.unattributed_s += length;
       continue;
     }
