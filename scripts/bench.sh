@@ -64,6 +64,10 @@ bench "simulate llama3-405b TP 8 PP 16 dp 768 (98304 H100), seq 8192" 60 8192 \
 bench "simulate gpt-1t, TP 8 PP 64 DP 6, 3072 GPUs" 3 4096 \
   "$gputwin" simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072 --micro-batch 1 --sp \
   --recompute selective --json
+# Issue 27's check: DeepSeek-V3 on 512 H100 with EP 64 (its 102.6 GiB stage does not fit 80 GB: --allow-oom).
+bench "simulate deepseek-v3 TP 2 PP 8 EP 64 DP 32 (512 H100), 128 micro-batches" 60 - \
+  "$gputwin" simulate --model deepseek-v3 --cluster dgx-h100 --tp 2 --pp 8 --ep 64 --dp 32 --global-batch 4096 \
+  --micro-batch 1 --seq-len 4096 --allow-oom --json
 # Issue 30 item 5: a table far past the memory limit is refused from a sample of its rows (exit 2 expected).
 awk 'BEGIN { print "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)";
              for (h = 0; h < 1000; h++) for (l = 1; l <= 100; l++) printf "2,16,8,%d,16,%d,1024,1,1,2,%d\n", 1024 + 64 * h, 2 * l, 300 + (h * 100 + l) % 100 }' \
