@@ -25,11 +25,11 @@ public:
   size_t distinct_ops() const { return memo_.size(); }
 
 private:
-  struct Key {
-    traces::OpKind kind;
-    std::string_view name; // points into `names_` once stored
+  struct Key { // the numbers first: equality compares in this order, and they tell most ops apart
     double flops, bytes;
     traces::GemmShape gemm;
+    traces::OpKind kind;
+    std::string_view name; // points into `names_` once stored
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
