@@ -41,7 +41,8 @@ struct Program {
 // Per-run state of one program.
 struct ProgramState {
   HostIssue host; // issue times
-  std::vector<double> start_s, wait_start_s, end_s;
+  std::vector<double> start_s, end_s;
+  std::vector<double> wait_start_s; // only for a report (its stage accounting): else empty
   std::vector<size_t> stream_cursor;
   std::vector<double> stream_free_s;
   size_t done_prefix = 0;  // ops [0, done_prefix) have ended
@@ -159,7 +160,8 @@ public:
       recycle(recycled_start_s, p, s.start_s);
       s.host = HostIssue(host(p), n);
       s.start_s.assign(n, 0);
-      s.wait_start_s.assign(n, 0);
+      if (report_)
+        s.wait_start_s.assign(n, 0);
       s.end_s.assign(n, never);
       s.stream_cursor.assign(programs_[p].stream_ops.size(), 0);
       s.stream_free_s.assign(programs_[p].stream_ops.size(), 0);
@@ -299,7 +301,8 @@ private:
             CallState& call = calls_[static_cast<size_t>(o.call)];
             const std::pair<uint32_t, uint32_t> me{static_cast<uint32_t>(p), static_cast<uint32_t>(i)};
             if (std::find(call.members.begin(), call.members.end(), me) == call.members.end()) {
-              s.wait_start_s[i] = wait_start;
+              if (report_)
+                s.wait_start_s[i] = wait_start;
               s.start_s[i] = start;
               call.members.push_back(me);
               call.last_arrival_s = std::max(call.last_arrival_s, start);
@@ -318,7 +321,8 @@ private:
             progressed = true;
             continue;
           }
-          s.wait_start_s[i] = wait_start;
+          if (report_)
+            s.wait_start_s[i] = wait_start;
           s.start_s[i] = start;
           double end = start + (o.kind == traces::OpKind::Recv ? 0.0 : duration_s_[p][i]);
           if (o.kind == traces::OpKind::Recv) {
