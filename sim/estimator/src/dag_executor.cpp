@@ -297,6 +297,16 @@ private:
             break;
           const double wait_start = std::max(s.stream_free_s[stream], s.host.issue_s(i) + launch_s);
           const double start = std::max(wait_start, deps_s);
+          if (o.kind == traces::OpKind::Collective && call_expected_[static_cast<size_t>(o.call)] == 1) {
+            // Its only simulated member (a folded stage's TP or DP collective, nearly all of them): it ends as the
+            // general case below computes, without recording members (no allocation per call and run).
+            if (report_)
+              s.wait_start_s[i] = wait_start;
+            s.start_s[i] = start;
+            finish(p, i, std::max(0.0, start) + duration_s_[p][i]);
+            progressed = true;
+            continue;
+          }
           if (o.kind == traces::OpKind::Collective) {
             CallState& call = calls_[static_cast<size_t>(o.call)];
             const std::pair<uint32_t, uint32_t> me{static_cast<uint32_t>(p), static_cast<uint32_t>(i)};
@@ -537,8 +547,9 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
     }
   DagExecutor executor(programs, groups);
   IterationResult result;
-  std::vector<std::vector<double>> end_s;
-  executor.run(duration_s, hosts, &result, &programs, options, &end_s);
+  std::vector<std::vector<double>> end_s, start_s; // start_s: for settle, with interference
+  const bool interferes = options.interference && !options.zero_communication && timing == DagTiming::Settled;
+  executor.run(duration_s, hosts, &result, &programs, options, &end_s, interferes ? &start_s : nullptr);
   if (timing == DagTiming::ContentionFree) {
     result.programs = std::move(programs);
     return result;
@@ -546,9 +557,9 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
   // Compute-communication interference: compute ops slowed by the communication in flight on their GPU
   // (interference.hpp), settled before the links are shared and again after.
   std::unique_ptr<DagInterference> interference;
-  if (options.interference && !options.zero_communication) {
+  if (interferes) {
     interference = std::make_unique<DagInterference>(graph, programs, comm, *options.interference, duration_s);
-    interference->settle(executor, duration_s, hosts, programs, options, result, end_s);
+    interference->settle(executor, duration_s, hosts, programs, options, result, end_s, start_s);
   }
   if (!options.zero_communication) {
     // Transfers that overlap in the contention-free schedule and share a link slow each other down (once).
@@ -579,9 +590,9 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
       }
     if (add_contention(graph, loads, transfers, members, duration_s)) {
       result = IterationResult{};
-      executor.run(duration_s, hosts, &result, &programs, options, &end_s);
+      executor.run(duration_s, hosts, &result, &programs, options, &end_s, interference ? &start_s : nullptr);
       if (interference)
-        interference->settle(executor, duration_s, hosts, programs, options, result, end_s);
+        interference->settle(executor, duration_s, hosts, programs, options, result, end_s, start_s);
     }
   }
   result.programs = std::move(programs);

@@ -224,11 +224,11 @@ double DagInterference::retime(size_t p, const std::vector<std::vector<double>>&
 int DagInterference::settle(const DagExecutor& executor, std::vector<std::vector<double>>& duration_s,
                             const std::vector<HostProgram>& hosts, const std::vector<traces::RankProgram>& programs,
                             const IterationOptions& options, IterationResult& result,
-                            std::vector<std::vector<double>>& end_s) const
+                            std::vector<std::vector<double>>& end_s, const std::vector<std::vector<double>>& start_s) const
 {
   bool changed = false;
   int passes = 0;
-  std::vector<std::vector<double>> start_s, ends;
+  std::vector<std::vector<double>> starts, ends; // the schedule of each pass after the first
   std::vector<std::vector<RateMemo>> memo(programs_.size());
   for (size_t p = 0; p < programs_.size(); ++p)
     memo[p].resize(retimed_[p].size());
@@ -236,10 +236,13 @@ int DagInterference::settle(const DagExecutor& executor, std::vector<std::vector
   std::vector<LoadInterval> intervals;
   while (passes < max_passes) {
     ++passes;
-    executor.run(duration_s, hosts, nullptr, nullptr, options, &ends, &start_s);
+    if (passes > 1) // the first pass's schedule is the caller's run of the same durations
+      executor.run(duration_s, hosts, nullptr, nullptr, options, &ends, &starts);
+    const std::vector<std::vector<double>>& pass_end_s = passes > 1 ? ends : end_s;
+    const std::vector<std::vector<double>>& pass_start_s = passes > 1 ? starts : start_s;
     double moved_s = 0;
     for (size_t p = 0; p < programs_.size(); ++p)
-      moved_s = std::max(moved_s, retime(p, start_s, ends, duration_s, memo[p], timelines[p], intervals));
+      moved_s = std::max(moved_s, retime(p, pass_start_s, pass_end_s, duration_s, memo[p], timelines[p], intervals));
     if (moved_s <= 1e-12)
       break;
     changed = true;

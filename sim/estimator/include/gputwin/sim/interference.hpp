@@ -117,11 +117,13 @@ public:
                   const GpuComputeModel& gpu, std::vector<std::vector<double>> base_s);
 
   // Re-times the compute ops of `duration_s` (the other ops as they are) until a fixed point (at most max_passes
-  // runs); when anything changed, `result` and `end_s` are those of a final run with `programs`' report. Returns the
-  // passes run.
+  // runs); `end_s` and `start_s` on entry: every op's end and start in `executor`'s run of `duration_s` (the first
+  // pass's schedule, not run again). When anything changed, `result` and `end_s` are those of a final run with
+  // `programs`' report. Returns the passes.
   int settle(const DagExecutor& executor, std::vector<std::vector<double>>& duration_s,
              const std::vector<HostProgram>& hosts, const std::vector<traces::RankProgram>& programs,
-             const IterationOptions& options, IterationResult& result, std::vector<std::vector<double>>& end_s) const;
+             const IterationOptions& options, IterationResult& result, std::vector<std::vector<double>>& end_s,
+             const std::vector<std::vector<double>>& start_s) const;
 
   static constexpr int max_passes = 100;
 
