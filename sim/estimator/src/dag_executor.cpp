@@ -38,6 +38,33 @@ struct Program {
   std::vector<std::vector<uint32_t>> stream_ops; // op indices per stream, in order
 };
 
+// Hash keys of the compiled programs' look-ups: a collective call (group, sequence) and a message (src, dst,
+// sequence).
+using MessageKey = std::tuple<int32_t, int32_t, int64_t>;
+
+uint64_t mix_hash(uint64_t h, uint64_t v)
+{
+  uint64_t x = h * 0x9e3779b97f4a7c15ULL + v;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  return x ^ (x >> 29);
+}
+
+struct GroupSequenceHash {
+  size_t operator()(const std::pair<int32_t, int64_t>& k) const
+  {
+    return static_cast<size_t>(mix_hash(static_cast<uint32_t>(k.first), static_cast<uint64_t>(k.second)));
+  }
+};
+
+struct MessageKeyHash {
+  size_t operator()(const MessageKey& k) const
+  {
+    return static_cast<size_t>(mix_hash(mix_hash(static_cast<uint32_t>(std::get<0>(k)), static_cast<uint32_t>(std::get<1>(k))),
+                                        static_cast<uint64_t>(std::get<2>(k))));
+  }
+};
+
 // Per-run state of one program.
 struct ProgramState {
   HostIssue host; // issue times
@@ -74,24 +101,26 @@ DagExecutor::DagExecutor(const std::vector<traces::RankProgram>& P, const std::v
   for (size_t g = 0; g < groups.size(); ++g)
     members[g] = static_cast<int>(std::count_if(groups[g].ranks.begin(), groups[g].ranks.end(),
                                                 [&](int32_t r) { return program_of_rank.count(r) != 0; }));
-  std::map<std::pair<int32_t, int64_t>, int32_t> call_of; // (group, sequence) -> call
-  std::map<std::tuple<int32_t, int32_t, int64_t>, std::pair<int32_t, int32_t>> sends; // (src, dst, seq)
+  std::unordered_map<std::pair<int32_t, int64_t>, int32_t, GroupSequenceHash> call_of; // (group, sequence) -> call
+  std::unordered_map<MessageKey, std::pair<int32_t, int32_t>, MessageKeyHash> sends;    // (src, dst, seq)
   compiled_->programs.resize(P.size());
   for (size_t p = 0; p < P.size(); ++p) {
     Program& c = compiled_->programs[p];
     c.ops.resize(P[p].ops.size());
-    std::map<int32_t, uint32_t> stream_index;
+    std::vector<int32_t> streams; // the program's streams in order of first use: a handful, searched in order
     for (size_t i = 0; i < P[p].ops.size(); ++i) {
       const traces::Op& op = P[p].ops[i];
       CompactOp& o = c.ops[i];
       if (op.id != static_cast<int64_t>(i))
         throw std::logic_error("execute_dag: op ids must be their indices (rank " + std::to_string(P[p].rank) + ")");
       o.kind = op.kind;
-      auto [it, added] = stream_index.try_emplace(op.stream, static_cast<uint32_t>(c.stream_ops.size()));
-      if (added)
+      const auto stream = static_cast<uint32_t>(std::find(streams.begin(), streams.end(), op.stream) - streams.begin());
+      if (stream == streams.size()) {
+        streams.push_back(op.stream);
         c.stream_ops.emplace_back();
-      c.stream_ops[it->second].push_back(static_cast<uint32_t>(i));
-      o.stream = it->second;
+      }
+      c.stream_ops[stream].push_back(static_cast<uint32_t>(i));
+      o.stream = stream;
       o.deps_begin = static_cast<uint32_t>(c.deps.size());
       for (const int64_t d : op.deps) {
         if (d < 0 || d >= op.id)
