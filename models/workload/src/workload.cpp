@@ -834,6 +834,8 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
   // Number each stage's messages per destination in the order the stage sends them.
   const PipelineShape shape = pipeline_shape(plan);
   const int64_t last_virtual = plan.pp * shape.chunks - 1;
+  // At most an activation and a gradient per stage, micro-batch and chunk: sized once, not rehashed as it grows.
+  w.message_sequence.reserve(static_cast<size_t>(2 * plan.pp * plan.micro_batches() * shape.chunks));
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     std::unordered_map<int64_t, int64_t> next_sequence; // per destination stage
     for (const PipelineStep& step : stage_schedule(shape, stage)) {

@@ -38,10 +38,38 @@ struct Program {
   std::vector<std::vector<uint32_t>> stream_ops; // op indices per stream, in order
 };
 
+// Hash keys of the compiled programs' look-ups: a collective call (group, sequence) and a message (src, dst,
+// sequence).
+using MessageKey = std::tuple<int32_t, int32_t, int64_t>;
+
+uint64_t mix_hash(uint64_t h, uint64_t v)
+{
+  uint64_t x = h * 0x9e3779b97f4a7c15ULL + v;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  return x ^ (x >> 29);
+}
+
+struct GroupSequenceHash {
+  size_t operator()(const std::pair<int32_t, int64_t>& k) const
+  {
+    return static_cast<size_t>(mix_hash(static_cast<uint32_t>(k.first), static_cast<uint64_t>(k.second)));
+  }
+};
+
+struct MessageKeyHash {
+  size_t operator()(const MessageKey& k) const
+  {
+    return static_cast<size_t>(mix_hash(mix_hash(static_cast<uint32_t>(std::get<0>(k)), static_cast<uint32_t>(std::get<1>(k))),
+                                        static_cast<uint64_t>(std::get<2>(k))));
+  }
+};
+
 // Per-run state of one program.
 struct ProgramState {
   HostIssue host; // issue times
-  std::vector<double> start_s, wait_start_s, end_s;
+  std::vector<double> start_s, end_s;
+  std::vector<double> wait_start_s; // only for a report (its stage accounting): else empty
   std::vector<size_t> stream_cursor;
   std::vector<double> stream_free_s;
   size_t done_prefix = 0;  // ops [0, done_prefix) have ended
@@ -73,24 +101,26 @@ DagExecutor::DagExecutor(const std::vector<traces::RankProgram>& P, const std::v
   for (size_t g = 0; g < groups.size(); ++g)
     members[g] = static_cast<int>(std::count_if(groups[g].ranks.begin(), groups[g].ranks.end(),
                                                 [&](int32_t r) { return program_of_rank.count(r) != 0; }));
-  std::map<std::pair<int32_t, int64_t>, int32_t> call_of; // (group, sequence) -> call
-  std::map<std::tuple<int32_t, int32_t, int64_t>, std::pair<int32_t, int32_t>> sends; // (src, dst, seq)
+  std::unordered_map<std::pair<int32_t, int64_t>, int32_t, GroupSequenceHash> call_of; // (group, sequence) -> call
+  std::unordered_map<MessageKey, std::pair<int32_t, int32_t>, MessageKeyHash> sends;    // (src, dst, seq)
   compiled_->programs.resize(P.size());
   for (size_t p = 0; p < P.size(); ++p) {
     Program& c = compiled_->programs[p];
     c.ops.resize(P[p].ops.size());
-    std::map<int32_t, uint32_t> stream_index;
+    std::vector<int32_t> streams; // the program's streams in order of first use: a handful, searched in order
     for (size_t i = 0; i < P[p].ops.size(); ++i) {
       const traces::Op& op = P[p].ops[i];
       CompactOp& o = c.ops[i];
       if (op.id != static_cast<int64_t>(i))
         throw std::logic_error("execute_dag: op ids must be their indices (rank " + std::to_string(P[p].rank) + ")");
       o.kind = op.kind;
-      auto [it, added] = stream_index.try_emplace(op.stream, static_cast<uint32_t>(c.stream_ops.size()));
-      if (added)
+      const auto stream = static_cast<uint32_t>(std::find(streams.begin(), streams.end(), op.stream) - streams.begin());
+      if (stream == streams.size()) {
+        streams.push_back(op.stream);
         c.stream_ops.emplace_back();
-      c.stream_ops[it->second].push_back(static_cast<uint32_t>(i));
-      o.stream = it->second;
+      }
+      c.stream_ops[stream].push_back(static_cast<uint32_t>(i));
+      o.stream = stream;
       o.deps_begin = static_cast<uint32_t>(c.deps.size());
       for (const int64_t d : op.deps) {
         if (d < 0 || d >= op.id)
@@ -159,7 +189,8 @@ public:
       recycle(recycled_start_s, p, s.start_s);
       s.host = HostIssue(host(p), n);
       s.start_s.assign(n, 0);
-      s.wait_start_s.assign(n, 0);
+      if (report_)
+        s.wait_start_s.assign(n, 0);
       s.end_s.assign(n, never);
       s.stream_cursor.assign(programs_[p].stream_ops.size(), 0);
       s.stream_free_s.assign(programs_[p].stream_ops.size(), 0);
@@ -295,11 +326,22 @@ private:
             break;
           const double wait_start = std::max(s.stream_free_s[stream], s.host.issue_s(i) + launch_s);
           const double start = std::max(wait_start, deps_s);
+          if (o.kind == traces::OpKind::Collective && call_expected_[static_cast<size_t>(o.call)] == 1) {
+            // Its only simulated member (a folded stage's TP or DP collective, nearly all of them): it ends as the
+            // general case below computes, without recording members (no allocation per call and run).
+            if (report_)
+              s.wait_start_s[i] = wait_start;
+            s.start_s[i] = start;
+            finish(p, i, std::max(0.0, start) + duration_s_[p][i]);
+            progressed = true;
+            continue;
+          }
           if (o.kind == traces::OpKind::Collective) {
             CallState& call = calls_[static_cast<size_t>(o.call)];
             const std::pair<uint32_t, uint32_t> me{static_cast<uint32_t>(p), static_cast<uint32_t>(i)};
             if (std::find(call.members.begin(), call.members.end(), me) == call.members.end()) {
-              s.wait_start_s[i] = wait_start;
+              if (report_)
+                s.wait_start_s[i] = wait_start;
               s.start_s[i] = start;
               call.members.push_back(me);
               call.last_arrival_s = std::max(call.last_arrival_s, start);
@@ -318,7 +360,8 @@ private:
             progressed = true;
             continue;
           }
-          s.wait_start_s[i] = wait_start;
+          if (report_)
+            s.wait_start_s[i] = wait_start;
           s.start_s[i] = start;
           double end = start + (o.kind == traces::OpKind::Recv ? 0.0 : duration_s_[p][i]);
           if (o.kind == traces::OpKind::Recv) {
@@ -533,8 +576,9 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
     }
   DagExecutor executor(programs, groups);
   IterationResult result;
-  std::vector<std::vector<double>> end_s;
-  executor.run(duration_s, hosts, &result, &programs, options, &end_s);
+  std::vector<std::vector<double>> end_s, start_s; // start_s: for settle, with interference
+  const bool interferes = options.interference && !options.zero_communication && timing == DagTiming::Settled;
+  executor.run(duration_s, hosts, &result, &programs, options, &end_s, interferes ? &start_s : nullptr);
   if (timing == DagTiming::ContentionFree) {
     result.programs = std::move(programs);
     return result;
@@ -542,9 +586,9 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
   // Compute-communication interference: compute ops slowed by the communication in flight on their GPU
   // (interference.hpp), settled before the links are shared and again after.
   std::unique_ptr<DagInterference> interference;
-  if (options.interference && !options.zero_communication) {
+  if (interferes) {
     interference = std::make_unique<DagInterference>(graph, programs, comm, *options.interference, duration_s);
-    interference->settle(executor, duration_s, hosts, programs, options, result, end_s);
+    interference->settle(executor, duration_s, hosts, programs, options, result, end_s, start_s);
   }
   if (!options.zero_communication) {
     // Transfers that overlap in the contention-free schedule and share a link slow each other down (once).
@@ -575,9 +619,9 @@ IterationResult execute_dag(const topo::ClusterGraph& graph, std::vector<traces:
       }
     if (add_contention(graph, loads, transfers, members, duration_s)) {
       result = IterationResult{};
-      executor.run(duration_s, hosts, &result, &programs, options, &end_s);
+      executor.run(duration_s, hosts, &result, &programs, options, &end_s, interference ? &start_s : nullptr);
       if (interference)
-        interference->settle(executor, duration_s, hosts, programs, options, result, end_s);
+        interference->settle(executor, duration_s, hosts, programs, options, result, end_s, start_s);
     }
   }
   result.programs = std::move(programs);

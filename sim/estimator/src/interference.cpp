@@ -36,32 +36,71 @@ IterationOptions with_interference(const IterationOptions& options, const GpuCom
   return with;
 }
 
-LoadTimeline::LoadTimeline(std::vector<LoadInterval> intervals)
+void LoadTimeline::sort_changes(const std::vector<LoadInterval>& intervals)
+{
+  const auto counts = [&](size_t i) { return intervals[i].end_s > intervals[i].start_s && !intervals[i].load.empty(); };
+  const auto time_of = [&](uint32_t position) {
+    return position % 2 == 0 ? intervals[position / 2].start_s : intervals[position / 2].end_s;
+  };
+  // The last build's keys that still count, with their new times, in the last build's order.
+  size_t kept = 0;
+  bool comparable = true; // no NaN time: the keys are totally ordered
+  for (const auto& [time, position] : order_)
+    if (position / 2 < intervals.size() && counts(position / 2)) {
+      const double t = time_of(position);
+      comparable = comparable && t == t;
+      order_[kept++] = {t, position};
+    }
+  order_.resize(kept);
+  size_t counting = 0;
+  for (size_t i = 0; i < intervals.size(); ++i)
+    counting += counts(i) ? 2 : 0;
+  if (kept != counting || !comparable) { // some changes are new: every key afresh, in position order, then sorted
+    order_.clear();
+    for (size_t i = 0; i < intervals.size(); ++i)
+      if (counts(i)) {
+        order_.emplace_back(intervals[i].start_s, static_cast<uint32_t>(2 * i));
+        order_.emplace_back(intervals[i].end_s, static_cast<uint32_t>(2 * i + 1));
+      }
+    std::sort(order_.begin(), order_.end());
+    return;
+  }
+  // Nearly sorted: insertion sort, unless it has to move the keys far (then a full sort of what it has).
+  const size_t budget = 8 * order_.size() + 64;
+  size_t moves = 0;
+  for (size_t k = 1; k < order_.size(); ++k) {
+    const std::pair<double, uint32_t> key = order_[k];
+    size_t j = k;
+    for (; j > 0 && key < order_[j - 1]; --j)
+      order_[j] = order_[j - 1];
+    order_[j] = key;
+    moves += k - j;
+    if (moves > budget) {
+      std::sort(order_.begin(), order_.end());
+      return;
+    }
+  }
+}
+
+void LoadTimeline::assign(const std::vector<LoadInterval>& intervals)
 {
   // Changes at the same instant are one change, summed in the intervals' order (interval i's start at position 2i,
   // its end at 2i + 1: a stable sort by time); when no op is in flight the load is exactly none (no rounding residue
   // of the sums), as in the SimGrid executor. Sorted as (time, position) keys, not as whole changes.
-  std::vector<std::pair<double, uint32_t>> order;
-  order.reserve(2 * intervals.size());
-  for (size_t i = 0; i < intervals.size(); ++i) {
-    const LoadInterval& in = intervals[i];
-    if (!(in.end_s > in.start_s) || in.load.empty())
-      continue;
-    order.emplace_back(in.start_s, static_cast<uint32_t>(2 * i));
-    order.emplace_back(in.end_s, static_cast<uint32_t>(2 * i + 1));
-  }
-  std::sort(order.begin(), order.end());
-  times_.reserve(order.size());
-  loads_.reserve(order.size());
+  sort_changes(intervals);
+  times_.clear();
+  loads_.clear();
+  times_.reserve(order_.size());
+  loads_.reserve(order_.size());
   CommLoad now;
   int ops = 0;
-  for (size_t k = 0; k < order.size();) {
-    const double t = order[k].first;
+  for (size_t k = 0; k < order_.size();) {
+    const double t = order_[k].first;
     CommLoad at;
     int at_ops = 0;
-    for (; k < order.size() && order[k].first == t; ++k) {
-      const LoadInterval& in = intervals[order[k].second / 2];
-      if (order[k].second % 2 == 0) {
+    for (; k < order_.size() && order_[k].first == t; ++k) {
+      const LoadInterval& in = intervals[order_[k].second / 2];
+      if (order_[k].second % 2 == 0) {
         at += in.load;
         ++at_ops;
       } else {
@@ -110,15 +149,11 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
     return it->second;
   };
   ComputeDurationMemo durations(gpu);
-  load_.resize(programs.size());
-  send_of_.resize(programs.size());
   alone_s_.resize(programs.size());
   loaded_.resize(programs.size());
   retimed_.resize(programs.size());
   for (size_t p = 0; p < programs.size(); ++p) {
     const int32_t rank = programs[p].rank;
-    load_[p].resize(programs[p].ops.size());
-    send_of_[p].assign(programs[p].ops.size(), {-1, -1});
     alone_s_[p].assign(programs[p].ops.size(), 0);
     for (size_t i = 0; i < programs[p].ops.size(); ++i) {
       const traces::Op& op = programs[p].ops[i];
@@ -126,80 +161,88 @@ DagInterference::DagInterference(const topo::ClusterGraph& graph, const std::vec
         alone_s_[p][i] = durations(op); // retimed: no measured duration
         retimed_[p].push_back(static_cast<uint32_t>(i));
       }
+      LoadedOp loaded{static_cast<uint32_t>(i), -1, 0, CommLoad{}};
       if (op.kind == traces::OpKind::Collective) {
-        load_[p][i] = load(comm.collective(op), op, rank);
+        loaded.load = load(comm.collective(op), op, rank);
       } else if (op.kind == traces::OpKind::Send) {
-        load_[p][i] = load(comm.message(rank, op), op, rank);
+        loaded.load = load(comm.message(rank, op), op, rank);
       } else if (op.kind == traces::OpKind::Recv) {
         const auto send = sends.find({op.peer, rank, op.sequence});
         if (send == sends.end())
           continue;
         const auto [q, j] = send->second;
-        send_of_[p][i] = send->second;
-        load_[p][i] =
+        loaded.send_program = q;
+        loaded.send_op = static_cast<uint32_t>(j);
+        loaded.load =
             load(comm.message(op.peer, programs[static_cast<size_t>(q)].ops[static_cast<size_t>(j)]), op, rank);
       }
-      if (!load_[p][i].empty())
-        loaded_[p].push_back(static_cast<uint32_t>(i));
+      if (!loaded.load.empty())
+        loaded_[p].push_back(loaded);
     }
   }
+}
+
+double DagInterference::retime(size_t p, const std::vector<std::vector<double>>& start_s,
+                               const std::vector<std::vector<double>>& end_s,
+                               std::vector<std::vector<double>>& duration_s, std::vector<RateMemo>& memo,
+                               LoadTimeline& timeline, std::vector<LoadInterval>& intervals) const
+{
+  intervals.clear();
+  for (const LoadedOp& l : loaded_[p]) {
+    const double end = end_s[p][l.op];
+    double start = end - duration_s[p][l.op]; // a collective's data moves from its last member's arrival
+    if (l.send_program >= 0) {                // a receive
+      const size_t q = static_cast<size_t>(l.send_program);
+      const double sent_s = end_s[q][l.send_op] - duration_s[q][l.send_op];
+      start = std::max(start_s[p][l.op], sent_s);
+    }
+    intervals.push_back({start, end, l.load});
+  }
+  timeline.assign(intervals);
+  double moved_s = 0;
+  size_t cursor = 0;
+  for (size_t r = 0; r < retimed_[p].size(); ++r) {
+    const uint32_t i = retimed_[p][r];
+    const auto rate_of = [&](const CommLoad& load) {
+      RateMemo& m = memo[r];
+      if (load.empty())
+        return 1.0;
+      if (load.channels != m.load.channels || load.hbm_bytes_per_s != m.load.hbm_bytes_per_s) {
+        m.load = load;
+        m.rate = interference_rate(gpu_, programs_[p].ops[i], load, alone_s_[p][i]);
+      }
+      return m.rate;
+    };
+    const double d = timeline.empty() ? base_s_[p][i]
+                                      : timeline.end_s(start_s[p][i], base_s_[p][i], cursor, rate_of) - start_s[p][i];
+    moved_s = std::max(moved_s, std::abs(d - duration_s[p][i]));
+    duration_s[p][i] = d;
+  }
+  return moved_s;
 }
 
 int DagInterference::settle(const DagExecutor& executor, std::vector<std::vector<double>>& duration_s,
                             const std::vector<HostProgram>& hosts, const std::vector<traces::RankProgram>& programs,
                             const IterationOptions& options, IterationResult& result,
-                            std::vector<std::vector<double>>& end_s) const
+                            std::vector<std::vector<double>>& end_s, const std::vector<std::vector<double>>& start_s) const
 {
   bool changed = false;
   int passes = 0;
-  std::vector<std::vector<double>> start_s, ends;
-  // Each re-timed op's rate under the last load it met: passes near the fixed point meet the same loads.
-  struct Memo {
-    CommLoad load;
-    double rate = 1;
-  };
-  std::vector<std::vector<Memo>> memo(programs_.size());
+  std::vector<std::vector<double>> starts, ends; // the schedule of each pass after the first
+  std::vector<std::vector<RateMemo>> memo(programs_.size());
   for (size_t p = 0; p < programs_.size(); ++p)
-    memo[p].assign(programs_[p].ops.size(), Memo{});
+    memo[p].resize(retimed_[p].size());
+  std::vector<LoadTimeline> timelines(programs_.size()); // kept from pass to pass: their sorted order is reused
+  std::vector<LoadInterval> intervals;
   while (passes < max_passes) {
     ++passes;
-    executor.run(duration_s, hosts, nullptr, nullptr, options, &ends, &start_s);
+    if (passes > 1) // the first pass's schedule is the caller's run of the same durations
+      executor.run(duration_s, hosts, nullptr, nullptr, options, &ends, &starts);
+    const std::vector<std::vector<double>>& pass_end_s = passes > 1 ? ends : end_s;
+    const std::vector<std::vector<double>>& pass_start_s = passes > 1 ? starts : start_s;
     double moved_s = 0;
-    for (size_t p = 0; p < programs_.size(); ++p) {
-      const auto& ops = programs_[p].ops;
-      std::vector<LoadInterval> intervals;
-      intervals.reserve(loaded_[p].size());
-      for (const uint32_t i : loaded_[p]) { // only their 4-byte indices are read: ops are large
-        const double end = ends[p][i];
-        double start = end - duration_s[p][i]; // a collective's data moves from its last member's arrival
-        if (ops[i].kind == traces::OpKind::Recv) {
-          const auto [q, j] = send_of_[p][i];
-          const double sent_s = ends[static_cast<size_t>(q)][static_cast<size_t>(j)] -
-                                duration_s[static_cast<size_t>(q)][static_cast<size_t>(j)];
-          start = std::max(start_s[p][i], sent_s);
-        }
-        intervals.push_back({start, end, load_[p][i]});
-      }
-      const LoadTimeline timeline(std::move(intervals));
-      size_t cursor = 0;
-      for (const uint32_t i : retimed_[p]) {
-        const traces::Op& op = ops[i];
-        const auto rate_of = [&](const CommLoad& load) {
-          Memo& m = memo[p][i];
-          if (load.empty())
-            return 1.0;
-          if (load.channels != m.load.channels || load.hbm_bytes_per_s != m.load.hbm_bytes_per_s) {
-            m.load = load;
-            m.rate = interference_rate(gpu_, op, load, alone_s_[p][i]);
-          }
-          return m.rate;
-        };
-        const double d = timeline.empty() ? base_s_[p][i]
-                                          : timeline.end_s(start_s[p][i], base_s_[p][i], cursor, rate_of) - start_s[p][i];
-        moved_s = std::max(moved_s, std::abs(d - duration_s[p][i]));
-        duration_s[p][i] = d;
-      }
-    }
+    for (size_t p = 0; p < programs_.size(); ++p)
+      moved_s = std::max(moved_s, retime(p, pass_start_s, pass_end_s, duration_s, memo[p], timelines[p], intervals));
     if (moved_s <= 1e-12)
       break;
     changed = true;

@@ -59,7 +59,11 @@ struct LoadInterval {
 // The load on one GPU over time, from its communication intervals: constant between consecutive change times.
 class LoadTimeline {
 public:
-  explicit LoadTimeline(std::vector<LoadInterval> intervals);
+  LoadTimeline() = default;
+  explicit LoadTimeline(const std::vector<LoadInterval>& intervals) { assign(intervals); }
+  // The timeline of `intervals`, in place of this one: its memory is reused, and its change times are sorted
+  // starting from the order of the last build's (a settle pass moves ops a little: that order is nearly the new one).
+  void assign(const std::vector<LoadInterval>& intervals);
   // When compute op `op` (work `work_s` at rate 1) started at `start_s` ends.
   double end_s(const GpuComputeModel& gpu, const traces::Op& op, double start_s, double work_s) const
   {
@@ -87,9 +91,14 @@ public:
 private:
   // The first k with times_[k] > t, searched from `hint` on.
   size_t segment_after(double t, size_t hint) const;
+  // order_ as the (time, position) keys of `intervals`' changes, sorted.
+  void sort_changes(const std::vector<LoadInterval>& intervals);
 
   std::vector<double> times_;   // change times, increasing
   std::vector<CommLoad> loads_; // loads_[k]: the load from times_[k] to times_[k + 1]
+  // Every change as (time, position): interval i's start at position 2i, its end at 2i + 1. The positions make
+  // the keys distinct, so however they are sorted the order is the same.
+  std::vector<std::pair<double, uint32_t>> order_;
 };
 
 // `options` with interference = &gpu when the model's comm_interference is enabled and the caller set none; the
@@ -108,23 +117,42 @@ public:
                   const GpuComputeModel& gpu, std::vector<std::vector<double>> base_s);
 
   // Re-times the compute ops of `duration_s` (the other ops as they are) until a fixed point (at most max_passes
-  // runs); when anything changed, `result` and `end_s` are those of a final run with `programs`' report. Returns the
-  // passes run.
+  // runs); `end_s` and `start_s` on entry: every op's end and start in `executor`'s run of `duration_s` (the first
+  // pass's schedule, not run again). When anything changed, `result` and `end_s` are those of a final run with
+  // `programs`' report. Returns the passes.
   int settle(const DagExecutor& executor, std::vector<std::vector<double>>& duration_s,
              const std::vector<HostProgram>& hosts, const std::vector<traces::RankProgram>& programs,
-             const IterationOptions& options, IterationResult& result, std::vector<std::vector<double>>& end_s) const;
+             const IterationOptions& options, IterationResult& result, std::vector<std::vector<double>>& end_s,
+             const std::vector<std::vector<double>>& start_s) const;
 
   static constexpr int max_passes = 100;
 
 private:
   const GpuComputeModel& gpu_;
   const std::vector<traces::RankProgram>& programs_;
+  // A communication op with a load, with what settle reads of it: no traces::Op (large) is touched per pass.
+  struct LoadedOp {
+    uint32_t op = 0;
+    int32_t send_program = -1; // a receive: its send's program and op; else -1
+    uint32_t send_op = 0;
+    CommLoad load;
+  };
+  // A re-timed op's rate under the last load it met: passes near the fixed point meet the same loads.
+  struct RateMemo {
+    CommLoad load;
+    double rate = 1;
+  };
+  // Program p's re-timed ops timed under the loads of the schedule `start_s`/`end_s`, into duration_s[p]; `memo`
+  // (one per re-timed op), `timeline` and `intervals` are kept from pass to pass. Returns the largest change of a
+  // duration.
+  double retime(size_t p, const std::vector<std::vector<double>>& start_s, const std::vector<std::vector<double>>& end_s,
+                std::vector<std::vector<double>>& duration_s, std::vector<RateMemo>& memo, LoadTimeline& timeline,
+                std::vector<LoadInterval>& intervals) const;
+
   std::vector<std::vector<double>> base_s_;
-  std::vector<std::vector<CommLoad>> load_;                       // per communication op
-  std::vector<std::vector<uint32_t>> loaded_;                      // per program: the ops with a load, in order
-  std::vector<std::vector<uint32_t>> retimed_;                     // per program: the re-timed ops, in order
-  std::vector<std::vector<std::pair<int32_t, int32_t>>> send_of_; // receives: (program, op) of their send
-  std::vector<std::vector<double>> alone_s_;                      // re-timed ops: compute_duration_s
+  std::vector<std::vector<LoadedOp>> loaded_; // per program: the ops with a load, in order
+  std::vector<std::vector<uint32_t>> retimed_; // per program: the re-timed ops, in order
+  std::vector<std::vector<double>> alone_s_;   // re-timed ops: compute_duration_s
   // The ops settle re-times: compute and memcpy ops without a measured duration.
   static bool retimed(const traces::Op& op)
   {
