@@ -146,7 +146,8 @@ GpuComputeModel compute_model_for_gpu(const ParsedArgs& args, const topo::GpuSpe
                        "' but the cluster's GPU is '" + gpu.kind +
                        "' (expected a model of the cluster's GPU, or --force to use it anyway)");
     // Files from `gputwin calibrate` carry the bf16 peak their efficiencies are relative to; FP8 GEMMs use the
-    // same efficiencies (gpu_compute_model.hpp), so the cluster GPU's FP8 peak serves a file that has none.
+    // bf16 efficiencies at half the depth (gpu_compute_model.hpp), so the cluster GPU's FP8 peak serves a file
+    // that has none.
     if (!(model.peak_fp8_flops > 0))
       model.peak_fp8_flops = gpu.peak_fp8_flops;
     if (!(model.peak_fp4_flops > 0)) // likewise for NVFP4 GEMMs
