@@ -96,6 +96,29 @@ TEST(LinkReport, BytesAndTheUnionOfBusyIntervalsPerDirectedLink)
   EXPECT_EQ(busiest_links(report, 1).front()->link, up->link);
 }
 
+// A log out of start order (flows timed in closed form are logged late) gives the report of the sorted log: the
+// report orders flows by start itself, ties in log order.
+TEST(LinkReport, AnUnsortedLogGivesTheSortedLogsReport)
+{
+  const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
+  const FlowLog sorted = hand_made_log();
+  FlowLog shuffled;
+  for (const size_t i : {3, 1, 2, 0})
+    shuffled.flows.push_back(sorted.flows[i]);
+  shuffled.flows.push_back(FlowRecord{0, 1, 5, 1, 2, -1}); // starts with the first flow: a tie
+  FlowLog reference = sorted;
+  reference.flows.insert(reference.flows.begin() + 1, shuffled.flows.back());
+  const LinkReport a = link_report(graph, shuffled, 10), b = link_report(graph, reference, 10);
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (size_t i = 0; i < a.links.size(); ++i) {
+    EXPECT_EQ(a.links[i].link, b.links[i].link);
+    EXPECT_DOUBLE_EQ(a.links[i].bytes, b.links[i].bytes);
+    EXPECT_DOUBLE_EQ(a.links[i].busy_s, b.links[i].busy_s);
+    EXPECT_EQ(a.links[i].flows, b.links[i].flows);
+  }
+  EXPECT_DOUBLE_EQ(use_of(a, link_named(graph, "n0.gpu0->n0.nvswitch"))->busy_s, 4); // [1, 4] and [6, 7]
+}
+
 TEST(LinkReport, UtilisationStepsAreEachFlowsAverageRate)
 {
   const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
