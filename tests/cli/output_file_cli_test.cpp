@@ -2,7 +2,7 @@
 // is a one-line error and exit 2 for every tool that writes one, and a successful run leaves only the final
 // file (no temporary) behind.
 #include "run_cli.hpp"
-#include "test_temp_path.hpp"
+#include "test_directory.hpp"
 
 #include <gtest/gtest.h>
 
@@ -29,23 +29,6 @@ void expect_output_error(const std::string& program, const std::string& argument
   EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
   ASSERT_FALSE(r.output.empty());
   EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "expected one line: " << r.output;
-}
-
-fs::path fresh_directory(const std::string& name)
-{
-  const fs::path dir = fs::path(test_temp_path(name));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::vector<std::string> entries(const fs::path& dir)
-{
-  std::vector<std::string> names;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir))
-    names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 TEST(OutputFileCli, SimulateTimelineToAFullDeviceFails)
@@ -88,16 +71,16 @@ TEST(OutputFileCli, EngineTraceAndTimelineToAFullDeviceFail)
 
 TEST(OutputFileCli, AMissingDirectoryFailsAndNothingIsLeftBehind)
 {
-  const fs::path dir = fresh_directory("missing");
+  const fs::path dir = fresh_test_directory("missing");
   const std::string missing = (dir / "no-such-dir" / "timeline.json").string();
   expect_output_error(GPUTWIN_CLI, "simulate --model gpt-22b --plan paper --layers 2 --timeline '" + missing + "'",
                       "--timeline: cannot write '" + missing + "': No such file or directory");
-  EXPECT_TRUE(entries(dir).empty());
+  EXPECT_TRUE(directory_entries(dir).empty());
 }
 
 TEST(OutputFileCli, SuccessfulRunsLeaveOnlyTheFinalFiles)
 {
-  const fs::path dir = fresh_directory("success");
+  const fs::path dir = fresh_test_directory("success");
   const std::string timeline = (dir / "timeline.json").string();
   std::ofstream(timeline) << "an older timeline";
   ASSERT_EQ(
@@ -106,7 +89,7 @@ TEST(OutputFileCli, SuccessfulRunsLeaveOnlyTheFinalFiles)
   ASSERT_EQ(run_gputwin("calibrate '" + trace_dir + "cpu-tp1.json' -o '" + (dir / "model.yaml").string() + "'", false)
                 .exit_code,
             0);
-  EXPECT_EQ(entries(dir), (std::vector<std::string>{"model.yaml", "timeline.json"}));
+  EXPECT_EQ(directory_entries(dir), (std::vector<std::string>{"model.yaml", "timeline.json"}));
   std::ifstream in(timeline);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.rfind("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", 0), 0u);
@@ -118,7 +101,7 @@ TEST(OutputFileCli, SuccessfulRunsLeaveOnlyTheFinalFiles)
 // the limit the target is replaced and the link stays.
 TEST(OutputFileCli, ATimelineThroughASymlinkReplacesItsTargetAtomically)
 {
-  const fs::path dir = fresh_directory("symlink");
+  const fs::path dir = fresh_test_directory("symlink");
   const fs::path real = dir / "real.json";
   std::ofstream(real) << "the real file\n";
   fs::create_symlink("real.json", dir / "link.json");
@@ -130,7 +113,7 @@ TEST(OutputFileCli, ATimelineThroughASymlinkReplacesItsTargetAtomically)
       << limited.output;
   std::ifstream kept(real);
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()), "the real file\n");
-  EXPECT_EQ(entries(dir), (std::vector<std::string>{"link.json", "real.json"}));
+  EXPECT_EQ(directory_entries(dir), (std::vector<std::string>{"link.json", "real.json"}));
   const CliResult ok =
       run_program("/bin/sh", "-c \"cd '" + dir.string() + "' && '" + GPUTWIN_CLI + "' " + simulate + "\"", false);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
@@ -144,7 +127,7 @@ TEST(OutputFileCli, ATimelineThroughASymlinkReplacesItsTargetAtomically)
 // (the issue: an 11-minute sweep's results lost to a typo), and --csv and --plot on one file are refused.
 TEST(OutputFileCli, OutputPathsAreCheckedBeforeTheWork)
 {
-  const fs::path dir = fresh_directory("before");
+  const fs::path dir = fresh_test_directory("before");
   const std::string sweep = "sweep --model gpt3-175b --gpus 64,128,256,512,1024 --tokens 300e9";
   expect_output_error(GPUTWIN_CLI, sweep + " --csv /nonexistent/x.csv",
                       "--csv: cannot write '/nonexistent/x.csv': No such file or directory");
@@ -159,7 +142,7 @@ TEST(OutputFileCli, OutputPathsAreCheckedBeforeTheWork)
                       "--timeline: cannot write '" + dir.string() + "': Is a directory");
   expect_output_error(GPUTWIN_CLI, "calibrate '" + trace_dir + "cpu-tp1.json' -o /nonexistent/m.yaml",
                       "--output: cannot write '/nonexistent/m.yaml'");
-  EXPECT_TRUE(entries(dir).empty());
+  EXPECT_TRUE(directory_entries(dir).empty());
 }
 
 } // namespace

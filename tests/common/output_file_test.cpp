@@ -1,7 +1,7 @@
 // common/output_file.hpp: every output is written to a temporary file and renamed into place; a failure
 // leaves neither a partial file under the final name nor a temporary file, and keeps the old content.
 #include "gputwin/common/output_file.hpp"
-#include "test_temp_path.hpp"
+#include "test_directory.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,34 +22,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh, empty directory per test.
-fs::path fresh_directory(const std::string& name)
-{
-  const fs::path dir = fs::path(test_temp_path(name));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 std::string read(const fs::path& path)
 {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// The names in `dir`, so a test can see that no temporary file was left behind.
-std::vector<std::string> entries(const fs::path& dir)
-{
-  std::vector<std::string> names;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir))
-    names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 TEST(OutputFile, WritesTheWholeContentAndNoTemporary)
 {
-  const fs::path dir = fresh_directory("success");
+  const fs::path dir = fresh_test_directory("success");
   const std::string path = (dir / "out.json").string();
   write_file_atomically(path, [](std::ostream& out) {
     for (int i = 0; i < 100000; ++i) // larger than the stream buffer
@@ -58,21 +39,21 @@ TEST(OutputFile, WritesTheWholeContentAndNoTemporary)
   const std::string text = read(path);
   EXPECT_EQ(text.substr(0, 4), "0\n1\n");
   EXPECT_EQ(text.substr(text.size() - 6), "99999\n");
-  EXPECT_EQ(entries(dir), std::vector<std::string>{"out.json"});
+  EXPECT_EQ(directory_entries(dir), std::vector<std::string>{"out.json"});
 }
 
 TEST(OutputFile, WritesContentFromMemory)
 {
-  const fs::path dir = fresh_directory("memory");
+  const fs::path dir = fresh_test_directory("memory");
   const std::string path = (dir / "model.yaml").string();
   write_file_atomically(path, std::string_view("gpu: a100\n"));
   EXPECT_EQ(read(path), "gpu: a100\n");
-  EXPECT_EQ(entries(dir), std::vector<std::string>{"model.yaml"});
+  EXPECT_EQ(directory_entries(dir), std::vector<std::string>{"model.yaml"});
 }
 
 TEST(OutputFile, ReplacesAnExistingFileAndKeepsItsMode)
 {
-  const fs::path dir = fresh_directory("replace");
+  const fs::path dir = fresh_test_directory("replace");
   const std::string path = (dir / "out.txt").string();
   std::ofstream(path) << "old content that is longer than the new one\n";
   ::chmod(path.c_str(), 0640);
@@ -81,12 +62,12 @@ TEST(OutputFile, ReplacesAnExistingFileAndKeepsItsMode)
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
-  EXPECT_EQ(entries(dir), std::vector<std::string>{"out.txt"});
+  EXPECT_EQ(directory_entries(dir), std::vector<std::string>{"out.txt"});
 }
 
 TEST(OutputFile, AWriterThatThrowsLeavesNoFileAndNoTemporary)
 {
-  const fs::path dir = fresh_directory("throws");
+  const fs::path dir = fresh_test_directory("throws");
   const std::string path = (dir / "out.json").string();
   EXPECT_THROW(write_file_atomically(path,
                                      [](std::ostream& out) {
@@ -95,12 +76,12 @@ TEST(OutputFile, AWriterThatThrowsLeavesNoFileAndNoTemporary)
                                      }),
                std::runtime_error);
   EXPECT_FALSE(fs::exists(path));
-  EXPECT_TRUE(entries(dir).empty());
+  EXPECT_TRUE(directory_entries(dir).empty());
 }
 
 TEST(OutputFile, AFailedWriteKeepsTheOldContent)
 {
-  const fs::path dir = fresh_directory("keep_old");
+  const fs::path dir = fresh_test_directory("keep_old");
   const std::string path = (dir / "out.json").string();
   std::ofstream(path) << "the old, complete file\n";
   EXPECT_THROW(write_file_atomically(path,
@@ -110,16 +91,16 @@ TEST(OutputFile, AFailedWriteKeepsTheOldContent)
                                      }),
                std::runtime_error);
   EXPECT_EQ(read(path), "the old, complete file\n");
-  EXPECT_EQ(entries(dir), std::vector<std::string>{"out.json"});
+  EXPECT_EQ(directory_entries(dir), std::vector<std::string>{"out.json"});
 }
 
 TEST(OutputFile, AStreamLeftInAFailedStateIsAnError)
 {
-  const fs::path dir = fresh_directory("failbit");
+  const fs::path dir = fresh_test_directory("failbit");
   const std::string path = (dir / "out.json").string();
   EXPECT_THROW(write_file_atomically(path, [](std::ostream& out) { out.setstate(std::ios::failbit); }), OutputError);
   EXPECT_FALSE(fs::exists(path));
-  EXPECT_TRUE(entries(dir).empty());
+  EXPECT_TRUE(directory_entries(dir).empty());
 }
 
 TEST(OutputFile, DevFullFailsWithOneLineNamingThePathAndTheReason)
@@ -149,7 +130,7 @@ TEST(OutputFile, WritesSpecialFilesInPlace)
 
 TEST(OutputFile, AMissingDirectoryOrADirectoryIsAnError)
 {
-  const fs::path dir = fresh_directory("missing");
+  const fs::path dir = fresh_test_directory("missing");
   try {
     write_file_atomically((dir / "no" / "such" / "out.json").string(), std::string_view("x"), "--output");
     ADD_FAILURE() << "expected an OutputError";
@@ -159,14 +140,14 @@ TEST(OutputFile, AMissingDirectoryOrADirectoryIsAnError)
   }
   EXPECT_THROW(write_file_atomically(dir.string(), std::string_view("x")), OutputError);
   EXPECT_THROW(write_file_atomically("", std::string_view("x")), OutputError);
-  EXPECT_TRUE(entries(dir).empty());
+  EXPECT_TRUE(directory_entries(dir).empty());
 }
 
 // A symbolic link: its target is replaced atomically in the target's directory and the link stays a link; a failed
 // write keeps the target (issue 30: the link was written in place, a failed or killed write destroyed it).
 TEST(OutputFile, ASymlinkIsFollowedAndItsTargetReplacedAtomically)
 {
-  const fs::path dir = fresh_directory("symlink");
+  const fs::path dir = fresh_test_directory("symlink");
   fs::create_directories(dir / "real");
   const fs::path target = dir / "real" / "out.json";
   std::ofstream(target) << "old\n";
@@ -181,8 +162,8 @@ TEST(OutputFile, ASymlinkIsFollowedAndItsTargetReplacedAtomically)
   write_file_atomically((dir / "link.json").string(), std::string_view("new\n"));
   EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
   EXPECT_EQ(read(target), "new\n");
-  EXPECT_EQ(entries(dir / "real"), std::vector<std::string>{"out.json"});
-  EXPECT_EQ(entries(dir), (std::vector<std::string>{"link.json", "real"}));
+  EXPECT_EQ(directory_entries(dir / "real"), std::vector<std::string>{"out.json"});
+  EXPECT_EQ(directory_entries(dir), (std::vector<std::string>{"link.json", "real"}));
   fs::create_symlink(dir / "real" / "later.json", dir / "dangling.json"); // a dangling link creates its target
   write_file_atomically((dir / "dangling.json").string(), std::string_view("made\n"));
   EXPECT_EQ(read(dir / "real" / "later.json"), "made\n");
@@ -193,7 +174,7 @@ TEST(OutputFile, ASymlinkIsFollowedAndItsTargetReplacedAtomically)
 TEST(OutputFile, SigtermAndSigintRemoveTheTemporaryFile)
 {
   for (const int sig : {SIGTERM, SIGINT}) {
-    const fs::path dir = fresh_directory("signal" + std::to_string(sig));
+    const fs::path dir = fresh_test_directory("signal" + std::to_string(sig));
     const std::string path = (dir / "big.json").string();
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
@@ -212,7 +193,8 @@ TEST(OutputFile, SigtermAndSigintRemoveTheTemporaryFile)
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
-    EXPECT_TRUE(entries(dir).empty()) << "left behind: " << (entries(dir).empty() ? "" : entries(dir).front());
+    const std::vector<std::string> left = directory_entries(dir);
+    EXPECT_TRUE(left.empty()) << "left behind: " << (left.empty() ? "" : left.front());
   }
 }
 
@@ -220,7 +202,7 @@ TEST(OutputFile, SigtermAndSigintRemoveTheTemporaryFile)
 // name one file (also through "./" or a link).
 TEST(OutputFile, OutputPathsAreCheckedBeforeTheWork)
 {
-  const fs::path dir = fresh_directory("check");
+  const fs::path dir = fresh_test_directory("check");
   const std::string csv = (dir / "x.csv").string();
   EXPECT_NO_THROW(check_output_paths({{"--csv", csv}, {"--plot", (dir / "x.png").string()}}));
   EXPECT_NO_THROW(check_output_paths({{"--timeline", "/dev/null"}}));
@@ -245,7 +227,7 @@ TEST(OutputFile, OutputPathsAreCheckedBeforeTheWork)
   EXPECT_NE(message({{"--csv", (dir / "." / "x.csv").string()}, {"--plot", (dir / "link.csv").string()}})
                 .find("is also the file of --csv"),
             std::string::npos);
-  EXPECT_TRUE(entries(dir) == std::vector<std::string>{"link.csv"}); // nothing written
+  EXPECT_TRUE(directory_entries(dir) == std::vector<std::string>{"link.csv"}); // nothing written
 }
 
 } // namespace
