@@ -36,6 +36,7 @@ void expect_same_model(const GpuComputeModel& a, const GpuComputeModel& b)
   EXPECT_EQ(a.gemm_k_half, b.gemm_k_half);
   EXPECT_EQ(a.memory_efficiency, b.memory_efficiency);
   EXPECT_EQ(a.kernel_overhead_s, b.kernel_overhead_s);
+  EXPECT_EQ(a.grouped_gemm_kernel_s, b.grouped_gemm_kernel_s);
   EXPECT_EQ(a.gemm_table_ref, b.gemm_table_ref);
   EXPECT_EQ(a.gemm_table == nullptr, b.gemm_table == nullptr);
   ASSERT_EQ(a.memory_classes.size(), b.memory_classes.size());
