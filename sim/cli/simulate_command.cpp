@@ -83,6 +83,8 @@ void write_outputs(const ParsedArgs& parsed, std::ostream& out, const sim::Scena
   if (flow_log && r.run.iteration_time_s > 0) {
     links = sim::link_report(graph, *flow_log, r.run.iteration_time_s);
     links->exposed = sim::attribute_exposed(graph, *flow_log, result.programs, 0, result.stages.front().exposed_spans);
+  } else if (result.link_usage && r.run.iteration_time_s > 0) {
+    links = sim::link_report(graph, *result.link_usage, r.run.iteration_time_s); // (no exposed attribution)
   }
   if (const auto file = parsed.value("--timeline")) {
     std::vector<sim::CounterTrack> counters;
@@ -231,9 +233,10 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
     throw InputError("--link-report: needs the flow-level simulation (expected no --estimate: the estimate times "
                      "operations, not flows)");
   sim::FlowLog flow_log;
-  // (MoE: always, for the busiest link kind of the report)
-  if (!parsed.has("--estimate") && (parsed.has("--link-report") || parsed.has("--timeline") || model.moe.enabled()))
+  if (!parsed.has("--estimate") && (parsed.has("--link-report") || parsed.has("--timeline")))
     run_options.flow_log = &flow_log;
+  // MoE: each link's usage for the busiest link kind of the report (extrapolated with the steady state).
+  run_options.link_usage = model.moe.enabled() && run_options.flow_log == nullptr;
   // For a person at a terminal, and only once the run has taken 2 s: the ops executed so far.
   ProgressBar bar("simulate: ops", !parsed.has("--json"), ProgressBar::Options{2.0, 0.25, 24});
   run_options.progress = [&bar](int64_t done, int64_t total) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <sstream>
 
 namespace gputwin::sim {
 namespace {
@@ -117,6 +118,70 @@ TEST(LinkReport, AnUnsortedLogGivesTheSortedLogsReport)
     EXPECT_EQ(a.links[i].flows, b.links[i].flows);
   }
   EXPECT_DOUBLE_EQ(use_of(a, link_named(graph, "n0.gpu0->n0.nvswitch"))->busy_s, 4); // [1, 4] and [6, 7]
+}
+
+// A window [2.5, 6.5) of the hand-made log: flows are the window's where they start (GPU 0 -> 3 at 6: 10 bytes),
+// busy time is clipped to it ([2.5, 4] and [6, 6.5] on GPU 0's NVLink: 2 s, though the flows to GPUs 1 and 2
+// started before it), and links crossed only by such earlier flows are kept for their busy time.
+TEST(LinkUsage, AWindowCountsTheFlowsStartingInItAndTheBusyTimeInsideIt)
+{
+  const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
+  const LinkUsage window = link_usage(graph, hand_made_log(), 2.5, 6.5);
+  EXPECT_EQ(window.flows, 1);
+  EXPECT_DOUBLE_EQ(window.flow_bytes, 10);
+  EXPECT_DOUBLE_EQ(window.inter_domain_bytes, 0); // GPU 0 -> 8 starts at 8
+  const auto traffic = [&](const std::string& name) -> const LinkTraffic* {
+    for (const LinkTraffic& t : window.links)
+      if (t.link == link_named(graph, name))
+        return &t;
+    return nullptr;
+  };
+  const LinkTraffic* up = traffic("n0.gpu0->n0.nvswitch");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->flows, 1);
+  EXPECT_DOUBLE_EQ(up->bytes, 10);
+  EXPECT_DOUBLE_EQ(up->busy_s, 2);
+  const LinkTraffic* to_gpu1 = traffic("n0.nvswitch->n0.gpu1"); // [1, 3]: 0.5 s inside, no flow counted
+  ASSERT_NE(to_gpu1, nullptr);
+  EXPECT_EQ(to_gpu1->flows, 0);
+  EXPECT_DOUBLE_EQ(to_gpu1->busy_s, 0.5);
+  for (const LinkTraffic& t : window.links) // the inter-node flow starts after the window
+    EXPECT_NE(link_class(graph, t.link), LinkClass::NicTx);
+  // The whole log is the window (-inf, inf); windows that tile it add up to it.
+  const LinkUsage whole = link_usage(graph, hand_made_log());
+  const LinkUsage sum = add_usage(add_usage(link_usage(graph, hand_made_log(), 0, 2.5), window, 1),
+                                  link_usage(graph, hand_made_log(), 6.5, 100), 1);
+  ASSERT_EQ(sum.links.size(), whole.links.size());
+  for (size_t i = 0; i < whole.links.size(); ++i) {
+    EXPECT_EQ(sum.links[i].link, whole.links[i].link);
+    EXPECT_EQ(sum.links[i].flows, whole.links[i].flows);
+    EXPECT_DOUBLE_EQ(sum.links[i].bytes, whole.links[i].bytes);
+    EXPECT_DOUBLE_EQ(sum.links[i].busy_s, whole.links[i].busy_s);
+  }
+  EXPECT_EQ(sum.flows, 4);
+  EXPECT_DOUBLE_EQ(sum.flow_bytes, 190);
+}
+
+TEST(LinkUsage, TextRoundTripIsExact)
+{
+  const topo::ClusterGraph graph(topo::load_cluster("dgx-a100", 2, {}));
+  FlowLog log = hand_made_log();
+  log.flows[0].end_s = 3.0 + 1.0 / 3.0; // not a short decimal
+  const LinkUsage usage = link_usage(graph, log);
+  std::istringstream in(to_text(usage));
+  const LinkUsage back = link_usage_from_text(in);
+  EXPECT_EQ(back.flows, usage.flows);
+  EXPECT_EQ(back.flow_bytes, usage.flow_bytes);
+  EXPECT_EQ(back.inter_domain_bytes, usage.inter_domain_bytes);
+  ASSERT_EQ(back.links.size(), usage.links.size());
+  for (size_t i = 0; i < usage.links.size(); ++i) {
+    EXPECT_EQ(back.links[i].link, usage.links[i].link);
+    EXPECT_EQ(back.links[i].flows, usage.links[i].flows);
+    EXPECT_EQ(back.links[i].bytes, usage.links[i].bytes);
+    EXPECT_EQ(back.links[i].busy_s, usage.links[i].busy_s);
+  }
+  std::istringstream bad("3 x");
+  EXPECT_THROW(link_usage_from_text(bad), std::logic_error);
 }
 
 TEST(LinkReport, UtilisationStepsAreEachFlowsAverageRate)

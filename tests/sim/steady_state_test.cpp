@@ -39,7 +39,8 @@ struct RunPair {
   IterationResult shortcut, whole;
 };
 
-RunPair run_case(const Case& c, bool simgrid = false)
+// `link_usage`: both runs also report every link's usage (IterationOptions::link_usage; the flow level only).
+RunPair run_case(const Case& c, bool simgrid = false, bool link_usage = false)
 {
   GptConfig model = find_catalog_model(c.model)->model;
   ParallelPlan plan;
@@ -60,10 +61,11 @@ RunPair run_case(const Case& c, bool simgrid = false)
   const GpuComputeModel gpu = builtin_gpu_model(cluster.gpu);
   const FrameworkProfile framework = builtin_framework_profile(c.framework);
   const Workload workload = make_workload(model, plan, options);
-  IterationOptions whole;
+  IterationOptions shortcut, whole;
   whole.steady_state = false;
+  shortcut.link_usage = whole.link_usage = link_usage;
   if (simgrid) // the sample in a child process first, then the whole iteration in this one (one SimGrid per process)
-    return {simulate_iteration(graph, workload, gpu, {}, framework, c.speeds),
+    return {simulate_iteration(graph, workload, gpu, shortcut, framework, c.speeds),
             simulate_iteration(graph, workload, gpu, whole, framework, c.speeds)};
   return {estimate_iteration(graph, workload, gpu, framework, {}, c.speeds),
           estimate_iteration(graph, workload, gpu, framework, whole, c.speeds)};
@@ -182,7 +184,38 @@ void expect_flow_level_same(const std::string& name)
   FAIL() << "no case " << name;
 }
 
+// Every link's bytes, flows and busy time (IterationOptions::link_usage) from the sample and its period's growth
+// (steady_link_usage.hpp) against the whole iteration's flows: counts exactly, bytes and busy times to 1e-9.
+void expect_same_link_usage(const std::string& name)
+{
+  for (const Case& c : cases())
+    if (c.name == name) {
+      const RunPair r = run_case(c, true, true);
+      expect_same_figures(c, r);
+      ASSERT_TRUE(r.shortcut.link_usage && r.whole.link_usage);
+      const LinkUsage &a = *r.shortcut.link_usage, &b = *r.whole.link_usage;
+      const double t = r.whole.iteration_time_s;
+      EXPECT_GT(b.links.size(), 0u);
+      EXPECT_EQ(a.flows, b.flows);
+      EXPECT_NEAR(a.flow_bytes, b.flow_bytes, 1e-9 * b.flow_bytes);
+      EXPECT_NEAR(a.inter_domain_bytes, b.inter_domain_bytes, 1e-9 * b.flow_bytes);
+      EXPECT_GT(b.inter_domain_bytes, 0) << "no flow between nodes: the fabric's links untested";
+      ASSERT_EQ(a.links.size(), b.links.size());
+      for (size_t i = 0; i < a.links.size(); ++i) {
+        SCOPED_TRACE("link " + std::to_string(b.links[i].link));
+        EXPECT_EQ(a.links[i].link, b.links[i].link);
+        EXPECT_EQ(a.links[i].flows, b.links[i].flows);
+        EXPECT_NEAR(a.links[i].bytes, b.links[i].bytes, 1e-9 * b.links[i].bytes);
+        EXPECT_NEAR(a.links[i].busy_s, b.links[i].busy_s, 1e-9 * t);
+      }
+      return;
+    }
+  FAIL() << "no case " << name;
+}
+
 TEST(SteadyState, FlowLevel1f1b) { expect_flow_level_same("1f1b"); }
+TEST(SteadyState, LinkUsage1f1b) { expect_same_link_usage("1f1b"); }
+TEST(SteadyState, LinkUsageMoe) { expect_same_link_usage("moe-ep"); }
 TEST(SteadyState, FlowLevelInterleavedOverlapsOnHopper) { expect_flow_level_same("interleaved-overlaps-hopper"); }
 TEST(SteadyState, FlowLevelMoe) { expect_flow_level_same("moe-ep"); }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
@@ -12,24 +11,6 @@
 namespace gputwin::sim {
 
 namespace {
-
-// Routes by GPU pair, computed once each.
-class RouteCache {
-public:
-  explicit RouteCache(const topo::ClusterGraph& graph) : graph_(graph) {}
-  const std::vector<int>& operator()(int src, int dst)
-  {
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(dst);
-    auto found = routes_.find(key);
-    if (found == routes_.end())
-      found = routes_.emplace(key, graph_.route(src, dst)).first;
-    return found->second;
-  }
-
-private:
-  const topo::ClusterGraph& graph_;
-  std::unordered_map<uint64_t, std::vector<int>> routes_;
-};
 
 // Which communication a flow belongs to, the same for every program taking part: a collective by (group,
 // sequence), a pipeline message by (source rank, destination rank, sequence).
@@ -86,27 +67,6 @@ std::map<CommKey, std::vector<size_t>> flows_of_waited_comms(const FlowLog& log,
   return flows_of;
 }
 
-// The log's flow indices by start time, ties in log order (a stable sort). The log is nearly in that order already
-// (flows are logged as their transfers start, bar those timed in closed form), so an already-sorted log costs one
-// pass; otherwise (start, index) pairs are sorted directly, not indices through the log.
-std::vector<size_t> flows_by_start(const FlowLog& log)
-{
-  std::vector<size_t> order(log.flows.size());
-  const bool sorted = std::is_sorted(log.flows.begin(), log.flows.end(),
-                                     [](const FlowRecord& a, const FlowRecord& b) { return a.start_s < b.start_s; });
-  if (sorted) {
-    std::iota(order.begin(), order.end(), size_t{0});
-    return order;
-  }
-  std::vector<std::pair<double, size_t>> keyed(log.flows.size());
-  for (size_t i = 0; i < keyed.size(); ++i)
-    keyed[i] = {log.flows[i].start_s, i};
-  std::sort(keyed.begin(), keyed.end());
-  for (size_t i = 0; i < keyed.size(); ++i)
-    order[i] = keyed[i].second;
-  return order;
-}
-
 } // namespace
 
 const char* to_string(LinkClass kind)
@@ -139,42 +99,22 @@ LinkClass link_class(const topo::ClusterGraph& graph, int link)
 
 LinkReport link_report(const topo::ClusterGraph& graph, const FlowLog& log, double window_s)
 {
+  return link_report(graph, link_usage(graph, log), window_s);
+}
+
+LinkReport link_report(const topo::ClusterGraph& graph, const LinkUsage& usage, double window_s)
+{
   if (!(window_s > 0))
     throw std::invalid_argument("link_report: the window must be positive");
   LinkReport report;
   report.window_s = window_s;
-  report.flows = static_cast<int64_t>(log.flows.size());
-  // Transfers by start time, so each link's union of intervals is built in one pass: a running interval per link.
-  const std::vector<size_t> order = flows_by_start(log);
-  struct Running {
-    double start_s = 0, end_s = -1;
-  };
+  report.flows = usage.flows;
+  report.flow_bytes = usage.flow_bytes;
+  report.inter_domain_bytes = usage.inter_domain_bytes;
   const size_t link_count = graph.links().size();
   std::vector<LinkUse> uses(link_count);
-  std::vector<Running> running(link_count);
-  RouteCache route(graph);
-  const topo::ClusterSpec& spec = graph.spec();
-  for (const size_t i : order) {
-    const FlowRecord& f = log.flows[i];
-    report.flow_bytes += f.bytes;
-    if (!spec.same_nvlink_domain(f.src_gpu, f.dst_gpu))
-      report.inter_domain_bytes += f.bytes;
-    for (const int link : route(f.src_gpu, f.dst_gpu)) {
-      LinkUse& use = uses[static_cast<size_t>(link)];
-      use.bytes += f.bytes;
-      ++use.flows;
-      if (!(f.end_s > f.start_s))
-        continue; // moved nothing over time (no bytes)
-      Running& r = running[static_cast<size_t>(link)];
-      if (f.start_s > r.end_s) {
-        if (r.end_s > r.start_s)
-          use.busy_s += r.end_s - r.start_s;
-        r = Running{f.start_s, f.end_s};
-      } else {
-        r.end_s = std::max(r.end_s, f.end_s);
-      }
-    }
-  }
+  for (const LinkTraffic& t : usage.links)
+    uses.at(static_cast<size_t>(t.link)) = LinkUse{t.link, t.bytes, t.flows, t.busy_s, 0, 0};
   std::vector<LinkClassTotal> kinds(link_class_count);
   for (int k = 0; k < link_class_count; ++k)
     kinds[static_cast<size_t>(k)].kind = static_cast<LinkClass>(k);
@@ -184,10 +124,6 @@ LinkReport link_report(const topo::ClusterGraph& graph, const FlowLog& log, doub
     LinkUse& use = uses[link];
     if (use.flows == 0)
       continue;
-    const Running& r = running[link];
-    if (r.end_s > r.start_s)
-      use.busy_s += r.end_s - r.start_s;
-    use.link = static_cast<int>(link);
     use.busy_fraction = use.busy_s / window_s;
     use.utilisation = use.bytes / (nccl_link_bytes_per_s(graph.spec(), graph.links()[link]) * window_s);
     ++total.used;

@@ -253,6 +253,11 @@ std::string to_text(const SampleOutcome& outcome)
   text += std::to_string(outcome.result.programs.size());
   for (const traces::RankProgram& program : outcome.result.programs)
     text += " " + std::to_string(program.rank);
+  for (const std::optional<LinkUsage>* usage : {&outcome.result.link_usage, &outcome.link_growth}) {
+    text += *usage ? " 1 " : " 0 ";
+    if (*usage)
+      text += to_text(**usage);
+  }
   return text;
 }
 
@@ -286,6 +291,11 @@ SampleOutcome sample_outcome_from_text(const std::string& text)
   out.result.programs.resize(programs);
   for (traces::RankProgram& program : out.result.programs)
     in >> program.rank;
+  int usage = 0, growth = 0;
+  if (in >> usage && usage)
+    out.result.link_usage = link_usage_from_text(in);
+  if (in >> growth && growth)
+    out.link_growth = link_usage_from_text(in);
   if (!in)
     throw std::logic_error("steady state: a sample's outcome could not be read back: " + text.substr(0, 80));
   return out;
@@ -307,12 +317,16 @@ IterationResult run_with_steady_state(const Workload& workload, const IterationO
     // Repeating over a warm-up's reach and a period more: every dependency of the next period repeats.
     const int64_t wanted = sample->warmup + sample->step;
     const int64_t end = sample->micro_batches - sample->warmup - sample->step;
-    if (period && !outcome.growth.empty() && end - period->first_micro_batch >= wanted) {
+    // (link usage, where the run reports it, must repeat too)
+    const bool links_repeat = !outcome.result.link_usage || outcome.link_growth;
+    if (period && !outcome.growth.empty() && links_repeat && end - period->first_micro_batch >= wanted) {
       const double periods = static_cast<double>((m - sample->micro_batches) / sample->step);
       std::vector<double> at_m = figures(outcome.result);
       for (size_t i = 0; i < at_m.size(); ++i)
         at_m[i] += periods * outcome.growth[i];
       set_figures(outcome.result, at_m);
+      if (outcome.result.link_usage && outcome.link_growth)
+        outcome.result.link_usage = add_usage(*outcome.result.link_usage, *outcome.link_growth, periods);
       outcome.result.extrapolated_micro_batches = m - sample->micro_batches;
       return std::move(outcome.result);
     }

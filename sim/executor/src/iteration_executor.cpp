@@ -5,6 +5,7 @@
 #include "gputwin/sim/interference.hpp"
 #include "gputwin/sim/isolated_run.hpp"
 #include "gputwin/sim/parallel_for.hpp"
+#include "gputwin/sim/steady_link_usage.hpp"
 #include "gputwin/sim/steady_state.hpp"
 #include "gputwin/sim/straggler_unfolding.hpp"
 
@@ -53,6 +54,21 @@ IterationResult simulate_whole(const topo::ClusterGraph& graph, const Workload& 
   return execute_programs(graph, std::move(programs), workload.groups, comm, compute_s, folded, hosts);
 }
 
+// simulate_whole, and with IterationOptions::link_usage (and no caller's log) the usage of its flows, logged in
+// `log`.
+IterationResult simulate_logged(const topo::ClusterGraph& graph, const Workload& workload, const GpuComputeModel& gpu,
+                                const IterationOptions& options, const FrameworkProfile& framework,
+                                const RankSpeeds& speeds, FlowLog& log)
+{
+  if (!options.link_usage || options.flow_log != nullptr)
+    return simulate_whole(graph, workload, gpu, options, framework, speeds);
+  IterationOptions logged = options;
+  logged.flow_log = &log; // (with link_usage: no exposed spans)
+  IterationResult result = simulate_whole(graph, workload, gpu, logged, framework, speeds);
+  result.link_usage = link_usage(graph, log);
+  return result;
+}
+
 } // namespace
 
 IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Workload& workload,
@@ -63,13 +79,19 @@ IterationResult simulate_iteration(const topo::ClusterGraph& graph, const Worklo
   // iteration may follow in this one); its outcome comes back as exact text.
   const SampleRun in_child = [&](const Workload& sampled, const SteadyStateSample& sample) {
     const std::vector<std::string> texts = run_isolated(1, 1, [&](size_t) {
-      return to_text(sample_outcome(simulate_whole(graph, sampled, gpu, sample_options(options), framework, speeds),
-                                    sample));
+      FlowLog log;
+      SampleOutcome outcome = sample_outcome(
+          simulate_logged(graph, sampled, gpu, sample_options(options), framework, speeds, log), sample);
+      // What a period adds to the link usage, where it repeats (steady_link_usage.hpp).
+      if (outcome.result.link_usage && outcome.period && !outcome.growth.empty())
+        outcome.link_growth = period_link_usage(graph, log, outcome.result.programs, sample, *outcome.period);
+      return to_text(outcome);
     });
     return sample_outcome_from_text(texts.at(0));
   };
   return run_with_steady_state(workload, options, in_child, [&](const Workload& w) {
-    return simulate_whole(graph, w, gpu, options, framework, speeds);
+    FlowLog log;
+    return simulate_logged(graph, w, gpu, options, framework, speeds, log);
   });
 }
 

@@ -65,7 +65,7 @@ public:
     const size_t count = result_.programs.size();
     result_.stages.resize(count);
     for (size_t p = 0; p < count; ++p)
-      accounting_.emplace_back(result_.stages[p], options_.flow_log != nullptr,
+      accounting_.emplace_back(result_.stages[p], options_.flow_log != nullptr && !options_.link_usage,
                                options_.record_micro_batch_shares ? &result_.programs[p] : nullptr);
     issued_.assign(count, 0);
     for (size_t p = 0; p < count; ++p) {

@@ -4,10 +4,12 @@
 
 #include "gputwin/models/framework_profile.hpp"
 #include "gputwin/sim/flow_log.hpp"
+#include "gputwin/sim/link_usage.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace gputwin {
@@ -30,6 +32,10 @@ struct IterationOptions {
   // When set, the SimGrid executor records every flow it puts on the network here (link_report.hpp), and each
   // stage's exposed communication as spans (StageTimes::exposed_spans).
   FlowLog* flow_log = nullptr;
+  // With flow_log null: the SimGrid executor logs the flows itself, only to fill IterationResult::link_usage (no
+  // exposed spans); unlike flow_log this leaves the steady-state shortcut on (steady_link_usage.hpp). Executors
+  // without flows (the estimate) leave link_usage empty.
+  bool link_usage = false;
   // Execute a pipeline's repeating period once and add the rest as whole periods (steady_state.hpp), where the
   // schedule has one and nothing above needs every op; false: every micro-batch executed.
   bool steady_state = true;
@@ -81,6 +87,7 @@ struct IterationResult {
   int64_t extrapolated_micro_batches = 0;
   std::vector<traces::RankProgram> programs;
   std::vector<OpSlice> timeline; // when record_timeline
+  std::optional<LinkUsage> link_usage; // when IterationOptions::link_usage (the SimGrid executor)
 };
 
 // Seconds compute op `op` of program `program` takes.

@@ -6,6 +6,7 @@
 
 #include "gputwin/sim/flow_log.hpp"
 #include "gputwin/sim/iteration_result.hpp"
+#include "gputwin/sim/link_usage.hpp"
 #include "gputwin/topologies/cluster_graph.hpp"
 
 #include <optional>
@@ -66,6 +67,8 @@ struct LinkReport {
 
 // The link report of `log` over [0, window_s]. REQUIRES: window_s > 0; the log's GPUs are `graph`'s.
 LinkReport link_report(const topo::ClusterGraph& graph, const FlowLog& log, double window_s);
+// The same from the log's usage (link_usage.hpp): a steady-state run's, extrapolated from its sample.
+LinkReport link_report(const topo::ClusterGraph& graph, const LinkUsage& usage, double window_s);
 
 // Attributes the exposed communication of program `program` (its spans, StageTimes::exposed_spans) to links.
 // Each span is held by a communication op; the flows of that op (log tags, matched across programs by

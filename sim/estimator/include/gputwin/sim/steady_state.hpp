@@ -15,6 +15,7 @@
 // whole.
 // So the shortcut never changes an answer beyond rounding: the tests hold it to 1e-9 relative against the whole
 // iteration (tests/sim/steady_state_test.cpp) over 1F1B, interleaved, CP, overlaps, stragglers and MoE.
+// Link usage (IterationOptions::link_usage) is extrapolated the same way (steady_link_usage.hpp).
 // It is off for runs that record a timeline or flows (those need every op), with IterationOptions::steady_state
 // false, and when the environment sets GPUTWIN_EXACT (to anything but "" or "0"), which the flow runner's flow-set
 // shortcut (sim/executor/flow_runner.hpp) obeys too. Plain C++.
@@ -72,6 +73,9 @@ struct SampleOutcome {
   // empty when the repeating periods do not add the same (integers: exactly).
   std::vector<double> growth;
   bool spans = false; // the run recorded exposed spans (a flow log): the iteration is then executed whole
+  // With result.link_usage (IterationOptions::link_usage): what one period adds to it (steady_link_usage.hpp); a
+  // sample with link usage but none of this does not repeat.
+  std::optional<LinkUsage> link_growth;
 };
 
 // The outcome of `result`, the run of `sample` (with its timeline and micro-batch shares).
