@@ -16,7 +16,9 @@
 //     row-parallel linears' partial outputs (the engine's GEMMs write fp32) and every TP collective of
 //     gradients in backward: twice the generator's bytes (engine_carries_fp32());
 //   - flash attention costed with the engine backend's tile (causal tiles skipped), the generator's default
-//     tile otherwise (flash_cost_with_tile()).
+//     tile otherwise (flash_cost_with_tile());
+//   - Megatron's gradient passes (grad.zero, grad.check_scale, optimizer.clip_grad), which the engine does not run:
+//     the contract's generator runs without them, and a test checks that they are the only ops that option adds.
 #include "gputwin/engine/backend/backend_factory.hpp"
 #include "gputwin/engine/train/trainer.hpp"
 #include "gputwin/models/flash_attention_cost.hpp"
@@ -387,7 +389,11 @@ Programs run_both(const ParallelPlan& plan, const GptConfig& model = tiny_model(
   config.record_trace = true;
   Programs p;
   p.traced = engine::train(config).trace;
-  p.generated = workload_graph(make_workload(model, plan));
+  // The engine runs none of Megatron's gradient passes (it only zeroes its gradients, untraced): the generator
+  // without them (WorkloadOptions::gradient_passes; GradientPassesAreTheOnlyOpsTheEngineLacks holds the rest).
+  WorkloadOptions options;
+  options.gradient_passes = false;
+  p.generated = workload_graph(make_workload(model, plan, options));
   p.shape = layer_shape(model, plan);
   p.tile_tokens = engine::make_backend(engine::BackendKind::Cpu)->fused_attention_tile_tokens();
   return p;

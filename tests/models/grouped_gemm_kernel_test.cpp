@@ -32,7 +32,7 @@ TEST(GroupedGemmKernel, EachExpertKernelAddsItsFixedCost)
                                     ? builtin_compute_model(generation, "h100-sxm5-80gb", 989e12, 3.35e12, 1979e12)
                                     : builtin_compute_model(generation, "b200-sxm-180gb", 2250e12, 7.7e12, 4500e12);
     SCOPED_TRACE(gpu.gpu_kind);
-    EXPECT_DOUBLE_EQ(gpu.grouped_gemm_kernel_s, 5e-6); // the fit on measured B200 grouped GEMMs, assumed on Hopper
+    EXPECT_DOUBLE_EQ(gpu.grouped_gemm_kernel_s, 5.5e-6); // the fit on measured B200 grouped GEMMs, assumed on Hopper
     for (const int64_t experts : {1, 32, 256}) {
       const double batched_s = compute_duration_s(gpu, expert_op(false, experts));
       EXPECT_NEAR(compute_duration_s(gpu, expert_op(true, experts)) - batched_s,

@@ -41,6 +41,9 @@ TEST(KernelClass, WorkloadGeneratorNames)
                   {"embedding.wgrad", KernelClass::Embedding},
                   {"cross_entropy.fwd", KernelClass::CrossEntropy},
                   {"cross_entropy.bwd", KernelClass::CrossEntropy},
+                  {"grad.zero", KernelClass::Elementwise},
+                  {"grad.check_scale", KernelClass::Elementwise},
+                  {"optimizer.clip_grad", KernelClass::Optimizer},
                   {"optimizer.adam", KernelClass::Optimizer}});
 }
 

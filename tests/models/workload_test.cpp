@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -173,6 +175,54 @@ TEST(Workload, GradReduceInBf16HalvesEveryGradientReduction)
       WorkloadOptions options;
       options.overlap_grad_reduce = overlap;
       EXPECT_DOUBLE_EQ(stage0_bytes(m, plan, options, "dp.all_reduce"), (bf16 ? 2.0 : 4.0) * buffer);
+    }
+}
+
+// Megatron's gradient passes (WorkloadOptions::gradient_passes): the buffer zeroed first; its NaN-check norm and
+// 1/dp scaling (read, then read and write) before each reduction, which waits for it; the owned shard's clipping
+// (norm, then scaling of fp32 main gradients) before Adam. dp 1: the norm only. Off: exactly these ops go.
+TEST(Workload, GradientPassesFollowMegatron)
+{
+  const GptConfig m = small_model();
+  for (const int64_t dp : {1, 4})
+    for (const bool overlap : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "dp " << dp << (overlap ? ", overlapped" : ""));
+      ParallelPlan plan = plan_of(1, 1, dp, 2 * dp, false, Recompute::None);
+      plan.zero_stage = 1;
+      const double buffer = static_cast<double>(data_parallel_buffer_elements(stage_parameters_per_gpu(m, plan, 0), dp));
+      WorkloadOptions options;
+      options.overlap_grad_reduce = overlap;
+      const traces::RankProgram program = stage_program(make_workload(m, plan, options), 0);
+      std::map<std::string, double> bytes;
+      std::map<std::string, int> count;
+      std::set<int64_t> checks;
+      for (const traces::Op& op : program.ops) {
+        bytes[op.name] += op.bytes;
+        ++count[op.name];
+        if (op.name == "grad.check_scale")
+          checks.insert(op.id);
+        if (op.name == "dp.reduce_scatter") { // each reduction waits for its check
+          EXPECT_TRUE(std::any_of(op.deps.begin(), op.deps.end(), [&](int64_t d) { return checks.count(d) > 0; }));
+        }
+      }
+      EXPECT_EQ(program.ops.front().name, "grad.zero");
+      EXPECT_DOUBLE_EQ(bytes["grad.zero"], 4.0 * buffer);
+      EXPECT_DOUBLE_EQ(bytes["grad.check_scale"], (dp > 1 ? 3.0 : 1.0) * 4.0 * buffer);
+      EXPECT_EQ(count["grad.check_scale"], overlap && dp > 1 ? count["dp.reduce_scatter"] : 1);
+      EXPECT_DOUBLE_EQ(bytes["optimizer.clip_grad"], 12.0 * buffer / static_cast<double>(dp));
+      const auto adam = std::find_if(program.ops.begin(), program.ops.end(),
+                                     [](const traces::Op& op) { return op.name == "optimizer.adam"; });
+      ASSERT_NE(adam, program.ops.begin());
+      EXPECT_EQ(std::prev(adam)->name, "optimizer.clip_grad");
+
+      options.gradient_passes = false;
+      std::vector<std::string> without, with_filtered;
+      for (const traces::Op& op : stage_program(make_workload(m, plan, options), 0).ops)
+        without.push_back(op.name);
+      for (const traces::Op& op : program.ops)
+        if (op.name != "grad.zero" && op.name != "grad.check_scale" && op.name != "optimizer.clip_grad")
+          with_filtered.push_back(op.name);
+      EXPECT_EQ(with_filtered, without);
     }
 }
 

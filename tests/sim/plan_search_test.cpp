@@ -315,7 +315,7 @@ TEST(PlanSearch, ContentionFreePassBoundsTheEstimateAndPrunesTheSameWithAnyThrea
       // Compute alone <= with the compute stream's blocking collectives <= the contention-free pass.
       const double compute_s = iteration_lower_bound_s(w, c.gpu);
       const double stream_s = iteration_lower_bound_s(w, c.gpu, &c.graph);
-      EXPECT_LE(compute_s, stream_s) << describe_plan(candidate.plan);
+      EXPECT_LE(compute_s, stream_s * (1 + 1e-12)) << describe_plan(candidate.plan); // equal where nothing blocks
       EXPECT_LE(stream_s, bound_s) << describe_plan(candidate.plan);
       if (candidate.plan.tp > 1 && !options.tp_comm_overlap) { // its TP collectives block the compute stream
         EXPECT_GT(stream_s, compute_s * 1.01) << describe_plan(candidate.plan);

@@ -71,6 +71,10 @@ KernelClass classify_kernel(std::string_view name, bool gemm_shaped)
   // "embedding.position_dropout" are dropout kernels; "log_softmax" inside a loss is the loss.
   if (contains(text, {"adam", "optimizer", "sgd", "lamb", "multi_tensor_apply"}))
     return KernelClass::Optimizer;
+  // Megatron's gradient-buffer passes (op_vocabulary.hpp GradZero, GradCheckScale): PyTorch's fill, norm and
+  // in-place multiply over the whole buffer, streaming elementwise kernels.
+  if (contains(text, {"grad.zero", "grad.check_scale"}))
+    return KernelClass::Elementwise;
   if (contains(text, {"cross_entropy", "crossentropy", "nll_loss"}) || has_token(tokens, {"loss"}))
     return KernelClass::CrossEntropy;
   if (contains(text, {"dropout"}))

@@ -102,6 +102,9 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::LogitsDgrad, "logits.dgrad", OpKind::Compute},
     {OpName::LogitsWgrad, "logits.wgrad", OpKind::Compute},
     {OpName::FinalLnBwd, "final_ln.bwd", OpKind::Compute},
+    {OpName::GradZero, "grad.zero", OpKind::Compute},
+    {OpName::GradCheckScale, "grad.check_scale", OpKind::Compute},
+    {OpName::OptimizerClipGrad, "optimizer.clip_grad", OpKind::Compute},
     {OpName::OptimizerAdam, "optimizer.adam", OpKind::Compute},
     {OpName::Fp8WeightCast, "fp8.weight_cast", OpKind::Compute},
     {OpName::TpAllGather, "tp.all_gather", OpKind::Collective},
@@ -399,6 +402,21 @@ OpCost op_cost(OpName op, const LayerShape& s)
 OpCost optimizer_cost(double owned_parameters)
 {
   return memory(owned_parameters * 30, owned_parameters * 12);
+}
+
+OpCost grad_zero_cost(double elements, double element_bytes)
+{
+  return memory(elements * element_bytes, 0);
+}
+
+OpCost grad_check_scale_cost(double elements, double element_bytes, bool scaled)
+{
+  return memory(elements * element_bytes * (scaled ? 3 : 1), elements * (scaled ? 3 : 2));
+}
+
+OpCost clip_grad_cost(double owned_parameters)
+{
+  return memory(owned_parameters * 4 * 3, owned_parameters * 3);
 }
 
 OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision)

@@ -246,6 +246,10 @@ public:
   // The whole program; call once.
   traces::RankProgram build()
   {
+    if (w_.options.gradient_passes) { // zero_grad_buffer(), before the forward-backward
+      e_.set_context(traces::Phase::Optimizer, -1, -1, 0);
+      e_.compute(OpName::GradZero, grad_zero_cost(local_gradients(), gradient_buffer_bytes()));
+    }
     emit_param_gather_buckets();
     const std::vector<PipelineStep> steps = stage_schedule(shape_, stage_);
     // Ops emitted by the first forward and the first backward step: once both are known, the program's ops are
@@ -547,6 +551,20 @@ private:
   // (Megatron-Core's main_grad): FP32, BF16 with --grad-reduce-in-bf16.
   double gradient_buffer_bytes() const { return plan_.grad_reduce_bf16 ? 2.0 : gradient_bytes_per_parameter; }
 
+  // Gradients in this rank's buffers: its dense and expert parameters (padded as the buffers are).
+  double local_gradients() const { return static_cast<double>(params_ + expert_params_); }
+
+  // With gradient_passes: start_grad_sync's NaN-check norm and 1/(dp x cp) scaling of `elements` gradients, on the
+  // compute stream before their reduction (the reduction then waits for it: e_.last_compute_id()). ZeRO-2/3 reduce
+  // each unit's gradients as its backward ends (sharding_): their passes are not emitted.
+  void check_and_scale(double elements)
+  {
+    if (!w_.options.gradient_passes || elements <= 0 || sharding_.shards_gradients())
+      return;
+    e_.compute(OpName::GradCheckScale, grad_check_scale_cost(elements, gradient_buffer_bytes(), reduced_));
+    checked_gradients_ += elements;
+  }
+
   bool overlapped_reduction(const PipelineStep& step) const
   {
     return w_.options.overlap_grad_reduce && step.micro_batch == shape_.micro_batches - 1 && reduced_ &&
@@ -618,6 +636,7 @@ private:
       if (bucket.chunk != chunk || bucket.closed_by != item)
         continue;
       const int64_t parameters = bucket.parameters;
+      check_and_scale(static_cast<double>(parameters));
       dp_ops_.push_back(e_.collective(plan_.zero_stage ? OpName::DpReduceScatter : OpName::DpAllReduce,
                                       plan_.zero_stage ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
                                       w_.dp_group(stage_), bytes_per_parameter * static_cast<double>(parameters),
@@ -633,6 +652,7 @@ private:
     if (split.expert <= 0 || edp_ < 0)
       return;
     e_.set_context(traces::Phase::Backward, layer, -1, chunk);
+    check_and_scale(static_cast<double>(split.expert));
     dp_ops_.push_back(expert_reduction(gradient_buffer_bytes() * static_cast<double>(split.expert),
                                        {e_.last_compute_id()}));
   }
@@ -652,6 +672,9 @@ private:
   std::vector<int64_t> emit_gradient_reductions()
   {
     e_.set_context(traces::Phase::Optimizer, -1, -1, 0);
+    // The gradients no overlapped bucket checked yet (all of them without --overlap-grad-reduce): checked and scaled
+    // before the reductions below.
+    check_and_scale(local_gradients() - checked_gradients_);
     std::vector<int64_t> before_step{e_.last_compute_id()};
     if (s_.sp) {
       // The gradients of the parameters SP leaves partial on each TP rank (layernorms, row-parallel biases,
@@ -698,7 +721,12 @@ private:
     const double owned =
         static_cast<double>(params_) / static_cast<double>(plan_.zero_stage ? plan_.dp * plan_.cp : 1) +
         static_cast<double>(expert_params_) / static_cast<double>(plan_.zero_stage ? plan_.expert_dp() : 1);
-    e_.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
+    if (w_.options.gradient_passes) {
+      e_.compute(OpName::OptimizerClipGrad, clip_grad_cost(owned), before_step);
+      e_.compute(OpName::OptimizerAdam, optimizer_cost(owned));
+    } else {
+      e_.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
+    }
     if (zero_gather_ && !w_.options.overlap_param_gather) {
       int64_t layer_weights = 0;
       for (const ChunkLayers& c : chunks_)
@@ -738,6 +766,7 @@ private:
   OpEmitter e_;                 // emits into program_.ops
   std::vector<int64_t> dp_ops_; // the data-parallel gradient reductions the optimizer step waits for
   bool reduced_;                // gradients reduced over the dp x cp replicas
+  double checked_gradients_ = 0; // gradients grad.check_scale passed over so far (check_and_scale)
   // ZeRO-1/2: the updated parameters all-gathered after the step (or bucket by bucket in the next forward).
   bool zero_gather_;
   ShardedUnitOps sharding_; // ZeRO-2/3

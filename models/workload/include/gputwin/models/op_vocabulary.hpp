@@ -16,6 +16,9 @@
 //   - Flash attention's cost depends on the kernel's tile (the backend's), the generator uses the default tile.
 //   - The all-gather of a scattered pipeline gradient (PpAllGather in backward) moves the engine's fp32 gradient:
 //     twice the generator's bytes, like the gradient message itself.
+//   - Megatron's gradient passes (GradZero, GradCheckScale, OptimizerClipGrad; WorkloadOptions::gradient_passes):
+//     the engine runs none of them (it zeroes its gradients untraced, sums them unscaled and does not clip), so
+//     TwinContract compares it with the generator's programs without them.
 //
 // Architectures: grouped-query attention narrows the QKV GEMM to (a + 2g) d / t columns; SwiGLU widens fc1 to
 // 2F / t and replaces gelu.* by swiglu.*; squared ReLU replaces gelu.* by squared_relu.*; RMSNorm keeps the ln*.fwd/bwd names at its own cost; RoPE adds
@@ -129,6 +132,10 @@ enum class OpName : uint8_t {
   LogitsDgrad,
   LogitsWgrad,
   FinalLnBwd,
+  // Megatron's passes over the gradient buffers (WorkloadOptions::gradient_passes).
+  GradZero,        // zero_grad_buffer(): the whole grad buffer cleared before the first forward
+  GradCheckScale,  // DDP start_grad_sync: check_grads' norm, then the 1/(dp x cp) scaling, before a reduction
+  OptimizerClipGrad, // clip_grad_norm_fp32: the owned main gradients' norm, then their scaling
   // End of the iteration.
   OptimizerAdam,
   Fp8WeightCast, // FP8: the linear weights cast (and transposed) once per iteration after the step
@@ -189,6 +196,14 @@ OpCost op_cost(OpName op, const LayerShape& s);
 // Mixed-precision Adam over `owned_parameters`: read the fp32 gradient, read and write the fp32 master weight,
 // momentum and variance, write the bf16 weight (4 + 8 + 8 + 8 + 2 bytes and 12 FLOPs per parameter).
 OpCost optimizer_cost(double owned_parameters);
+
+// Megatron's gradient passes (WorkloadOptions::gradient_passes), memory-bound over `elements` gradients of
+// `element_bytes` each: zero_grad_buffer writes them; start_grad_sync reads them for check_grads' norm and, where the
+// reduction does not average (`scaled`: dp x cp > 1), reads and writes them to scale by 1/(dp x cp);
+// clip_grad_norm_fp32 reads the owned fp32 main gradients for the norm, then reads and writes them to scale.
+OpCost grad_zero_cost(double elements, double element_bytes);
+OpCost grad_check_scale_cost(double elements, double element_bytes, bool scaled);
+OpCost clip_grad_cost(double owned_parameters);
 
 // Casting `parameters` bf16 weights to the quantized `precision` with their transposes (read 2, write e + e bytes
 // each, e = quantized_element_bytes: FP8 1 + 1, MXFP8 and NVFP4 with their block scales), once per iteration after

@@ -64,6 +64,16 @@ struct WorkloadOptions {
   // Megatron-Core --tp-comm-overlap (Transformer Engine userbuffers): the TP all-gather / reduce-scatter next to
   // a linear layer split into chunks, each overlapped with the GEMM of the neighbouring chunk.
   bool tp_comm_overlap = false;
+  // Megatron's passes over the gradients besides their reduction and Adam, memory-bound on the compute stream
+  // (Megatron-LM megatron/training/training.py train_step, megatron/core/distributed/param_and_grad_buffer.py
+  // start_grad_sync, megatron/core/optimizer/clip_grads.py): the grad buffer zeroed before the first forward
+  // (grad.zero), each buffer's norm taken for the NaN check (--check-for-nan-in-loss-and-grad, on by default) and
+  // the buffer scaled by 1/(dp x cp) before its reduction (grad.check_scale; the scaling unless
+  // --ddp-average-in-collective), and --clip-grad's norm and scaling of the owned main gradients in the step
+  // (optimizer.clip_grad; the scaling runs only when the norm exceeds the bound: counted always). Megatron-LM 2022
+  // had no NaN check (a read of the gradients, < 0.1 % of its A100 iterations). False: none of them (the CPU
+  // engine, which only zeroes its gradients: TwinContract builds its generator programs so).
+  bool gradient_passes = true;
 };
 
 // Every overlap that has something to overlap under `plan` (what Megatron-Core users turn on): tp_comm_overlap with
