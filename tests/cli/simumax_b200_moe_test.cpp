@@ -12,14 +12,16 @@
 //
 // Measured (2026-11-27; time 2026-11-29), balanced routing (the default):
 //   peak memory: every row within 0.5 % (DeepSeek-V2 +0.3/+0.4 %, V3 +0.3/+0.5 %); the bound is 3 % each.
-//   iteration time: MAPE 11.0 % (2026-11-29: 12.4 % before Megatron's gradient passes -- grad buffer zeroed, NaN-check
-//   norm and 1/dp scaling before the reduction, gradient clipping: 26-50 ms of each row's fixed cost, the experts' grad
-//   buffers being unsharded at edp 1 -- and the refit that followed; 15.5 % before each expert's GEMM kernel paid its
-//   fixed cost, 14.6 % with H100's GEMM table), every row fast (SimuMax's own model: 6.6 %). The target is 10 %: NOT met. Known
-//   missing costs: the launch runs Megatron's real router (softmax with group-limited routing, seq aux loss), not
-//   forced balance, so EP ranks wait for the busiest one (--moe-imbalance models that, but the runs' imbalance was
-//   not published); the token-count all-gather before each dispatch is not emitted.
-// Bounds: memory within 3 % each (the issue's); time a regression guard above today's: MAPE <= 12 %, each <= 17 %.
+//   iteration time: MAPE 9.9 %, every row 8-14 % fast (SimuMax's own model: 6.6 %); the target, 10 %, met by
+//   a hair. History (2026-11-29): 11.0 % before MLA's projections were Megatron-Core's four GEMMs instead of one
+//   h-deep GEMM of their FLOPs; 12.4 % before Megatron's gradient passes (grad buffer zeroed, NaN-check norm and 1/dp
+//   scaling before the reduction, gradient clipping: 26-50 ms of each row's fixed cost, the experts' grad buffers
+//   being unsharded at edp 1) and the B200 refit that followed; 15.5 % before each expert's GEMM kernel paid its
+//   fixed cost; 14.6 % with H100's GEMM table. Known missing costs: the launch runs Megatron's real router (softmax
+//   with group-limited routing, seq aux loss), not forced balance, so EP ranks wait for the busiest one
+//   (--moe-imbalance models that, but the runs' imbalance was not published); the token-count all-gather before each
+//   dispatch is not emitted.
+// Bounds: memory within 3 % each and time MAPE <= 10 % (the issue's); each row within 15 % (a guard above today's).
 #include "csv_cells.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
@@ -91,7 +93,7 @@ TEST(SimuMaxB200Moe, DeepSeekRowsPeakMemoryWithinThreePercentAndTimeGuarded)
     std::cout << r.name << ": " << ms << " ms (measured " << r.measured_ms << ", " << 100 * error << " %), " << gib
               << " GiB (measured " << r.measured_gib << ", " << 100 * memory_error << " %)\n";
     EXPECT_LE(std::abs(memory_error), 0.03);
-    EXPECT_LE(std::abs(error), 0.17);
+    EXPECT_LE(std::abs(error), 0.15);
     EXPECT_GT(number(member(report, "moe"), "exchange_s"), 0) << "EP all-to-alls on the node's NVLink";
     sum_abs += std::abs(error);
     simumax_sum_abs += std::abs(r.simumax_ms / r.measured_ms - 1);
@@ -101,7 +103,7 @@ TEST(SimuMaxB200Moe, DeepSeekRowsPeakMemoryWithinThreePercentAndTimeGuarded)
   std::cout << "MoE rows: MAPE " << 100 * sum_abs / n << " % (SimuMax's own model: " << 100 * simumax_sum_abs / n
             << " %)\n";
   RecordProperty("mape_percent", std::to_string(100 * sum_abs / n));
-  EXPECT_LE(sum_abs / n, 0.12);
+  EXPECT_LE(sum_abs / n, 0.10);
 }
 
 } // namespace

@@ -5,7 +5,9 @@
 #include "gputwin/models/model_catalog.hpp"
 #include "gputwin/models/model_state_memory.hpp"
 #include "gputwin/models/activation_memory.hpp"
+#include "gputwin/models/op_vocabulary.hpp"
 #include "gputwin/models/parameter_count.hpp"
+#include "gputwin/models/workload.hpp"
 
 #include <gtest/gtest.h>
 
@@ -216,6 +218,47 @@ TEST(MoeFlops, DeepSeekV3ModelFlopsByHand)
   const double layers = 3 * (s * (attention + dense_mlp) + core) + 59 * (s * (attention + moe_mlp) + core);
   const double expected = 3 * (layers + s * 2 * 2 * h * h + 2 * 2 * s * h * v);
   EXPECT_NEAR(model_flops_per_iteration(m, 1), expected, 1e-9 * expected);
+}
+
+// DeepSeek-V3's attention projections on a TP 2 rank, as Megatron-Core's MLASelfAttention runs them: four GEMMs --
+// the query down projection (h -> 1536) and the key-value one (h -> 512 + 64), replicated; the up projections of
+// the rank's 64 heads (1536 -> 64 x 192, 512 -> 64 x (128 + 128)) -- with RMSNorms between, not one h-deep GEMM;
+// their FLOPs those of the parameters (2 T per weight), the backward's input and weight gradients the same again.
+TEST(MlaOps, FourProjectionGemmsAsMegatronCoreRunsThem)
+{
+  GptConfig m = catalog_model("deepseek-v3");
+  m.layers = 1;
+  m.moe.mtp_layers = 0;
+  ParallelPlan plan;
+  plan.tp = 2;
+  plan.global_batch = 1;
+  const Workload w = make_workload(m, plan);
+  const LayerShape s = layer_shape(m, plan);
+  const int64_t T = s.tokens(), h = 7168;
+  const auto shape = [&](OpName op) {
+    const traces::GemmShape g = op_cost(op, s).gemm;
+    return std::vector<int64_t>{g.m, g.n, g.k};
+  };
+  EXPECT_EQ(shape(OpName::MlaQDownFwd), (std::vector<int64_t>{T, 1536, h}));
+  EXPECT_EQ(shape(OpName::MlaQUpFwd), (std::vector<int64_t>{T, 64 * 192, 1536}));
+  EXPECT_EQ(shape(OpName::MlaKvDownFwd), (std::vector<int64_t>{T, 576, h}));
+  EXPECT_EQ(shape(OpName::MlaKvUpFwd), (std::vector<int64_t>{T, 64 * 256, 512}));
+  std::vector<std::string> forward;
+  double fwd_flops = 0, dgrad_flops = 0, wgrad_flops = 0;
+  for (const traces::Op& op : stage_program(w, 0).ops) {
+    EXPECT_NE(op.name.rfind("qkv.", 0), 0u) << op.name;
+    if (op.name.rfind("mla.", 0) != 0 || op.gemm.m == 0)
+      continue;
+    if (op.phase == traces::Phase::Forward && op.micro_batch == 0)
+      forward.push_back(op.name);
+    const bool is_fwd = op.name.find(".fwd") != std::string::npos;
+    (is_fwd ? fwd_flops : op.name.find(".dgrad") != std::string::npos ? dgrad_flops : wgrad_flops) += op.flops;
+  }
+  EXPECT_EQ(forward, (std::vector<std::string>{"mla.q_down.fwd", "mla.q_up.fwd", "mla.kv_down.fwd", "mla.kv_up.fwd"}));
+  const double expected = 2.0 * static_cast<double>(T) * (1536.0 * h + 64.0 * 192 * 1536 + 576.0 * h + 64.0 * 256 * 512);
+  EXPECT_DOUBLE_EQ(fwd_flops, expected);
+  EXPECT_DOUBLE_EQ(dgrad_flops, expected);
+  EXPECT_DOUBLE_EQ(wgrad_flops, expected);
 }
 
 // Qwen3-235B-A22B's queries are a d = 64 x 128 = 8192 wide over hidden 4096: attention 2 (h (a d + 2 g d) + a d h)

@@ -136,6 +136,60 @@ void column_parallel_forward(OpEmitter& e, const LayerShape& s, int32_t group, O
   e.compute(gemm, s);
 }
 
+// Multi-head latent attention's projections forward, in the TP region the QKV GEMM would open (the gathered input
+// feeds both down projections; with --tp-comm-overlap the gather overlaps the first of them): the query's down
+// projection, norm and up projection, then the key-value's (MLASelfAttention.get_query_key_value_tensors).
+void mla_projections_forward(OpEmitter& e, const LayerShape& s, int32_t group, TpCommOverlap overlap)
+{
+  const bool q_lora = s.mla_q_lora > 0;
+  const OpName first = q_lora ? OpName::MlaQDownFwd : OpName::MlaQUpFwd;
+  if (overlapped(s, overlap)) {
+    ring_exchange_gemm(e, s, group, first);
+  } else {
+    enter_tp_region_forward(e, s, group);
+    e.compute(first, s);
+  }
+  if (q_lora) {
+    e.compute(OpName::MlaQNormFwd, s);
+    e.compute(OpName::MlaQUpFwd, s);
+  }
+  e.compute(OpName::MlaKvDownFwd, s);
+  e.compute(OpName::MlaKvNormFwd, s);
+  e.compute(OpName::MlaKvUpFwd, s);
+}
+
+// Their backward, as column_parallel_backward for the QKV GEMM: the input gradients through the key-value and query
+// paths (the TP region's exit waits for the last), then the weight gradients, which read the gathered input.
+int64_t mla_projections_backward(OpEmitter& e, const LayerShape& s, int32_t group, int32_t comm_sms)
+{
+  const bool q_lora = s.mla_q_lora > 0;
+  int64_t gathered = -1;
+  if (s.t > 1 && s.sp)
+    gathered = e.collective(OpName::TpAllGather, CollectiveOp::AllGather, group,
+                            tp_collective_bytes(OpName::TpAllGather, s), tp_async_stream, {e.last_compute_id()});
+  const auto gemm = [&](OpName name, std::vector<int64_t> deps = {}) {
+    OpCost cost = op_cost(name, s);
+    cost.gemm.comm_sms = comm_sms; // TE's bulk overlap: launched with an SM margin
+    return e.compute(name, cost, std::move(deps));
+  };
+  gemm(OpName::MlaKvUpDgrad);
+  e.compute(OpName::MlaKvNormBwd, s);
+  gemm(OpName::MlaKvDownDgrad);
+  gemm(OpName::MlaQUpDgrad);
+  if (q_lora) {
+    e.compute(OpName::MlaQNormBwd, s);
+    gemm(OpName::MlaQDownDgrad);
+  }
+  const int64_t reduced = leave_tp_region(e, s, group, tp_async_stream, {e.last_compute_id()});
+  const std::vector<int64_t> input = gathered >= 0 ? std::vector<int64_t>{gathered} : std::vector<int64_t>{};
+  gemm(OpName::MlaKvUpWgrad);
+  gemm(OpName::MlaKvDownWgrad, input);
+  gemm(OpName::MlaQUpWgrad, q_lora ? std::vector<int64_t>{} : input);
+  if (q_lora)
+    gemm(OpName::MlaQDownWgrad, input);
+  return reduced;
+}
+
 // A row-parallel GEMM forward (projection, fc2) and its TP region's exit, then `next` (the bias-dropout-add),
 // which needs the reduced output: blocking reduce-scatter / all-reduce, or with --tp-comm-overlap the pipelined
 // reduce-scatter overlap.
@@ -372,7 +426,10 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g,
 {
   // Attention block.
   e.compute(OpName::Ln1Fwd, s);
-  column_parallel_forward(e, s, g.tp, OpName::QkvFwd, overlap);
+  if (s.mla_qk > 0)
+    mla_projections_forward(e, s, g.tp, overlap);
+  else
+    column_parallel_forward(e, s, g.tp, OpName::QkvFwd, overlap);
   if (s.position == PositionEmbedding::Rope)
     e.compute(OpName::RopeFwd, s);
   attention_core_forward(e, s, g.cp);
@@ -409,7 +466,9 @@ void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g
   attention_core_backward(e, s, recompute, groups.cp);
   if (s.position == PositionEmbedding::Rope)
     e.compute(OpName::RopeBwd, s);
-  reduced = column_parallel_backward(e, s, g, OpName::QkvDgrad, OpName::QkvBiasGrad, OpName::QkvWgrad, bulk_sms);
+  reduced = s.mla_qk > 0 ? mla_projections_backward(e, s, g, bulk_sms)
+                          : column_parallel_backward(e, s, g, OpName::QkvDgrad, OpName::QkvBiasGrad, OpName::QkvWgrad,
+                                                     bulk_sms);
   e.compute(OpName::Ln1Bwd, s, after(reduced));
   e.compute(OpName::ResidualBwd, s);
 }

@@ -66,6 +66,22 @@ constexpr std::array<Entry, op_name_count> entries = {{
     {OpName::QkvBiasGrad, "qkv.bias_grad", OpKind::Compute},
     {OpName::QkvWgrad, "qkv.wgrad", OpKind::Compute},
     {OpName::Ln1Bwd, "ln1.bwd", OpKind::Compute},
+    {OpName::MlaQDownFwd, "mla.q_down.fwd", OpKind::Compute},
+    {OpName::MlaQNormFwd, "mla.q_norm.fwd", OpKind::Compute},
+    {OpName::MlaQUpFwd, "mla.q_up.fwd", OpKind::Compute},
+    {OpName::MlaKvDownFwd, "mla.kv_down.fwd", OpKind::Compute},
+    {OpName::MlaKvNormFwd, "mla.kv_norm.fwd", OpKind::Compute},
+    {OpName::MlaKvUpFwd, "mla.kv_up.fwd", OpKind::Compute},
+    {OpName::MlaKvUpDgrad, "mla.kv_up.dgrad", OpKind::Compute},
+    {OpName::MlaKvUpWgrad, "mla.kv_up.wgrad", OpKind::Compute},
+    {OpName::MlaKvNormBwd, "mla.kv_norm.bwd", OpKind::Compute},
+    {OpName::MlaKvDownDgrad, "mla.kv_down.dgrad", OpKind::Compute},
+    {OpName::MlaKvDownWgrad, "mla.kv_down.wgrad", OpKind::Compute},
+    {OpName::MlaQUpDgrad, "mla.q_up.dgrad", OpKind::Compute},
+    {OpName::MlaQUpWgrad, "mla.q_up.wgrad", OpKind::Compute},
+    {OpName::MlaQNormBwd, "mla.q_norm.bwd", OpKind::Compute},
+    {OpName::MlaQDownDgrad, "mla.q_down.dgrad", OpKind::Compute},
+    {OpName::MlaQDownWgrad, "mla.q_down.wgrad", OpKind::Compute},
     {OpName::RopeFwd, "rope.fwd", OpKind::Compute},
     {OpName::RopeBwd, "rope.bwd", OpKind::Compute},
     {OpName::SwigluFwd, "swiglu.fwd", OpKind::Compute},
@@ -222,6 +238,37 @@ OpCost sum(const OpCost& a, const OpCost& b)
   return {a.flops + b.flops, a.bytes + b.bytes, GemmShape{a.gemm.m, a.gemm.n, a.gemm.k, 2 * a.gemm.batch}};
 }
 
+// Multi-head latent attention's projections and norms (MLASelfAttention), per TP rank; nullopt for any other op.
+// Widths: the query LoRA rank (h without one), the key-value LoRA rank plus the shared rotary key, and the heads'
+// query/key (nope + rope) and key-nope + value widths. FP8 casts each GEMM's own input (TE's per-module cast).
+std::optional<OpCost> mla_op_cost(OpName op, const LayerShape& s)
+{
+  const int64_t T = s.tokens(), h = s.h, heads = s.heads_per_rank();
+  const int64_t q_in = s.mla_q_lora > 0 ? s.mla_q_lora : h, kv_down = s.mla_kv_lora + s.mla_rope;
+  const int64_t q_up = heads * s.mla_qk, kv_up = heads * (s.mla_qk - s.mla_rope + s.mla_v);
+  const bool rms = s.norm == Norm::RmsNorm;
+  const double q_norm = d(T * s.mla_q_lora), kv_norm = d(T * s.mla_kv_lora);
+  switch (op) {
+  case OpName::MlaQDownFwd: return linear(s, {T, s.mla_q_lora, h}, d(T * h));
+  case OpName::MlaQNormFwd: return memory(q_norm * (2 + 2), q_norm * (rms ? 4 : 8));
+  case OpName::MlaQUpFwd: return linear(s, {T, q_up, q_in}, d(T * q_in));
+  case OpName::MlaKvDownFwd: return linear(s, {T, kv_down, h}, d(T * h));
+  case OpName::MlaKvNormFwd: return memory(kv_norm * (2 + 2), kv_norm * (rms ? 4 : 8));
+  case OpName::MlaKvUpFwd: return linear(s, {T, kv_up, s.mla_kv_lora}, d(T * s.mla_kv_lora));
+  case OpName::MlaKvUpDgrad: return linear(s, {T, s.mla_kv_lora, kv_up}, d(T * kv_up));
+  case OpName::MlaKvUpWgrad: return linear(s, {kv_up, s.mla_kv_lora, T}, 0);
+  case OpName::MlaKvNormBwd: return memory(kv_norm * (2 + 2 + 2), kv_norm * 8);
+  case OpName::MlaKvDownDgrad: return linear(s, {T, h, kv_down}, d(T * kv_down));
+  case OpName::MlaKvDownWgrad: return linear(s, {kv_down, h, T}, 0);
+  case OpName::MlaQUpDgrad: return linear(s, {T, q_in, q_up}, d(T * q_up));
+  case OpName::MlaQUpWgrad: return linear(s, {q_up, q_in, T}, 0);
+  case OpName::MlaQNormBwd: return memory(q_norm * (2 + 2 + 2), q_norm * 8);
+  case OpName::MlaQDownDgrad: return linear(s, {T, h, s.mla_q_lora}, d(T * s.mla_q_lora));
+  case OpName::MlaQDownWgrad: return linear(s, {s.mla_q_lora, h, T}, 0);
+  default: return std::nullopt;
+  }
+}
+
 // The ops of a MoE layer's expert block and of the MTP modules' projection; nullopt for any other op.
 std::optional<OpCost> moe_op_cost(OpName op, const LayerShape& s)
 {
@@ -309,6 +356,8 @@ OpCost op_cost(OpName op, const LayerShape& s)
 {
   if (const std::optional<OpCost> moe = moe_op_cost(op, s))
     return *moe;
+  if (const std::optional<OpCost> mla = mla_op_cost(op, s))
+    return *mla;
   const int64_t T = s.tokens(), h = s.h, hp = s.hidden_per_rank(), f = s.ffn_per_rank(), v = s.vocab_per_rank;
   const int64_t f1 = s.fc1_per_rank(), qkv = s.qkv_per_rank(), kv = s.kv_per_rank();
   const int64_t batch = s.b * s.heads_per_rank(), dh = s.head_dim();

@@ -42,8 +42,10 @@ struct LayerShape {
   int64_t seq_full() const { return s * cp; }                           // the whole sequence (K/V length)
   // Multi-head latent attention (moe_config.hpp MlaConfig; 0 without): the query/key head width d_nope + d_rope, the
   // value head width, the LoRA ranks and the rotary width. The attention core is costed at the mean head width
-  // (d_qk + d_v)/2, which gives its FLOPs exactly (Q K^T at d_qk, P V at d_v); the projections as one GEMM of the
-  // same FLOPs (mla_projection_width).
+  // (d_qk + d_v)/2, which gives its FLOPs exactly (Q K^T at d_qk, P V at d_v); the projections are emitted as
+  // Megatron-Core runs them, four GEMMs and two norms (op_vocabulary.hpp Mla*, 2026-11-29; until then one h-deep
+  // GEMM of the same FLOPs, qkv_per_rank, which timed the 512-deep key-value up projection at the efficiency of an
+  // h-deep one).
   int64_t mla_qk = 0, mla_v = 0, mla_q_lora = 0, mla_kv_lora = 0, mla_rope = 0;
 
   int64_t dh = 0; // a head's width when the model sets it (GptConfig::head_size); 0: h / a
@@ -58,8 +60,9 @@ struct LayerShape {
     return mla_qk > 0 ? heads_per_rank() * mla_v : (dh > 0 ? heads_per_rank() * dh : h / t);
   }
   int64_t kv_per_rank() const { return kv_heads_per_rank() * head_dim(); } // width of K (and V) of one rank
-  // QKV GEMM output width; MLA: the width of one h-deep GEMM with the FLOPs of its down projections (replicated
-  // on every TP rank, Megatron-Core's "duplicated" linear_q/kv_down_proj) and its up projections (split by t).
+  // QKV GEMM output width; MLA (whose layers emit the Mla* ops instead): the width of one h-deep GEMM with the FLOPs
+  // of its down projections (replicated on every TP rank, Megatron-Core's "duplicated" linear_q/kv_down_proj) and
+  // its up projections (split by t).
   int64_t qkv_per_rank() const
   {
     if (mla_qk == 0)

@@ -87,6 +87,27 @@ enum class OpName : uint8_t {
   QkvBiasGrad,
   QkvWgrad,
   Ln1Bwd,
+  // Multi-head latent attention (s.mla_qk > 0; Megatron-Core multi_latent_attention.py MLASelfAttention): the
+  // query and key-value down projections (replicated on every TP rank), their RMSNorms and up projections (split
+  // by heads) in place of qkv.fwd / qkv.dgrad / qkv.wgrad; without a query LoRA rank the query is one projection
+  // (mla.q_up.* at depth h, no q_down or q_norm).
+  MlaQDownFwd,
+  MlaQNormFwd,
+  MlaQUpFwd,
+  MlaKvDownFwd,
+  MlaKvNormFwd,
+  MlaKvUpFwd,
+  MlaKvUpDgrad,
+  MlaKvUpWgrad,
+  MlaKvNormBwd,
+  MlaKvDownDgrad,
+  MlaKvDownWgrad,
+  MlaQUpDgrad,
+  MlaQUpWgrad,
+  MlaQNormBwd,
+  MlaQDownDgrad,
+  MlaQDownWgrad,
+
   // Llama-style layers: rotary embedding of Q and K, the gated SwiGLU activation.
   RopeFwd,
   RopeBwd,
