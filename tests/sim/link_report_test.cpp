@@ -31,6 +31,19 @@ const LinkUse* use_of(const LinkReport& report, int link)
   return nullptr;
 }
 
+// The same links with the same bytes, busy time and flows (LinkUse or LinkTraffic), to rounding.
+template <class Traffic>
+void expect_same_links(const std::vector<Traffic>& a, const std::vector<Traffic>& b)
+{
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].link, b[i].link);
+    EXPECT_DOUBLE_EQ(a[i].bytes, b[i].bytes);
+    EXPECT_DOUBLE_EQ(a[i].busy_s, b[i].busy_s);
+    EXPECT_EQ(a[i].flows, b[i].flows);
+  }
+}
+
 // Two nodes of DGX A100: GPU 0 sends to GPUs 1, 2 (overlapping in time) and 3 (later) over its NVLink, and to
 // GPU 8 (the other node, NIC 0's rail: no NVLink).
 FlowLog hand_made_log()
@@ -110,13 +123,7 @@ TEST(LinkReport, AnUnsortedLogGivesTheSortedLogsReport)
   FlowLog reference = sorted;
   reference.flows.insert(reference.flows.begin() + 1, shuffled.flows.back());
   const LinkReport a = link_report(graph, shuffled, 10), b = link_report(graph, reference, 10);
-  ASSERT_EQ(a.links.size(), b.links.size());
-  for (size_t i = 0; i < a.links.size(); ++i) {
-    EXPECT_EQ(a.links[i].link, b.links[i].link);
-    EXPECT_DOUBLE_EQ(a.links[i].bytes, b.links[i].bytes);
-    EXPECT_DOUBLE_EQ(a.links[i].busy_s, b.links[i].busy_s);
-    EXPECT_EQ(a.links[i].flows, b.links[i].flows);
-  }
+  expect_same_links(a.links, b.links);
   EXPECT_DOUBLE_EQ(use_of(a, link_named(graph, "n0.gpu0->n0.nvswitch"))->busy_s, 4); // [1, 4] and [6, 7]
 }
 
@@ -151,13 +158,7 @@ TEST(LinkUsage, AWindowCountsTheFlowsStartingInItAndTheBusyTimeInsideIt)
   const LinkUsage whole = link_usage(graph, hand_made_log());
   const LinkUsage sum = add_usage(add_usage(link_usage(graph, hand_made_log(), 0, 2.5), window, 1),
                                   link_usage(graph, hand_made_log(), 6.5, 100), 1);
-  ASSERT_EQ(sum.links.size(), whole.links.size());
-  for (size_t i = 0; i < whole.links.size(); ++i) {
-    EXPECT_EQ(sum.links[i].link, whole.links[i].link);
-    EXPECT_EQ(sum.links[i].flows, whole.links[i].flows);
-    EXPECT_DOUBLE_EQ(sum.links[i].bytes, whole.links[i].bytes);
-    EXPECT_DOUBLE_EQ(sum.links[i].busy_s, whole.links[i].busy_s);
-  }
+  expect_same_links(sum.links, whole.links);
   EXPECT_EQ(sum.flows, 4);
   EXPECT_DOUBLE_EQ(sum.flow_bytes, 190);
 }

@@ -1,8 +1,9 @@
 #include "gputwin/sim/link_usage.hpp"
 
+#include "gputwin/sim/exact_text.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <stdexcept>
@@ -125,11 +126,7 @@ LinkUsage add_usage(const LinkUsage& usage, const LinkUsage& more, double times)
 std::string to_text(const LinkUsage& usage)
 {
   std::string text;
-  char number[40];
-  const auto put = [&](double x) {
-    std::snprintf(number, sizeof number, "%a ", x); // exact
-    text += number;
-  };
+  const auto put = [&](double x) { append_exact(text, x); };
   const auto word = [&](int64_t n) {
     text += std::to_string(n);
     text += ' ';

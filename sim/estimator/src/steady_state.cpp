@@ -1,11 +1,11 @@
 #include "gputwin/sim/steady_state.hpp"
 
 #include "gputwin/models/pipeline_schedule.hpp"
+#include "gputwin/sim/exact_text.hpp"
 #include "gputwin/sim/stage_accounting.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
@@ -237,11 +237,7 @@ SampleOutcome sample_outcome(IterationResult result, const SteadyStateSample& sa
 std::string to_text(const SampleOutcome& outcome)
 {
   std::string text;
-  char number[40];
-  const auto put = [&](double x) {
-    std::snprintf(number, sizeof number, "%a ", x); // exact
-    text += number;
-  };
+  const auto put = [&](double x) { append_exact(text, x); };
   text += std::to_string(outcome.result.stages.size()) + " " + (outcome.spans ? "1 " : "0 ") +
           (outcome.period ? "1 " : "0 ") + (outcome.growth.empty() ? "0 " : "1 ");
   put(outcome.period ? outcome.period->period_s : 0);
