@@ -21,6 +21,7 @@
 // Bounds (a regression guard a little above what is measured): fit rows MAPE <= 5 % and below SimuMax's own, every
 // fit row within 20 %; held-out rows MAPE <= 3 %, every one within 5 %.
 #include "csv_cells.hpp"
+#include "simumax_b200_rows.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
 
@@ -36,48 +37,12 @@
 namespace gputwin::testing {
 namespace {
 
-struct Row {
-  std::string name, model;
-  int64_t layers = 0, tp = 0, cp = 0, pp = 0, dp = 0, seq_len = 0, micro_batches = 0;
-  double measured_ms = 0, simumax_ms = 0;
-};
-
-std::vector<Row> rows()
+std::vector<SimuMaxRow> rows()
 {
-  // case,model,layers,tp,cp,ep,pp,dp,seq_len,micro_batches,measured_ms,measured_peak_alloc_gib,simumax_ms,...
-  std::vector<Row> out;
-  for (const std::vector<std::string>& f :
-       csv_data_rows(GPUTWIN_TEST_DATA_DIR "/simumax-b200-one-node/measurements.csv", 14)) {
-    Row r;
-    r.name = f[0];
-    r.model = f[1];
-    r.layers = std::stoll(f[2]);
-    r.tp = std::stoll(f[3]);
-    r.cp = std::stoll(f[4]);
-    EXPECT_EQ(f[5], "1") << r.name << ": dense rows only";
-    r.pp = std::stoll(f[6]);
-    r.dp = std::stoll(f[7]);
-    r.seq_len = std::stoll(f[8]);
-    r.micro_batches = std::stoll(f[9]);
-    r.measured_ms = std::stod(f[10]);
-    r.simumax_ms = std::stod(f[12]);
-    out.push_back(r);
-  }
+  std::vector<SimuMaxRow> out = simumax_rows("measurements.csv");
+  for (const SimuMaxRow& r : out)
+    EXPECT_EQ(r.ep, 1) << r.name << ": dense rows only";
   return out;
-}
-
-std::string flags(const Row& r)
-{
-  const bool l405 = r.model == "llama3_405b";
-  std::string f = "simulate --model " + std::string(l405 ? "llama3-405b --num-query-groups 16" : "llama3-70b") +
-                  " --layers " + std::to_string(r.layers) + " --seq-len " + std::to_string(r.seq_len) +
-                  " --cluster dgx-b200 --nodes 1 --tp " + std::to_string(r.tp) + " --pp " + std::to_string(r.pp) +
-                  " --cp " + std::to_string(r.cp) + " --dp " + std::to_string(r.dp) +
-                  " --micro-batch 1 --global-batch " + std::to_string(r.dp * r.micro_batches) +
-                  " --zero 1 --cross-entropy-fusion --json";
-  if (r.tp > 1)
-    f += " --sp";
-  return f;
 }
 
 traces::JsonValue simulate(const std::string& arguments)
@@ -98,11 +63,11 @@ struct Errors {
 Errors run_rows(bool fit_rows)
 {
   Errors e;
-  for (const Row& r : rows()) {
+  for (const SimuMaxRow& r : rows()) {
     if ((r.seq_len == 4096) != fit_rows)
       continue;
     SCOPED_TRACE(r.name);
-    const traces::JsonValue report = simulate(flags(r));
+    const traces::JsonValue report = simulate(simumax_flags(r));
     EXPECT_EQ(member(report, "framework").text, "megatron-core");
     EXPECT_EQ(member(member(report, "plan"), "attention").text, "flash");
     const double ms = 1e3 * number(report, "iteration_time_s");

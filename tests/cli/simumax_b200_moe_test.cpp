@@ -23,6 +23,7 @@
 //   dispatch is not emitted.
 // Bounds: memory within 3 % each and time MAPE <= 10 % (the issue's); each row within 15 % (a guard above today's).
 #include "csv_cells.hpp"
+#include "simumax_b200_rows.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
 
@@ -38,54 +39,14 @@
 namespace gputwin::testing {
 namespace {
 
-struct Row {
-  std::string name, model;
-  int64_t layers = 0, tp = 0, ep = 0, pp = 0, dp = 0, seq_len = 0, micro_batches = 0;
-  double measured_ms = 0, measured_gib = 0, simumax_ms = 0;
-};
-
-std::vector<Row> rows()
-{
-  // case,model,layers,tp,cp,ep,pp,dp,seq_len,micro_batches,measured_ms,measured_peak_alloc_gib,simumax_ms,...
-  std::vector<Row> out;
-  for (const std::vector<std::string>& f :
-       csv_data_rows(GPUTWIN_TEST_DATA_DIR "/simumax-b200-one-node/moe_measurements.csv", 14)) {
-    Row r;
-    r.name = f[0];
-    r.model = f[1];
-    r.layers = std::stoll(f[2]);
-    r.tp = std::stoll(f[3]);
-    r.ep = std::stoll(f[5]);
-    r.pp = std::stoll(f[6]);
-    r.dp = std::stoll(f[7]);
-    r.seq_len = std::stoll(f[8]);
-    r.micro_batches = std::stoll(f[9]);
-    r.measured_ms = std::stod(f[10]);
-    r.measured_gib = std::stod(f[11]);
-    r.simumax_ms = std::stod(f[12]);
-    out.push_back(r);
-  }
-  return out;
-}
-
-std::string flags(const Row& r)
-{
-  const bool v3 = r.model == "deepseekv3";
-  return "simulate --model " + std::string(v3 ? "deepseek-v3 --mtp-layers 0" : "deepseek-v2") + " --layers " +
-         std::to_string(r.layers) + " --moe-dense-first-layers 1 --seq-len " + std::to_string(r.seq_len) +
-         " --cluster dgx-b200 --nodes 1 --tp " + std::to_string(r.tp) + " --pp " + std::to_string(r.pp) + " --dp " +
-         std::to_string(r.dp) + " --ep " + std::to_string(r.ep) + " --micro-batch 1 --global-batch " +
-         std::to_string(r.dp * r.micro_batches) + " --zero 1 --cross-entropy-fusion --json";
-}
-
 TEST(SimuMaxB200Moe, DeepSeekRowsPeakMemoryWithinThreePercentAndTimeGuarded)
 {
   double sum_abs = 0, simumax_sum_abs = 0;
   int n = 0;
-  for (const Row& r : rows()) {
+  for (const SimuMaxRow& r : simumax_rows("moe_measurements.csv")) {
     SCOPED_TRACE(r.name);
-    const CliResult run = run_gputwin(flags(r), false);
-    ASSERT_EQ(run.exit_code, 0) << flags(r);
+    const CliResult run = run_gputwin(simumax_flags(r), false);
+    ASSERT_EQ(run.exit_code, 0) << simumax_flags(r);
     const traces::JsonValue report = traces::parse_json(run.output);
     const double ms = 1e3 * number(report, "iteration_time_s");
     const double gib = number(report, "peak_memory_bytes") / (1024.0 * 1024 * 1024);
@@ -104,6 +65,30 @@ TEST(SimuMaxB200Moe, DeepSeekRowsPeakMemoryWithinThreePercentAndTimeGuarded)
             << " %)\n";
   RecordProperty("mape_percent", std::to_string(100 * sum_abs / n));
   EXPECT_LE(sum_abs / n, 0.10);
+}
+
+// Issue 28's check on all 43 rows, dense and MoE: iteration time MAPE <= 8 % and below SimuMax's own model on the
+// same rows (5.62 %). Measured (2026-11-29): 5.15 % (dense 3.31 % over 31, MoE 9.89 % over 12); 5.8 % before the
+// gradient passes and MLA's four projection GEMMs.
+TEST(SimuMaxB200, AllFortyThreeRowsBeatSimuMaxsOwnModel)
+{
+  double sum_abs = 0, simumax_sum_abs = 0;
+  int n = 0;
+  for (const char* file : {"measurements.csv", "moe_measurements.csv"})
+    for (const SimuMaxRow& r : simumax_rows(file)) {
+      SCOPED_TRACE(r.name);
+      const CliResult run = run_gputwin(simumax_flags(r), false);
+      ASSERT_EQ(run.exit_code, 0) << simumax_flags(r);
+      sum_abs += std::abs(1e3 * number(traces::parse_json(run.output), "iteration_time_s") / r.measured_ms - 1);
+      simumax_sum_abs += std::abs(r.simumax_ms / r.measured_ms - 1);
+      ++n;
+    }
+  ASSERT_EQ(n, 43);
+  std::cout << "all rows: MAPE " << 100 * sum_abs / n << " % (SimuMax's own model: " << 100 * simumax_sum_abs / n
+            << " %)\n";
+  RecordProperty("mape_percent", std::to_string(100 * sum_abs / n));
+  EXPECT_LE(sum_abs / n, 0.08);
+  EXPECT_LT(sum_abs / n, simumax_sum_abs / n);
 }
 
 } // namespace
