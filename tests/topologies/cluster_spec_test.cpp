@@ -121,6 +121,25 @@ TEST(ClusterSpec, Gb200Nvl72IsTraysOfFourGpusInRackDomains)
   EXPECT_DOUBLE_EQ(s.gpu.hbm_bytes_per_s, 8000e9);
 }
 
+// A job's trays in equal segments, one per rack (node.nvlink.segments, NVIDIA's launcher): the greatest divisor of
+// its trays <= 18 -- 16 trays (64 GPUs) per rack for 32 or 64 trays, 17 for 34, 18 for 36 or 72, one rack below
+// 19; without the rule, trays fill racks in order (a 32-tray job: racks of 18 and 14).
+TEST(ClusterSpec, Nvl72JobsTakeEqualSegmentsOfRacks)
+{
+  for (const auto& [trays, segment] : std::vector<std::pair<int, int>>{
+           {32, 16}, {64, 16}, {34, 17}, {36, 18}, {72, 18}, {12, 12}, {18, 18}, {19, 1}, {38, 2}}) {
+    const ClusterSpec s = load_cluster("gb200-nvl72", trays, {});
+    EXPECT_TRUE(s.nvlink.segments);
+    EXPECT_EQ(s.nvlink.domain_gpus, 4 * segment) << trays << " trays";
+    EXPECT_EQ(s.nvlink_domains(), trays / segment) << trays << " trays";
+  }
+  const ClusterSpec filled = load_cluster("gb200-nvl72", 32, {"node.nvlink.segments=false"});
+  EXPECT_EQ(filled.nvlink.domain_gpus, 72);
+  EXPECT_EQ(filled.nvlink_domains(), 2);
+  EXPECT_FALSE(load_cluster("dgx-b200", 4, {}).nvlink.segments); // node-sized domains: nothing to segment
+  EXPECT_EQ(load_cluster("gb300-nvl72", 32, {}).nvlink.domain_gpus, 64);
+}
+
 TEST(ClusterSpec, FileByPathAndNodes)
 {
   const ClusterSpec tiny = load_cluster(data_dir + "tiny.yaml", 0, {});
@@ -163,7 +182,7 @@ TEST(ClusterSpec, FileErrorsNameFileLineColumnAndField)
       {"mistyped-field.yaml",
        "mistyped-field.yaml:13:19: node.nvlink.gbytes_per_s: expected a positive number, got 'fast'"},
       {"unknown-field.yaml", "unknown-field.yaml:13:5: node.nvlink.gbytes_per_sec: unknown field (expected one of "
-                             "gbytes_per_s, latency_us, nvswitch_chips, domain_gpus)"},
+                             "gbytes_per_s, latency_us, nvswitch_chips, domain_gpus, segments)"},
       {"bad-rail-map.yaml",
        "bad-rail-map.yaml:24:24: node.nics.gpus.1.1: expected a local GPU index from 0 to 3, got 7"},
   };

@@ -8,6 +8,7 @@
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/common/json_writer.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -79,13 +80,15 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   spec.gpus_per_node = in.positive_integer("node.gpus");
   if (in.has("node.host_cores"))
     spec.host_cores = in.positive_integer("node.host_cores");
-  in.mapping("node.nvlink", {"gbytes_per_s", "latency_us", "nvswitch_chips", "domain_gpus"});
+  in.mapping("node.nvlink", {"gbytes_per_s", "latency_us", "nvswitch_chips", "domain_gpus", "segments"});
   spec.nvlink.bytes_per_s = in.positive_number("node.nvlink.gbytes_per_s") * giga;
   spec.nvlink.latency_s = in.non_negative_number("node.nvlink.latency_us") * micro;
   spec.nvlink.switch_chips = in.positive_integer("node.nvlink.nvswitch_chips");
   // Optional: absent, the NVLink domain is the node; a rack-scale domain (NVL72) spans several nodes (trays).
   if (in.has("node.nvlink.domain_gpus"))
     spec.nvlink.domain_gpus = in.positive_integer("node.nvlink.domain_gpus");
+  if (in.has("node.nvlink.segments"))
+    spec.nvlink.segments = in.boolean("node.nvlink.segments");
   in.mapping("node.pcie", {"gbytes_per_s", "latency_us", "switches"});
   spec.pcie.bytes_per_s = in.positive_number("node.pcie.gbytes_per_s") * giga;
   spec.pcie.latency_s = in.non_negative_number("node.pcie.latency_us") * micro;
@@ -176,6 +179,23 @@ std::string builtin_cluster_names()
   return names;
 }
 
+namespace {
+
+// node.nvlink.segments: the job's domains are its segments -- the greatest divisor of its trays that fits a
+// domain (NvlinkSpec::segments).
+void allocate_segments(ClusterSpec& spec)
+{
+  const int per_domain = spec.nodes_per_domain();
+  if (!spec.nvlink.segments || per_domain <= 1)
+    return;
+  int segment = std::min(spec.nodes, per_domain);
+  while (spec.nodes % segment != 0)
+    --segment;
+  spec.nvlink.domain_gpus = segment * spec.gpus_per_node;
+}
+
+} // namespace
+
 ClusterSpec load_cluster(const std::string& name_or_path, int nodes, const std::vector<std::string>& set_overrides)
 {
   if (nodes < 0)
@@ -197,6 +217,7 @@ ClusterSpec load_cluster(const std::string& name_or_path, int nodes, const std::
     const bool from_nodes_flag = nodes > 0 && problem->field == "nodes";
     throw InputError((from_nodes_flag ? "--nodes" : in.where(problem->field)) + ": " + problem->message);
   }
+  allocate_segments(spec);
   return spec;
 }
 

@@ -60,7 +60,10 @@ void print_summary_table(std::ostream& out, const ClusterGraph& graph)
   const bool node_domain = spec.nodes_per_domain() == 1;
   print_row(out, "NVLink domains",
             std::to_string(s.nvlink_domains) + " of " + std::to_string(s.nvlink_domain_gpus) + " GPUs" +
-                (node_domain ? " (the node)" : " (" + std::to_string(spec.nodes_per_domain()) + " nodes each)"));
+                (node_domain ? " (the node)"
+                             : " (" + std::to_string(spec.nodes_per_domain()) + " nodes each" +
+                                   (spec.nvlink.segments ? ": the job's segment of each rack, node.nvlink.segments)"
+                                                         : ")")));
   print_row(out, "NVSwitch chips",
             std::to_string(s.nvswitch_chips) + " (" + std::to_string(spec.nvlink.switch_chips) +
                 (node_domain ? per_node + "; one logical crossbar per node in the graph)"

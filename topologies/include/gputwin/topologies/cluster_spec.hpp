@@ -36,6 +36,12 @@ struct NvlinkSpec {
   // GPUs sharing one NVLink switch domain (node.nvlink.domain_gpus), a multiple of the node's GPUs; 0: the node.
   // The new field comes last: brace initializers of the fields above stay valid.
   int domain_gpus = 0;
+  // node.nvlink.segments (rack-scale domains): a job gets its trays in equal segments, one per domain, of the
+  // greatest divisor of its tray count that fits a domain (SLURM --segment as NVIDIA's launcher sets it for GB200 /
+  // GB300: llmb-run job_launcher.py _compute_segment_size, "for powers of 2 this is min(num_nodes, 16)"). The job's
+  // domains are then those segments (load_cluster: domain_gpus = segment x GPUs per tray; a rack's other trays
+  // carry none of its traffic); false: trays fill domains in order, the last one partly.
+  bool segments = false;
 };
 
 // GPU <-> NIC: each PCIe switch connects gpus_per_node / switches_per_node GPUs and as many NICs.
