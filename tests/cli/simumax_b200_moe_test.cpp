@@ -39,15 +39,21 @@
 namespace gputwin::testing {
 namespace {
 
+// The row's simulate report (its run must succeed).
+traces::JsonValue simulate_row(const SimuMaxRow& r)
+{
+  const CliResult run = run_gputwin(simumax_flags(r), false);
+  EXPECT_EQ(run.exit_code, 0) << simumax_flags(r);
+  return traces::parse_json(run.output);
+}
+
 TEST(SimuMaxB200Moe, DeepSeekRowsPeakMemoryWithinThreePercentAndTimeGuarded)
 {
   double sum_abs = 0, simumax_sum_abs = 0;
   int n = 0;
   for (const SimuMaxRow& r : simumax_rows("moe_measurements.csv")) {
     SCOPED_TRACE(r.name);
-    const CliResult run = run_gputwin(simumax_flags(r), false);
-    ASSERT_EQ(run.exit_code, 0) << simumax_flags(r);
-    const traces::JsonValue report = traces::parse_json(run.output);
+    const traces::JsonValue report = simulate_row(r);
     const double ms = 1e3 * number(report, "iteration_time_s");
     const double gib = number(report, "peak_memory_bytes") / (1024.0 * 1024 * 1024);
     const double error = ms / r.measured_ms - 1, memory_error = gib / r.measured_gib - 1;
@@ -77,9 +83,7 @@ TEST(SimuMaxB200, AllFortyThreeRowsBeatSimuMaxsOwnModel)
   for (const char* file : {"measurements.csv", "moe_measurements.csv"})
     for (const SimuMaxRow& r : simumax_rows(file)) {
       SCOPED_TRACE(r.name);
-      const CliResult run = run_gputwin(simumax_flags(r), false);
-      ASSERT_EQ(run.exit_code, 0) << simumax_flags(r);
-      sum_abs += std::abs(1e3 * number(traces::parse_json(run.output), "iteration_time_s") / r.measured_ms - 1);
+      sum_abs += std::abs(1e3 * number(simulate_row(r), "iteration_time_s") / r.measured_ms - 1);
       simumax_sum_abs += std::abs(r.simumax_ms / r.measured_ms - 1);
       ++n;
     }

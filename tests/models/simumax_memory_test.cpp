@@ -11,49 +11,19 @@
 #include "gputwin/models/memory_report.hpp"
 #include "gputwin/models/model_catalog.hpp"
 
-#include "csv_cells.hpp"
+#include "simumax_b200_rows.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace gputwin {
 namespace {
 
-struct Row {
-  std::string name, model;
-  int64_t layers = 0, tp = 0, cp = 0, ep = 0, pp = 0, dp = 0, seq_len = 0, micro_batches = 0;
-  double measured_gib = 0;
-};
-
-std::vector<Row> read_rows()
-{
-  std::vector<Row> rows;
-  for (const std::vector<std::string>& f :
-       testing::csv_data_rows(std::string(GPUTWIN_TEST_DATA_DIR) + "/simumax-b200-one-node/measurements.csv", 14)) {
-    Row r;
-    r.name = f[0];
-    r.model = f[1];
-    r.layers = std::stoll(f[2]);
-    r.tp = std::stoll(f[3]);
-    r.cp = std::stoll(f[4]);
-    r.ep = std::stoll(f[5]);
-    r.pp = std::stoll(f[6]);
-    r.dp = std::stoll(f[7]);
-    r.seq_len = std::stoll(f[8]);
-    r.micro_batches = std::stoll(f[9]);
-    r.measured_gib = std::stod(f[11]);
-    rows.push_back(r);
-  }
-  return rows;
-}
-
 // The row's model and plan as SimuMax's launcher ran them (run_pretrain_llama3.sh).
-StageMemory predicted(const Row& r)
+StageMemory predicted(const testing::SimuMaxRow& r)
 {
   const CatalogEntry* entry = find_catalog_model(r.model == "llama3_70b" ? "llama3-70b" : "llama3-405b");
   EXPECT_NE(entry, nullptr);
@@ -79,10 +49,10 @@ StageMemory predicted(const Row& r)
 
 TEST(SimuMaxB200Memory, EveryDenseLlamaRowWithinThreePercent)
 {
-  const std::vector<Row> rows = read_rows();
+  const std::vector<testing::SimuMaxRow> rows = testing::simumax_rows("measurements.csv");
   ASSERT_EQ(rows.size(), 31u);
   double worst = 0;
-  for (const Row& r : rows) {
+  for (const testing::SimuMaxRow& r : rows) {
     ASSERT_EQ(r.ep, 1) << r.name;
     const double gib = static_cast<double>(predicted(r).total_bytes) / (1024.0 * 1024.0 * 1024.0);
     const double error = gib / r.measured_gib - 1;
@@ -97,7 +67,7 @@ TEST(SimuMaxB200Memory, EveryDenseLlamaRowWithinThreePercent)
 // 405B row would be 5-9 % low.
 TEST(SimuMaxB200Memory, WeightGradientPlaceholdersAreOneLayersLinearWeights)
 {
-  Row r;
+  testing::SimuMaxRow r;
   r.model = "llama3_405b";
   r.layers = 4;
   r.tp = 2;

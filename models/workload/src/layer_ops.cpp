@@ -37,6 +37,29 @@ void enter_tp_region_backward(OpEmitter& e, const LayerShape& s, int32_t group)
   enter_tp_region_forward(e, s, group);
 }
 
+std::vector<int64_t> after(int64_t id)
+{
+  return id >= 0 ? std::vector<int64_t>{id} : std::vector<int64_t>{};
+}
+
+// A backward GEMM's cost launched with `comm_sms` SMs left to Transformer Engine's bulk overlap (0: none).
+OpCost bulk_overlapped(OpName gemm, const LayerShape& s, int32_t comm_sms)
+{
+  OpCost cost = op_cost(gemm, s);
+  cost.gemm.comm_sms = comm_sms;
+  return cost;
+}
+
+// With SP, the saved sharded input of a column-parallel region re-gathered on the async stream as its backward
+// starts, for the weight gradients: the gather's id (-1 without SP).
+int64_t regather_input(OpEmitter& e, const LayerShape& s, int32_t group)
+{
+  if (s.t > 1 && s.sp)
+    return e.collective(OpName::TpAllGather, CollectiveOp::AllGather, group,
+                        tp_collective_bytes(OpName::TpAllGather, s), tp_async_stream, {e.last_compute_id()});
+  return -1;
+}
+
 // Backward of a column-parallel linear layer: the input-gradient GEMM, its bias gradient (when the layer has a
 // bias), then the input gradient's reduction (SP reduce-scatter / TP all-reduce) overlapped with the
 // weight-gradient GEMM; with SP the saved sharded input is re-gathered for the weight gradient, overlapped
@@ -44,24 +67,13 @@ void enter_tp_region_backward(OpEmitter& e, const LayerShape& s, int32_t group)
 int64_t column_parallel_backward(OpEmitter& e, const LayerShape& s, int32_t group, OpName dgrad,
                                  std::optional<OpName> bias_grad, OpName wgrad, int32_t comm_sms = 0)
 {
-  OpCost dgrad_cost = op_cost(dgrad, s), wgrad_cost = op_cost(wgrad, s);
-  dgrad_cost.gemm.comm_sms = comm_sms; // TE's bulk overlap: launched with an SM margin
-  wgrad_cost.gemm.comm_sms = comm_sms;
-  int64_t gathered = -1;
-  if (s.t > 1 && s.sp)
-    gathered = e.collective(OpName::TpAllGather, CollectiveOp::AllGather, group,
-                            tp_collective_bytes(OpName::TpAllGather, s), tp_async_stream, {e.last_compute_id()});
-  const int64_t dgrad_id = e.compute(dgrad, dgrad_cost);
+  const int64_t gathered = regather_input(e, s, group);
+  const int64_t dgrad_id = e.compute(dgrad, bulk_overlapped(dgrad, s, comm_sms));
   if (bias_grad && s.bias)
     e.compute(*bias_grad, s);
   const int64_t reduced = leave_tp_region(e, s, group, tp_async_stream, {dgrad_id});
-  e.compute(wgrad, wgrad_cost, gathered >= 0 ? std::vector<int64_t>{gathered} : std::vector<int64_t>{});
+  e.compute(wgrad, bulk_overlapped(wgrad, s, comm_sms), after(gathered));
   return reduced;
-}
-
-std::vector<int64_t> after(int64_t id)
-{
-  return id >= 0 ? std::vector<int64_t>{id} : std::vector<int64_t>{};
 }
 
 // --tp-comm-overlap applies only where SP puts an all-gather / reduce-scatter next to the linear layer.
@@ -163,14 +175,9 @@ void mla_projections_forward(OpEmitter& e, const LayerShape& s, int32_t group, T
 int64_t mla_projections_backward(OpEmitter& e, const LayerShape& s, int32_t group, int32_t comm_sms)
 {
   const bool q_lora = s.mla_q_lora > 0;
-  int64_t gathered = -1;
-  if (s.t > 1 && s.sp)
-    gathered = e.collective(OpName::TpAllGather, CollectiveOp::AllGather, group,
-                            tp_collective_bytes(OpName::TpAllGather, s), tp_async_stream, {e.last_compute_id()});
+  const int64_t gathered = regather_input(e, s, group);
   const auto gemm = [&](OpName name, std::vector<int64_t> deps = {}) {
-    OpCost cost = op_cost(name, s);
-    cost.gemm.comm_sms = comm_sms; // TE's bulk overlap: launched with an SM margin
-    return e.compute(name, cost, std::move(deps));
+    return e.compute(name, bulk_overlapped(name, s, comm_sms), std::move(deps));
   };
   gemm(OpName::MlaKvUpDgrad);
   e.compute(OpName::MlaKvNormBwd, s);
@@ -181,7 +188,7 @@ int64_t mla_projections_backward(OpEmitter& e, const LayerShape& s, int32_t grou
     gemm(OpName::MlaQDownDgrad);
   }
   const int64_t reduced = leave_tp_region(e, s, group, tp_async_stream, {e.last_compute_id()});
-  const std::vector<int64_t> input = gathered >= 0 ? std::vector<int64_t>{gathered} : std::vector<int64_t>{};
+  const std::vector<int64_t> input = after(gathered);
   gemm(OpName::MlaKvUpWgrad);
   gemm(OpName::MlaKvDownWgrad, input);
   gemm(OpName::MlaQUpWgrad, q_lora ? std::vector<int64_t>{} : input);

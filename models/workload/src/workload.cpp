@@ -721,12 +721,11 @@ private:
     const double owned =
         static_cast<double>(params_) / static_cast<double>(plan_.zero_stage ? plan_.dp * plan_.cp : 1) +
         static_cast<double>(expert_params_) / static_cast<double>(plan_.zero_stage ? plan_.expert_dp() : 1);
-    if (w_.options.gradient_passes) {
+    // (with the gradient passes the clipping waits for the reductions, and Adam follows it on the compute stream)
+    const bool clip = w_.options.gradient_passes;
+    if (clip)
       e_.compute(OpName::OptimizerClipGrad, clip_grad_cost(owned), before_step);
-      e_.compute(OpName::OptimizerAdam, optimizer_cost(owned));
-    } else {
-      e_.compute(OpName::OptimizerAdam, optimizer_cost(owned), before_step);
-    }
+    e_.compute(OpName::OptimizerAdam, optimizer_cost(owned), clip ? std::vector<int64_t>{} : before_step);
     if (zero_gather_ && !w_.options.overlap_param_gather) {
       int64_t layer_weights = 0;
       for (const ChunkLayers& c : chunks_)

@@ -1,7 +1,8 @@
 #pragma once
 // SimuMax's measured DGX B200 rows (tests/data/simumax-b200-one-node/: measurements.csv, 31 dense Llama rows, and
 // moe_measurements.csv, 12 DeepSeek rows; the same 14 columns) and the `gputwin simulate` arguments each runs with,
-// as a user would (simumax_b200_dense_test.cpp and simumax_b200_moe_test.cpp say why each flag).
+// as a user would (tests/cli/simumax_b200_dense_test.cpp and simumax_b200_moe_test.cpp say why each flag; the
+// memory test, tests/models/simumax_memory_test.cpp, builds the same plans through the model API).
 #include "csv_cells.hpp"
 
 #include <cstdint>
