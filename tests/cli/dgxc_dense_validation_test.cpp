@@ -1,0 +1,126 @@
+// Validation against NVIDIA's measured NeMo step times of dense models on GB200 NVL72 racks and DGX H100
+// (tests/data/dgxc-dense/: Nemotron-4 340B and Llama 3.1 405B on 128-512 GB200, Llama 3.1 405B and Nemotron-4
+// 15B/340B on H100; NVIDIA dgxc-benchmarking v25.05.04, MIT). Every row is simulated as a user would: the catalogue
+// model, the recipe's plan and overlaps, the cluster's built-in compute model and default framework (megatron-core),
+// the fast estimate.
+//
+// What was fitted: the GB200 / GB300 GEMM level (gemm_efficiency 0.64, models/compute/src/gpu_compute_model.cpp) on
+// the six Nemotron-4 340B BF16 GB200 rows -- nothing else; the other 18 rows are held out.
+// Bounds (2026-11-29, what the model achieves, as a regression guard; the target for Blackwell is <= 8 % mean error):
+//   - GB200 BF16 fit rows: MAPE 2.65 % (bound 4 %);
+//   - GB200 BF16 held out (Llama 3.1 405B, 128-512 GPUs): -2.2..-3.5 % (bound 5 % each; +21..+23 % at the B200 level);
+//   - every row within 17 %, all 24 rows MAPE <= 7.5 % (today 6.33 %; 15.6 % with the B200 level). Not met: FP8 runs are 6-13 % faster in the
+//     model than measured on both GB200 and H100 (the FP8 / BF16 step-time ratio measured 0.66, modelled 0.59),
+//     and the 512-GPU weak-scaling Nemotron rows are 10-16 % slow (their data-parallel collectives cross racks).
+#include "csv_cells.hpp"
+#include "json_report.hpp"
+#include "run_cli.hpp"
+
+#include "gputwin/traces/json_value.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace gputwin::testing {
+namespace {
+
+struct Row {
+  std::string model, system, precision;
+  int64_t gpus = 0, seq = 0, tp = 0, pp = 0, cp = 0, dp = 0, vp = 0, micro_batch = 0, global_batch = 0;
+  int64_t first_stage_layers = 0, last_stage_layers = 0;
+  double measured_s = 0;
+};
+
+std::vector<Row> rows()
+{
+  // model,system,precision,gpus,seq_len,layers,tp,pp,cp,dp,vp,micro_batch,global_batch,first_stage_layers,
+  // last_stage_layers,step_time_s
+  std::vector<Row> out;
+  for (const std::vector<std::string>& f : csv_data_rows(GPUTWIN_TEST_DATA_DIR "/dgxc-dense/step_times.csv", 16)) {
+    Row r;
+    r.model = f[0];
+    r.system = f[1];
+    r.precision = f[2];
+    r.gpus = std::stoll(f[3]);
+    r.seq = std::stoll(f[4]);
+    r.tp = std::stoll(f[6]);
+    r.pp = std::stoll(f[7]);
+    r.cp = std::stoll(f[8]);
+    r.dp = std::stoll(f[9]);
+    r.vp = std::stoll(f[10]);
+    r.micro_batch = std::stoll(f[11]);
+    r.global_batch = std::stoll(f[12]);
+    r.first_stage_layers = std::stoll(f[13]);
+    r.last_stage_layers = std::stoll(f[14]);
+    r.measured_s = std::stod(f[15]);
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The recipe as `gputwin simulate --estimate` flags: flash attention and megatron-core are the clusters' defaults.
+std::string flags(const Row& r)
+{
+  const int64_t gpus_per_node = r.system == "gb200-nvl72" ? 4 : 8;
+  std::string f = "simulate --estimate --model " + r.model + " --cluster " + r.system + " --nodes " +
+                  std::to_string(r.gpus / gpus_per_node) + " --tp " + std::to_string(r.tp) + " --pp " +
+                  std::to_string(r.pp) + " --cp " + std::to_string(r.cp) + " --dp " + std::to_string(r.dp) +
+                  " --micro-batch " + std::to_string(r.micro_batch) + " --global-batch " +
+                  std::to_string(r.global_batch) + " --seq-len " + std::to_string(r.seq) +
+                  " --sp --zero 1 --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --allow-oom --json";
+  if (r.vp > 1)
+    f += " --schedule interleaved --chunks " + std::to_string(r.vp);
+  if (r.first_stage_layers > 0)
+    f += " --pp-first-stage-layers " + std::to_string(r.first_stage_layers) + " --pp-last-stage-layers " +
+         std::to_string(r.last_stage_layers);
+  if (r.precision == "fp8")
+    f += " --fp8";
+  return f;
+}
+
+double error_of(const Row& r)
+{
+  const std::string arguments = flags(r);
+  const CliResult result = run_gputwin(arguments, false);
+  EXPECT_EQ(result.exit_code, 0) << arguments;
+  const traces::JsonValue report = traces::parse_json(result.output);
+  EXPECT_EQ(member(report, "framework").text, "megatron-core");
+  EXPECT_EQ(member(member(report, "plan"), "attention").text, "flash");
+  return number(report, "iteration_time_s") / r.measured_s - 1;
+}
+
+TEST(DgxcDenseValidation, GB200AndH100StepTimesOfNvidiasRecipes)
+{
+  const std::vector<Row> all = rows();
+  ASSERT_EQ(all.size(), 24u);
+  double sum = 0, fit_sum = 0;
+  int fit_rows = 0;
+  for (const Row& r : all) {
+    SCOPED_TRACE(r.model + " " + r.system + " " + r.precision + " " + std::to_string(r.gpus) + " GPUs, global batch " +
+                 std::to_string(r.global_batch));
+    const double error = error_of(r);
+    std::printf("%-15s %-12s %-4s %4lld GPUs gb %4lld: measured %7.3f s, error %+6.1f %%\n", r.model.c_str(),
+                r.system.c_str(), r.precision.c_str(), static_cast<long long>(r.gpus),
+                static_cast<long long>(r.global_batch), r.measured_s, 100 * error);
+    EXPECT_LE(std::abs(error), 0.17);
+    sum += std::abs(error);
+    const bool gb200_bf16 = r.system == "gb200-nvl72" && r.precision == "bf16";
+    if (gb200_bf16 && r.model == "nemotron4-340b") {
+      fit_sum += std::abs(error);
+      ++fit_rows;
+    } else if (gb200_bf16) { // held out: another model on the fitted level
+      EXPECT_LE(std::abs(error), 0.05);
+    }
+  }
+  ASSERT_EQ(fit_rows, 6);
+  const double fit_mape = fit_sum / fit_rows, mape = sum / static_cast<double>(all.size());
+  std::printf("GB200 BF16 fit rows MAPE %.2f %%, all 24 rows MAPE %.2f %%\n", 100 * fit_mape, 100 * mape);
+  EXPECT_LE(fit_mape, 0.04);
+  EXPECT_LE(mape, 0.075);
+}
+
+} // namespace
+} // namespace gputwin::testing
