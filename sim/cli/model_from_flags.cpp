@@ -39,6 +39,10 @@ void add_framework_flag(ArgParser& parser)
                         " on Ampere; or the framework: section of --gpu-model, which also stands for its own name)");
   parser.add_switch("--cuda-graphs", "per-layer CUDA graphs (Megatron-Core --enable-cuda-graph): the host launches "
                                      "one graph per layer step instead of its kernels");
+  parser.add_switch("--no-overlap-p2p-comm",
+                    "interleaved schedule without p2p overlap (Megatron-Core --no-overlap-p2p-communication, NeMo "
+                    "overlap_p2p_comm: False, batch_p2p_comm: True): batched sends and receives, the host waiting for "
+                    "each batch as in the 1F1B schedule");
 }
 
 namespace {
@@ -79,6 +83,15 @@ FrameworkProfile framework_from_flags(const ParsedArgs& args, const std::string&
     profile.cuda_graphs = true;
     if (!(profile.graph_launch_s > 0))
       profile.graph_launch_s = profile.gemm_issue_s;
+  }
+  if (args.has("--no-overlap-p2p-comm")) {
+    // Megatron-Core's interleaved schedule with overlap_p2p_comm off posts each step's transfers as one
+    // batch_isend_irecv and, batch_p2p_sync being on by default, calls torch.cuda.synchronize() after it
+    // (megatron/core/pipeline_parallel/p2p_communication.py `_communicate`), as its 1F1B schedule always does.
+    if (!profile.sync_after_p2p)
+      throw InputError("--no-overlap-p2p-comm: the framework '" + profile.name + "' does not wait for pipeline "
+                       "transfers on the host (expected a Megatron host: megatron-core, nemo or megatron-lm)");
+    profile.overlap_p2p_interleaved = false;
   }
   return profile;
 }

@@ -1,9 +1,11 @@
 // `gputwin simulate`, `collective` and `topo` through the real binary: determinism and bad input.
+#include "json_report.hpp"
 #include "run_cli.hpp"
 #include "test_temp_path.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -67,6 +69,35 @@ TEST(SimulateCli, BadInputIsOneLineAndNonZeroExit)
   };
   for (const auto& [args, expected] : cases)
     expect_one_line_error(args, expected);
+}
+
+// --no-overlap-p2p-comm (Megatron-Core --no-overlap-p2p-communication): the interleaved schedule's batched p2p
+// wait on the host, as the 1F1B schedule's always do -- an interleaved plan gets slower (the host can no longer run
+// ahead of the GPU across a pipeline transfer), a 1F1B plan is unchanged, the report says which, and a host that never
+// waits for transfers is refused.
+TEST(SimulateCli, NoOverlapP2pCommSynchronisesTheInterleavedSchedule)
+{
+  const std::string interleaved = "simulate --model gpt3-175b --cluster dgx-h100 --layers 16 --tp 8 --pp 4 --dp 1 "
+                                   "--global-batch 16 --schedule interleaved --chunks 2 --sp --json";
+  const std::string one_f_one_b = "simulate --model gpt3-175b --cluster dgx-h100 --layers 16 --tp 8 --pp 4 --dp 1 "
+                                  "--global-batch 16 --sp --json";
+  const auto run = [](const std::string& args) {
+    const CliResult r = run_gputwin(args, false);
+    EXPECT_EQ(r.exit_code, 0) << args;
+    return traces::parse_json(r.output);
+  };
+  const traces::JsonValue overlapped = run(interleaved), synchronised = run(interleaved + " --no-overlap-p2p-comm");
+  EXPECT_TRUE(member(overlapped, "overlap_p2p_comm").boolean);
+  EXPECT_FALSE(member(synchronised, "overlap_p2p_comm").boolean);
+  EXPECT_GT(number(synchronised, "iteration_time_s"), number(overlapped, "iteration_time_s") * 1.001);
+  EXPECT_DOUBLE_EQ(number(run(one_f_one_b + " --no-overlap-p2p-comm"), "iteration_time_s"),
+                   number(run(one_f_one_b), "iteration_time_s"));
+
+  const CliResult refused = run_gputwin(interleaved + " --framework torchtitan --no-overlap-p2p-comm", true);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("--no-overlap-p2p-comm: the framework 'torchtitan'"), std::string::npos)
+      << refused.output;
+  EXPECT_EQ(std::count(refused.output.begin(), refused.output.end(), '\n'), 1) << refused.output;
 }
 
 TEST(CollectiveCli, JsonRowsPerSize)
