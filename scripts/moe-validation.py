@@ -62,11 +62,20 @@ def megatron_ci_args(r):
     return args
 
 
+# The Grok-1 recipe as NVIDIA ran it (NeMo 25.04: NVIDIA/NeMo scripts/performance/llm/pretrain_grok1_314b.py at
+# 6b28b91e51 and scripts/performance/utils.py set_primary_perf_configs; NVIDIA/dgxc-benchmarking 6be5ea0
+# grok1/launch.sh): sequence parallelism, the distributed optimizer with overlapped gradient reduce-scatter and
+# parameter all-gather, TE userbuffers TP overlap, gradients reduced in BF16 (grad_reduce_in_fp32 = False), TE's
+# fused cross entropy (cross_entropy_fusion_impl "te"), FP8 with FP8 parameters; CUDA graphs on GB200 only
+# (CUDA_GRAPH=true for gb200, false for h100).
 def grok_args(r, cluster="dgx-h100"):
     args = ["--model", "grok-1", "--cluster", cluster, "--tp", r["tp"], "--pp", r["pp"], "--cp", r["cp"],
             "--ep", r["ep"], "--etp", r["etp"], "--dp", r["dp"], "--seq-len", r["seq_len"],
             "--micro-batch", r["micro_batch"], "--global-batch", r["global_batch"], "--attention", "flash", "--sp",
-            "--zero", "1", "--framework", "megatron-core"]
+            "--zero", "1", "--framework", "megatron-core", "--overlap-grad-reduce", "--overlap-param-gather",
+            "--tp-comm-overlap", "--grad-reduce-in-bf16", "--cross-entropy-fusion"]
+    if cluster == "gb200-nvl72":
+        args.append("--cuda-graphs")
     if int(r["vp"]) > 1:
         args += ["--schedule", "interleaved", "--chunks", r["vp"]]
     if r["precision"] == "fp8":
