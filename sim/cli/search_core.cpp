@@ -54,6 +54,7 @@ sim::SearchSpace read_search_space(const ParsedArgs& parsed, const GptConfig& mo
     space.context_parallel = sim::default_context_parallel(model, space.attention);
   }
   space.precision = read_precision(parsed);
+  space.fp8_recipe = read_fp8_recipe(parsed, space.precision);
   space.overlaps = !parsed.has("--no-overlaps");
   if (const auto list = parsed.value("--micro-batches"))
     space.micro_batches = integer_list("--micro-batches", *list);
@@ -93,6 +94,7 @@ SearchRequest read_search_request(const ParsedArgs& parsed, const GptConfig& mod
                      std::to_string(r.cluster.gpus()) + " GPUs, fewer than --gpus " + std::to_string(r.gpus));
   ParallelPlan precision_plan;
   precision_plan.precision = space.precision;
+  precision_plan.fp8_recipe = space.fp8_recipe;
   check_precision_supported(precision_plan, r.cluster);
   r.gpu = compute_model_for_gpu(parsed, r.cluster.gpu);
   r.plans = sim::enumerate_search_plans(model, r.gpus, r.global_batch, r.cluster, space, static_cast<int64_t>(r.top),

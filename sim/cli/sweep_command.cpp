@@ -368,6 +368,7 @@ SweepSetup read_sweep_setup(const ParsedArgs& parsed)
   const std::optional<int64_t> jobs_given = checked_jobs(parsed);
   read_attention(parsed, r);
   r.space.precision = read_precision(parsed);
+  r.space.fp8_recipe = read_fp8_recipe(parsed, r.space.precision);
   r.space.overlaps = !parsed.has("--no-overlaps");
   check_plot(parsed.value("--plot"));
   csv_output(parsed);

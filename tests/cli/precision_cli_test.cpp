@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 namespace gputwin::testing {
@@ -93,6 +94,59 @@ TEST(PrecisionCli, SweepCsvCarriesTheFormatThroughMerge)
   const CliResult merge = run_gputwin("sweep --merge " + csv + " -o " + merged, false);
   ASSERT_EQ(merge.exit_code, 0) << merge.output;
   EXPECT_EQ(read_file(merged), written);
+}
+
+// --fp8-recipe tensorwise (FP8 current scaling, Megatron-Core's --fp8-recipe tensorwise): the report names the
+// recipe, the iteration pays an amax pass before every cast (slower than delayed scaling on a one-stage plan, whose
+// per-micro-batch amax reductions are tiny), a launch line's --fp8-recipe tensorwise reads the same, a sweep's CSV
+// says "tensorwise" in its fp8 column and --merge reads it back; a recipe without per-tensor FP8, or one not
+// modelled, is one line and exit status 2.
+TEST(PrecisionCli, TensorwiseFp8RecipeIsNamedTimedAndMerged)
+{
+  const std::string llama_h100 = "simulate --model llama3-8b --cluster dgx-h100 --tp 8 --sp --attention flash --json";
+  const CliResult delayed = run_gputwin(llama_h100 + " --fp8", false);
+  const CliResult current = run_gputwin(llama_h100 + " --fp8 --fp8-recipe tensorwise", false);
+  ASSERT_EQ(delayed.exit_code, 0) << delayed.output;
+  ASSERT_EQ(current.exit_code, 0) << current.output;
+  const traces::JsonValue d = traces::parse_json(delayed.output), c = traces::parse_json(current.output);
+  EXPECT_EQ(member(member(d, "plan"), "fp8_recipe").text, "delayed");
+  EXPECT_EQ(member(member(c, "plan"), "fp8_recipe").text, "tensorwise");
+  EXPECT_TRUE(member(member(c, "plan"), "fp8").boolean);
+  EXPECT_GT(number(c, "iteration_time_s"), number(d, "iteration_time_s"));
+
+  const std::string launch = test_temp_path("tensorwise-launch.sh");
+  {
+    std::ofstream out(launch);
+    out << "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
+           "--num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu --normalization RMSNorm "
+           "--position-embedding-type rope --untie-embeddings-and-output-weights --disable-bias-linear "
+           "--seq-length 8192 --vocab-size 128256 --tensor-model-parallel-size 8 --sequence-parallel "
+           "--micro-batch-size 1 --global-batch-size 1 --bf16 --fp8-format hybrid --fp8-recipe tensorwise\n";
+  }
+  const CliResult from_launch =
+      run_gputwin("simulate --cluster dgx-h100 --attention flash --json --megatron-args " + launch, false);
+  ASSERT_EQ(from_launch.exit_code, 0) << from_launch.output;
+  EXPECT_EQ(member(member(traces::parse_json(from_launch.output), "plan"), "fp8_recipe").text, "tensorwise");
+
+  const std::string csv = test_temp_path("tensorwise-sweep.csv"), merged = test_temp_path("tensorwise-merged.csv");
+  const CliResult sweep = run_gputwin("sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 "
+                                      "--attention flash --fp8 --fp8-recipe tensorwise --csv " + csv,
+                                      false);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.output;
+  const std::string written = read_file(csv);
+  EXPECT_NE(written.find(",tensorwise,"), std::string::npos) << written;
+  const CliResult merge = run_gputwin("sweep --merge " + csv + " -o " + merged, false);
+  ASSERT_EQ(merge.exit_code, 0) << merge.output;
+  EXPECT_EQ(read_file(merged), written);
+
+  expect_one_line_error("simulate --model llama3-8b --cluster dgx-h100 --tp 8 --fp8-recipe tensorwise",
+                        "--fp8-recipe: scales per-tensor FP8 GEMMs (expected --fp8 or --precision fp8, got bf16)");
+  expect_one_line_error("simulate --model llama3-8b --cluster dgx-b200 --tp 8 --precision mxfp8 --fp8-recipe delayed",
+                        "--fp8-recipe: scales per-tensor FP8 GEMMs (expected --fp8 or --precision fp8, got mxfp8)");
+  expect_one_line_error("search --model llama3-8b --cluster dgx-h100 --gpus 8 --attention flash --fp8 "
+                        "--fp8-recipe blockwise",
+                        "--fp8-recipe: expected delayed or tensorwise (MXFP8: --precision mxfp8; blockwise FP8 is not "
+                        "modelled), got 'blockwise'");
 }
 
 } // namespace

@@ -342,9 +342,22 @@ TEST(PlanFlags, PrecisionRoundTripsThroughPlanMetadata)
     EXPECT_EQ(back.plan.fp8_param_gather, p.plan.fp8_param_gather);
     EXPECT_EQ(describe_plan(back.plan), describe_plan(p.plan));
   }
+  // FP8 current scaling: written as fp8_recipe, read back; delayed scaling, the default, writes nothing.
+  for (const Fp8Recipe recipe : {Fp8Recipe::Delayed, Fp8Recipe::Tensorwise}) {
+    const Parsed p = parse({"--model", "llama3-8b", "--tp", "8", "--fp8", "--fp8-recipe", to_string(recipe)});
+    EXPECT_EQ(p.plan.fp8_recipe, recipe);
+    Metadata md;
+    write_plan_metadata(p.model, p.plan, md);
+    EXPECT_EQ(md.count("fp8_recipe"), recipe == Fp8Recipe::Tensorwise ? 1U : 0U);
+    EXPECT_EQ(read_plan_metadata(md, "test").plan.fp8_recipe, recipe);
+  }
   Metadata md;
   write_plan_metadata(find_catalog_model("llama3-8b")->model, ParallelPlan{}, md);
   md["precision"] = "fp6";
+  EXPECT_THROW(read_plan_metadata(md, "test"), InputError);
+  md.erase("precision");
+  md["fp8"] = "true";
+  md["fp8_recipe"] = "blockwise";
   EXPECT_THROW(read_plan_metadata(md, "test"), InputError);
 }
 

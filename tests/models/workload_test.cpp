@@ -339,6 +339,62 @@ TEST(Workload, OnlyDelayedScalingReducesAmaxes)
     }
 }
 
+// FP8 tensorwise current scaling (--fp8-recipe tensorwise; TE Float8CurrentScaling): no amax history, so none of
+// delayed scaling's per-chunk amax reductions -- only the FP8 parameters' once-per-iteration amax reduction before
+// the step (TE tensor/utils.py _cast_master_weights_to_fp8_current_scaling) -- and every cast reads its operand once
+// more for the amax: each quantized GEMM op and the weight cast carry 2 more bytes per cast element, the GEMM's
+// FLOPs and shape unchanged.
+TEST(Workload, TensorwiseCurrentScalingReadsEachCastOperandTwice)
+{
+  const GptConfig m = small_model();
+  ParallelPlan plan = plan_of(1, 2, 2, 8, false, Recompute::None, Schedule::Interleaved, 2);
+  plan.precision = GemmPrecision::Fp8;
+  plan.zero_stage = 1;
+  plan.fp8_param_gather = true;
+  const traces::RankProgram delayed = stage_program(make_workload(m, plan), 1);
+  plan.fp8_recipe = Fp8Recipe::Tensorwise;
+  ASSERT_TRUE(plan.current_scaling());
+  ASSERT_FALSE(plan.delayed_scaling());
+  const traces::RankProgram current = stage_program(make_workload(m, plan), 1);
+
+  std::map<traces::Phase, int> amax;
+  for (const auto& op : current.ops)
+    amax[op.phase] += op.name == "fp8.amax.all_reduce" ? 1 : 0;
+  EXPECT_EQ(amax[traces::Phase::Forward], 0);
+  EXPECT_EQ(amax[traces::Phase::Backward], 0);
+  EXPECT_EQ(amax[traces::Phase::Optimizer], 1);
+
+  // The same ops otherwise, in the same order; quantized GEMMs and the weight cast read 2 bytes more per element.
+  std::vector<const traces::Op*> delayed_ops;
+  for (const auto& op : delayed.ops)
+    if (op.name != "fp8.amax.all_reduce" || op.phase == traces::Phase::Optimizer)
+      delayed_ops.push_back(&op);
+  ASSERT_EQ(delayed_ops.size(), current.ops.size());
+  int quantized_gemms = 0;
+  for (size_t i = 0; i < current.ops.size(); ++i) {
+    const traces::Op& a = *delayed_ops[i];
+    const traces::Op& b = current.ops[i];
+    SCOPED_TRACE(b.name);
+    ASSERT_EQ(a.name, b.name);
+    EXPECT_DOUBLE_EQ(a.flops, b.flops);
+    if (b.gemm.precision == GemmPrecision::Fp8 && b.gemm.m > 0) {
+      // A quantized GEMM's bytes: its FP8 operands and BF16 output, plus (2 + 2) per element of the operand it
+      // casts (forward: the input; dgrad: the output gradient; wgrad reuses both); tensorwise 2 more.
+      const auto& g = b.gemm;
+      const double operands = static_cast<double>((g.m * g.k + g.k * g.n) + 2 * g.m * g.n) * static_cast<double>(g.batch);
+      const double cast_elements = (a.bytes - operands) / 4.0;
+      EXPECT_GE(cast_elements, 0.0);
+      EXPECT_NEAR(b.bytes - a.bytes, 2.0 * cast_elements, 1e-6 * a.bytes);
+      quantized_gemms += cast_elements > 0 ? 1 : 0;
+    } else if (b.name == "fp8.weight_cast") {
+      EXPECT_DOUBLE_EQ(b.bytes - a.bytes, 2.0 * a.bytes / 4.0); // read 2 + write 1 + 1 per weight -> + 2
+    } else {
+      EXPECT_DOUBLE_EQ(a.bytes, b.bytes);
+    }
+  }
+  EXPECT_GT(quantized_gemms, 0);
+}
+
 // --fp8-param-gather gathers the layers' weights in the recipe's element size with its block scales: FP8 1 byte,
 // MXFP8 1 + 1/32 (an E8M0 scale per 32), NVFP4 1/2 + 1/16 (an E4M3 scale per 16); the rest in BF16.
 TEST(Workload, QuantizedParamGatherMovesTheRecipesBytes)

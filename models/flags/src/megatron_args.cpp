@@ -390,8 +390,8 @@ std::string recompute_mode(const MegatronArgs& m, const RunShape& run)
 // The GEMM precision (Megatron-Core transformer_config.py): --fp8-format hybrid|e4m3 with --fp8-recipe delayed
 // (the default) is --fp8, with --fp8-recipe mxfp8 --precision mxfp8 (TE MXFP8BlockScaling); --fp4-format e2m1
 // with --fp4-recipe nvfp4 (the default) is --precision nvfp4 (TE NVFP4BlockScaling), its weights gathered in
-// NVFP4 with --fp4-param-gather. The other FP8 recipes (tensorwise, blockwise, custom) are modelled as delayed
-// scaling, with a note.
+// NVFP4 with --fp4-param-gather; --fp8-recipe tensorwise is --fp8-recipe tensorwise. The other FP8 recipes
+// (blockwise, custom) are modelled as delayed scaling, with a note.
 void precision_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& out,
                      std::vector<std::string>& notes)
 {
@@ -410,7 +410,9 @@ void precision_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Fla
       out.set("--precision", "mxfp8");
     } else {
       out.on("--fp8");
-      if (recipe && *recipe != "delayed")
+      if (recipe == "tensorwise")
+        out.set("--fp8-recipe", "tensorwise");
+      else if (recipe && *recipe != "delayed")
         notes.push_back("--fp8-recipe " + printable(*recipe) + ": modelled as delayed scaling");
     }
   } else if (fp4_format) {

@@ -83,9 +83,17 @@ void add_model_flags(ArgParser& parser, bool model_list)
 void add_precision_flag(ArgParser& parser)
 {
   parser.add_option("--precision", "P",
-                    "linear-layer GEMMs: bf16 (default), fp8 (= --fp8: TE delayed scaling, H100 and later), mxfp8 "
+                    "linear-layer GEMMs: bf16 (default), fp8 (= --fp8: TE per-tensor FP8, H100 and later; --fp8-recipe), mxfp8 "
                     "(TE MXFP8BlockScaling: 1-byte values, a 1-byte scale per 32; Blackwell) or nvfp4 (TE "
                     "NVFP4BlockScaling: 4-bit values, a 1-byte scale per 16; Blackwell, at the FP4 peak)");
+}
+
+void add_fp8_recipe_flag(ArgParser& parser)
+{
+  parser.add_option("--fp8-recipe", "R",
+                    "with --fp8, Transformer Engine's scaling (Megatron-Core --fp8-recipe): delayed (default: scales "
+                    "from an amax history reduced per micro-batch) or tensorwise (current scaling: each tensor's amax "
+                    "read before its cast, no history)");
 }
 
 void add_search_space_flags(ArgParser& parser, bool micro_batch_list)
@@ -96,6 +104,7 @@ void add_search_space_flags(ArgParser& parser, bool micro_batch_list)
     parser.add_option("--micro-batches", "LIST", "micro-batch sizes to try (default 1,2,4,8)");
   parser.add_switch("--fp8", "every plan with FP8 linear-layer GEMMs (Transformer Engine; H100 and later)");
   add_precision_flag(parser);
+  add_fp8_recipe_flag(parser);
   parser.add_option("--cp", "LIST",
                     "context-parallel sizes to try, e.g. 1,2,4,8 (needs flash attention; default 1,2,4,8 with flash "
                     "attention and --seq-len >= 8192, else 1)");
@@ -113,6 +122,21 @@ GemmPrecision read_precision(const ParsedArgs& args)
     throw InputError("--precision: expected bf16|fp8|mxfp8|nvfp4, got '" + *text + "'");
   if (args.has("--fp8") && *parsed != GemmPrecision::Fp8)
     throw InputError("--precision: " + *text + " contradicts --fp8 (= --precision fp8; expected one of them)");
+  return *parsed;
+}
+
+Fp8Recipe read_fp8_recipe(const ParsedArgs& args, GemmPrecision precision)
+{
+  const std::optional<std::string> text = args.value("--fp8-recipe");
+  if (!text)
+    return Fp8Recipe::Delayed;
+  if (precision != GemmPrecision::Fp8)
+    throw InputError("--fp8-recipe: scales per-tensor FP8 GEMMs (expected --fp8 or --precision fp8, got " +
+                     to_string(precision) + ")");
+  const std::optional<Fp8Recipe> parsed = parse_fp8_recipe(*text);
+  if (!parsed)
+    throw InputError("--fp8-recipe: expected delayed or tensorwise (MXFP8: --precision mxfp8; blockwise FP8 is not "
+                     "modelled), got '" + *text + "'");
   return *parsed;
 }
 
@@ -162,6 +186,7 @@ void add_plan_flags(ArgParser& parser)
   parser.add_option("--pp-last-stage-layers", "N", "layers of the last pipeline stage (uneven stages)");
   parser.add_switch("--fp8", "FP8 linear-layer GEMMs (Transformer Engine; H100/H200)");
   add_precision_flag(parser);
+  add_fp8_recipe_flag(parser);
   parser.add_switch("--fp8-param-gather",
                     "layer weights kept only in FP8 (or the --precision's format, scales included), no BF16 copy "
                     "(Megatron-Core; needs --fp8 or --precision and --zero 1, 2 or 3; the default with them, as "
@@ -411,6 +436,7 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
                      std::to_string(plan.pp_last_stage_layers));
   if (args.has("--precision") || args.has("--fp8"))
     plan.precision = read_precision(args);
+  plan.fp8_recipe = read_fp8_recipe(args, plan.precision);
   if (args.has("--fp8-param-gather") && args.has("--no-fp8-param-gather"))
     throw InputError("--no-fp8-param-gather: contradicts --fp8-param-gather (expected one of them)");
   if (args.has("--grad-reduce-in-bf16"))
@@ -523,9 +549,9 @@ std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& 
                     " (one micro-batch per pipeline, Megatron-LM's default)");
   }
   if (plan.fp8_param_gather && !args.has("--fp8-param-gather"))
-    notes.push_back((plan.delayed_scaling() ? std::string("--fp8") : "--precision " + to_string(plan.precision)) +
+    notes.push_back((plan.fp8() ? std::string("--fp8") : "--precision " + to_string(plan.precision)) +
                     " with --zero " + std::to_string(plan.zero_stage) + ": " +
-                    (plan.delayed_scaling() ? std::string("FP8") : to_string(plan.precision)) +
+                    (plan.fp8() ? std::string("FP8") : to_string(plan.precision)) +
                     " parameters (--fp8-param-gather, as NeMo's FP8 recipe runs; "
                     "--no-fp8-param-gather keeps the BF16 weights)");
   if (plan.ep * plan.expert_tp() > 1 && plan.tp > 1 && plan.sequence_parallel() && !args.has("--sp") &&

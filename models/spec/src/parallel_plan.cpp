@@ -39,6 +39,20 @@ std::string to_string(AttentionKernel k)
   return k == AttentionKernel::Flash ? "flash" : "unfused";
 }
 
+std::string to_string(Fp8Recipe r)
+{
+  return r == Fp8Recipe::Tensorwise ? "tensorwise" : "delayed";
+}
+
+std::optional<Fp8Recipe> parse_fp8_recipe(const std::string& text)
+{
+  if (text == "delayed")
+    return Fp8Recipe::Delayed;
+  if (text == "tensorwise")
+    return Fp8Recipe::Tensorwise;
+  return std::nullopt;
+}
+
 std::optional<Recompute> parse_recompute(const std::string& text)
 {
   if (text == "none")
@@ -122,13 +136,16 @@ void validate_zero(const ParallelPlan& plan)
   // FP8 (or a block-scaled format) with sharded weights: the weights are quantized parameters gathered in their
   // format (Megatron-FSDP with --fp8-param-gather); gathering BF16 and casting at every gather is not modelled.
   // FSDP2 (--fsdp) trains FP8 through torchao, not Transformer Engine, whose caches the memory model counts.
-  const std::string flag = plan.delayed_scaling() ? "--fp8" : "--precision " + to_string(plan.precision);
+  if (plan.fp8_recipe != Fp8Recipe::Delayed && !plan.fp8())
+    throw InputError("--fp8-recipe: " + to_string(plan.fp8_recipe) + " scales per-tensor FP8 GEMMs (expected --fp8; "
+                     "--precision " + to_string(plan.precision) + " has its own block scales)");
+  const std::string flag = plan.fp8() ? "--fp8" : "--precision " + to_string(plan.precision);
   if (plan.quantized() && plan.fsdp)
     throw InputError("--fsdp: FP8 is modelled as Transformer Engine runs it (expected --zero 3 for Megatron-FSDP with "
                      "--fp8, or --fsdp without --fp8)");
   if (plan.quantized() && plan.zero_stage == 3 && !plan.fp8_param_gather)
     throw InputError("--no-fp8-param-gather: with --zero 3 " + flag + " the weights are gathered as " +
-                     (plan.delayed_scaling() ? std::string("FP8") : to_string(plan.precision)) +
+                     (plan.fp8() ? std::string("FP8") : to_string(plan.precision)) +
                      " parameters (expected --fp8-param-gather; casting gathered BF16 weights at every gather is not "
                      "modelled)");
 }
@@ -367,7 +384,8 @@ std::string describe_plan(const ParallelPlan& plan)
   if (plan.quantized()) {
     std::string name = to_string(plan.precision);
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::toupper(c); });
-    s += " · " + name + (plan.fp8_param_gather ? " (" + name + " param gather)" : "");
+    s += " · " + name + (plan.current_scaling() ? " (tensorwise scaling)" : "") +
+         (plan.fp8_param_gather ? " (" + name + " param gather)" : "");
   }
   s += plan.grad_reduce_bf16 ? " · BF16 grads" : "";
   s += plan.cross_entropy_fusion ? " · fused cross entropy" : "";

@@ -92,6 +92,8 @@ void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata
     md["pp_first_stage_layers"] = std::to_string(p.pp_first_stage_layers);
   if (p.pp_last_stage_layers > 0)
     md["pp_last_stage_layers"] = std::to_string(p.pp_last_stage_layers);
+  if (p.current_scaling()) // delayed scaling, the default, is not written
+    md["fp8_recipe"] = to_string(p.fp8_recipe);
   if (p.precision == GemmPrecision::Fp8) // FP8 as it was written before the block-scaled formats; those by name
     md["fp8"] = "true";
   else if (p.quantized())
@@ -270,6 +272,9 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
   if (r.text("precision"))
     p.precision = r.choice("precision", parse_gemm_precision(*r.text("precision")), GemmPrecision::Bf16,
                            "bf16|fp8|mxfp8|nvfp4");
+  if (r.text("fp8_recipe"))
+    p.fp8_recipe = r.choice("fp8_recipe", parse_fp8_recipe(*r.text("fp8_recipe")), Fp8Recipe::Delayed,
+                            "delayed|tensorwise");
   p.fsdp = r.boolean("fsdp", false);
   p.fp8_param_gather = r.boolean("fp8_param_gather", false);
   p.grad_reduce_bf16 = r.boolean("grad_reduce_bf16", false);

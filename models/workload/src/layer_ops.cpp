@@ -404,6 +404,7 @@ LayerShape layer_shape(const GptConfig& model, const ParallelPlan& plan)
   s.bias = model.bias;
   s.dropout = model.dropout;
   s.precision = plan.precision;
+  s.current_scaling = plan.current_scaling();
   if (model.head_size > 0)
     s.dh = model.head_size;
   if (model.mla.enabled()) {

@@ -187,7 +187,9 @@ OpCost gemm(GemmShape g)
 // 1/2 + 1/16), and the bf16 operand that is not already quantized is cast first, row-wise and column-wise
 // (Transformer Engine's cast_transpose for FP8; for MXFP8 and NVFP4 the quantize kernel computes both copies from
 // the bf16 input, recipe/__init__.py "both versions are computed from the high precision input"): read 2, write
-// e + e bytes per element -- the activation for the forward GEMM, the output gradient for dgrad and wgrad.
+// e + e bytes per element -- the activation for the forward GEMM, the output gradient for dgrad and wgrad. FP8
+// tensorwise current scaling reads the operand once more before: its amax (TE cast.cpp quantize:
+// nvte_compute_amax, then nvte_quantize_v2 with the scale from it), 2 more bytes per element.
 // `cast_elements`: the elements of that operand. NVFP4's random Hadamard transform of the column-wise copy is
 // fused into its quantize kernel (still memory-bound) and not costed apart.
 OpCost linear(const LayerShape& s, GemmShape g, double cast_elements)
@@ -197,7 +199,9 @@ OpCost linear(const LayerShape& s, GemmShape g, double cast_elements)
   g.precision = s.precision;
   const double e = quantized_element_bytes(s.precision);
   const double m = d(g.m), n = d(g.n), k = d(g.k), batch = d(g.batch);
-  return {2.0 * m * n * k * batch, ((m * k + k * n) * e + 2.0 * m * n) * batch + (2.0 + 2.0 * e) * cast_elements, g};
+  const double cast_bytes_per_element = (s.current_scaling ? 4.0 : 2.0) + 2.0 * e;
+  return {2.0 * m * n * k * batch, ((m * k + k * n) * e + 2.0 * m * n) * batch + cast_bytes_per_element * cast_elements,
+          g};
 }
 
 // A memory-bound kernel: `bytes` read and written, `flops` element operations.
@@ -468,9 +472,10 @@ OpCost clip_grad_cost(double owned_parameters)
   return memory(owned_parameters * 4 * 3, owned_parameters * 3);
 }
 
-OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision)
+OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision, bool current_scaling)
 {
-  return memory(parameters * (2.0 + 2.0 * quantized_element_bytes(precision)), parameters * 2);
+  const double amax_pass = current_scaling ? 2.0 : 0.0;
+  return memory(parameters * (2.0 + amax_pass + 2.0 * quantized_element_bytes(precision)), parameters * 2);
 }
 
 double cp_exchange_bytes(OpName op, const LayerShape& s)

@@ -690,10 +690,11 @@ private:
       before_step.push_back(e_.collective(OpName::EmbeddingGradAllReduce, CollectiveOp::AllReduce, w_.embedding_group(),
                                           bytes, compute_stream));
     }
-    if (plan_.delayed_scaling() && plan_.fp8_param_gather && plan_.tp * plan_.dp * plan_.cp > 1) {
-      // Delayed scaling with FP8 parameters: the weights' amaxes (one fp32 per linear module, 4 a layer) reduced
-      // once per iteration around the optimizer step (Transformer Engine's autocast_exit leaves the FP8 weight
-      // modules to it); the forward and backward amaxes are reduced per chunk and micro-batch
+    if (plan_.fp8() && plan_.fp8_param_gather && plan_.tp * plan_.dp * plan_.cp > 1) {
+      // FP8 parameters: the weights' amaxes (one fp32 per linear module, 4 a layer) reduced once per iteration
+      // around the optimizer step (Transformer Engine's autocast_exit leaves the FP8 weight modules to it; with
+      // current scaling TE tensor/utils.py _cast_master_weights_to_fp8_current_scaling all-reduces the shards'
+      // amaxes); delayed scaling's forward and backward amaxes are reduced per chunk and micro-batch
       // (emit_amax_reduction). Modelled before the step.
       const double bytes = 4.0 * 4 * static_cast<double>(stage_layers(w_.model, plan_, stage_));
       before_step.push_back(e_.collective(OpName::Fp8AmaxAllReduce, CollectiveOp::AllReduce,
@@ -747,7 +748,7 @@ private:
                                        static_cast<double>(layer_parameters_per_gpu(w_.model, plan_.tp));
       const double layer_weights =
           stage_layer_weights / static_cast<double>(plan_.zero_stage == 3 ? plan_.dp * plan_.cp : 1);
-      e_.compute(OpName::Fp8WeightCast, fp8_weight_cast_cost(layer_weights, plan_.precision));
+      e_.compute(OpName::Fp8WeightCast, fp8_weight_cast_cost(layer_weights, plan_.precision, plan_.current_scaling()));
     }
   }
 

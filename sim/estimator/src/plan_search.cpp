@@ -132,6 +132,7 @@ PlanEnumeration enumerate_shapes(const GptConfig& model, int64_t gpus, int64_t g
           plan.zero_stage = dp * cp > 1 ? 1 : 0;
           plan.attention = space.attention;
           plan.precision = space.precision;
+          plan.fp8_recipe = space.fp8_recipe;
           for (const auto& [ep, etp] : expert_layouts(model, plan)) {
             plan.ep = ep;
             plan.etp = etp;

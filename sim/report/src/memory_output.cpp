@@ -98,7 +98,7 @@ void print_memory_table(std::ostream& out, const GptConfig& model, const Paralle
             plan.quantized() && plan.fp8_param_gather ? "weights (bf16; layers " + to_string(plan.precision) + ")"
                                                       : std::string("weights (bf16)"),
             m.state.weight_bytes);
-  if (plan.delayed_scaling())
+  if (plan.fp8())
     print_row(out, "FP8 weight caches (TE)", m.state.fp8_cache_bytes);
   else if (plan.quantized())
     print_row(out, to_string(plan.precision) + " weight caches (TE, scales included)", m.state.fp8_cache_bytes);

@@ -73,8 +73,10 @@ void write_plan_json(JsonWriter& json, const ParallelPlan& p)
   json.field("attention", to_string(p.attention));
   json.field("pp_first_stage_layers", p.pp_first_stage_layers);
   json.field("pp_last_stage_layers", p.pp_last_stage_layers);
-  json.field("fp8", p.delayed_scaling());
-  if (p.quantized() && !p.delayed_scaling()) // the block-scaled formats by name; "fp8" keeps its meaning
+  json.field("fp8", p.fp8());
+  if (p.fp8())
+    json.field("fp8_recipe", to_string(p.fp8_recipe));
+  if (p.quantized() && !p.fp8()) // the block-scaled formats by name; "fp8" keeps its meaning
     json.field("precision", to_string(p.precision));
   if (p.ep > 1 || p.etp > 0) { // a mixture-of-experts plan
     json.field("ep", p.ep);

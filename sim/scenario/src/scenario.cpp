@@ -53,7 +53,7 @@ void check_precision_supported(const ParallelPlan& plan, const topo::ClusterSpec
   }
   if ((plan.precision == GemmPrecision::Fp8 || plan.precision == GemmPrecision::Mxfp8) &&
       !(cluster.gpu.peak_fp8_flops > 0))
-    throw InputError((plan.delayed_scaling() ? std::string("--fp8") : "--precision mxfp8") + ": " + gpu +
+    throw InputError((plan.fp8() ? std::string("--fp8") : "--precision mxfp8") + ": " + gpu +
                      " has no FP8 tensor cores (expected an H100, H200 or B200 cluster, or a cluster file with "
                      "gpu.peak_fp8_tflops)");
 }

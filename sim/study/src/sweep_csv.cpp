@@ -163,9 +163,12 @@ SweepRow parse_csv_row(const std::string& record, const std::string& where, cons
     return text == "1";
   };
   if (const std::optional<GemmPrecision> block = parse_gemm_precision(cell(21));
-      block && (*block == GemmPrecision::Mxfp8 || *block == GemmPrecision::Nvfp4))
+      block && (*block == GemmPrecision::Mxfp8 || *block == GemmPrecision::Nvfp4)) {
     r.plan.precision = *block;
-  else if (flag(21))
+  } else if (cell(21) == "tensorwise") { // FP8 with current scaling (precision_csv_cell)
+    r.plan.precision = GemmPrecision::Fp8;
+    r.plan.fp8_recipe = Fp8Recipe::Tensorwise;
+  } else if (flag(21))
     r.plan.precision = GemmPrecision::Fp8;
   r.options.tp_comm_overlap = flag(22);
   r.options.overlap_grad_reduce = flag(23);
@@ -209,6 +212,8 @@ void compute_scaling_efficiency(std::vector<SweepRow>& rows)
 
 std::string precision_csv_cell(const ParallelPlan& plan)
 {
+  if (plan.current_scaling())
+    return "tensorwise";
   return plan.precision == GemmPrecision::Bf16  ? "0"
          : plan.precision == GemmPrecision::Fp8 ? "1"
                                                 : to_string(plan.precision);

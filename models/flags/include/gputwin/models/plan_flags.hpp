@@ -41,6 +41,9 @@ void add_search_space_flags(ArgParser& parser, bool micro_batch_list);
 // The GEMM precision --precision and --fp8 (its synonym for fp8) ask for; bf16 without either. InputError naming
 // --precision for an unknown value or one that contradicts --fp8.
 GemmPrecision read_precision(const ParsedArgs& args);
+// --fp8-recipe (delayed when absent); a bad spelling, or the flag with another `precision` than FP8, is an
+// InputError naming the flag.
+Fp8Recipe read_fp8_recipe(const ParsedArgs& args, GemmPrecision precision);
 
 // Loads a model description file; throws InputError naming file:line:field on bad content.
 using ModelFileLoader = std::function<GptConfig(const std::string& path)>;

@@ -25,6 +25,7 @@ struct LayerShape {
   bool bias = true;
   bool dropout = true;
   GemmPrecision precision = GemmPrecision::Bf16; // the linear layers' GEMMs (ParallelPlan::precision)
+  bool current_scaling = false;                   // FP8 tensorwise scaling: an amax pass before each cast
   // Mixture of experts (a MoE layer's expert block; zero for a dense model): E experts, E/ep on this rank, top-k,
   // one expert's MLP width on this rank F_e/etp, and `expert_load`: the busiest EP rank's routed tokens over the
   // balanced share in the layer being emitted (1: balanced; capped by the capacity factor) -- the folded program

@@ -61,6 +61,13 @@ using traces::to_string;
 int64_t quantized_tensor_bytes(GemmPrecision precision, int64_t elements);
 std::optional<MoeDispatcher> parse_moe_dispatcher(const std::string& text);
 
+// Transformer Engine's per-tensor FP8 recipes (Megatron-Core --fp8-recipe): delayed scaling (a scale from the amax
+// history, the amax of each cast computed by the cast kernel itself and reduced per fp8_autocast region) or
+// tensorwise current scaling (Float8CurrentScaling: each tensor's amax computed by its own pass before the cast --
+// transformer_engine/pytorch/csrc/extensions/cast.cpp quantize: nvte_compute_amax, nvte_compute_scale_from_amax,
+// nvte_quantize_v2 -- and no amax history).
+enum class Fp8Recipe : uint8_t { Delayed, Tensorwise };
+
 struct ParallelPlan {
   int64_t tp = 1;           // t, tensor-parallel size
   int64_t pp = 1;           // p, pipeline stages
@@ -101,6 +108,8 @@ struct ParallelPlan {
   // optimizer): the layers' weights are kept only in the precision's format, scales included (no BF16 copy), and
   // all-gathered in it.
   bool fp8_param_gather = false;
+  // With precision Fp8: TE's recipe (Megatron-Core --fp8-recipe delayed|tensorwise).
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
   // Megatron-Core --grad-reduce-in-bf16: the gradient buffer in BF16 (2 bytes per parameter) instead of the
   // default FP32 main grads (--accumulate-allreduce-grads-in-fp32, 4 bytes).
   bool grad_reduce_bf16 = false;
@@ -129,18 +138,25 @@ struct ParallelPlan {
   bool sequence_parallel() const { return tp_comm == TpComm::SequenceParallel; }
   // The linear layers run quantized (TE's FP8 or block-scaled recipes): cast kernels, quantized weight caches.
   bool quantized() const { return precision != GemmPrecision::Bf16; }
+  // Per-tensor FP8 GEMMs (--fp8, --precision fp8), whichever recipe scales them.
+  bool fp8() const { return precision == GemmPrecision::Fp8; }
   // TE's delayed scaling (--fp8): the only recipe with amax-history all-reduces.
-  bool delayed_scaling() const { return precision == GemmPrecision::Fp8; }
+  bool delayed_scaling() const { return fp8() && fp8_recipe == Fp8Recipe::Delayed; }
+  // TE's tensorwise current scaling (--fp8-recipe tensorwise): an amax pass before every cast.
+  bool current_scaling() const { return fp8() && fp8_recipe == Fp8Recipe::Tensorwise; }
 };
 
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
 std::string to_string(TpComm c);
 std::string to_string(AttentionKernel k); // "unfused", "flash"
+std::string to_string(Fp8Recipe r);         // "delayed", "tensorwise"
 // Parse the CLI spelling ("none|selective|full", "1f1b|interleaved|gpipe", "unfused|flash"); nullopt if unknown.
 std::optional<Recompute> parse_recompute(const std::string& text);
 std::optional<Schedule> parse_schedule(const std::string& text);
 std::optional<AttentionKernel> parse_attention(const std::string& text);
+// Megatron-Core's --fp8-recipe spelling of a per-tensor recipe ("delayed", "tensorwise"); nullopt otherwise.
+std::optional<Fp8Recipe> parse_fp8_recipe(const std::string& text);
 
 // Throws InputError naming the flag to change if `plan` cannot run `model`: sizes not positive, heads or query
 // groups not divisible by --tp, the sequence not divisible by 2 x --cp, layers not splitting over --pp (with

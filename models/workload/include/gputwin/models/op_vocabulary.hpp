@@ -228,8 +228,9 @@ OpCost clip_grad_cost(double owned_parameters);
 
 // Casting `parameters` bf16 weights to the quantized `precision` with their transposes (read 2, write e + e bytes
 // each, e = quantized_element_bytes: FP8 1 + 1, MXFP8 and NVFP4 with their block scales), once per iteration after
-// the optimizer step.
-OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision);
+// the optimizer step; FP8 current scaling reads each weight once more for its amax (TE tensor/utils.py
+// _cast_master_weights_to_fp8_current_scaling).
+OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision, bool current_scaling);
 // Bytes of one context-parallel ring step: forward the rank's K and V block in 16 bits; backward that and its
 // gradient.
 double cp_exchange_bytes(OpName op, const LayerShape& s);

@@ -50,6 +50,7 @@ struct SearchSpace {
   std::vector<int64_t> context_parallel = {1};
   // Every plan's linear-layer GEMMs in this precision (Transformer Engine; the GPU needs its tensor cores).
   GemmPrecision precision = GemmPrecision::Bf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed; // with precision Fp8
   bool overlaps = true; // candidates carry applicable_overlaps (rank_plans tries them); false: none
   ShardedStages sharded = ShardedStages::WhenNothingElseFits;
 };
