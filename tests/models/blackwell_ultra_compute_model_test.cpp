@@ -1,7 +1,7 @@
 // The built-in Blackwell compute model for Blackwell Ultra GPUs (gpu.kind b300 / gb300): the B200 model with 160 SMs
-// (NVIDIA's technical blog "Inside NVIDIA Blackwell Ultra", developer.nvidia.com 2025-08) -- the same fitted GEMM
-// level as its Blackwell sibling (B300: the DGX B200 fit, GB300: the GB200 NVL72 fit), so a GEMM whose tiles fill whole waves on both runs at the same fraction of each GPU's own peak, and one
-// that spills a 149th tile runs in one wave on 160 SMs where B200 needs two.
+// (NVIDIA's technical blog "Inside NVIDIA Blackwell Ultra", developer.nvidia.com 2025-08) and its own GEMM level
+// (NVIDIA's B300 GEMM measurement): a GEMM that spills a 149th tile runs in one wave on 160 SMs where B200 needs
+// two.
 #include "gputwin/models/gpu_compute_model.hpp"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@ GpuComputeModel blackwell(const std::string& kind, double bf16_peak, double fp8_
   return builtin_compute_model(GpuGeneration::Blackwell, kind, bf16_peak, 8e12, fp8_peak);
 }
 
-TEST(BlackwellUltraComputeModel, B300AndGb300Have160SmsAndTheirB200OrGb200Level)
+TEST(BlackwellUltraComputeModel, B300AndGb300Have160SmsAndTheirOwnLevel)
 {
   const GpuComputeModel b200 = blackwell("b200-sxm-180gb", 2250e12, 4500e12);
   const GpuComputeModel gb200 = blackwell("gb200", 2450e12, 4900e12);
@@ -25,13 +25,15 @@ TEST(BlackwellUltraComputeModel, B300AndGb300Have160SmsAndTheirB200OrGb200Level)
   EXPECT_EQ(b300.multiprocessors, 160);
   EXPECT_EQ(gb300.multiprocessors, 160);
   EXPECT_EQ(blackwell("b300-sxm-288gb", 2250e12, 4500e12).multiprocessors, 160);
-  // B300 takes the level fitted on a DGX B200 node, GB300 the one fitted on NVIDIA's GB200 NVL72 runs.
-  EXPECT_DOUBLE_EQ(b300.gemm_efficiency, b200.gemm_efficiency);
-  EXPECT_DOUBLE_EQ(gb300.gemm_efficiency, gb200.gemm_efficiency);
+  // Blackwell Ultra has its own level (NVIDIA's B300 GEMM measurement), GB200 its own (NVIDIA's GB200 NVL72 runs),
+  // B200 the one fitted on SimuMax's DGX B200 node.
+  EXPECT_DOUBLE_EQ(gb300.gemm_efficiency, b300.gemm_efficiency);
   EXPECT_GT(gb200.gemm_efficiency, b200.gemm_efficiency);
+  EXPECT_GT(b300.gemm_efficiency, gb200.gemm_efficiency);
   EXPECT_DOUBLE_EQ(gb300.peak_flops, 2500e12);
   EXPECT_DOUBLE_EQ(gb300.peak_fp8_flops, 5000e12);
   EXPECT_NE(gb300.source.find("160 SMs"), std::string::npos) << gb300.source;
+  EXPECT_NE(b300.source.find("B300 GEMM measurement"), std::string::npos) << b300.source;
 }
 
 TEST(BlackwellUltraComputeModel, WaveQuantizationOn160Sms)

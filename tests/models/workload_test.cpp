@@ -416,7 +416,8 @@ TEST(Workload, QuantizedParamGatherMovesTheRecipesBytes)
 }
 
 // The linear layers' GEMMs carry the plan's precision, their operands at its element size with scales, and the
-// cast of the bf16 operand (read 2, write a row-wise and a column-wise copy) in their bytes.
+// cast of the bf16 operand (read 2, write a row-wise and a column-wise copy; NVFP4 reads it twice more, for its
+// per-tensor amax and for the Hadamard-transformed column-wise copy) in their bytes.
 TEST(Workload, LinearGemmsCarryThePlansPrecisionAndCastBytes)
 {
   const GptConfig m = small_model();
@@ -437,7 +438,8 @@ TEST(Workload, LinearGemmsCarryThePlansPrecisionAndCastBytes)
       EXPECT_EQ(g.precision, precision);
       const double mk = static_cast<double>(g.m * g.k), kn = static_cast<double>(g.k * g.n);
       // fc1's forward casts its activation (m x k).
-      EXPECT_DOUBLE_EQ(op.bytes, (mk + kn) * e + 2.0 * static_cast<double>(g.m * g.n) + (2.0 + 2.0 * e) * mk);
+      const double reads = precision == GemmPrecision::Nvfp4 ? 3.0 : 1.0;
+      EXPECT_DOUBLE_EQ(op.bytes, (mk + kn) * e + 2.0 * static_cast<double>(g.m * g.n) + (2.0 * reads + 2.0 * e) * mk);
     }
     EXPECT_TRUE(found);
   }

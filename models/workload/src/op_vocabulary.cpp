@@ -184,14 +184,11 @@ OpCost gemm(GemmShape g)
 
 // A linear layer's GEMM (C = A B, A: m x k the activation side, B the weight side, C: m x n in bf16). Quantized,
 // the operands are e = quantized_element_bytes bytes per element, scales included (FP8 1, MXFP8 1 + 1/32, NVFP4
-// 1/2 + 1/16), and the bf16 operand that is not already quantized is cast first, row-wise and column-wise
-// (Transformer Engine's cast_transpose for FP8; for MXFP8 and NVFP4 the quantize kernel computes both copies from
-// the bf16 input, recipe/__init__.py "both versions are computed from the high precision input"): read 2, write
-// e + e bytes per element -- the activation for the forward GEMM, the output gradient for dgrad and wgrad. FP8
-// tensorwise current scaling reads the operand once more before: its amax (TE cast.cpp quantize:
-// nvte_compute_amax, then nvte_quantize_v2 with the scale from it), 2 more bytes per element.
-// `cast_elements`: the elements of that operand. NVFP4's random Hadamard transform of the column-wise copy is
-// fused into its quantize kernel (still memory-bound) and not costed apart.
+// 1/2 + 1/16), and the bf16 operand that is not already quantized is cast first, row-wise and column-wise -- the
+// activation for the forward GEMM, the output gradient for dgrad and wgrad -- at quantize_bytes_per_element
+// (QuantizeUse::Activation): FP8 delayed scaling and MXFP8 read 2 and write e + e, FP8 tensorwise and NVFP4 read
+// once more for the amax, NVFP4 once more for its Hadamard-transformed column-wise copy. `cast_elements`: the
+// elements of that operand.
 OpCost linear(const LayerShape& s, GemmShape g, double cast_elements)
 {
   if (s.precision == GemmPrecision::Bf16)
@@ -199,7 +196,8 @@ OpCost linear(const LayerShape& s, GemmShape g, double cast_elements)
   g.precision = s.precision;
   const double e = quantized_element_bytes(s.precision);
   const double m = d(g.m), n = d(g.n), k = d(g.k), batch = d(g.batch);
-  const double cast_bytes_per_element = (s.current_scaling ? 4.0 : 2.0) + 2.0 * e;
+  const double cast_bytes_per_element =
+      quantize_bytes_per_element(s.precision, s.current_scaling, QuantizeUse::Activation);
   return {2.0 * m * n * k * batch, ((m * k + k * n) * e + 2.0 * m * n) * batch + cast_bytes_per_element * cast_elements,
           g};
 }
@@ -472,10 +470,26 @@ OpCost clip_grad_cost(double owned_parameters)
   return memory(owned_parameters * 4 * 3, owned_parameters * 3);
 }
 
+double quantize_bytes_per_element(GemmPrecision precision, bool current_scaling, QuantizeUse use)
+{
+  if (precision == GemmPrecision::Bf16)
+    return 0;
+  const double e = quantized_element_bytes(precision);
+  const bool amax_pass = precision == GemmPrecision::Nvfp4 || (precision == GemmPrecision::Fp8 && current_scaling);
+  const double amax = amax_pass ? 2.0 : 0.0;
+  switch (use) {
+  case QuantizeUse::Rowwise: return amax + 2.0 + e;
+  case QuantizeUse::Weight: return amax + 2.0 + 2.0 * e;
+  case QuantizeUse::Activation: break;
+  }
+  const double reads = precision == GemmPrecision::Nvfp4 ? 2.0 : 1.0; // NVFP4: the Hadamard column-wise kernel
+  return amax + 2.0 * reads + 2.0 * e;
+}
+
 OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision, bool current_scaling)
 {
-  const double amax_pass = current_scaling ? 2.0 : 0.0;
-  return memory(parameters * (2.0 + amax_pass + 2.0 * quantized_element_bytes(precision)), parameters * 2);
+  return memory(parameters * quantize_bytes_per_element(precision, current_scaling, QuantizeUse::Weight),
+                parameters * 2);
 }
 
 double cp_exchange_bytes(OpName op, const LayerShape& s)

@@ -113,8 +113,13 @@ double gemm_wave_utilization(const GpuComputeModel& gpu, const traces::GemmShape
 // depth k / 2 for FP8 and MXFP8, k / 4 for NVFP4 (rounded up); a bf16 shape is itself.
 traces::GemmShape bf16_equivalent_shape(const traces::GemmShape& shape);
 
+// What a block-scaled GEMM reaches of the bf16-equivalent-depth rule: MXFP8 0.916, NVFP4 0.685, fitted on NVIDIA's
+// B300 GEMM measurement (gpu_compute_model.cpp); 1 for bf16 and per-tensor FP8.
+double block_scaled_gemm_factor(traces::GemmPrecision precision);
+
 // Fraction of its precision's peak a GEMM of this shape reaches under the model: the table rule above when the
-// model has a table, else gemm_efficiency(), read at bf16_equivalent_shape(shape). REQUIRES: m, n, k > 0.
+// model has a table, else gemm_efficiency(), read at bf16_equivalent_shape(shape), times
+// block_scaled_gemm_factor. REQUIRES: m, n, k > 0.
 double modelled_gemm_efficiency(const GpuComputeModel& gpu, const traces::GemmShape& shape);
 
 // The tensor-core peak, FLOP/s, a GEMM of this shape runs against: peak_fp8_flops for an FP8 or MXFP8 GEMM,

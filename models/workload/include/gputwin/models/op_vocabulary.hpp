@@ -226,11 +226,25 @@ OpCost grad_zero_cost(double elements, double element_bytes);
 OpCost grad_check_scale_cost(double elements, double element_bytes, bool scaled);
 OpCost clip_grad_cost(double owned_parameters);
 
+// What Transformer Engine's quantize of one bf16 element costs in HBM bytes, read and written, by what the copy is
+// for. Activation: an activation or output gradient quantized row- and column-wise (the forward or dgrad operand
+// and its wgrad transpose); Weight: a weight, both copies from one read (NVFP4 weights take 16 x 16 block scales and
+// no Hadamard transform); Rowwise: one copy. Read 2 and write e per copy (e = quantized_element_bytes), one read
+// for both copies of per-tensor FP8 and MXFP8 (cast_transpose; MXFP8's kernel computes both from the bf16 input).
+// Tensorwise FP8 and NVFP4 (whose per-tensor FP32 scale comes from the amax) read the tensor once more for the amax
+// first (TE csrc/extensions/cast.cpp quantize: nvte_compute_amax; csrc/quantizer.cpp NVFP4Quantizer::quantize_impl:
+// nvte_hadamard_transform_amax or nvte_compute_amax_with_config); NVFP4's column-wise copy of an activation is the
+// Hadamard-transformed transpose, quantized by a kernel of its own that reads the input again
+// (nvte_hadamard_transform_cast_fusion_columnwise; rowwise: nvte_quantize_v2).
+enum class QuantizeUse : uint8_t { Activation, Weight, Rowwise };
+double quantize_bytes_per_element(GemmPrecision precision, bool current_scaling, QuantizeUse use);
+
 // Casting `parameters` bf16 weights to the quantized `precision` with their transposes (read 2, write e + e bytes
 // each, e = quantized_element_bytes: FP8 1 + 1, MXFP8 and NVFP4 with their block scales), once per iteration after
 // the optimizer step; FP8 current scaling reads each weight once more for its amax (TE tensor/utils.py
 // _cast_master_weights_to_fp8_current_scaling).
 OpCost fp8_weight_cast_cost(double parameters, GemmPrecision precision, bool current_scaling);
+
 // Bytes of one context-parallel ring step: forward the rank's K and V block in 16 bits; backward that and its
 // gradient.
 double cp_exchange_bytes(OpName op, const LayerShape& s);
