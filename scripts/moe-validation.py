@@ -7,6 +7,7 @@ Sets (copied with their sources into tests/data/moe/):
     (Muon optimizer, activation offloading, CUDA graphs, hybrid Mamba models, GRPO) are listed as skipped.
   - grok1-h100.csv: Grok-1 314B on 512 H100 (NVIDIA dgxc-benchmarking v25.05.04, 6be5ea0).
   - grok1-gb200.csv: Grok-1 314B on 128-512 GPUs of GB200 NVL72 racks (same source), on cluster gb200-nvl72.
+  - dgxc-moe.csv: DeepSeek-V3 and Llama 4 Maverick on H100 and GB200 NVL72 (same source, v25.05.04).
 
 Usage: scripts/moe-validation.py [GPUTWIN_BINARY]   (default build/gputwin). Prints one line per row and the MAPE.
 """
@@ -87,6 +88,34 @@ def grok_gb200_args(r):
     return grok_args(r, "gb200-nvl72")
 
 
+# DeepSeek-V3 and Llama 4 Maverick as NVIDIA's dgxc-benchmarking v25.05.04 ran them (NeMo 25.04: NVIDIA/NeMo v2.3.0
+# scripts/performance/llm/pretrain_deepseek_v3.py -- selective recompute of the MLA up-projections (H100) or core
+# attention (GB200), not modelled; token drop at capacity factor 1 with padding (MegatronTokenDropCallback); TE's
+# fused cross entropy; uneven stages 64/pp - 1 and 64/pp - 2 layers; no TP overlap -- and set_primary_perf_configs).
+# Maverick's NeMo recipe is not at hand: the same overlaps and BF16 gradient reduction as NeMo's other performance
+# recipes are assumed.
+def dgxc_moe_args(r):
+    gpus_per_node = 4 if r["system"] == "gb200-nvl72" else 8
+    args = ["--model", r["model"], "--cluster", r["system"], "--nodes", str(int(r["gpus"]) // gpus_per_node),
+            "--tp", r["tp"], "--pp", r["pp"], "--cp", r["cp"], "--ep", r["ep"], "--etp", r["etp"], "--dp", r["dp"],
+            "--seq-len", r["seq_len"], "--micro-batch", r["micro_batch"], "--global-batch", r["global_batch"],
+            "--attention", "flash", "--zero", "1", "--framework", "megatron-core", "--overlap-grad-reduce",
+            "--overlap-param-gather", "--cross-entropy-fusion"]
+    if int(r["tp"]) > 1:
+        args.append("--sp")
+    if r["model"] == "deepseek-v3":
+        args += ["--moe-capacity-factor", "1"]
+    else:
+        args.append("--grad-reduce-in-bf16")
+    if int(r["first_stage_layers"]) > 0:
+        args += ["--pp-first-stage-layers", r["first_stage_layers"], "--pp-last-stage-layers", r["last_stage_layers"]]
+    if int(r["vp"]) > 1:
+        args += ["--schedule", "interleaved", "--chunks", r["vp"]]
+    if r["precision"] == "fp8":
+        args.append("--fp8")
+    return args
+
+
 def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "gputwin")
     errors = {}
@@ -94,6 +123,7 @@ def main():
         ("megatron-ci-h100", "megatron-ci-h100.csv", megatron_ci_args, "iter_time_median_s"),
         ("grok1-h100", "grok1-h100.csv", grok_args, "step_time_s"),
         ("grok1-gb200", "grok1-gb200.csv", grok_gb200_args, "step_time_s"),
+        ("dgxc-moe", "dgxc-moe.csv", dgxc_moe_args, "step_time_s"),
     ):
         errors[name] = []
         for r in csv.DictReader(open(os.path.join(DATA, reader))):
