@@ -155,7 +155,8 @@ std::string sweep_plot_script(const std::vector<SweepRow>& rows, bool svg)
             : "set terminal pngcairo size 1400,1000 font 'Sans,11'\n");
   s << "set termoption noenhanced\n"; // no `set output`: the image goes to standard output
   s << "set multiplot layout 2,2 title \"gputwin sweep: best plan per point\"\n";
-  s << "set logscale x 2\nset format x '%g'\nset xlabel 'GPUs'\nset grid\nset key top left\n";
+  s << "set logscale x 2\nset format x '%g'\nset xlabel 'GPUs'\nset grid\n";
+  s << "set key below horizontal\n"; // under each panel: a legend never covers a line
   for (int panel = 0; panel < 4; ++panel) {
     s << "set title " << gnuplot_quoted(panels[panel][0]) << "\nset ylabel " << gnuplot_quoted(panels[panel][1])
       << "\n";
