@@ -9,11 +9,10 @@
 // Bounds (2026-11-29, what the model achieves, as a regression guard; the target for Blackwell is <= 8 % mean error):
 //   - GB200 BF16 fit rows: MAPE 1.63 % (bound 3 %);
 //   - GB200 BF16 held out (Llama 3.1 405B, 128-512 GPUs): -1.7..-3.0 % (bound 5 % each; +21..+23 % at the B200 level);
-//   - every row within 17 %, all 24 rows MAPE <= 7 % (today 6.06 %; 15.5 % with the B200 level and without the
-//     recipes' BF16 gradient reduction, fused cross entropy and CUDA graphs). Not met: FP8 runs are 3-15 % faster in
-//     the model than measured on both GB200 and H100 (the FP8 / BF16 step-time ratio measured 0.66-0.72, modelled
-//     0.59-0.64), Nemotron-4 15B 9-15 % fast, and the 512-GPU weak-scaling Nemotron BF16 row +7 % (its
-//     data-parallel collectives cross racks).
+//   - every row within 17 %, all 24 rows MAPE <= 6.5 % (today 5.42 %; 6.06 % before Hopper's FP8 split accumulator,
+//     15.5 % with the B200 level and without the recipes' BF16 gradient reduction, fused cross entropy and CUDA
+//     graphs). Not met: GB200 FP8 runs are 3-13 % faster in the model than measured, Nemotron-4 15B 9-10 % fast,
+//     and the 512-GPU weak-scaling Nemotron BF16 row +7 % (its data-parallel collectives cross racks).
 #include "csv_cells.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
@@ -130,7 +129,7 @@ TEST(DgxcDenseValidation, GB200AndH100StepTimesOfNvidiasRecipes)
   const double fit_mape = fit_sum / fit_rows, mape = sum / static_cast<double>(all.size());
   std::printf("GB200 BF16 fit rows MAPE %.2f %%, all 24 rows MAPE %.2f %%\n", 100 * fit_mape, 100 * mape);
   EXPECT_LE(fit_mape, 0.03);
-  EXPECT_LE(mape, 0.07);
+  EXPECT_LE(mape, 0.065);
 }
 
 } // namespace

@@ -143,7 +143,8 @@ TEST(GpuModelYaml, EveryBadFieldIsAOneLineErrorWithItsPosition)
       {valid + "gemm_effciency: 1\n",
        "bad.yaml:11:1: gemm_effciency: unknown field (expected one of gpu_kind, source, peak_flops_per_s, "
        "peak_fp8_flops_per_s, peak_fp4_flops_per_s, hbm_bytes_per_s, multiprocessors, gemm_tile_m, gemm_tile_n, "
-       "gemm_efficiency, gemm_k_half, memory_efficiency, kernel_overhead_s, grouped_gemm_kernel_s, gemm_table, attention_throughput, memory_classes, comm_interference, "
+       "gemm_efficiency, gemm_k_half, memory_efficiency, kernel_overhead_s, grouped_gemm_kernel_s, "
+       "fp8_split_accumulator_slowdown, gemm_table, attention_throughput, memory_classes, comm_interference, "
        "fit, collectives, framework)"},
       {valid + "attention_throughput: builtin:a100\n",
        "bad.yaml:11:23: attention_throughput: expected builtin:h100-cudnn, got 'builtin:a100'"},

@@ -134,6 +134,9 @@ void write_calibration_yaml(std::ostream& out, const Calibration& calibration,
   line(out, "kernel_overhead_s", yaml_number(g.kernel_overhead_s), "fitted");
   if (g.grouped_gemm_kernel_s > 0) // absent: grouped GEMMs cost what one batched kernel does
     line(out, "grouped_gemm_kernel_s", yaml_number(g.grouped_gemm_kernel_s), "per kernel of a grouped GEMM (experts)");
+  if (g.fp8_split_accumulator_slowdown != 1) // absent: FP8 gradient GEMMs as fast as the forward's
+    line(out, "fp8_split_accumulator_slowdown", yaml_number(g.fp8_split_accumulator_slowdown),
+         "FP8 dgrad/wgrad GEMMs with the split accumulator (Hopper)");
   if (!g.gemm_table_ref.empty())
     line(out, "gemm_table", yaml_quoted(g.gemm_table_ref), "measured GEMM FLOP/s: builtin:NAME or a CSV path");
   if (g.attention_throughput != nullptr)
@@ -184,7 +187,7 @@ Calibration load_calibration_yaml(const std::string& path)
                       {"gpu_kind", "source", "peak_flops_per_s", "peak_fp8_flops_per_s", "peak_fp4_flops_per_s",
                        "hbm_bytes_per_s", "multiprocessors", "gemm_tile_m",
                        "gemm_tile_n", "gemm_efficiency", "gemm_k_half", "memory_efficiency", "kernel_overhead_s",
-                       "grouped_gemm_kernel_s", "gemm_table",
+                       "grouped_gemm_kernel_s", "fp8_split_accumulator_slowdown", "gemm_table",
                        "attention_throughput", "memory_classes", "comm_interference", "fit", "collectives",
                        "framework"}); // framework: read by --framework (framework_yaml.hpp)
   Calibration result;
@@ -206,6 +209,8 @@ Calibration load_calibration_yaml(const std::string& path)
   g.kernel_overhead_s = require_number(file, root, "kernel_overhead_s", 0, false);
   if (root["grouped_gemm_kernel_s"]) // optional; absent = 0 (files written before grouped GEMMs had a cost)
     g.grouped_gemm_kernel_s = require_number(file, root, "grouped_gemm_kernel_s", 0, false);
+  if (root["fp8_split_accumulator_slowdown"]) // optional; absent = 1
+    g.fp8_split_accumulator_slowdown = require_number(file, root, "fp8_split_accumulator_slowdown", 0, true);
   if (const std::optional<std::string> ref = optional_string(file, root, "gemm_table")) {
     if (ref->empty())
       throw InputError(location(file, root["gemm_table"]) + ": gemm_table: expected builtin:" +

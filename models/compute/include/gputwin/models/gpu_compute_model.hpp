@@ -74,6 +74,10 @@ struct GpuComputeModel {
   // Fixed time each product of a grouped GEMM adds (GemmShape::grouped: one kernel per local expert): the launch,
   // fill and drain of a kernel that holds a fraction of the GPU. Fit on measured B200 grouped GEMMs (source).
   double grouped_gemm_kernel_s = 0;
+  // How much slower a per-tensor FP8 dgrad or wgrad GEMM runs than the FP8 rule (fitted on fast-accumulating
+  // kernels) says: Transformer Engine runs them with cuBLASLt's split accumulator (CUBLASLT_MATMUL_DESC_FAST_ACCUM
+  // 0: the partial sums promoted to FP32 periodically), which costs time on Hopper only. 1: no slowdown.
+  double fp8_split_accumulator_slowdown = 1;
   std::string source;           // which measurements the parameters were fit to
   // Measured GEMM throughput (gemm_table.hpp); null: the analytic curve alone. gemm_table_ref says where it
   // came from as a model file names it: "builtin:h100", or a path relative to the model file.
