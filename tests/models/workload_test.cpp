@@ -381,7 +381,8 @@ TEST(Workload, TensorwiseCurrentScalingReadsEachCastOperandTwice)
       // A quantized GEMM's bytes: its FP8 operands and BF16 output, plus (2 + 2) per element of the operand it
       // casts (forward: the input; dgrad: the output gradient; wgrad reuses both); tensorwise 2 more.
       const auto& g = b.gemm;
-      const double operands = static_cast<double>((g.m * g.k + g.k * g.n) + 2 * g.m * g.n) * static_cast<double>(g.batch);
+      const double operands =
+          static_cast<double>((g.m * g.k + g.k * g.n) + 2 * g.m * g.n) * static_cast<double>(g.batch);
       const double cast_elements = (a.bytes - operands) / 4.0;
       EXPECT_GE(cast_elements, 0.0);
       EXPECT_NEAR(b.bytes - a.bytes, 2.0 * cast_elements, 1e-6 * a.bytes);

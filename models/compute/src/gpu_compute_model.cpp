@@ -71,7 +71,7 @@ std::map<KernelClass, MemoryClassParams> hopper_memory_classes()
 // at B200's peak) the fit was 0.425 with fit-row MAPE 4.03 %, below what the node's own GEMMs reach: H100's shape
 // curve made B200's mid-size GEMMs too fast. Checked, not fitted: SimuMax's 108 measured B200 grouped GEMMs, the
 // experts of >= 1000 tokens 10.5 -> 9.6 % mean |error| (tests/models/simumax_grouped_gemm_test.cpp).
-// GB200 and GB300 (clusters gb200-nvl72, gb300-nvl72; gpu.kind starting "gb"): the B200 die's parameters -- 148
+// GB200 (cluster gb200-nvl72; gpu.kind starting "gb" but not "gb300"): the B200 die's parameters -- 148
 // SMs assumed as B200's, the same GEMM table -- against the cluster file's peaks (GB200 2450 / 4900 TF/s dense BF16
 // / FP8), but their own level: the rack-scale parts run at 1200 W (GB200) instead of the HGX/DGX B200's 1000 W,
 // and NVIDIA's GB200 NVL72 runs are far faster than SimuMax's power-capped B200 node predicts (0.50 left every
@@ -102,8 +102,8 @@ constexpr double grouped_gemm_kernel_fit_s = 5.5e-6;
 // the forward), and torchao, which makes the same choice, measured fast accumulation 1.1-1.2x faster on H100 FP8
 // GEMMs (pytorch/ao issue 2377). Taken as the middle of that range, 1.15, not fitted; the tensor cores of sm_100
 // accumulate in FP32 and have no such mode (TransformerEngine pull 2748: "there is no fastAccuMode for sm100").
-// Checked: H100 FP8 NeMo runs, dgxc-dense Llama 3.1 405B -10.0 -> -4.7 %, Nemotron-4 340B -6.7 -> -2.2 %, 15B
-// -14.8 -> -11.0 %; Nemotron 26 rows 7.56 -> 7.06 %; Grok-1 H100 FP8 -20.7 -> -16.3 %.
+// Checked: H100 FP8 NeMo runs, dgxc-dense Llama 3.1 405B -10.0 -> -4.3 %, Nemotron-4 340B -6.7 -> -1.6 %, 15B
+// -14.8 -> -10.1 %; Nemotron 26 rows 7.56 -> 6.77 %; Grok-1 H100 FP8 -20.7 -> -16.3 %.
 constexpr double hopper_fp8_split_accumulator_slowdown = 1.15;
 // GB200 NVL72: the level fit to NVIDIA's GB200 rows (above).
 constexpr double rack_scale_gemm_efficiency_fit = 0.63;
@@ -142,7 +142,7 @@ void set_blackwell_parameters(GpuComputeModel& m)
              "B200 iteration times (MooreThreads/SimuMax docs/b200, Llama 3 70B/405B rows); kernel classes: the "
              "H100 fit's";
   m.comm_interference = nccl_interference("B200 (148 SMs)");
-  if (m.gpu_kind.rfind("gb", 0) == 0) { // GB200 / GB300 NVL72 (above)
+  if (!is_blackwell_ultra(m.gpu_kind) && m.gpu_kind.rfind("gb", 0) == 0) { // GB200 NVL72 (above)
     m.gemm_efficiency = rack_scale_gemm_efficiency_fit;
     m.source = "GB200: B200 GEMM table (XLA, openxla/xla 71feeddf); GEMM level fit to NVIDIA's Nemotron-4 340B BF16 "
                "GB200 NVL72 step times (NVIDIA/dgxc-benchmarking v25.05.04); kernel classes: the H100 fit's";

@@ -83,8 +83,8 @@ void add_model_flags(ArgParser& parser, bool model_list)
 void add_precision_flag(ArgParser& parser)
 {
   parser.add_option("--precision", "P",
-                    "linear-layer GEMMs: bf16 (default), fp8 (= --fp8: TE per-tensor FP8, H100 and later; --fp8-recipe), mxfp8 "
-                    "(TE MXFP8BlockScaling: 1-byte values, a 1-byte scale per 32; Blackwell) or nvfp4 (TE "
+                    "linear-layer GEMMs: bf16 (default), fp8 (= --fp8: TE per-tensor FP8, H100 and later; "
+                    "--fp8-recipe), mxfp8 (TE MXFP8BlockScaling: 1-byte values, a 1-byte scale per 32; Blackwell) or nvfp4 (TE "
                     "NVFP4BlockScaling: 4-bit values, a 1-byte scale per 16; Blackwell, at the FP4 peak)");
 }
 

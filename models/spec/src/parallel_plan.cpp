@@ -136,9 +136,6 @@ void validate_zero(const ParallelPlan& plan)
   // FP8 (or a block-scaled format) with sharded weights: the weights are quantized parameters gathered in their
   // format (Megatron-FSDP with --fp8-param-gather); gathering BF16 and casting at every gather is not modelled.
   // FSDP2 (--fsdp) trains FP8 through torchao, not Transformer Engine, whose caches the memory model counts.
-  if (plan.fp8_recipe != Fp8Recipe::Delayed && !plan.fp8())
-    throw InputError("--fp8-recipe: " + to_string(plan.fp8_recipe) + " scales per-tensor FP8 GEMMs (expected --fp8; "
-                     "--precision " + to_string(plan.precision) + " has its own block scales)");
   const std::string flag = plan.fp8() ? "--fp8" : "--precision " + to_string(plan.precision);
   if (plan.quantized() && plan.fsdp)
     throw InputError("--fsdp: FP8 is modelled as Transformer Engine runs it (expected --zero 3 for Megatron-FSDP with "
@@ -217,6 +214,9 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
   require_positive(plan.chunks, "--chunks");
   if (plan.global_batch < 0)
     throw InputError("--global-batch: expected a positive integer, got " + str(plan.global_batch));
+  if (plan.fp8_recipe != Fp8Recipe::Delayed && !plan.fp8())
+    throw InputError("--fp8-recipe: " + to_string(plan.fp8_recipe) + " scales per-tensor FP8 GEMMs (expected --fp8; "
+                     "--precision " + to_string(plan.precision) + " has its own block scales)");
   validate_zero(plan);
   validate_expert_plan(model, plan);
 

@@ -3,8 +3,8 @@
 // for the engine's traces and the workload generator's graphs, and read back in one place by replay, scale-out
 // and compare. Keys: model, hidden, heads, layers, seq_len, vocab; tp, pp, dp, micro_batch, global_batch,
 // micro_batches, sequence_parallel (true|false), recompute, attention, schedule, chunks, zero; where set: cp,
-// pp_first_stage_layers, pp_last_stage_layers, fp8 (true: FP8 GEMMs) with fp8_recipe (tensorwise; delayed is not written) or precision (mxfp8|nvfp4), fp8_param_gather, grad_reduce_bf16, cross_entropy_fusion,
-// fsdp (zero is 0-3).
+// pp_first_stage_layers, pp_last_stage_layers, fp8 (true: FP8 GEMMs) with fp8_recipe (tensorwise; delayed is not
+// written) or precision (mxfp8|nvfp4), fp8_param_gather, grad_reduce_bf16, cross_entropy_fusion, fsdp (zero is 0-3).
 
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/parallel_plan.hpp"
