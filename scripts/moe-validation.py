@@ -89,24 +89,38 @@ def grok_gb200_args(r):
 
 
 # DeepSeek-V3 and Llama 4 Maverick as NVIDIA's dgxc-benchmarking v25.05.04 ran them (NeMo 25.04: NVIDIA/NeMo v2.3.0
-# scripts/performance/llm/pretrain_deepseek_v3.py -- selective recompute of the MLA up-projections (H100) or core
-# attention (GB200), not modelled; token drop at capacity factor 1 with padding (MegatronTokenDropCallback); TE's
-# fused cross entropy; uneven stages 64/pp - 1 and 64/pp - 2 layers; no TP overlap -- and set_primary_perf_configs).
-# Maverick's NeMo recipe is not at hand: the same overlaps and BF16 gradient reduction as NeMo's other performance
-# recipes are assumed.
+# scripts/performance/llm/pretrain_deepseek_v3.py -- token drop at capacity factor 1 with padding
+# (MegatronTokenDropCallback); TE's fused cross entropy; uneven stages 64/pp - 1 and 64/pp - 2 layers; no TP
+# overlap -- and set_primary_perf_configs). DeepSeek's attention on Blackwell: the nemo:25.04.01 container's
+# Transformer Engine (v2.2-v2.4) has no fused kernel for MLA's head dims (d_qk 192 != d_v 128) on sm100:
+# FlashAttention is disabled for MLA (attention/dot_product_attention/utils.py get_attention_backend, "Disabling
+# FlashAttention as it does not support MLA") and cuDNN's arbitrary-seqlen backend excludes
+# `sm_arch_ >= 100 && (head_dim_qk > 128 || head_dim_v > 128)` (common/fused_attn/fused_attn.cpp
+# nvte_get_fused_attn_backend; training support came with TE v2.5 and cuDNN 9.11), so TE ran its unfused attention
+# -- which is why the GB200 launcher recomputes core_attn (dgxc deepseek_v3/pretraining/launch.sh RM='core_attn':
+# Megatron's selective recompute); H100 runs cuDNN's fused MLA and recomputes mla_up_proj (not modelled). Maverick's
+# launcher (dgxc llama4/launch.sh) turns CUDA graphs on for FP8 on H100 only; its NeMo recipe
+# (scripts/performance/llm/pretrain_llama4_e128.py) adds TE cross entropy, RoPE and permute fusion to
+# set_primary_perf_configs' overlaps; BF16 gradient reduction is assumed as in NeMo's other performance recipes.
 def dgxc_moe_args(r):
+    mla_on_blackwell = r["model"] == "deepseek-v3" and r["system"] == "gb200-nvl72"
+    attention = "unfused" if mla_on_blackwell else "flash"
     gpus_per_node = 4 if r["system"] == "gb200-nvl72" else 8
     args = ["--model", r["model"], "--cluster", r["system"], "--nodes", str(int(r["gpus"]) // gpus_per_node),
             "--tp", r["tp"], "--pp", r["pp"], "--cp", r["cp"], "--ep", r["ep"], "--etp", r["etp"], "--dp", r["dp"],
             "--seq-len", r["seq_len"], "--micro-batch", r["micro_batch"], "--global-batch", r["global_batch"],
-            "--attention", "flash", "--zero", "1", "--framework", "megatron-core", "--overlap-grad-reduce",
+            "--attention", attention, "--zero", "1", "--framework", "megatron-core", "--overlap-grad-reduce",
             "--overlap-param-gather", "--cross-entropy-fusion"]
     if int(r["tp"]) > 1:
         args.append("--sp")
     if r["model"] == "deepseek-v3":
         args += ["--moe-capacity-factor", "1"]
+        if mla_on_blackwell:
+            args += ["--recompute", "selective"]
     else:
         args.append("--grad-reduce-in-bf16")
+        if r["system"] == "dgx-h100" and r["precision"] == "fp8":
+            args.append("--cuda-graphs")
     if int(r["first_stage_layers"]) > 0:
         args += ["--pp-first-stage-layers", r["first_stage_layers"], "--pp-last-stage-layers", r["last_stage_layers"]]
     if int(r["vp"]) > 1:
