@@ -73,7 +73,7 @@ def grok_args(r, cluster="dgx-h100"):
     args = ["--model", "grok-1", "--cluster", cluster, "--tp", r["tp"], "--pp", r["pp"], "--cp", r["cp"],
             "--ep", r["ep"], "--etp", r["etp"], "--dp", r["dp"], "--seq-len", r["seq_len"],
             "--micro-batch", r["micro_batch"], "--global-batch", r["global_batch"], "--attention", "flash", "--sp",
-            "--zero", "1", "--framework", "megatron-core", "--overlap-grad-reduce", "--overlap-param-gather",
+            "--zero", "1", "--framework", "nemo", "--overlap-grad-reduce", "--overlap-param-gather",
             "--tp-comm-overlap", "--grad-reduce-in-bf16", "--cross-entropy-fusion"]
     if cluster == "gb200-nvl72":
         args.append("--cuda-graphs")
@@ -109,7 +109,7 @@ def dgxc_moe_args(r):
     args = ["--model", r["model"], "--cluster", r["system"], "--nodes", str(int(r["gpus"]) // gpus_per_node),
             "--tp", r["tp"], "--pp", r["pp"], "--cp", r["cp"], "--ep", r["ep"], "--etp", r["etp"], "--dp", r["dp"],
             "--seq-len", r["seq_len"], "--micro-batch", r["micro_batch"], "--global-batch", r["global_batch"],
-            "--attention", attention, "--zero", "1", "--framework", "megatron-core", "--overlap-grad-reduce",
+            "--attention", attention, "--zero", "1", "--framework", "nemo", "--overlap-grad-reduce",
             "--overlap-param-gather", "--cross-entropy-fusion"]
     if int(r["tp"]) > 1:
         args.append("--sp")

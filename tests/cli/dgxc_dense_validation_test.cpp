@@ -62,8 +62,9 @@ std::vector<Row> rows()
   return out;
 }
 
-// The recipe as `gputwin simulate --estimate` flags: flash attention and megatron-core are the clusters' defaults.
-// NeMo 25.04's performance scripts (NVIDIA/NeMo v2.3.0 scripts/performance/utils.py set_primary_perf_configs and
+// The recipe as `gputwin simulate --estimate` flags: flash attention is the clusters' default, the framework is
+// NeMo's (--framework nemo: Megatron-Core's host, gradient reductions started by the hooks, not aligned by the
+// schedule: FrameworkProfile::align_grad_reduce). NeMo 25.04's performance scripts (NVIDIA/NeMo v2.3.0 scripts/performance/utils.py set_primary_perf_configs and
 // the llama31_405b / nemotron4_340b / nemotron4_15b recipes' pretrain_performance_optimizations): sequence
 // parallelism, the distributed optimizer with overlapped reduce-scatter and all-gather, TE userbuffers TP overlap,
 // gradients reduced in BF16 (grad_reduce_in_fp32 = False), TE's fused cross entropy (cross_entropy_fusion_impl
@@ -78,7 +79,7 @@ std::string flags(const Row& r)
                   " --micro-batch " + std::to_string(r.micro_batch) + " --global-batch " +
                   std::to_string(r.global_batch) + " --seq-len " + std::to_string(r.seq) +
                   " --sp --zero 1 --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --grad-reduce-in-bf16"
-                  " --cross-entropy-fusion --allow-oom --json";
+                  " --cross-entropy-fusion --framework nemo --allow-oom --json";
   if (r.system == "gb200-nvl72" && r.model.rfind("nemotron4", 0) == 0)
     f += " --cuda-graphs";
   if (r.vp > 1)
@@ -97,7 +98,7 @@ double error_of(const Row& r)
   const CliResult result = run_gputwin(arguments, false);
   EXPECT_EQ(result.exit_code, 0) << arguments;
   const traces::JsonValue report = traces::parse_json(result.output);
-  EXPECT_EQ(member(report, "framework").text, "megatron-core");
+  EXPECT_EQ(member(report, "framework").text, "nemo");
   EXPECT_EQ(member(member(report, "plan"), "attention").text, "flash");
   return number(report, "iteration_time_s") / r.measured_s - 1;
 }

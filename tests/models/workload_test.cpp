@@ -264,6 +264,89 @@ TEST(Workload, OverlappedGradientBucketsFollowMegatronCore)
   EXPECT_EQ(large[0].first, -1);
 }
 
+// WorkloadOptions::align_grad_reduce (Megatron-LM's training loop, config.grad_sync_func): the interleaved
+// schedule starts a chunk's whole reduction `pipeline rank` backward steps after the chunk's last micro-batch, after
+// that step's compute and before its send (schedules.py backward_step_helper); in 1F1B only the first stage
+// reduces during its last backward, the others after it. Without it (NeMo), each chunk's buckets start inside its
+// last micro-batch's backward. The same bytes either way.
+TEST(Workload, AlignedGradientReductionsStartPipelineRankStepsLate)
+{
+  const GptConfig m = small_model();
+  // pp 4 x 2 chunks (one layer each), 8 micro-batches, dp 2, ZeRO-1: one reduce-scatter per chunk.
+  ParallelPlan plan = plan_of(1, 4, 2, 16, false, Recompute::None, Schedule::Interleaved, 2);
+  plan.zero_stage = 1;
+  struct Start {
+    int32_t chunk;
+    size_t backward_steps_before; // backward steps begun before the reduction (ops of phase Backward with mb >= 0)
+    bool sent_after;              // the step's gradient send follows the reduction
+  };
+  const auto starts = [&](bool aligned, int64_t stage, double* bytes) {
+    WorkloadOptions options;
+    options.overlap_grad_reduce = true;
+    options.align_grad_reduce = aligned;
+    const traces::RankProgram program = stage_program(make_workload(m, plan, options), stage);
+    std::vector<Start> out;
+    std::set<std::pair<int32_t, int32_t>> steps; // (chunk, micro-batch) of backward steps begun
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const traces::Op& op = program.ops[i];
+      if (op.phase == traces::Phase::Backward && op.micro_batch >= 0 && op.kind == traces::OpKind::Compute)
+        steps.insert({op.chunk, op.micro_batch});
+      if (op.name != "dp.reduce_scatter")
+        continue;
+      *bytes += op.bytes;
+      bool sent = false;
+      for (size_t j = i + 1; j < program.ops.size() && program.ops[j].kind != traces::OpKind::Compute; ++j)
+        sent = sent || program.ops[j].name == "pp.send_gradient";
+      out.push_back({op.chunk, steps.size(), sent});
+    }
+    return out;
+  };
+  const size_t steps_per_chunk = 8; // backward order: chunk 1 mbs 0-3, chunk 0 mbs 0-3, chunk 1 mbs 4-7, chunk 0 4-7
+  for (int64_t stage = 0; stage < 4; ++stage) {
+    double hooked_bytes = 0, aligned_bytes = 0;
+    const std::vector<Start> hooked = starts(false, stage, &hooked_bytes);
+    const std::vector<Start> aligned = starts(true, stage, &aligned_bytes);
+    ASSERT_EQ(hooked.size(), 2U) << "stage " << stage;
+    ASSERT_EQ(aligned.size(), 2U) << "stage " << stage;
+    EXPECT_DOUBLE_EQ(aligned_bytes, hooked_bytes);
+    // NeMo: chunk 1's last micro-batch is backward step 11 (the 12th), chunk 0's step 15 (the 16th).
+    EXPECT_EQ(hooked[0].chunk, 1);
+    EXPECT_EQ(hooked[0].backward_steps_before, steps_per_chunk + 4);
+    EXPECT_EQ(hooked[1].chunk, 0);
+    EXPECT_EQ(hooked[1].backward_steps_before, 2 * steps_per_chunk);
+    // Megatron-LM: chunk 1's reduction in backward step 11 + stage, before its send; chunk 0's (step 15 + stage,
+    // beyond the last step from stage 1 on) after the cooldown.
+    EXPECT_EQ(aligned[0].chunk, 1);
+    EXPECT_EQ(aligned[0].backward_steps_before, steps_per_chunk + 4 + static_cast<size_t>(stage));
+    EXPECT_EQ(aligned[1].chunk, 0);
+    EXPECT_EQ(aligned[1].backward_steps_before, 2 * steps_per_chunk);
+    EXPECT_TRUE(aligned[0].sent_after) << "stage " << stage;
+    // No send after chunk 0's: stage 0's first virtual stage sends nowhere, the others reduce after the cooldown.
+    EXPECT_FALSE(aligned[1].sent_after) << "stage " << stage;
+  }
+  // 1F1B: the first stage as with the hooks (inside its last backward), the last after its last backward's send.
+  ParallelPlan one_f_one_b = plan_of(1, 2, 2, 8, false, Recompute::None);
+  one_f_one_b.zero_stage = 1;
+  for (int64_t stage = 0; stage < 2; ++stage) {
+    WorkloadOptions options;
+    options.overlap_grad_reduce = true;
+    options.align_grad_reduce = true;
+    const traces::RankProgram program = stage_program(make_workload(m, one_f_one_b, options), stage);
+    size_t reduction = 0, last_send = 0;
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      if (program.ops[i].name == "dp.reduce_scatter" && reduction == 0)
+        reduction = i;
+      if (program.ops[i].name == "pp.send_gradient")
+        last_send = i;
+    }
+    ASSERT_GT(reduction, 0U);
+    if (stage == 0)
+      EXPECT_EQ(last_send, 0U); // the first stage sends no gradient; its reduction is in its last backward
+    else
+      EXPECT_GT(reduction, last_send);
+  }
+}
+
 // --fp8-param-gather (FP8 with ZeRO-1): the layers' weights are FP8 parameters and all-gathered in FP8, the
 // embedding and norms in BF16 -- after the step, or bucket by bucket with --overlap-param-gather.
 TEST(Workload, Fp8ParamGatherMovesTheLayersWeightsInFp8)

@@ -231,6 +231,11 @@ TEST(FrameworkProfile, P2pSyncsPerBatchAndPerSchedule)
   EXPECT_EQ(host_program(lm, program(1)).syncs, backward_batch_only);  // 2022 interleaved: not between F and B
   EXPECT_EQ(host_program(core, program(1)).syncs, never);              // overlap_p2p_comm
   EXPECT_EQ(builtin_framework_profile("nemo").overlap_p2p_interleaved, true);
+  // Megatron-LM's training loop aligns the gradient reductions (config.grad_sync_func), NeMo's does not; the 2022
+  // Megatron had no overlapped reduction to align.
+  EXPECT_TRUE(core.align_grad_reduce);
+  EXPECT_FALSE(builtin_framework_profile("nemo").align_grad_reduce);
+  EXPECT_FALSE(lm.align_grad_reduce);
 }
 
 // Per-layer CUDA graphs: one launch per (layer, micro-batch, direction) group at its first op, nothing for the

@@ -44,6 +44,7 @@ FrameworkProfile megatron_core_host(const std::string& name)
                                            "(overlap_p2p_comm)");
   p.overlap_p2p_interleaved = true;
   p.sync_at_moe_routing = true;
+  p.align_grad_reduce = name != "nemo"; // FrameworkProfile::align_grad_reduce: Megatron-LM's loop, not NeMo's
   return p;
 }
 

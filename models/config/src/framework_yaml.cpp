@@ -39,7 +39,7 @@ FrameworkProfile read_framework_profile(const YamlFile& file, const YAML::Node& 
                       {"name", "source", "kernel_issue_s", "gemm_issue_s", "collective_issue_s", "p2p_issue_s",
                        "microbatch_issue_s", "iteration_issue_s", "launch_latency_s", "sync_after_p2p",
                        "sync_before_optimizer", "overlap_p2p_interleaved", "cuda_graphs", "graph_launch_s",
-                       "unfused_softmax_extra_ops", "sync_at_moe_routing"});
+                       "unfused_softmax_extra_ops", "sync_at_moe_routing", "align_grad_reduce"});
   FrameworkProfile p;
   p.name = optional_string(file, map, "name").value_or(std::filesystem::path(file.path).stem().string());
   p.source = optional_string(file, map, "source").value_or(file.path);
@@ -49,6 +49,7 @@ FrameworkProfile read_framework_profile(const YamlFile& file, const YAML::Node& 
   p.sync_before_optimizer = optional_boolean(file, map, "sync_before_optimizer", false);
   p.overlap_p2p_interleaved = optional_boolean(file, map, "overlap_p2p_interleaved", false);
   p.sync_at_moe_routing = optional_boolean(file, map, "sync_at_moe_routing", false);
+  p.align_grad_reduce = optional_boolean(file, map, "align_grad_reduce", false);
   p.cuda_graphs = optional_boolean(file, map, "cuda_graphs", false);
   if (map["graph_launch_s"])
     p.graph_launch_s = require_number(file, map, "graph_launch_s", 0, false);
@@ -84,6 +85,8 @@ void write_framework_profile(std::ostream& out, const FrameworkProfile& p, const
        "no p2p sync in the interleaved schedule (overlap_p2p_comm)");
   line("sync_at_moe_routing", p.sync_at_moe_routing ? "true" : "false",
        "host waits for each MoE layer's routed token counts (Megatron-Core's dispatchers)");
+  line("align_grad_reduce", p.align_grad_reduce ? "true" : "false",
+       "a chunk's gradient reduction started by the schedule, pipeline rank steps late");
   line("cuda_graphs", p.cuda_graphs ? "true" : "false", "per-layer CUDA graphs: one launch per layer step");
   line("graph_launch_s", yaml_number(p.graph_launch_s), "host seconds to launch one layer's graph");
   line("unfused_softmax_extra_ops", std::to_string(p.unfused_softmax_extra_ops),

@@ -273,6 +273,7 @@ public:
         to_come += steps[later].phase == PipelinePhase::Forward ? forward_ops : backward_ops;
       program_.ops.reserve(to_come);
     }
+    emit_remaining_aligned_reductions();
     emit_optimizer_step(emit_gradient_reductions());
     return std::move(program_);
   }
@@ -464,7 +465,11 @@ private:
       sharding_.reduce_scatter(-1, sharding_.units().embedding, chunk);
       if (overlapped_reduction(step))
         emit_bucket_reductions(chunk, embedding_item, -1);
-    } else {
+    }
+    backward_steps_.emplace_back(chunk, step.micro_batch == shape_.micro_batches - 1);
+    emit_aligned_reduction();
+    if (v != 0) {
+      e_.set_context(traces::Phase::Backward, -1, mb, chunk);
       const Neighbour to = previous_of(plan_, stage_, step.chunk);
       const int64_t seq = w_.message_sequence.at(message_key(stage_, Direction::Gradient, mb, step.chunk));
       e_.send(OpName::PpSendGradient, w_.stage_rank(to.stage), seq, message_bytes_, {e_.last_compute_id()});
@@ -568,7 +573,55 @@ private:
   bool overlapped_reduction(const PipelineStep& step) const
   {
     return w_.options.overlap_grad_reduce && step.micro_batch == shape_.micro_batches - 1 && reduced_ &&
-           !sharding_.shards_gradients();
+           !sharding_.shards_gradients() && !aligned_reduction();
+  }
+
+  // WorkloadOptions::align_grad_reduce with an overlapped ZeRO-0/1 reduction: the schedule, not the gradient
+  // hooks, starts each chunk's reduction -- except on the first stage of a 1F1B program, whose last backward runs
+  // with the hooks enabled (schedules.py forward_backward_pipelining_without_interleaving: `if
+  // config.grad_sync_func is None or rank == 0: enable_grad_sync()`).
+  bool aligned_reduction() const
+  {
+    return w_.options.align_grad_reduce && w_.options.overlap_grad_reduce && reduced_ &&
+           !sharding_.shards_gradients() && !(shape_.chunks == 1 && stage_ == 0);
+  }
+
+  // A chunk's whole reduction as DistributedDataParallel.start_grad_sync starts it: every dense bucket (its check
+  // and scaling on the compute stream, then its collective), then the expert layers' (the expert-parallel bucket
+  // groups).
+  void emit_chunk_reduction(int32_t chunk)
+  {
+    synced_chunks_.insert(chunk);
+    for (const ParameterBucket& bucket : buckets_)
+      if (bucket.chunk == chunk)
+        emit_bucket_reductions(chunk, bucket.closed_by,
+                               bucket.closed_by >= 0 ? static_cast<int32_t>(bucket.closed_by) : -1);
+    const ChunkLayers& c = chunks_[static_cast<size_t>(chunk)];
+    for (int64_t l = c.size - 1; l >= 0; --l)
+      emit_expert_gradient_reduction(static_cast<int32_t>(c.first + l), chunk);
+  }
+
+  // After backward step `backward_steps_.size() - 1`'s compute, before its send: the interleaved schedule starts
+  // the reduction of the chunk whose last micro-batch was `stage_` backward steps earlier (backward_step_helper:
+  // grad_sync_virtual_microbatch_id = virtual_microbatch_id - pipeline_parallel_rank).
+  void emit_aligned_reduction()
+  {
+    if (!aligned_reduction() || shape_.chunks == 1)
+      return;
+    const int64_t j = static_cast<int64_t>(backward_steps_.size()) - 1 - stage_;
+    if (j >= 0 && backward_steps_[static_cast<size_t>(j)].second)
+      emit_chunk_reduction(backward_steps_[static_cast<size_t>(j)].first);
+  }
+
+  // After the cooldown: the chunks the schedule has not started yet, in chunk order (and a 1F1B stage's only chunk
+  // after its last backward).
+  void emit_remaining_aligned_reductions()
+  {
+    if (!aligned_reduction())
+      return;
+    for (int32_t chunk = 0; chunk < static_cast<int32_t>(shape_.chunks); ++chunk)
+      if (!synced_chunks_.count(chunk))
+        emit_chunk_reduction(chunk);
   }
 
   // One bucket of a chunk's buffer: its dense parameters, the layers it holds and the item (layer, output_item,
@@ -779,6 +832,10 @@ private:
   int32_t edp_;
   // --overlap-grad-reduce, --overlap-param-gather: the buckets of the gradient and parameter buffer.
   std::vector<ParameterBucket> buckets_;
+  // WorkloadOptions::align_grad_reduce: the chunk of each backward step emitted so far and whether it was the
+  // chunk's last micro-batch; the chunks whose reduction the schedule started.
+  std::vector<std::pair<int32_t, bool>> backward_steps_;
+  std::set<int32_t> synced_chunks_;
   std::map<int64_t, std::vector<int64_t>> param_gather_; // --overlap-param-gather: stage-local layer -> gather ops
   std::set<int64_t> gathered_layers_;       // stage-local layers whose first forward already waited for their gathers
 };

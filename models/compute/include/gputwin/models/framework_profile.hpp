@@ -53,6 +53,18 @@ struct FrameworkProfile {
   // p2p_communication.py `_communicate` runs only with batch_p2p_comm and batch_p2p_sync, i.e. in the
   // non-interleaved 1F1B schedule. true: `sync_after_p2p` applies to programs without chunks only.
   bool overlap_p2p_interleaved = false;
+  // Megatron-LM's training loop with --overlap-grad-reduce hands the pipeline schedules a grad_sync_func
+  // (megatron/training/training.py: `if args.align_grad_reduce: config.grad_sync_func = [model_chunk.start_grad_sync
+  // ...]`, on by default, --no-align-grad-reduce turns it off): the hooks then never start a bucket's reduction
+  // during the backward; the schedule starts a whole chunk's (every bucket) after a backward step, `pipeline rank`
+  // backward steps after the chunk's last micro-batch in the interleaved schedule ("we launch asynchronous
+  // communication at the same time across the pipeline-parallel group": pipeline_parallel/schedules.py
+  // backward_step_helper, grad_sync_virtual_microbatch_id = virtual_microbatch_id - pipeline_parallel_rank; the
+  // chunks not started by the end of the cooldown after it), after the last backward on stages other than the
+  // first in 1F1B. NeMo 2 never sets it (nemo/lightning/megatron_parallel.py extract_ddp_funcs reads
+  // ddp_config.align_grad_reduce, a field Megatron-Core's DistributedDataParallelConfig does not have: false), so
+  // its buckets start from the hooks as their gradients become ready in the last micro-batch's backward.
+  bool align_grad_reduce = false;
   // Per-layer CUDA graphs (Megatron-Core --enable-cuda-graph / --cuda-graph-scope: Transformer Engine's
   // make_graphed_callables captures each layer's forward and backward per micro-batch): the host launches one graph
   // per (layer, micro-batch, direction) instead of its kernels -- `graph_launch_s` for the first op of the group,
@@ -73,8 +85,9 @@ struct FrameworkProfile {
 };
 
 // Built-in profiles: "none" (no host: ops start as soon as the GPU can run them), "megatron-lm" (the 2022
-// Megatron of the paper's A100 runs), "megatron-core" (Megatron-Core with Transformer Engine; "nemo" names the
-// same: NeMo trains through Megatron-Core), "megatron-deepspeed", "torchtitan" (PyTorch eager + FSDP2, with
+// Megatron of the paper's A100 runs), "megatron-core" (Megatron-LM's current training loop over Megatron-Core
+// with Transformer Engine), "nemo" (NeMo 2 over Megatron-Core: the same host, gradient reductions not aligned),
+// "megatron-deepspeed", "torchtitan" (PyTorch eager + FSDP2, with
 // --fsdp), "gputwin-engine". Throws InputError naming
 // `flag` for an unknown name.
 FrameworkProfile builtin_framework_profile(const std::string& name, const std::string& flag = "--framework");

@@ -74,6 +74,12 @@ struct WorkloadOptions {
   // had no NaN check (a read of the gradients, < 0.1 % of its A100 iterations). False: none of them (the CPU
   // engine, which only zeroes its gradients: TwinContract builds its generator programs so).
   bool gradient_passes = true;
+  // With overlap_grad_reduce: the pipeline schedule starts each chunk's whole reduction after a backward step,
+  // `pipeline rank` steps after the chunk's last micro-batch (interleaved), or after the last backward (1F1B, stages
+  // other than the first), instead of the gradient hooks starting each bucket in the last micro-batch's backward.
+  // Megatron-LM's training loop (FrameworkProfile::align_grad_reduce, set from the host profile by
+  // with_framework_options); NeMo's does not.
+  bool align_grad_reduce = false;
 };
 
 // Every overlap that has something to overlap under `plan` (what Megatron-Core users turn on): tp_comm_overlap with
