@@ -100,8 +100,10 @@ def grok_gb200_args(r):
 # -- which is why the GB200 launcher recomputes core_attn (dgxc deepseek_v3/pretraining/launch.sh RM='core_attn':
 # Megatron's selective recompute); H100 runs cuDNN's fused MLA and recomputes mla_up_proj (not modelled). Maverick's
 # launcher (dgxc llama4/launch.sh) turns CUDA graphs on for FP8 on H100 only; its NeMo recipe
-# (scripts/performance/llm/pretrain_llama4_e128.py) adds TE cross entropy, RoPE and permute fusion to
-# set_primary_perf_configs' overlaps; BF16 gradient reduction is assumed as in NeMo's other performance recipes.
+# (scripts/performance/llm/pretrain_llama4_e128.py: nemo/collections/llm/recipes/llama4_e128.py
+# pretrain_performance_optimizations) adds the token drop at capacity factor 1 (MegatronTokenDropCallback), TE's
+# userbuffers TP overlap and BF16 gradient reduction (grad_reduce_in_fp32 = False), then TE cross entropy, RoPE and
+# permute fusion, to set_primary_perf_configs' overlaps.
 def dgxc_moe_args(r):
     mla_on_blackwell = r["model"] == "deepseek-v3" and r["system"] == "gb200-nvl72"
     attention = "unfused" if mla_on_blackwell else "flash"
@@ -117,8 +119,10 @@ def dgxc_moe_args(r):
         args += ["--moe-capacity-factor", "1"]
         if mla_on_blackwell:
             args += ["--recompute", "selective"]
-    else:
-        args.append("--grad-reduce-in-bf16")
+    else:  # Maverick: pretrain_performance_optimizations adds the token drop and TE's TP overlap
+        args += ["--grad-reduce-in-bf16", "--moe-capacity-factor", "1"]
+        if int(r["tp"]) > 1:
+            args.append("--tp-comm-overlap")
         if r["system"] == "dgx-h100" and r["precision"] == "fp8":
             args.append("--cuda-graphs")
     if int(r["first_stage_layers"]) > 0:
