@@ -100,6 +100,28 @@ TEST(SimulateCli, NoOverlapP2pCommSynchronisesTheInterleavedSchedule)
   EXPECT_EQ(std::count(refused.output.begin(), refused.output.end(), '\n'), 1) << refused.output;
 }
 
+// Megatron-LM's training loop (megatron-core) starts each chunk's overlapped gradient reduction from the schedule,
+// pipeline-rank backward steps late; NeMo's (nemo) leaves it to the hooks: the report says which, the same plan
+// differs only with --overlap-grad-reduce.
+TEST(SimulateCli, AlignedGradientReductionFollowsTheTrainingLoop)
+{
+  const std::string plan = "simulate --model gpt3-175b --cluster dgx-h100 --layers 16 --tp 8 --pp 4 --dp 2 "
+                           "--global-batch 16 --schedule interleaved --chunks 2 --sp --zero 1 --json";
+  const auto run = [](const std::string& args) {
+    const CliResult r = run_gputwin(args, false);
+    EXPECT_EQ(r.exit_code, 0) << args;
+    return traces::parse_json(r.output);
+  };
+  const traces::JsonValue core = run(plan + " --overlap-grad-reduce --framework megatron-core");
+  const traces::JsonValue nemo = run(plan + " --overlap-grad-reduce --framework nemo");
+  EXPECT_TRUE(member(core, "align_grad_reduce").boolean);
+  EXPECT_FALSE(member(nemo, "align_grad_reduce").boolean);
+  EXPECT_NE(number(core, "iteration_time_s"), number(nemo, "iteration_time_s"));
+  // Without the overlap the reduction waits for the whole backward in both loops: the same program.
+  EXPECT_DOUBLE_EQ(number(run(plan + " --framework megatron-core"), "iteration_time_s"),
+                   number(run(plan + " --framework nemo"), "iteration_time_s"));
+}
+
 TEST(CollectiveCli, JsonRowsPerSize)
 {
   const CliResult r =

@@ -84,6 +84,7 @@ void write_simulation_json(std::ostream& out, const GptConfig& model, const Para
   json.field("framework", framework.name);
   json.field("cuda_graphs", framework.cuda_graphs);
   json.field("overlap_p2p_comm", framework.overlap_p2p_interleaved); // interleaved p2p without host sync
+  json.field("align_grad_reduce", framework.align_grad_reduce); // the schedule starts the gradient reductions
   json.field("nodes", r.run.nodes);
   json.field("gpus", r.run.gpus);
   json.field("iteration_time_s", r.run.iteration_time_s);
