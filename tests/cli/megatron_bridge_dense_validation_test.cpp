@@ -9,12 +9,13 @@
 // and the MoE ones (all rows, fully simulated with --full).
 //
 // Bounds (2026-11-29, what the model achieves, as a regression guard; issue 25's target for today's stack is a mean
-// error <= 5 %, issue 28's for Blackwell <= 8 %): the 71 runnable rows MAPE 5.5 % (bound 6.5 %), every row of H100,
-// GB200 and GB300 within 12.5 % but one. Not met: DGX B200 (4 rows) +17..+20 % slow -- B200's GEMM level is the one
-// fitted on SimuMax's B200 node (0.50, issue 28's check), whose GEMMs ran ~20 % below NVIDIA's DGX B200; the 26.02.01
-// GB300 Llama 3 70B MXFP8 row (PP 4 without virtual stages at micro-batch 2) +34 % while the same model's PP 4 x5 rows
-// are within 6 %; 9 Llama 3.1 405B rows with 8 virtual stages on PP 16 are refused (126 layers cannot fill 128
-// chunks: Megatron-Bridge's pipeline layout puts the embedding and the loss in chunks of their own).
+// error <= 5 %, issue 28's for Blackwell <= 8 %): all 80 rows MAPE 5.78 % (bound 6.5 %), every row of H100, GB200
+// and GB300 within 12.5 % but four. Not met: DGX B200 (4 rows) +17..+20 % slow -- B200's GEMM level is the one fitted
+// on SimuMax's B200 node (0.50, issue 28's check), whose GEMMs ran ~20 % below NVIDIA's DGX B200; the 26.02.01 GB300
+// Llama 3 70B MXFP8 row (PP 4 without virtual stages at micro-batch 2) +34 % while the same model's PP 4 x5 rows are
+// within 6 %; GB200 NVFP4 Llama 3.1 405B at PP 16 x8 +15..+20 % (x4: +9 %). The PP 16 x8 rows put 7 layers on the
+// first and the last stage's 8 chunks: the embedding's and the loss's chunks hold no layer, as Megatron-Bridge's
+// pipeline layout does (validate_plan accepts exactly those two empty).
 #include "csv_cells.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
@@ -96,8 +97,8 @@ std::string flags(const std::vector<std::string>& f, const Catalogue& c)
 TEST(MegatronBridgeDenseValidation, LlamaThroughputOnHopperAndBlackwell)
 {
   double sum = 0;
-  int rows = 0, refused = 0, beyond = 0;
-  std::map<std::string, double> simulated_s; // arguments -> iteration time (-1: refused)
+  int rows = 0, beyond = 0;
+  std::map<std::string, double> simulated_s; // arguments -> iteration time
   for (const std::vector<std::string>& f :
        csv_data_rows(GPUTWIN_TEST_DATA_DIR "/megatron-bridge-perf/pretrain.csv", 16)) {
     const auto model = llamas().find(f[Model]);
@@ -109,16 +110,10 @@ TEST(MegatronBridgeDenseValidation, LlamaThroughputOnHopperAndBlackwell)
     auto known = simulated_s.find(arguments); // releases repeat plans: each distinct one simulated once
     if (known == simulated_s.end()) {
       const CliResult result = run_gputwin(arguments, false);
-      double s = -1;
-      if (result.exit_code == 0)
-        s = number(traces::parse_json(result.output), "iteration_time_s");
-      else // only the layout gputwin cannot express: fewer layers than chunks
-        EXPECT_NE(run_gputwin(arguments, true).output.find("cannot fill"), std::string::npos) << arguments;
-      known = simulated_s.emplace(arguments, s).first;
-    }
-    if (known->second < 0) {
-      ++refused;
-      continue;
+      EXPECT_EQ(result.exit_code, 0) << arguments;
+      if (result.exit_code != 0)
+        continue;
+      known = simulated_s.emplace(arguments, number(traces::parse_json(result.output), "iteration_time_s")).first;
     }
     const double measured_s = std::stod(f[Gbs]) * std::stod(f[Seq]) / (std::stod(f[TokensPerGpu]) * std::stod(f[Gpus]));
     const double error = known->second / measured_s - 1;
@@ -131,12 +126,10 @@ TEST(MegatronBridgeDenseValidation, LlamaThroughputOnHopperAndBlackwell)
       ++beyond;
   }
   const double mape = sum / rows;
-  std::printf("%d rows (%d refused): MAPE %.2f %%, %d H100/GB200/GB300 rows beyond 12.5 %%\n", rows, refused,
-              100 * mape, beyond);
-  EXPECT_EQ(rows, 71);
-  EXPECT_EQ(refused, 9);
+  std::printf("%d rows: MAPE %.2f %%, %d H100/GB200/GB300 rows beyond 12.5 %%\n", rows, 100 * mape, beyond);
+  EXPECT_EQ(rows, 80);
   EXPECT_LE(mape, 0.065);
-  EXPECT_LE(beyond, 1);
+  EXPECT_LE(beyond, 4);
 }
 
 } // namespace

@@ -144,14 +144,25 @@ TEST(UnevenPipeline, InterleavedRefusalsNameTheFlag)
     }
   };
   expect_error(uneven_plan(4, 6, 6, 4), "--chunks");                // 10 per middle stage over 4 chunks
-  expect_error(uneven_plan(4, 1, 15, 2), "--pp-first-stage-layers"); // 1 layer cannot fill 2 chunks
-  expect_error(uneven_plan(4, 15, 1, 2), "--pp-last-stage-layers");
+  // 2 layers cannot fill 4 chunks even with the embedding's chunk empty (3 needed); the loss's likewise.
+  expect_error(uneven_plan(4, 2, 6, 4), "--pp-first-stage-layers");
+  expect_error(uneven_plan(4, 6, 2, 4), "--pp-last-stage-layers");
   validate_plan(m, uneven_plan(4, 6, 6, 2)); // 6 + 2 x 10 + 6
   validate_plan(m, uneven_plan(4, 7, 5, 2)); // 7 = 3 + 4, 10, 10, 5 = 3 + 2
+  // Megatron-Core's "E|t|t|t|..." layouts: the pipeline's first chunk holds only the embedding, its last only the
+  // output layer and the loss: 3 = 0 + 1 + 1 + 1 on stage 0, 12 = 3 x 4 in the middle, 5 = 2 + 1 + 1 + 1.
+  const ParallelPlan layout = uneven_plan(4, 3, 5, 4);
+  validate_plan(m, layout);
+  EXPECT_EQ(chunk_layers(m, layout, 0, 0), 0);
+  EXPECT_EQ(chunk_layers(m, layout, 0, 1), 1);
+  const ParallelPlan loss_alone = uneven_plan(4, 5, 3, 4);
+  validate_plan(m, loss_alone);
+  EXPECT_EQ(chunk_layers(m, loss_alone, 3, 3), 0);
+  EXPECT_EQ(chunk_layers(m, loss_alone, 3, 0), 1);
 }
 
-// Every split the plan accepts, with SP, 1F1B and interleaved: each stage's program holds its chunk_layers in its
-// order, every layer runs once forward and once backward per micro-batch over the pipeline, no communication
+// Every split the plan accepts, with SP, 1F1B and interleaved (the embedding's or the loss's chunk empty included):
+// each stage's program holds its chunk_layers in its order, every layer runs once forward and once backward per micro-batch over the pipeline, no communication
 // carries negative or non-finite bytes, and every pipeline send has its receive.
 TEST(UnevenPipeline, EverySplitGeneratesAConsistentWorkload)
 {
@@ -177,7 +188,9 @@ TEST(UnevenPipeline, EverySplitGeneratesAConsistentWorkload)
             for (int64_t stage = 0; stage < pp; ++stage) {
               int64_t stage_total = 0;
               for (int64_t c = 0; c < stage_chunks(p); ++c) {
-                ASSERT_GE(chunk_layers(m, p, stage, c), 1) << label;
+                // Only the embedding's chunk (the pipeline's first) and the loss's (its last) may be empty.
+                const bool end_chunk = (stage == 0 && c == 0) || (stage == pp - 1 && c == stage_chunks(p) - 1);
+                ASSERT_GE(chunk_layers(m, p, stage, c), end_chunk && stage_chunks(p) > 1 ? 0 : 1) << label;
                 stage_total += chunk_layers(m, p, stage, c);
               }
               ASSERT_EQ(stage_total, stage_layers(m, p, stage)) << label;

@@ -281,7 +281,10 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
                        " x " + str(plan.chunks) + " (expected each model chunk to get whole layers)");
     if (uneven) {
       // Megatron-Core: every middle stage's layers split evenly over its virtual stages; a first/last stage
-      // lighter than that may split unevenly (chunk_layers), but every chunk keeps at least one layer.
+      // lighter than that may split unevenly (chunk_layers), every chunk keeping at least one layer but the
+      // pipeline's first (the embedding's) and last (the output layer's and loss's): those may hold none, as
+      // Megatron-Core's pipeline layouts put them ("E|t|...|t|L": pipeline_model_parallel_layout,
+      // --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split).
       for (int64_t stage = 0; stage < plan.pp; ++stage) {
         const int64_t layers = stage_layers(model, plan, stage);
         const bool first = stage == 0 && plan.pp_first_stage_layers > 0;
@@ -289,10 +292,12 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
         if (!first && !last && layers % plan.chunks != 0)
           throw InputError("--chunks: the " + str(layers) + " layers of each middle pipeline stage are not divisible "
                            "by " + str(plan.chunks) + " model chunks (expected a divisor of " + str(layers) + ")");
-        if ((first || last) && layers < plan.chunks)
+        if ((first || last) && layers < plan.chunks - 1)
           throw InputError(std::string(first ? "--pp-first-stage-layers" : "--pp-last-stage-layers") + ": " +
                            str(layers) + " layers cannot fill " + str(plan.chunks) +
-                           " model chunks (expected at least one layer per chunk)");
+                           " model chunks (expected at least one layer per chunk, the " +
+                           (first ? "embedding's" : "loss's") + " own chunk aside: at least " +
+                           str(plan.chunks - 1) + ")");
       }
     }
   } else if (plan.chunks != 1) {
