@@ -122,6 +122,25 @@ TEST(SimulateCli, AlignedGradientReductionFollowsTheTrainingLoop)
                    number(run(plan + " --framework nemo"), "iteration_time_s"));
 }
 
+// Grace hosts (gb200-nvl72, gb300-nvl72: node.host_issue_scale 1.9, NVIDIA's cpu_overhead microbenchmark) issue every
+// op 1.9x as slowly as the x86 hosts the framework profiles were measured on: a host-bound plan gets slower, the
+// same plan without a host model does not move, and a scale that is not a positive number is refused in one line.
+TEST(SimulateCli, GraceHostsIssueOpsMoreSlowly)
+{
+  const std::string tiny = "simulate --hidden 1024 --heads 16 --layers 4 --seq-len 1024 --vocab 50257 "
+                           "--cluster gb200-nvl72 --tp 1 --dp 4 --global-batch 8 --estimate --json";
+  const auto time_s = [](const std::string& args) {
+    const CliResult r = run_gputwin(args, false);
+    EXPECT_EQ(r.exit_code, 0) << args;
+    return number(traces::parse_json(r.output), "iteration_time_s");
+  };
+  const double grace = time_s(tiny), x86 = time_s(tiny + " --set node.host_issue_scale=1");
+  EXPECT_GT(grace, 1.5 * x86); // host-bound: nearly the whole 1.9x
+  EXPECT_LT(grace, 1.9 * x86 + 1e-9);
+  EXPECT_DOUBLE_EQ(time_s(tiny + " --framework none"), time_s(tiny + " --framework none --set node.host_issue_scale=1"));
+  expect_one_line_error(tiny + " --set node.host_issue_scale=0", "node.host_issue_scale: expected a positive number");
+}
+
 TEST(CollectiveCli, JsonRowsPerSize)
 {
   const CliResult r =

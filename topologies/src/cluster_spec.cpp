@@ -76,10 +76,12 @@ ClusterSpec read_fields(const FieldReader& in, const std::string& default_name)
   spec.gpu.hbm_bytes = std::llround(hbm_gbytes * giga);
   spec.gpu.hbm_bytes_per_s = in.positive_number("gpu.hbm_gbytes_per_s") * giga;
 
-  in.mapping("node", {"gpus", "host_cores", "nvlink", "pcie", "nics"});
+  in.mapping("node", {"gpus", "host_cores", "host_issue_scale", "nvlink", "pcie", "nics"});
   spec.gpus_per_node = in.positive_integer("node.gpus");
   if (in.has("node.host_cores"))
     spec.host_cores = in.positive_integer("node.host_cores");
+  if (in.has("node.host_issue_scale"))
+    spec.host_issue_scale = in.positive_number("node.host_issue_scale");
   in.mapping("node.nvlink", {"gbytes_per_s", "latency_us", "nvswitch_chips", "domain_gpus", "segments"});
   spec.nvlink.bytes_per_s = in.positive_number("node.nvlink.gbytes_per_s") * giga;
   spec.nvlink.latency_s = in.non_negative_number("node.nvlink.latency_us") * micro;

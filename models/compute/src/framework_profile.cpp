@@ -265,6 +265,15 @@ HostProgram host_program(const FrameworkProfile& f, const std::vector<HostOpClas
   return host;
 }
 
+FrameworkProfile on_host_cpu(const FrameworkProfile& profile, double issue_scale)
+{
+  FrameworkProfile p = profile;
+  for (double* cost : {&p.kernel_issue_s, &p.gemm_issue_s, &p.collective_issue_s, &p.p2p_issue_s,
+                       &p.microbatch_issue_s, &p.iteration_issue_s, &p.graph_launch_s})
+    *cost *= issue_scale;
+  return p;
+}
+
 HostProgram host_program(const FrameworkProfile& f, const traces::RankProgram& program)
 {
   return host_program(f, host_op_classes(program));

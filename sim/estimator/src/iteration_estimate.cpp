@@ -17,11 +17,12 @@ IterationResult estimate_whole(const topo::ClusterGraph& graph, const Workload& 
                                const RankSpeeds& speeds, DagTiming timing)
 {
   const IterationOptions options = with_interference(options_in, gpu); // the GPU's own interference parameters
+  const FrameworkProfile host = on_host_cpu(framework, graph.spec().host_issue_scale); // the cluster's CPUs
   std::vector<traces::RankProgram> programs;
   std::vector<HostProgram> hosts;
   for (int64_t stage = 0; stage < workload.plan.pp; ++stage) {
     programs.push_back(stage_program(workload, stage));
-    hosts.push_back(host_program(framework, programs.back()));
+    hosts.push_back(host_program(host, programs.back()));
   }
   if (!speeds.empty()) {
     StragglerUnfolding unfolding(graph, workload, speeds); // as simulate_iteration

@@ -80,6 +80,7 @@ struct IterationSet::Impl {
   std::vector<IterationCase> cases;
   std::vector<CompiledCase> compiled;
   int threads = 1;
+  double host_issue_scale = 1; // the cluster's CPUs (ClusterSpec::host_issue_scale), as the executors apply it
 };
 
 IterationSet::IterationSet(const topo::ClusterSpec& cluster, std::vector<IterationCase> cases, int threads)
@@ -87,6 +88,7 @@ IterationSet::IterationSet(const topo::ClusterSpec& cluster, std::vector<Iterati
 {
   impl_->cases = std::move(cases);
   impl_->threads = std::max(1, threads);
+  impl_->host_issue_scale = cluster.host_issue_scale;
   const topo::ClusterGraph graph(cluster);
   std::vector<std::unique_ptr<CompiledCase>> built(impl_->cases.size());
   parallel_for(impl_->cases.size(), impl_->threads, [&](size_t i) {
@@ -111,6 +113,7 @@ std::vector<double> IterationSet::predict(const GpuComputeModel& gpu, const Fram
     for (size_t i = 0; i < impl_->cases.size(); ++i)
       which.push_back(i);
   std::vector<double> predicted(which.size());
+  const FrameworkProfile host = on_host_cpu(framework, impl_->host_issue_scale);
   parallel_for(which.size(), impl_->threads, [&](size_t k) {
     const CompiledCase& c = impl_->compiled[which[k]];
     std::vector<double> signature_s(c.signatures.size());
@@ -124,7 +127,7 @@ std::vector<double> IterationSet::predict(const GpuComputeModel& gpu, const Fram
         const uint32_t s = c.signature_of[p][i];
         duration_s[p][i] = s == no_signature ? c.comm_s[p][i] : signature_s[s];
       }
-      hosts.push_back(host_program(framework, c.host[p]));
+      hosts.push_back(host_program(host, c.host[p]));
     }
     predicted[k] = c.dag.run(duration_s, hosts);
   });

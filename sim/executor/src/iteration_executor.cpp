@@ -23,6 +23,7 @@ IterationResult simulate_whole(const topo::ClusterGraph& graph, const Workload& 
                                const RankSpeeds& speeds)
 {
   const IterationOptions options = with_interference(options_in, gpu); // the GPU's own interference parameters
+  const FrameworkProfile host = on_host_cpu(framework, graph.spec().host_issue_scale); // the cluster's CPUs
   // The stage programs are independent (each generated from the workload alone): built on every core, as a
   // thousand-stage plan has millions of ops.
   std::vector<traces::RankProgram> programs(static_cast<size_t>(workload.plan.pp));
@@ -32,7 +33,7 @@ IterationResult simulate_whole(const topo::ClusterGraph& graph, const Workload& 
       std::min<size_t>(programs.size(), std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8)));
   parallel_for(programs.size(), threads, [&](size_t stage) {
     programs[stage] = stage_program(workload, static_cast<int64_t>(stage));
-    hosts[stage] = host_program(framework, programs[stage]);
+    hosts[stage] = host_program(host, programs[stage]);
   });
   if (!speeds.empty()) {
     // Stragglers: one program per class of ranks that still behave identically, each at its ranks' speed.

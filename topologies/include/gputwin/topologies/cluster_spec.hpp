@@ -146,6 +146,10 @@ struct ClusterSpec {
   // > 0: the node's "GPUs" are threads of one process sharing this many CPU cores (localhost); 0: each GPU is
   // its own device. Optional in the file (node.host_cores); replay of a CPU trace takes the trace's count.
   int host_cores = 0;
+  // Host seconds per issued op relative to the x86 hosts the framework profiles' per-op costs come from
+  // (node.host_issue_scale, optional, default 1): a slower CPU issues every kernel, GEMM, collective and step later;
+  // the GPU-side launch latency is unchanged. Grace (GB200/GB300 trays): 1.9 (cluster files).
+  double host_issue_scale = 1.0;
   NvlinkSpec nvlink;
   PcieSpec pcie;
   NicSpec nic;

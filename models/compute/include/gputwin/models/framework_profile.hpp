@@ -109,6 +109,11 @@ struct HostProgram {
 
 HostProgram host_program(const FrameworkProfile& profile, const traces::RankProgram& program);
 
+// The profile on a host whose CPU issues ops `issue_scale` times as slowly as the hosts its figures were measured on
+// (ClusterSpec::host_issue_scale): every host-side cost scaled -- per-op issue, per step, per iteration, graph
+// launches -- the GPU-side launch latency not.
+FrameworkProfile on_host_cpu(const FrameworkProfile& profile, double issue_scale);
+
 // What the host model needs to know of one op, independent of the profile's figures: a fit re-costs the same
 // programs many times from these alone.
 struct HostOpClass {
