@@ -224,11 +224,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& out)
   sim::check_resources(estimate, limit, parsed, "the simulation");
 
   const auto wall_start = std::chrono::steady_clock::now();
-  if (const auto dir = parsed.value("--chakra")) { // before the run: a bad DIR fails at once
-    WorkloadOptions exported = options;
-    exported.align_grad_reduce = scenario.framework->align_grad_reduce; // as the run below
-    export_chakra(*dir, make_workload(model, plan, exported), *scenario.gpu, chakra_all_ranks);
-  }
+  if (const auto dir = parsed.value("--chakra")) // before the run: a bad DIR fails at once
+    export_chakra(*dir, make_workload(model, plan, with_framework_options(options, *scenario.framework)), *scenario.gpu,
+                  chakra_all_ranks);
   sim::IterationOptions run_options;
   run_options.record_timeline = parsed.has("--timeline");
   // Every flow on the network, for the link report and the timeline's link counters (results unchanged).

@@ -882,6 +882,12 @@ bool any_overlap(const WorkloadOptions& options)
   return options.tp_comm_overlap || options.overlap_grad_reduce || options.overlap_param_gather;
 }
 
+WorkloadOptions with_framework_options(WorkloadOptions options, const FrameworkProfile& framework)
+{
+  options.align_grad_reduce = framework.align_grad_reduce;
+  return options;
+}
+
 int32_t Workload::stage_rank(int64_t stage) const
 {
   return static_cast<int32_t>(global_rank(plan, {stage, 0, 0}));

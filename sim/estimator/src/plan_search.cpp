@@ -310,9 +310,7 @@ std::vector<PlanEstimate> rank_plans(const topo::ClusterGraph& graph, const GptC
   }
   const auto workload_of = [&](const Variant& v) {
     const PlanCandidate& c = candidates[v.candidate];
-    WorkloadOptions options = v.overlaps ? c.options : WorkloadOptions{};
-    options.align_grad_reduce = framework.align_grad_reduce; // the host's training loop decides
-    return make_workload(model, c.plan, options);
+    return make_workload(model, c.plan, with_framework_options(v.overlaps ? c.options : WorkloadOptions{}, framework));
   };
   if (prune) { // cheapest first: the order in which the variants are taken, and the end of it
     parallel_for(variants.size(), threads, [&](size_t k) {

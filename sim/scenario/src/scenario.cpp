@@ -118,10 +118,9 @@ ScenarioRun run(const Scenario& scenario, const IterationExecutor& executor, con
   const FrameworkProfile framework = framework_of(scenario, r.cluster.gpu);
   const RankSpeeds speeds = rank_speeds(scenario.stragglers, scenario.plan.gpus(), r.cluster.gpus_per_node);
   r.graph = std::make_shared<const topo::ClusterGraph>(r.cluster);
-  WorkloadOptions options_of_host = scenario.options;
-  options_of_host.align_grad_reduce = framework.align_grad_reduce; // the host's training loop decides
-  r.result = executor.run(*r.graph, make_workload(scenario.model, scenario.plan, options_of_host), gpu, framework,
-                          options, speeds);
+  const Workload workload =
+      make_workload(scenario.model, scenario.plan, with_framework_options(scenario.options, framework));
+  r.result = executor.run(*r.graph, workload, gpu, framework, options, speeds);
   r.report = iteration_report(scenario.model, scenario.plan, r.cluster, r.result);
   return r;
 }

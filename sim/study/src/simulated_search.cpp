@@ -81,10 +81,9 @@ std::vector<SimulatedCandidate> rank_and_simulate(const topo::ClusterSpec& clust
       confirmed, 1,
       [&](size_t i) {
         const PlanCandidate& candidate = estimates[i].candidate;
-        WorkloadOptions options = candidate.options;
-        options.align_grad_reduce = framework.align_grad_reduce; // the host's training loop decides
-        const IterationResult result =
-            SimgridExecutor().run(graph, make_workload(model, candidate.plan, options), gpu, framework, {}, {});
+        const IterationResult result = SimgridExecutor().run(
+            graph, make_workload(model, candidate.plan, with_framework_options(candidate.options, framework)), gpu,
+            framework, {}, {});
         std::ostringstream out;
         JsonWriter json(out, 0);
         write_iteration_report(json, iteration_report(model, candidate.plan, cluster, result));

@@ -8,6 +8,7 @@
 // the folded ranks on the links too (see sim/executor).
 
 #include "gputwin/models/expert_load.hpp"
+#include "gputwin/models/framework_profile.hpp"
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/op_emitter.hpp"
 #include "gputwin/models/parallel_plan.hpp"
@@ -89,6 +90,9 @@ struct WorkloadOptions {
 WorkloadOptions applicable_overlaps(const ParallelPlan& plan);
 // True when `options` turns on at least one overlap.
 bool any_overlap(const WorkloadOptions& options);
+// `options` as the host's training loop runs them (align_grad_reduce from FrameworkProfile::align_grad_reduce):
+// what every workload made for a framework profile is made with.
+WorkloadOptions with_framework_options(WorkloadOptions options, const FrameworkProfile& framework);
 
 struct Workload {
   GptConfig model;
