@@ -7,41 +7,76 @@ namespace gputwin {
 
 namespace {
 
+constexpr double tflops = 1e12;
+
+// One head dim's curves from the paper's cuDNN bars: the causal forward, the non-causal forward and the
+// non-causal backward; the causal backward is the non-causal one times the forward's causal / non-causal ratio
+// at the same length (the causal backward skips the same tiles).
+AttentionThroughput::HeadDimCurve curve(double head_dim, const std::vector<double>& causal_forward,
+                                        const std::vector<double>& dense_forward,
+                                        const std::vector<double>& dense_backward)
+{
+  AttentionThroughput::HeadDimCurve c;
+  c.head_dim = head_dim;
+  for (size_t i = 0; i < causal_forward.size(); ++i) {
+    c.forward_flops_s.push_back(causal_forward[i] * tflops);
+    c.backward_flops_s.push_back(dense_backward[i] * causal_forward[i] / dense_forward[i] * tflops);
+  }
+  return c;
+}
+
 AttentionThroughput h100_cudnn()
 {
   AttentionThroughput a;
   a.name = "h100-cudnn";
   a.reference_peak_flops = 989e12; // H100 SXM5 dense bf16
   a.seq = {512, 1024, 2048, 4096, 8192, 16384};
-  // FlashAttention-3 (arXiv:2407.08608) Figure 5, cuDNN, head dim 128: causal and non-causal forward.
-  const std::vector<double> causal_forward = {315, 410, 484, 518, 529, 539};
-  const std::vector<double> dense_forward = {497, 574, 617, 609, 600, 595};
-  // Figure 6, cuDNN, head dim 128, backward without causal mask.
-  const std::vector<double> dense_backward = {305, 408, 465, 499, 518, 516};
-  for (size_t i = 0; i < a.seq.size(); ++i) {
-    a.forward_flops_s.push_back(causal_forward[i] * 1e12);
-    a.backward_flops_s.push_back(dense_backward[i] * causal_forward[i] / dense_forward[i] * 1e12);
-  }
+  // FlashAttention-3 (arXiv:2407.08608) Figures 5 (forward, causal and not) and 6 (backward, not causal), the
+  // cuDNN bars, BF16, H100 SXM5 80GB.
+  a.head_dims.push_back(curve(64, {225, 288, 334, 363, 379, 388}, {335, 373, 395, 408, 412, 413},
+                              {266, 348, 395, 417, 432, 433}));
+  a.head_dims.push_back(curve(128, {315, 410, 484, 518, 529, 539}, {497, 574, 617, 609, 600, 595},
+                              {305, 408, 465, 499, 518, 516}));
+  // Head dim 256: Figure 5's forward bars; the paper shows no cuDNN backward at 256, so the backward is head dim
+  // 128's scaled by the forward's 256 / 128 ratio at each length (an assumption, not a measurement).
+  const std::vector<double> causal_256 = {308, 391, 450, 483, 497, 509}, dense_256 = {470, 546, 580, 581, 580, 581};
+  std::vector<double> backward_256;
+  const std::vector<double> causal_128 = {315, 410, 484, 518, 529, 539}, backward_128 = {305, 408, 465, 499, 518, 516};
+  for (size_t i = 0; i < causal_256.size(); ++i)
+    backward_256.push_back(backward_128[i] * causal_256[i] / causal_128[i]);
+  a.head_dims.push_back(curve(256, causal_256, dense_256, backward_256));
   return a;
+}
+
+// Linear interpolation of y over x in log2(x), clamped to the end values.
+double log2_interpolate(const std::vector<double>& x, const std::vector<double>& y, double at)
+{
+  if (at <= x.front())
+    return y.front();
+  if (at >= x.back())
+    return y.back();
+  size_t i = 1;
+  while (x[i] < at)
+    ++i;
+  const double w = (std::log2(at) - std::log2(x[i - 1])) / (std::log2(x[i]) - std::log2(x[i - 1]));
+  return y[i - 1] + w * (y[i] - y[i - 1]);
 }
 
 } // namespace
 
-double AttentionThroughput::flops_per_s(double keys, bool forward, double peak_flops) const
+double AttentionThroughput::flops_per_s(double keys, double head_dim, bool forward, double peak_flops) const
 {
-  if (seq.empty() || !(keys > 0))
-    throw std::invalid_argument("AttentionThroughput::flops_per_s: empty curve or no keys");
-  const std::vector<double>& y = forward ? forward_flops_s : backward_flops_s;
+  if (seq.empty() || head_dims.empty() || !(keys > 0) || !(head_dim > 0))
+    throw std::invalid_argument("AttentionThroughput::flops_per_s: empty curve, no keys or no head dim");
+  std::vector<double> dims, at_keys;
+  for (const HeadDimCurve& c : head_dims) {
+    const std::vector<double>& y = forward ? c.forward_flops_s : c.backward_flops_s;
+    dims.push_back(c.head_dim);
+    // Below the first length the throughput falls in proportion to the keys (fewer tiles than SMs fill).
+    at_keys.push_back(keys <= seq.front() ? y.front() * keys / seq.front() : log2_interpolate(seq, y, keys));
+  }
   const double scale = reference_peak_flops > 0 ? peak_flops / reference_peak_flops : 1.0;
-  if (keys <= seq.front())
-    return y.front() * keys / seq.front() * scale;
-  if (keys >= seq.back())
-    return y.back() * scale;
-  size_t i = 1;
-  while (seq[i] < keys)
-    ++i;
-  const double w = (std::log2(keys) - std::log2(seq[i - 1])) / (std::log2(seq[i]) - std::log2(seq[i - 1]));
-  return (y[i - 1] + w * (y[i] - y[i - 1])) * scale;
+  return log2_interpolate(dims, at_keys, head_dim) * scale;
 }
 
 const AttentionThroughput* builtin_attention_throughput(const std::string& name)

@@ -359,7 +359,8 @@ double gemm_math_s(const GpuComputeModel& gpu, const traces::Op& op, int sms_tak
                                                           static_cast<double>(g.k), static_cast<double>(g.batch),
                                                           flash_forward);
     math_s = std::max(math_s, benchmark_flops / gpu.attention_throughput->flops_per_s(
-                                                    static_cast<double>(g.k), flash_forward, gpu.peak_flops));
+                                                    static_cast<double>(g.k), static_cast<double>(g.n),
+                                                    flash_forward, gpu.peak_flops));
   }
   // Fewer SMs: the same tiles over S' SMs (throughput S'/S, re-quantised into waves of S').
   const int sms = gpu.multiprocessors;
