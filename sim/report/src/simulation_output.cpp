@@ -97,6 +97,8 @@ void write_simulation_json(std::ostream& out, const GptConfig& model, const Para
   json.field("mfu_bf16", r.run.mfu_bf16);
   json.field("hfu", r.run.hfu);
   json.field("bubble_fraction", r.run.bubble_fraction);
+  json.field("bubble_stage", r.run.bubble_stage);
+  json.field("first_stage_idle_fraction", r.run.first_stage_idle_fraction);
   json.field("compute_time_s", r.run.compute_s);
   json.field("exposed_communication_s", r.run.exposed_comm_s);
   json.field("peak_memory_bytes", r.peak_memory_bytes);
@@ -173,7 +175,11 @@ void print_simulation_table(std::ostream& out, const GptConfig& model, const Par
   if (r.run.mfu_precision != "bf16")
     row("MFU of bf16 peak", fmt("%.1f %%", 100 * r.run.mfu_bf16));
   row("HFU", fmt("%.1f %%", 100 * r.run.hfu) + " (executed FLOPs)");
-  row("pipeline bubble (stage 0)", fmt("%.3f of compute", r.run.bubble_fraction));
+  // The bubble of the stage the others wait for; a lighter first stage idles longer by the stages' imbalance.
+  const std::string bubble_label = "pipeline bubble (stage " + std::to_string(r.run.bubble_stage) + ", busiest)";
+  row(bubble_label.c_str(), fmt("%.3f of compute", r.run.bubble_fraction));
+  if (r.run.bubble_stage != 0)
+    row("idle in pipeline (stage 0)", fmt("%.3f of compute", r.run.first_stage_idle_fraction));
   row("compute (stage 0)", fmt("%.4f s", r.run.compute_s));
   row("exposed communication (stage 0)", fmt("%.4f s", r.run.exposed_comm_s));
   row("peak memory (busiest GPU)", fmt("%.2f GiB", static_cast<double>(r.peak_memory_bytes) / (1 << 30)) + " (stage " +

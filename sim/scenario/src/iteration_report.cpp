@@ -3,6 +3,7 @@
 #include "gputwin/models/expert_load.hpp"
 #include "gputwin/models/flops.hpp"
 #include "gputwin/models/rank_layout.hpp"
+#include <algorithm>
 #include <stdexcept>
 #include <type_traits>
 
@@ -33,10 +34,29 @@ IterationReport iteration_report(const GptConfig& model, const ParallelPlan& pla
           (plan.quantized() ? flops_utilization(quantized_flops, r.iteration_time_s, r.gpus, linear_peak) : 0.0);
   if (!result.stages.empty()) {
     const StageTimes& first = result.stages.front();
-    const double window_s = first.pipeline_end_s - first.pipeline_start_s;
-    r.bubble_fraction = first.pipeline_compute_s > 0
-                            ? (window_s - first.pipeline_compute_s - first.pipeline_comm_s) / first.pipeline_compute_s
-                            : 0;
+    // Idle inside the pipeline's window (the first forward anywhere to the last backward anywhere): a later
+    // stage's own window leaves out the fill before its first forward and the drain after its last backward.
+    // Without a pipeline (pp 1) each program's own window: a straggler's program is not a stage to wait for.
+    double window_start_s = first.pipeline_start_s, window_end_s = first.pipeline_end_s;
+    for (const StageTimes& t : result.stages)
+      if (plan.pp > 1 && t.pipeline_compute_s > 0) {
+        window_start_s = std::min(window_start_s, t.pipeline_start_s);
+        window_end_s = std::max(window_end_s, t.pipeline_end_s);
+      }
+    auto idle_fraction = [&](const StageTimes& t) {
+      return t.pipeline_compute_s > 0
+                 ? (window_end_s - window_start_s - t.pipeline_compute_s - t.pipeline_comm_s) / t.pipeline_compute_s
+                 : 0;
+    };
+    // The busiest stage: the most compute inside its pipeline window (ties, within rounding, to the earlier one).
+    size_t busiest = 0;
+    for (size_t i = 1; plan.pp > 1 && i < result.stages.size(); ++i)
+      if (result.stages[i].pipeline_compute_s > result.stages[busiest].pipeline_compute_s * (1 + 1e-9))
+        busiest = i;
+    r.bubble_fraction = idle_fraction(result.stages[busiest]);
+    r.bubble_stage = busiest < result.programs.size() ? rank_coord(plan, result.programs[busiest].rank).stage
+                                                      : static_cast<int64_t>(busiest);
+    r.first_stage_idle_fraction = idle_fraction(first);
     r.compute_s = first.compute_s;
     r.exposed_comm_s = first.exposed_comm_s;
   }
@@ -71,6 +91,8 @@ void visit_members(Report& r, Visit&& visit)
   visit("mfu_bf16", r.mfu_bf16);
   visit("hfu", r.hfu);
   visit("bubble_fraction", r.bubble_fraction);
+  visit("bubble_stage", r.bubble_stage);
+  visit("first_stage_idle_fraction", r.first_stage_idle_fraction);
   visit("compute_time_s", r.compute_s);
   visit("exposed_communication_s", r.exposed_comm_s);
   visit("gpus", r.gpus);

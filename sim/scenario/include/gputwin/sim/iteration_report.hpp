@@ -1,6 +1,7 @@
 #pragma once
 // What every command reports of one executed iteration, derived in one place: throughput, MFU and HFU (each
-// against the right peak), the pipeline bubble and the first stage's compute and exposed communication. simulate,
+// against the right peak), the pipeline bubble (of the busiest stage), the first stage's idle share, compute and
+// exposed communication. simulate,
 // search, sweep and goodput all print these figures from here.
 
 #include "gputwin/models/gpt_config.hpp"
@@ -24,9 +25,14 @@ struct IterationReport {
   double mfu_peak_flops = 0; // per GPU, the peak `mfu` divides by
   double mfu_bf16 = 0;       // model FLOPs against the BF16 peak
   double hfu = 0;            // executed FLOPs, each against its own precision's peak (cannot pass 100 %)
-  // Megatron's definition: the first stage's idle time inside the pipeline over its compute; on a
-  // communication-free cluster (p - 1)/m for 1F1B and GPipe, (p - 1)/(v m) interleaved.
+  // The pipeline bubble: the busiest stage's idle time inside the pipeline over its compute (the stage with the
+  // most compute in its pipeline window: the one the others wait for); on a communication-free cluster with
+  // equal stages (p - 1)/m for 1F1B and GPipe, (p - 1)/(v m) interleaved. Lighter stages idle longer: that
+  // extra is the stages' imbalance (the loss on the last stage, the embedding on the first), which
+  // first_stage_idle_fraction includes.
   double bubble_fraction = 0;
+  int64_t bubble_stage = 0;              // the pipeline stage bubble_fraction is measured on
+  double first_stage_idle_fraction = 0;  // the first stage's idle time inside its pipeline window over its compute
   double compute_s = 0;      // the first stage's kernels
   double exposed_comm_s = 0; // the first stage's compute stream held by communication
   int64_t gpus = 0, nodes = 0;
