@@ -17,7 +17,12 @@ stages where the layers do not divide: ceil(L / pp) layers on the middle stages,
 and the last. Rows of models gputwin has no catalogue entry for (Nemotron 3 hybrids, Kimi K2, DeepSeek V4) are
 listed as skipped.
 
-Usage: scripts/perf-summary-validation.py [GPUTWIN_BINARY] [--full]  (default build/gputwin; --estimate unless --full).
+With --a2a-overlap, MoE rows whose plan allows it (ep > 1, pp 1 or virtual stages) also run Megatron-Core's EP
+all-to-all overlap (--overlap-moe-expert-parallel-comm), which the recipes of some releases turn on (Megatron-Bridge
+perf_recipes deepseek/qwen/gpt_oss: overlap_moe_expert_parallel_comm, with A2A_1F1B since 25.09).
+
+Usage: scripts/perf-summary-validation.py [GPUTWIN_BINARY] [--full] [--a2a-overlap]  (default build/gputwin;
+--estimate unless --full).
 Prints one line per row and the MAPE per system and per model family.
 """
 import collections
@@ -57,7 +62,7 @@ def uneven_stages(layers, pp):
     return (rest + 1) // 2, rest // 2
 
 
-def args_of(r, full):
+def args_of(r, full, a2a_overlap=False):
     model, variant = base_model(r["model"])
     system, gpus_per_node = SYSTEMS[r["system"]]
     name, layers = model
@@ -80,6 +85,8 @@ def args_of(r, full):
         args += ["--sp", "--tp-comm-overlap"]
     if ep > 1:
         args += ["--ep", str(ep), "--etp", "1"]
+        if a2a_overlap and (pp == 1 or vp > 1) and not fsdp:
+            args.append("--overlap-moe-expert-parallel-comm")
     if vp > 1:
         args += ["--schedule", "interleaved", "--chunks", str(vp)]
     split = uneven_stages(layers, pp)
@@ -95,6 +102,7 @@ def args_of(r, full):
 
 def main():
     full = "--full" in sys.argv
+    a2a_overlap = "--a2a-overlap" in sys.argv
     positional = [a for a in sys.argv[1:] if not a.startswith("--")]
     binary = positional[0] if positional else os.path.join(ROOT, "build", "gputwin")
     by_system, by_family = collections.defaultdict(list), collections.defaultdict(list)
@@ -105,7 +113,7 @@ def main():
             print("%-70s skipped (not in the catalogue)" % case)
             continue
         measured_s = int(r["gbs"]) * int(r["seq_len"]) / (float(r["tokens_per_s_per_gpu"]) * int(r["gpus"]))
-        out = subprocess.run([binary] + args_of(r, full), capture_output=True, text=True)
+        out = subprocess.run([binary] + args_of(r, full, a2a_overlap), capture_output=True, text=True)
         if out.returncode != 0:
             print("%-70s error: %s" % (case, (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]))
             continue

@@ -16,6 +16,10 @@ void add_overlap_flags(ArgParser& parser)
   parser.add_switch("--tp-comm-overlap",
                     "split each TP all-gather / reduce-scatter next to a linear layer into chunks overlapped with "
                     "the neighbouring GEMM chunks (Megatron-Core with Transformer Engine; needs --sp)");
+  parser.add_switch("--overlap-moe-expert-parallel-comm",
+                    "MoE: run each 1F1B forward step with the neighbouring backward step of another micro-batch, "
+                    "layer by layer, so each one's token all-to-alls hide behind the other's computation "
+                    "(Megatron-Core's EP A2A overlap; needs --ep > 1, pp 1 or --schedule interleaved)");
 }
 
 WorkloadOptions overlap_options_from_flags(const ParsedArgs& args, const ParallelPlan& plan)
@@ -24,6 +28,9 @@ WorkloadOptions overlap_options_from_flags(const ParsedArgs& args, const Paralle
   options.overlap_grad_reduce = args.has("--overlap-grad-reduce");
   options.overlap_param_gather = args.has("--overlap-param-gather");
   options.tp_comm_overlap = args.has("--tp-comm-overlap");
+  options.moe_a2a_overlap = args.has("--overlap-moe-expert-parallel-comm");
+  if (options.moe_a2a_overlap)
+    validate_moe_a2a_overlap(plan);
   if (options.tp_comm_overlap && !plan.sequence_parallel())
     throw InputError("--tp-comm-overlap: needs --sp (it overlaps the sequence-parallel all-gather and "
                      "reduce-scatter)");

@@ -139,6 +139,33 @@ TEST(SimulateCli, AlignedGradientReductionFollowsTheTrainingLoop)
                    number(run(plan + " --framework nemo"), "iteration_time_s"));
 }
 
+// Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm, combined_step.hpp): on a plan whose
+// token exchanges cross the nodes' NICs, each combined 1F1B step hides one micro-batch's exchanges behind the other's
+// computation -- faster, less exposed exchange, never faster than the computation alone -- in both executors; the
+// report says so; plans Megatron-Core refuses are one-line errors.
+TEST(SimulateCli, MoeAllToAllOverlapHidesTokenExchanges)
+{
+  const std::string plan = "simulate --model qwen3-30b-a3b --layers 4 --cluster dgx-h100 --nodes 2 --tp 1 --dp 16 "
+                           "--ep 16 --global-batch 64 --seq-len 4096 --zero 1 --framework none --json";
+  const traces::JsonValue plain = simulated_report(plan);
+  const traces::JsonValue overlapped = simulated_report(plan + " --overlap-moe-expert-parallel-comm");
+  const traces::JsonValue estimated = simulated_report(plan + " --overlap-moe-expert-parallel-comm --estimate");
+  EXPECT_FALSE(member(plain, "overlap_moe_expert_parallel_comm").boolean);
+  EXPECT_TRUE(member(overlapped, "overlap_moe_expert_parallel_comm").boolean);
+  const double with_s = number(overlapped, "iteration_time_s"), without_s = number(plain, "iteration_time_s");
+  EXPECT_LT(with_s, 0.9 * without_s);
+  EXPECT_GT(with_s, number(overlapped, "compute_time_s"));
+  const auto exchange_s = [](const traces::JsonValue& r) { return number(member(r, "moe"), "exchange_s"); };
+  EXPECT_LT(exchange_s(overlapped), 0.6 * exchange_s(plain));
+  EXPECT_NEAR(number(estimated, "iteration_time_s"), with_s, 0.05 * with_s);
+  expect_one_line_error("simulate --model qwen3-30b-a3b --layers 4 --cluster dgx-h100 --nodes 2 --pp 2 --dp 8 --ep 8 "
+                        "--global-batch 64 --overlap-moe-expert-parallel-comm",
+                        "--overlap-moe-expert-parallel-comm: with --pp > 1 needs --schedule interleaved");
+  expect_one_line_error("simulate --model qwen3-30b-a3b --layers 4 --cluster dgx-h100 --nodes 2 --dp 16 "
+                        "--global-batch 64 --overlap-moe-expert-parallel-comm",
+                        "--overlap-moe-expert-parallel-comm: needs expert parallelism");
+}
+
 // Grace hosts (gb200-nvl72, gb300-nvl72: node.host_issue_scale 1.9, NVIDIA's cpu_overhead microbenchmark) issue every
 // op 1.9x as slowly as the x86 hosts the framework profiles were measured on: a host-bound plan gets slower, the
 // same plan without a host model does not move, and a scale that is not a positive number is refused in one line.

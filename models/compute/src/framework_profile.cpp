@@ -3,6 +3,8 @@
 #include "gputwin/common/input_error.hpp"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 namespace gputwin {
 
@@ -173,6 +175,7 @@ std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
   std::vector<HostOpClass> classes(ops.size());
   bool optimizer_seen = false;
   const traces::Op* step_op = nullptr; // the last op that belonged to a micro-batch step
+  std::set<std::tuple<int32_t, int32_t, int>> begun; // the steps begun so far
   traces::GemmShape scores;            // the last attention scores GEMM
   for (size_t i = 0; i < ops.size(); ++i) {
     const traces::Op& op = ops[i];
@@ -184,11 +187,13 @@ std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
       scores = op.gemm;
     if (is_softmax(op) && scores.m > 0 && !fused_softmax_supported(scores.batch, scores.m, scores.n))
       c.unfused_softmax = op.phase == traces::Phase::Backward ? HostOpClass::Backward : HostOpClass::Forward;
-    // A new schedule step begins where the micro-batch, chunk or direction changes (ops outside a micro-batch,
-    // such as an overlapped gradient reduction, belong to the step around them).
+    // A new schedule step begins at the first op of its (micro-batch, chunk, direction) (ops outside a micro-batch,
+    // such as an overlapped gradient reduction, belong to the step around them; a combined 1F1B step interleaves
+    // two steps' ops, each begun once: combined_step.hpp).
     if (op.micro_batch >= 0 && op.phase != traces::Phase::Optimizer) {
-      c.starts_step = step_op == nullptr || step_op->micro_batch != op.micro_batch || step_op->chunk != op.chunk ||
-                      step_kind(*step_op) != step_kind(op);
+      const bool changed = step_op == nullptr || step_op->micro_batch != op.micro_batch ||
+                           step_op->chunk != op.chunk || step_kind(*step_op) != step_kind(op);
+      c.starts_step = changed && begun.insert({op.micro_batch, op.chunk, step_kind(op)}).second;
       step_op = &op;
     }
     if (op.phase == traces::Phase::Optimizer && !optimizer_seen) {

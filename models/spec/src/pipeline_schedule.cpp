@@ -57,7 +57,7 @@ int64_t warmup_steps(const PipelineShape& shape, int64_t stage)
     // every chunk, 2 steps per stage of distance, plus one round of p for each additional chunk.
     if (m == p)
       return m * v;
-    return std::min(2 * (p - stage - 1) + (v - 1) * p, m * v);
+    return std::min(2 * (p - stage - 1) + (v - 1) * p + shape.extra_warmup, m * v);
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "gputwin/models/workload.hpp"
 
+#include "gputwin/models/combined_step.hpp"
+
 #include "gputwin/models/expert_load.hpp"
 #include "gputwin/models/layer_ops.hpp"
 #include "gputwin/models/op_vocabulary.hpp"
@@ -7,6 +9,7 @@
 #include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/models/plan_metadata.hpp"
 #include "gputwin/models/rank_layout.hpp"
+#include "gputwin/common/input_error.hpp"
 
 #include <algorithm>
 #include <map>
@@ -219,7 +222,8 @@ private:
 class StageProgramBuilder {
 public:
   StageProgramBuilder(const Workload& w, int64_t stage)
-      : w_(w), plan_(w.plan), stage_(stage), shape_(pipeline_shape(plan_)), s_(layer_shape(w.model, plan_)),
+      : w_(w), plan_(w.plan), stage_(stage), shape_(workload_pipeline_shape(w.plan, w.options)),
+        s_(layer_shape(w.model, plan_)),
         last_virtual_(plan_.pp * shape_.chunks - 1), tp_(w.tp_group(stage)),
         layer_groups_{tp_, w.cp_group(stage), w.ep_group(stage), w.etp_group(stage)},
         message_bytes_(pipeline_message_bytes(s_)), e_(program_.ops), reduced_(plan_.dp * plan_.cp > 1),
@@ -258,10 +262,13 @@ public:
     for (size_t n = 0; n < steps.size(); ++n) {
       const bool forward = steps[n].phase == PipelinePhase::Forward;
       const size_t before = program_.ops.size();
-      if (forward)
-        emit_forward_step(steps[n]);
-      else
-        emit_backward_step(steps[n]);
+      if (w_.options.moe_a2a_overlap && n + 1 < steps.size() && combinable(steps[n], steps[n + 1])) {
+        const EmittedStep first = emit_step(steps[n]), second = emit_step(steps[n + 1]);
+        renumbered(combine_steps(program_.ops, first, second), first.begin);
+        ++n;
+        continue;
+      }
+      emit_step(steps[n]);
       size_t& sized = forward ? forward_ops : backward_ops;
       if (sized != 0)
         continue;
@@ -279,6 +286,46 @@ public:
   }
 
 private:
+  // One step of the schedule, emitted; its ops' range and chunk.
+  EmittedStep emit_step(const PipelineStep& step)
+  {
+    EmittedStep emitted;
+    emitted.begin = program_.ops.size();
+    emitted.forward = step.phase == PipelinePhase::Forward;
+    if (emitted.forward)
+      emit_forward_step(step);
+    else
+      emit_backward_step(step);
+    emitted.end = program_.ops.size();
+    emitted.first_layer = chunk_of(step).first;
+    emitted.layers = chunk_of(step).size;
+    return emitted;
+  }
+
+  // --overlap-moe-expert-parallel-comm: a forward and a backward step next to each other in the schedule, of
+  // different micro-batches or chunks (independent), run as one combined step (combined_step.hpp): in the 1F1B
+  // phase of the interleaved schedule each forward with the backward after it, without pipelining each backward
+  // with the next micro-batch's forward (Megatron-Core combined_1f1b_schedule_for_no_pipelining).
+  static bool combinable(const PipelineStep& a, const PipelineStep& b)
+  {
+    return a.phase != b.phase && (a.micro_batch != b.micro_batch || a.chunk != b.chunk);
+  }
+
+  // After combine_steps renumbered the ops from `begin` on (`new_id` indexed by old id - begin): the ids the
+  // builder keeps for later ops follow, and the emitter's last compute op is the one now last on the compute stream.
+  void renumbered(const std::vector<int64_t>& new_id, size_t begin)
+  {
+    const auto start = static_cast<int64_t>(begin);
+    for (int64_t& id : dp_ops_)
+      if (id >= start && id < start + static_cast<int64_t>(new_id.size()))
+        id = new_id[static_cast<size_t>(id - start)];
+    for (size_t i = program_.ops.size(); i > begin; --i)
+      if (program_.ops[i - 1].stream == compute_stream) {
+        e_.set_last_compute_id(program_.ops[i - 1].id);
+        break;
+      }
+  }
+
   // Per chunk of this stage: its layers, the global index of its first layer (the virtual stages in order,
   // parallel_plan's chunk_first_layer) and the index of its first layer among the stage's own.
   struct ChunkLayers {
@@ -879,7 +926,32 @@ WorkloadOptions applicable_overlaps(const ParallelPlan& plan)
 
 bool any_overlap(const WorkloadOptions& options)
 {
-  return options.tp_comm_overlap || options.overlap_grad_reduce || options.overlap_param_gather;
+  return options.tp_comm_overlap || options.overlap_grad_reduce || options.overlap_param_gather ||
+         options.moe_a2a_overlap;
+}
+
+PipelineShape workload_pipeline_shape(const ParallelPlan& plan, const WorkloadOptions& options)
+{
+  PipelineShape shape = pipeline_shape(plan);
+  if (options.moe_a2a_overlap && shape.schedule == Schedule::Interleaved)
+    shape.extra_warmup = 1;
+  return shape;
+}
+
+void validate_moe_a2a_overlap(const ParallelPlan& plan)
+{
+  const std::string flag = "--overlap-moe-expert-parallel-comm: ";
+  if (plan.ep <= 1)
+    throw InputError(flag + "needs expert parallelism (--ep > 1; Megatron-Core asserts it)");
+  if (plan.dispatcher == MoeDispatcher::AllGather)
+    throw InputError(flag + "needs the alltoall or deepep dispatcher (got allgather)");
+  if (plan.pp > 1 && plan.schedule != Schedule::Interleaved)
+    throw InputError(flag + "with --pp > 1 needs --schedule interleaved (Megatron-Core requires virtual pipeline "
+                            "stages)");
+  if (plan.recompute == Recompute::Full)
+    throw InputError(flag + "does not run with --recompute full (Megatron-Core asserts it)");
+  if (plan.zero_stage > 1)
+    throw InputError(flag + "needs --zero 0 or 1 (not modelled with per-unit ZeRO-2/3 gathers and reductions)");
 }
 
 WorkloadOptions with_framework_options(WorkloadOptions options, const FrameworkProfile& framework)
@@ -924,7 +996,7 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
                                                   : std::vector<int32_t>{w.stage_rank(0)});
 
   // Number each stage's messages per destination in the order the stage sends them.
-  const PipelineShape shape = pipeline_shape(plan);
+  const PipelineShape shape = workload_pipeline_shape(plan, w.options);
   const int64_t last_virtual = plan.pp * shape.chunks - 1;
   // At most an activation and a gradient per stage, micro-batch and chunk: sized once, not rehashed as it grows.
   w.message_sequence.reserve(static_cast<size_t>(2 * plan.pp * plan.micro_batches() * shape.chunks));

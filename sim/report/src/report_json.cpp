@@ -93,13 +93,16 @@ void write_overlaps_json(JsonWriter& json, const WorkloadOptions& options)
   json.field("tp_comm_overlap", options.tp_comm_overlap);
   json.field("overlap_grad_reduce", options.overlap_grad_reduce);
   json.field("overlap_param_gather", options.overlap_param_gather);
+  if (options.moe_a2a_overlap)
+    json.field("overlap_moe_expert_parallel_comm", true);
 }
 
 std::string overlaps_text(const WorkloadOptions& options)
 {
   std::string text;
   for (const auto& [on, name] : {std::pair{options.tp_comm_overlap, "tp"}, std::pair{options.overlap_grad_reduce, "grad"},
-                                 std::pair{options.overlap_param_gather, "param"}})
+                                 std::pair{options.overlap_param_gather, "param"},
+                                 std::pair{options.moe_a2a_overlap, "moe-a2a"}})
     if (on)
       text += (text.empty() ? "" : ",") + std::string(name);
   return text.empty() ? "none" : text;

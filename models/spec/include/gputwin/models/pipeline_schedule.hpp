@@ -26,6 +26,10 @@ struct PipelineShape {
   int64_t stages = 1;        // p
   int64_t micro_batches = 1; // m, per pipeline per iteration
   int64_t chunks = 1;        // v, model chunks per stage (interleaved only)
+  // Interleaved only: forward steps every stage runs before its first backward beyond the schedule's own (Megatron-
+  // Core adds one with --overlap-moe-expert-parallel-comm, so that each 1F1B step's forward and backward are
+  // independent: pipeline_parallel/schedules.py get_pp_rank_microbatches).
+  int64_t extra_warmup = 0;
 };
 
 // The shape `plan` runs.

@@ -21,6 +21,7 @@ enum WorkloadStream : int32_t {
   cp_stream = 5,       // context-parallel K/V ring exchanges, overlapped with the blockwise attention
   param_gather_stream = 6, // ZeRO-1/2 parameter all-gathers overlapped with the next forward (--overlap-param-gather),
                            // ZeRO-3's unit all-gathers, each prefetched during the unit before
+  ep_stream = 7, // MoE token exchanges of a combined 1F1B step (--overlap-moe-expert-parallel-comm: combined_step.hpp)
 };
 
 // The communicators a layer's ops use: the rank's TP group (ignored when t = 1) and its context-parallel
@@ -77,6 +78,8 @@ public:
   int64_t last_id() const { return out_.empty() ? -1 : out_.back().id; }
   // Id of the last op issued on the compute stream (-1 if none).
   int64_t last_compute_id() const { return last_compute_; }
+  // After ops were reordered (combined_step.hpp): the id of the last op now on the compute stream.
+  void set_last_compute_id(int64_t id) { last_compute_ = id; }
   int64_t next_id() const { return next_id_; }
 
 private:

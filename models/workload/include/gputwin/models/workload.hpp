@@ -12,6 +12,7 @@
 #include "gputwin/models/gpt_config.hpp"
 #include "gputwin/models/op_emitter.hpp"
 #include "gputwin/models/parallel_plan.hpp"
+#include "gputwin/models/pipeline_schedule.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
@@ -81,7 +82,21 @@ struct WorkloadOptions {
   // Megatron-LM's training loop (FrameworkProfile::align_grad_reduce, set from the host profile by
   // with_framework_options); NeMo's does not.
   bool align_grad_reduce = false;
+  // Megatron-Core --overlap-moe-expert-parallel-comm: each forward step and the independent backward step next to
+  // it in the schedule's 1F1B phase run as one combined step, layer by layer, the MoE token exchanges of the one on
+  // their own stream behind the other's computation (combined_step.hpp). Needs ep > 1 and the alltoall or DeepEP
+  // dispatcher, pp 1 or the interleaved schedule, no full recompute and ZeRO-0/1 (validate_moe_a2a_overlap).
+  bool moe_a2a_overlap = false;
 };
+
+// Throws InputError naming the flag when `plan` cannot run --overlap-moe-expert-parallel-comm (as Megatron-Core's
+// TransformerConfig asserts: expert parallelism, the alltoall/flex dispatcher, virtual pipeline stages when pp > 1,
+// no full recompute; here also ZeRO-0/1, whose steps emit no per-unit gathers or reductions).
+void validate_moe_a2a_overlap(const ParallelPlan& plan);
+
+// The pipeline shape the stage programs of a workload with `options` run: the plan's, with the extra warm-up
+// forward of --overlap-moe-expert-parallel-comm on the interleaved schedule (PipelineShape::extra_warmup).
+PipelineShape workload_pipeline_shape(const ParallelPlan& plan, const WorkloadOptions& options);
 
 // Every overlap that has something to overlap under `plan` (what Megatron-Core users turn on): tp_comm_overlap with
 // sequence parallelism (tp > 1), overlap_grad_reduce when gradients are reduced (dp x cp > 1) with ZeRO-0/1,
