@@ -3,6 +3,8 @@
 #include "gputwin/common/json_writer.hpp"
 #include "gputwin/common/output_file.hpp"
 
+#include <set>
+
 namespace gputwin::sim {
 
 namespace {
@@ -16,6 +18,7 @@ const char* stream_name(int32_t stream)
   case 4: return "tensor-parallel (async)";
   case 5: return "context-parallel ring";
   case 6: return "parameter all-gather";
+  case 7: return "expert-parallel all-to-all"; // ep_stream: a combined 1F1B step's token exchanges
   default: return "stream";
   }
 }
@@ -41,7 +44,10 @@ void write_chrome_timeline(std::ostream& out, const sim::IterationResult& result
                    (ranks_per_program > 1 ? " (stands for " + std::to_string(ranks_per_program) + " ranks)" : ""));
     json.end_object();
     json.end_object();
-    for (int32_t stream = 0; stream <= 4; ++stream) {
+    std::set<int32_t> streams = {0, 1, 2, 3, 4}; // and any other stream the program uses
+    for (const traces::Op& op : result.programs[p].ops)
+      streams.insert(op.stream);
+    for (const int32_t stream : streams) {
       json.begin_object();
       json.field("ph", "M");
       json.field("name", "thread_name");
