@@ -108,7 +108,8 @@ sim::GoodputRun searched_run(const ParsedArgs& parsed, const GptConfig& model, c
   run.model = model;
   for (const char* flag : {"--plan", "--tp", "--pp", "--dp", "--micro-batch", "--sp", "--recompute", "--schedule",
                            "--chunks", "--zero", "--estimate", "--overlap-grad-reduce", "--overlap-param-gather",
-                           "--tp-comm-overlap", "--overlap-moe-expert-parallel-comm", "--allow-oom"})
+                           "--tp-comm-overlap", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
+                           "--allow-oom"})
     if (parsed.has(flag))
       throw InputError(std::string(flag) + ": not with --search (the search chooses the plan; give the plan flags "
                                            "without --search to use a plan of your own)");

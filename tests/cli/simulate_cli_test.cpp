@@ -164,6 +164,9 @@ TEST(SimulateCli, MoeAllToAllOverlapHidesTokenExchanges)
   expect_one_line_error("simulate --model qwen3-30b-a3b --layers 4 --cluster dgx-h100 --nodes 2 --dp 16 "
                         "--global-batch 64 --overlap-moe-expert-parallel-comm",
                         "--overlap-moe-expert-parallel-comm: needs expert parallelism");
+  expect_one_line_error("simulate --model qwen3-30b-a3b --layers 4 --cluster dgx-h100 --nodes 2 --dp 16 --ep 16 "
+                        "--global-batch 64 --delay-wgrad-compute",
+                        "--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm");
 }
 
 // Grace hosts (gb200-nvl72, gb300-nvl72: node.host_issue_scale 1.9, NVIDIA's cpu_overhead microbenchmark) issue every

@@ -127,6 +127,24 @@ TEST(CombinedStep, LayerPairInTheOrderMegatronCoreIssuesIt)
                                              "moe.dispatch.bwd", "expert.fc1.fwd", "moe.combine", "attn.flash.bwd"}));
 }
 
+// --delay-wgrad-compute: the backward's dispatch waits for the experts' last data gradient (fc1's), not for the
+// weight gradient that follows it, which then overlaps the exchange.
+TEST(CombinedStep, DelayedWeightGradientsLetTheDispatchBackwardGoEarlier)
+{
+  auto producer_of_dispatch_backward = [](bool delay) {
+    WorkloadOptions options;
+    options.moe_a2a_overlap = true;
+    options.delay_wgrad_compute = delay;
+    const traces::RankProgram p = stage_program(make_workload(two_moe_layers(), ep_plan(), options), 0);
+    for (const traces::Op& op : p.ops)
+      if (op.name == "moe.dispatch.bwd" && op.stream == ep_stream)
+        return p.ops[static_cast<size_t>(op.deps.back())].name;
+    return std::string("none");
+  };
+  EXPECT_EQ(producer_of_dispatch_backward(false), "expert.fc1.wgrad");
+  EXPECT_EQ(producer_of_dispatch_backward(true), "expert.fc1.dgrad");
+}
+
 TEST(CombinedStep, InterleavedScheduleWarmsUpOneForwardMore)
 {
   const ParallelPlan plan = ep_plan(2, Schedule::Interleaved, 2);

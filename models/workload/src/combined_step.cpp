@@ -99,11 +99,17 @@ void append(std::vector<size_t>& order, Span s)
     order.push_back(i);
 }
 
-// The token exchanges of [begin, end) leave the compute stream: each waits for the compute op before it and the
-// next compute op waits for it (what their place on the compute stream implied).
-void move_exchanges_to_ep_stream(std::vector<traces::Op>& ops, Span step)
+bool is_weight_gradient(const traces::Op& op)
 {
-  int64_t last_compute = -1;
+  return op.name.size() >= 6 && op.name.compare(op.name.size() - 6, 6, ".wgrad") == 0;
+}
+
+// The token exchanges of [begin, end) leave the compute stream: each waits for the compute op before it and the
+// next compute op waits for it (what their place on the compute stream implied). With `delay_wgrad` an exchange
+// waits for the last compute op before it that is not a weight gradient: the data it sends is ready before them.
+void move_exchanges_to_ep_stream(std::vector<traces::Op>& ops, Span step, bool delay_wgrad)
+{
+  int64_t last_compute = -1, last_data = -1;
   std::vector<size_t> pending; // exchanges the next compute op waits for
   for (size_t i = step.begin; i < step.end; ++i) {
     traces::Op& op = ops[i];
@@ -111,8 +117,9 @@ void move_exchanges_to_ep_stream(std::vector<traces::Op>& ops, Span step)
       continue;
     if (is_exchange(op)) {
       op.stream = ep_stream;
-      if (last_compute >= 0)
-        op.deps.push_back(last_compute);
+      const int64_t producer = delay_wgrad ? last_data : last_compute;
+      if (producer >= 0)
+        op.deps.push_back(producer);
       pending.push_back(i);
       continue;
     }
@@ -120,12 +127,15 @@ void move_exchanges_to_ep_stream(std::vector<traces::Op>& ops, Span step)
       op.deps.push_back(ops[x].id);
     pending.clear();
     last_compute = op.id;
+    if (!is_weight_gradient(op))
+      last_data = op.id;
   }
 }
 
 } // namespace
 
-std::vector<int64_t> combine_steps(std::vector<traces::Op>& ops, const EmittedStep& first, const EmittedStep& second)
+std::vector<int64_t> combine_steps(std::vector<traces::Op>& ops, const EmittedStep& first, const EmittedStep& second,
+                                   bool delay_wgrad)
 {
   if (first.end != second.begin || first.forward == second.forward || second.end > ops.size())
     throw std::invalid_argument("combine_steps: expected two adjacent steps, one forward and one backward");
@@ -135,8 +145,8 @@ std::vector<int64_t> combine_steps(std::vector<traces::Op>& ops, const EmittedSt
       throw std::invalid_argument("combine_steps: op ids are not the program's indices");
   const EmittedStep& f = first.forward ? first : second;
   const EmittedStep& b = first.forward ? second : first;
-  move_exchanges_to_ep_stream(ops, {f.begin, f.end});
-  move_exchanges_to_ep_stream(ops, {b.begin, b.end});
+  move_exchanges_to_ep_stream(ops, {f.begin, f.end}, false);
+  move_exchanges_to_ep_stream(ops, {b.begin, b.end}, delay_wgrad);
 
   const StepLayout fl = layout(ops, f), bl = layout(ops, b);
   std::vector<size_t> order;

@@ -264,7 +264,7 @@ public:
       const size_t before = program_.ops.size();
       if (w_.options.moe_a2a_overlap && n + 1 < steps.size() && combinable(steps[n], steps[n + 1])) {
         const EmittedStep first = emit_step(steps[n]), second = emit_step(steps[n + 1]);
-        renumbered(combine_steps(program_.ops, first, second), first.begin);
+        renumbered(combine_steps(program_.ops, first, second, w_.options.delay_wgrad_compute), first.begin);
         ++n;
         continue;
       }

@@ -33,8 +33,11 @@ struct EmittedStep {
 };
 
 // Reorders ops[first.begin, second.end) (first.end == second.begin; one forward and one backward step) into the
-// combined step (header). Returns the new id of each old id of the range, indexed by old id - first.begin.
-// REQUIRES: ops[i].id == i for the range.
-std::vector<int64_t> combine_steps(std::vector<traces::Op>& ops, const EmittedStep& first, const EmittedStep& second);
+// combined step (header). With `delay_wgrad` (Megatron-Core --delay-wgrad-compute: the backward's weight gradients
+// run after the layer's exchanges are issued, backward_dw) the backward's exchanges wait for its last data-gradient
+// op, not for the weight gradients after it. Returns the new id of each old id of the range, indexed by old id -
+// first.begin. REQUIRES: ops[i].id == i for the range.
+std::vector<int64_t> combine_steps(std::vector<traces::Op>& ops, const EmittedStep& first, const EmittedStep& second,
+                                   bool delay_wgrad = false);
 
 } // namespace gputwin

@@ -87,6 +87,10 @@ struct WorkloadOptions {
   // their own stream behind the other's computation (combined_step.hpp). Needs ep > 1 and the alltoall or DeepEP
   // dispatcher, pp 1 or the interleaved schedule, no full recompute and ZeRO-0/1 (validate_moe_a2a_overlap).
   bool moe_a2a_overlap = false;
+  // Megatron-Core --delay-wgrad-compute (with moe_a2a_overlap only, as Megatron-Core asserts): in a combined step
+  // the backward's weight gradients run after its exchanges are issued, so each exchange waits for the data
+  // gradients alone and overlaps the weight-gradient GEMMs (combined_step.hpp).
+  bool delay_wgrad_compute = false;
 };
 
 // Throws InputError naming the flag when `plan` cannot run --overlap-moe-expert-parallel-comm (as Megatron-Core's
