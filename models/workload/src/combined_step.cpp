@@ -3,7 +3,6 @@
 #include "gputwin/models/op_emitter.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -13,8 +12,8 @@ namespace {
 
 bool is_exchange(const traces::Op& op)
 {
-  return op.name == "moe.dispatch" || op.name == "moe.combine" || op.name == "moe.combine.bwd" ||
-         op.name == "moe.dispatch.bwd";
+  return op.name == op_name(OpName::MoeDispatch) || op.name == op_name(OpName::MoeCombine) ||
+         op.name == op_name(OpName::MoeCombineBwd) || op.name == op_name(OpName::MoeDispatchBwd);
 }
 
 // A half-open index range of the program.
@@ -71,8 +70,8 @@ StepLayout layout(const std::vector<traces::Op>& ops, const EmittedStep& step)
 
 LayerParts cut(const std::vector<traces::Op>& ops, Span layer, bool forward)
 {
-  const char* first_name = forward ? "moe.dispatch" : "moe.combine.bwd";
-  const char* second_name = forward ? "moe.combine" : "moe.dispatch.bwd";
+  const char* first_name = op_name(forward ? OpName::MoeDispatch : OpName::MoeCombineBwd);
+  const char* second_name = op_name(forward ? OpName::MoeCombine : OpName::MoeDispatchBwd);
   size_t first = layer.end, second = layer.end;
   for (size_t i = layer.begin; i < layer.end; ++i) {
     if (first == layer.end && ops[i].name == first_name)

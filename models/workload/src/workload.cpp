@@ -1,7 +1,6 @@
 #include "gputwin/models/workload.hpp"
 
 #include "gputwin/models/combined_step.hpp"
-
 #include "gputwin/models/expert_load.hpp"
 #include "gputwin/models/layer_ops.hpp"
 #include "gputwin/models/op_vocabulary.hpp"
