@@ -15,7 +15,7 @@ void add_overlap_flags(ArgParser& parser)
                     "ZeRO-3 / --fsdp (per-layer gathers prefetched)");
   parser.add_switch("--tp-comm-overlap",
                     "split each TP all-gather / reduce-scatter next to a linear layer into chunks overlapped with "
-                    "the neighbouring GEMM chunks (Megatron-Core with Transformer Engine; needs --sp)");
+                    "the neighbouring GEMM chunks (Megatron-Core with Transformer Engine; turns --sp on)");
   parser.add_switch("--overlap-moe-expert-parallel-comm",
                     "MoE: run each 1F1B forward step with the neighbouring backward step of another micro-batch, "
                     "layer by layer, so each one's token all-to-alls hide behind the other's computation "
@@ -38,8 +38,8 @@ WorkloadOptions overlap_options_from_flags(const ParsedArgs& args, const Paralle
   if (options.delay_wgrad_compute && !options.moe_a2a_overlap)
     throw InputError("--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm (Megatron-Core asserts it)");
   if (options.tp_comm_overlap && !plan.sequence_parallel())
-    throw InputError("--tp-comm-overlap: needs --sp (it overlaps the sequence-parallel all-gather and "
-                     "reduce-scatter)");
+    throw InputError("--tp-comm-overlap: contradicts --no-sp (it overlaps the sequence-parallel all-gather and "
+                     "reduce-scatter; Megatron-LM asserts SP with it)");
   if (options.overlap_param_gather && plan.zero_stage == 0)
     throw InputError("--overlap-param-gather: needs --zero 1 (only the distributed optimizer gathers parameters)");
   return options;

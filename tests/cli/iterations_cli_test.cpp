@@ -206,8 +206,8 @@ TEST(CompareIterations, BadDgxcRowsAreOneLineErrors)
   expect_one_line_error("compare --iterations '" + vp + "'" + dgxc_flags,
                         vp + ":2:37: vp: expected a positive integer, got '0'");
   const std::string good = write_file("good.csv", dgxc_header + dgxc_15b_bf16);
-  expect_one_line_error("compare --iterations '" + good + "' --cluster dgx-h100 --tp-comm-overlap",
-                        good + ":2: --tp-comm-overlap: needs --sp");
+  expect_one_line_error("compare --iterations '" + good + "' --cluster dgx-h100 --no-sp --tp-comm-overlap",
+                        good + ":2: --tp-comm-overlap: contradicts --no-sp");
   const std::string fp8 = write_file("fp8.csv", dgxc_header + dgxc_15b_fp8);
   expect_one_line_error("compare --iterations '" + fp8 + "' --cluster dgx-a100 --sp --zero 1",
                         fp8 + ":2: --fp8: the a100");

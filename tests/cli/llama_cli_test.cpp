@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <ostream>
+#include <regex>
 #include <string>
 
 namespace gputwin::testing {
@@ -121,8 +122,31 @@ TEST(LlamaCli, EveryNewFlagRejectsBadValuesInOneLine)
   expect_one_line_error(
       "simulate --model llama3-8b --attention flash --cluster dgx-h100 --tp 8 --overlap-param-gather",
       "--overlap-param-gather: needs --zero 1");
-  expect_one_line_error("simulate --model llama3-8b --attention flash --cluster dgx-h100 --tp 8 --tp-comm-overlap",
-                        "--tp-comm-overlap: needs --sp");
+  expect_one_line_error(
+      "simulate --model llama3-8b --attention flash --cluster dgx-h100 --tp 8 --no-sp --tp-comm-overlap",
+      "--tp-comm-overlap: contradicts --no-sp");
+}
+
+// --tp-comm-overlap exists only with SP (Megatron-LM asserts it): without --sp it turns SP on, says so on stderr,
+// and runs the plan --sp --tp-comm-overlap runs.
+TEST(LlamaCli, TpCommOverlapTurnsSequenceParallelismOn)
+{
+  const std::string plan = "simulate --model llama3-8b --layers 4 --cluster dgx-h100 --tp 8 --global-batch 2 "
+                           "--tp-comm-overlap --json";
+  const CliResult noted = run_gputwin(plan, true);
+  ASSERT_EQ(noted.exit_code, 0) << noted.output;
+  EXPECT_NE(noted.output.find("--sp not given: on (--tp-comm-overlap"), std::string::npos) << noted.output;
+  EXPECT_EQ(run_gputwin(plan + " --sp", true).output.find("--sp not given"), std::string::npos);
+  // The reports match but for the simulator's own wall time.
+  auto report = [&](const std::string& args) {
+    const CliResult r = run_gputwin(args, false);
+    EXPECT_EQ(r.exit_code, 0) << args;
+    return std::regex_replace(r.output, std::regex(R"re("sim_wall_time_s": [-0-9.e+]+)re"), "");
+  };
+  const std::string implied = report(plan);
+  EXPECT_EQ(implied, report(plan + " --sp"));
+  EXPECT_NE(implied.find("\"sp\": true"), std::string::npos);
+  EXPECT_NE(implied.find("\"bubble_fraction\": 0,"), std::string::npos) << "pp 1: no bubble, never below 0";
 }
 
 // Every uneven split `memory` accepts, with SP, also simulates (the simulator's resource estimate once probed the

@@ -44,8 +44,10 @@ IterationReport iteration_report(const GptConfig& model, const ParallelPlan& pla
         window_end_s = std::max(window_end_s, t.pipeline_end_s);
       }
     auto idle_fraction = [&](const StageTimes& t) {
+      // Never below zero: without a pipeline the busy time fills the window up to rounding (-1e-16).
       return t.pipeline_compute_s > 0
-                 ? (window_end_s - window_start_s - t.pipeline_compute_s - t.pipeline_comm_s) / t.pipeline_compute_s
+                 ? std::max(0.0, (window_end_s - window_start_s - t.pipeline_compute_s - t.pipeline_comm_s) /
+                                     t.pipeline_compute_s)
                  : 0;
     };
     // The busiest stage: the most compute inside its pipeline window (ties, within rounding, to the earlier one).
