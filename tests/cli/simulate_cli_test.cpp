@@ -105,13 +105,14 @@ TEST(SimulateCli, NoOverlapP2pCommSynchronisesTheInterleavedSchedule)
 }
 
 // Issue 25's check: GPT-3 175B, TP 4, PP 8, 12 chunks, FP8, every overlap, dp 128, global batch 2048 (16
-// micro-batches) on dgx-h100. The pipeline bubble -- measured on the stage the others wait for, the last, which
-// also runs the output layer and the loss -- stays within 3 x (p - 1)/(v m) and above the closed form; the first
-// stage idles longer than that by the stages' imbalance, and the report says both.
+// micro-batches) on dgx-h100, as the issue writes it (no --sp: --tp-comm-overlap turns SP on). The pipeline
+// bubble -- measured on the stage the others wait for, the last, which also runs the output layer and the loss --
+// stays within 3 x (p - 1)/(v m) and above the closed form; the first stage idles longer than that by the stages'
+// imbalance, and the report says both.
 TEST(SimulateCli, InterleavedBubbleOfTheGpt3PlanIsNearTheClosedForm)
 {
   const traces::JsonValue r = simulated_report(
-      "simulate --model gpt3-175b --cluster dgx-h100 --tp 4 --pp 8 --schedule interleaved --chunks 12 --fp8 --sp "
+      "simulate --model gpt3-175b --cluster dgx-h100 --tp 4 --pp 8 --schedule interleaved --chunks 12 --fp8 "
       "--tp-comm-overlap --overlap-grad-reduce --overlap-param-gather --zero 1 --attention flash --dp 128 "
       "--global-batch 2048 --json");
   const double closed_form = 7.0 / (16 * 12);
