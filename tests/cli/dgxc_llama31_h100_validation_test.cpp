@@ -4,12 +4,12 @@
 // and options, the built-in H100 compute model -- nothing fitted to these rows.
 //
 // Bounds (2026-11-30, what the model achieves, as a regression guard; issue 25's target for today's stack is a
-// mean error <= 5 %): all 68 rows MAPE 8.3 % (bound 9 %), every row within 18 % (worst -17.3 %, 70B FP8 on 2048
-// GPUs, NeMo 24.09); the 405B rows -- the full model on 576-2304 GPUs and configure.sh's 7/21/42-layer proxies on
-// 32-192 GPUs -- MAPE 2.6 %, each within 8 % (worst -6.9 %, FP8 on 2304 GPUs, NeMo 24.09). Not met: the 8B (TP 1,
-// CP 2) and 70B (TP 4, PP 4 x5, CP 2) rows are 7-17 % faster in the model than measured (mean -11.6 % and
-// -11.1 %), and the measured step grows 1-5 % from the smallest to the largest scale where the model stays flat
-// (README "Validation").
+// mean error <= 5 %): all 68 rows MAPE 7.5 % (bound 8 %; 8.3 % before TE's context-parallel copies, op_vocabulary.cpp
+// cp_copy_cost), every row within 17 % (worst -16.2 %, 70B FP8 on 2048 GPUs, NeMo 24.09); the 405B rows -- the full
+// model on 576-2304 GPUs and configure.sh's 7/21/42-layer proxies on 32-192 GPUs -- MAPE 3.2 %, each within 8 %
+// (worst +7.1 %, the 21-layer FP8 proxy, NeMo 24.12). Not met: the 8B (TP 1, CP 2) and 70B (TP 4, PP 4 x5, CP 2)
+// rows are 6-16 % faster in the model than measured (mean -9.6 % and -10.1 %), and the measured step grows 1-5 %
+// from the smallest to the largest scale where the model stays flat (README "Validation").
 #include "csv_cells.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
@@ -105,7 +105,7 @@ TEST(DgxcLlama31H100Validation, SixtyEightMeasuredStepsOfTwoNemoReleases)
     std::printf("NeMo %s %-11s %-4s %4lld GPUs %3lld layers: measured %6.2f s, error %+6.1f %%\n", r.nemo.c_str(),
                 r.model.c_str(), r.precision.c_str(), static_cast<long long>(r.gpus),
                 static_cast<long long>(r.layers), r.measured_s, 100 * error);
-    EXPECT_LE(std::abs(error), 0.18);
+    EXPECT_LE(std::abs(error), 0.17);
     sum += std::abs(error);
     if (r.model == "llama3-405b") {
       EXPECT_LE(std::abs(error), 0.08);
@@ -116,7 +116,7 @@ TEST(DgxcLlama31H100Validation, SixtyEightMeasuredStepsOfTwoNemoReleases)
   ASSERT_EQ(rows_405b, 24);
   const double mape = sum / static_cast<double>(all.size());
   std::printf("all 68 rows MAPE %.2f %%, the 24 405B rows %.2f %%\n", 100 * mape, 100 * sum_405b / rows_405b);
-  EXPECT_LE(mape, 0.09);
+  EXPECT_LE(mape, 0.08);
 }
 
 } // namespace

@@ -17,7 +17,8 @@
 //     tp 8; the three 70B tp 8 rows are 15-17 % fast, SimuMax's model 7-11 %). Before the iteration paid Megatron's
 //     gradient passes (WorkloadOptions::gradient_passes, 2026-11-29) the fit was 0.485: MAPE 3.92 %, CP rows 1.05 %. With H100's GEMM table at B200's peak
 //     the fit was 0.425 (MAPE 4.3 %, 2026-11-27); with H100's level, 0.7332, every row was 34-41 % fast.
-//   7 held-out CP rows: MAPE 2.41 %, worst 4.2 % (SimuMax: 7.0 %).  All 31: MAPE 3.3 % (SimuMax: 5.26 %).
+//   7 held-out CP rows: MAPE 1.88 %, worst 3.7 % (SimuMax: 7.0 %; 2.41 % and 4.2 % before TE's context-parallel
+//   copies, op_vocabulary.cpp cp_copy_cost).  All 31: MAPE 3.3 % (SimuMax: 5.26 %).
 // Bounds (a regression guard a little above what is measured): fit rows MAPE <= 5 % and below SimuMax's own, every
 // fit row within 20 %; held-out rows MAPE <= 3 %, every one within 5 %.
 #include "csv_cells.hpp"

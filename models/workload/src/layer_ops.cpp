@@ -240,6 +240,8 @@ void ring_attention(OpEmitter& e, const LayerShape& s, int32_t cp_group, OpName 
     e.compute(step, s, arrived >= 0 ? std::vector<int64_t>{arrived} : std::vector<int64_t>{});
     arrived = next;
   }
+  // Transformer Engine's copies and corrections around the ring (op_vocabulary.cpp cp_copy_cost).
+  e.compute(step == OpName::AttnFlashFwd ? OpName::AttnCpCopyFwd : OpName::AttnCpCopyBwd, s);
 }
 
 void attention_core_forward(OpEmitter& e, const LayerShape& s, int32_t cp_group)

@@ -54,6 +54,7 @@ enum class OpName : uint8_t {
   AttnDropoutFwd,
   AttnContextFwd,
   AttnFlashFwd,
+  AttnCpCopyFwd, // context parallelism: Transformer Engine's K/V packing and output corrections around the ring
   ProjFwd,
   DropoutAddFwd,
   Ln2Fwd,
@@ -83,6 +84,7 @@ enum class OpName : uint8_t {
   AttnScoresDgradK,
   AttnScoresBwd, // the engine's fused pair
   AttnFlashBwd,
+  AttnCpCopyBwd, // context parallelism: the ring's K/V copies and its dQ / dK dV accumulations
   QkvDgrad,
   QkvBiasGrad,
   QkvWgrad,
