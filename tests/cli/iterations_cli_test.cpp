@@ -184,8 +184,9 @@ TEST(CompareIterations, ReadsDgxcStepTimes)
   for (size_t i = 0; i < plain.size(); ++i) {
     EXPECT_FALSE(member(plain[i], "tp_comm_overlap").boolean);
     EXPECT_GT(std::abs(number(plain[i], "simulated_s") / number(rows[i], "simulated_s") - 1), 1e-3) << i;
-    if (i != 2)
+    if (i != 2) {
       EXPECT_GT(number(plain[i], "simulated_s"), number(rows[i], "simulated_s")) << i;
+    }
   }
 }
 
