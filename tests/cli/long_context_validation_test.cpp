@@ -7,8 +7,9 @@
 //   - B200 (today's software): MAPE 4.7 % (bound 6 %), every row within 13 % (the CP rows +0.2..+5.7 %, the two
 //     rows without CP +11.2 / +11.8 %: the B200 GEMM level, issue 28); 4.2 % before TE's context-parallel copies.
 //   - H100 (NeMo 24.03, early 2024): MAPE 26.3 % (bound 30 %; 27.1 % before the copies), every row 17-32 % fast,
-//     the error growing with the sequence -- 2024's TE and cuDNN ran long causal attention well below the
-//     FlashAttention-3 paper's cuDNN curve the model uses; today's B200 rows do not show it. Not met.
+//     the error growing with the sequence, where attention dominates -- likely 2024's TE and cuDNN running long
+//     causal attention below the FlashAttention-3 paper's cuDNN curve the model uses (not measured); the short rows
+//     are already 17-24 % fast, the small-model gap of DgxcLlama31H100Validation. Not met.
 #include "csv_cells.hpp"
 #include "json_report.hpp"
 #include "run_cli.hpp"
