@@ -161,7 +161,8 @@ void add_plan_flags(ArgParser& parser)
                     "samples per iteration over all replicas (default micro-batch x dp: one micro-batch per "
                     "pipeline, Megatron-LM's default; --plan paper: the paper's)");
   parser.add_switch("--sp", "sequence parallelism in the tensor-parallel regions");
-  parser.add_switch("--no-sp", "no sequence parallelism (the default; turns off the SP of --plan paper)");
+  parser.add_switch("--no-sp", "no sequence parallelism (the default, except with --tp-comm-overlap or MoE layers at tp > "
+                             "1; turns off the SP of --plan paper)");
   parser.add_option("--recompute", "MODE", "activation recompute: none|selective|full (default none)");
   parser.add_option("--attention", "KERNEL",
                     "attention core: unfused (separate kernels, s x s activations stored) or flash (one fused "
