@@ -37,7 +37,7 @@ WorkloadOptions overlap_options_from_flags(const ParsedArgs& args, const Paralle
   options.delay_wgrad_compute = args.has("--delay-wgrad-compute");
   if (options.delay_wgrad_compute && !options.moe_a2a_overlap)
     throw InputError("--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm (Megatron-Core asserts it)");
-  if (options.tp_comm_overlap && !plan.sequence_parallel())
+  if (options.tp_comm_overlap && plan.tp > 1 && !plan.sequence_parallel())
     throw InputError("--tp-comm-overlap: contradicts --no-sp (it overlaps the sequence-parallel all-gather and "
                      "reduce-scatter; Megatron-LM asserts SP with it)");
   if (options.overlap_param_gather && plan.zero_stage == 0)

@@ -147,6 +147,12 @@ TEST(LlamaCli, TpCommOverlapTurnsSequenceParallelismOn)
   EXPECT_EQ(implied, report(plan + " --sp"));
   EXPECT_NE(implied.find("\"sp\": true"), std::string::npos);
   EXPECT_NE(implied.find("\"bubble_fraction\": 0,"), std::string::npos) << "pp 1: no bubble, never below 0";
+  // tp 1: nothing to overlap and nothing turned on (Megatron-LM turns both off there).
+  const std::string tp1 = "simulate --model llama3-8b --layers 4 --cluster dgx-h100 --global-batch 2 --json";
+  const CliResult quiet = run_gputwin(tp1 + " --tp-comm-overlap", true);
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("--sp not given"), std::string::npos) << quiet.output;
+  EXPECT_NE(report(tp1 + " --tp-comm-overlap").find("\"sp\": false"), std::string::npos);
 }
 
 // Every uneven split `memory` accepts, with SP, also simulates (the simulator's resource estimate once probed the

@@ -453,8 +453,9 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
   // Transformer Engine's TP-communication overlap exists only with SP (Megatron-LM megatron/training/arguments.py
   // asserts "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled"; NeMo
   // 2's recipes that set tp_comm_overlap all set sequence_parallel): asking for it turns SP on unless --no-sp
-  // (plan_notes says so; with --no-sp overlap_options_from_flags refuses the pair).
-  if (args.has("--tp-comm-overlap") && !args.has("--no-sp"))
+  // (plan_notes says so; with --no-sp overlap_options_from_flags refuses the pair). With tp 1 there is nothing to
+  // overlap (Megatron-LM turns both off there).
+  if (args.has("--tp-comm-overlap") && !args.has("--no-sp") && plan.tp > 1)
     plan.tp_comm = TpComm::SequenceParallel;
   if (const std::optional<std::string> r = args.value("--recompute")) {
     const std::optional<Recompute> parsed = parse_recompute(*r);
@@ -561,7 +562,8 @@ std::vector<std::string> plan_notes(const ParsedArgs& args, const ParallelPlan& 
                     (plan.fp8() ? std::string("FP8") : to_string(plan.precision)) +
                     " parameters (--fp8-param-gather, as NeMo's FP8 recipe runs; "
                     "--no-fp8-param-gather keeps the BF16 weights)");
-  if (args.has("--tp-comm-overlap") && plan.sequence_parallel() && !args.has("--sp") && !args.has("--plan"))
+  if (args.has("--tp-comm-overlap") && plan.tp > 1 && plan.sequence_parallel() && !args.has("--sp") &&
+      !args.has("--plan"))
     notes.push_back("--sp not given: on (--tp-comm-overlap overlaps the sequence-parallel all-gather and "
                     "reduce-scatter; Megatron-LM asserts SP with it)");
   else if (plan.ep * plan.expert_tp() > 1 && plan.tp > 1 && plan.sequence_parallel() && !args.has("--sp") &&
