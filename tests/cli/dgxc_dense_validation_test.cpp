@@ -95,9 +95,7 @@ std::string flags(const Row& r)
 double error_of(const Row& r)
 {
   const std::string arguments = flags(r);
-  const CliResult result = run_gputwin(arguments, false);
-  EXPECT_EQ(result.exit_code, 0) << arguments;
-  const traces::JsonValue report = traces::parse_json(result.output);
+  const traces::JsonValue report = cli_json_report(arguments);
   EXPECT_EQ(member(report, "framework").text, "nemo");
   EXPECT_EQ(member(member(report, "plan"), "attention").text, "flash");
   return number(report, "iteration_time_s") / r.measured_s - 1;

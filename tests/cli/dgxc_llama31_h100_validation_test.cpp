@@ -86,9 +86,7 @@ std::string flags(const Row& r)
 double error_of(const Row& r)
 {
   const std::string arguments = flags(r);
-  const CliResult result = run_gputwin(arguments, false);
-  EXPECT_EQ(result.exit_code, 0) << arguments;
-  const traces::JsonValue report = traces::parse_json(result.output);
+  const traces::JsonValue report = cli_json_report(arguments);
   EXPECT_EQ(member(report, "framework").text, "megatron-core");
   EXPECT_EQ(member(member(report, "plan"), "attention").text, "flash");
   EXPECT_EQ(number(member(report, "model"), "layers"), static_cast<double>(r.layers));

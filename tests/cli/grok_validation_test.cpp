@@ -55,9 +55,7 @@ std::string flags(const std::vector<std::string>& f)
 double error_of(const std::vector<std::string>& f)
 {
   const std::string arguments = flags(f);
-  const CliResult r = run_gputwin(arguments, false);
-  EXPECT_EQ(r.exit_code, 0) << arguments;
-  const traces::JsonValue report = traces::parse_json(r.output);
+  const traces::JsonValue report = cli_json_report(arguments);
   EXPECT_EQ(member(report, "framework").text, "nemo");
   const double error = number(report, "iteration_time_s") / std::stod(f[Measured]) - 1;
   std::printf("grok-1 %-12s %-4s %4s GPUs: measured %7s s, error %+6.1f %%\n", f[System].c_str(), f[Precision].c_str(),

@@ -1,5 +1,8 @@
 #pragma once
-// Reading the JSON reports of the CLI in tests: a member that must exist, and a number.
+// Reading the JSON reports of the CLI in tests: a member that must exist, a number, and the report of a run that
+// must succeed.
+
+#include "run_cli.hpp"
 
 #include "gputwin/traces/json_value.hpp"
 
@@ -22,5 +25,15 @@ inline double number(const traces::JsonValue& object, const std::string& key)
 {
   return member(object, key).as_double().value_or(-1);
 }
+
+#ifdef GPUTWIN_CLI
+// The JSON report `gputwin <arguments>` (with --json) prints; the run must exit 0.
+inline traces::JsonValue cli_json_report(const std::string& arguments)
+{
+  const CliResult result = run_gputwin(arguments, false);
+  EXPECT_EQ(result.exit_code, 0) << arguments;
+  return traces::parse_json(result.output);
+}
+#endif
 
 } // namespace gputwin::testing

@@ -73,9 +73,7 @@ std::string flags(const Row& r)
 double error_of(const Row& r)
 {
   const std::string arguments = flags(r);
-  const CliResult result = run_gputwin(arguments, false);
-  EXPECT_EQ(result.exit_code, 0) << arguments;
-  const traces::JsonValue report = traces::parse_json(result.output);
+  const traces::JsonValue report = cli_json_report(arguments);
   EXPECT_EQ(number(report, "gpus"), static_cast<double>(r.gpus()));
   EXPECT_EQ(member(member(report, "plan"), "attention").text, "flash");
   const double measured_s = number(report, "model_flops") / (r.tflops_per_gpu * 1e12 * static_cast<double>(r.gpus()));

@@ -79,9 +79,7 @@ std::string flags(const Row& r)
 
 double simulated_s(const std::string& arguments)
 {
-  const CliResult r = run_gputwin(arguments, false);
-  EXPECT_EQ(r.exit_code, 0) << arguments;
-  const traces::JsonValue report = traces::parse_json(r.output);
+  const traces::JsonValue report = cli_json_report(arguments);
   EXPECT_EQ(member(report, "framework").text, "megatron-core");
   EXPECT_EQ(member(member(report, "plan"), "attention").text, "flash");
   return number(report, "iteration_time_s");

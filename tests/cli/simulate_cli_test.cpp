@@ -71,14 +71,6 @@ TEST(SimulateCli, BadInputIsOneLineAndNonZeroExit)
     expect_one_line_error(args, expected);
 }
 
-// The JSON report of a `gputwin simulate ... --json` that must succeed.
-traces::JsonValue simulated_report(const std::string& args)
-{
-  const CliResult r = run_gputwin(args, false);
-  EXPECT_EQ(r.exit_code, 0) << args;
-  return traces::parse_json(r.output);
-}
-
 // --no-overlap-p2p-comm (Megatron-Core --no-overlap-p2p-communication): the interleaved schedule's batched p2p
 // wait on the host, as the 1F1B schedule's always do -- an interleaved plan gets slower (the host can no longer run
 // ahead of the GPU across a pipeline transfer), a 1F1B plan is unchanged, the report says which, and a host that never
@@ -89,7 +81,7 @@ TEST(SimulateCli, NoOverlapP2pCommSynchronisesTheInterleavedSchedule)
                                    "--global-batch 16 --schedule interleaved --chunks 2 --sp --json";
   const std::string one_f_one_b = "simulate --model gpt3-175b --cluster dgx-h100 --layers 16 --tp 8 --pp 4 --dp 1 "
                                   "--global-batch 16 --sp --json";
-  const auto run = simulated_report;
+  const auto run = cli_json_report;
   const traces::JsonValue overlapped = run(interleaved), synchronised = run(interleaved + " --no-overlap-p2p-comm");
   EXPECT_TRUE(member(overlapped, "overlap_p2p_comm").boolean);
   EXPECT_FALSE(member(synchronised, "overlap_p2p_comm").boolean);
@@ -111,7 +103,7 @@ TEST(SimulateCli, NoOverlapP2pCommSynchronisesTheInterleavedSchedule)
 // imbalance, and the report says both.
 TEST(SimulateCli, InterleavedBubbleOfTheGpt3PlanIsNearTheClosedForm)
 {
-  const traces::JsonValue r = simulated_report(
+  const traces::JsonValue r = cli_json_report(
       "simulate --model gpt3-175b --cluster dgx-h100 --tp 4 --pp 8 --schedule interleaved --chunks 12 --fp8 "
       "--tp-comm-overlap --overlap-grad-reduce --overlap-param-gather --zero 1 --attention flash --dp 128 "
       "--global-batch 2048 --json");
@@ -129,7 +121,7 @@ TEST(SimulateCli, AlignedGradientReductionFollowsTheTrainingLoop)
 {
   const std::string plan = "simulate --model gpt3-175b --cluster dgx-h100 --layers 16 --tp 8 --pp 4 --dp 2 "
                            "--global-batch 16 --schedule interleaved --chunks 2 --sp --zero 1 --json";
-  const auto run = simulated_report;
+  const auto run = cli_json_report;
   const traces::JsonValue core = run(plan + " --overlap-grad-reduce --framework megatron-core");
   const traces::JsonValue nemo = run(plan + " --overlap-grad-reduce --framework nemo");
   EXPECT_TRUE(member(core, "align_grad_reduce").boolean);
@@ -148,9 +140,9 @@ TEST(SimulateCli, MoeAllToAllOverlapHidesTokenExchanges)
 {
   const std::string plan = "simulate --model qwen3-30b-a3b --layers 4 --cluster dgx-h100 --nodes 2 --tp 1 --dp 16 "
                            "--ep 16 --global-batch 64 --seq-len 4096 --zero 1 --framework none --json";
-  const traces::JsonValue plain = simulated_report(plan);
-  const traces::JsonValue overlapped = simulated_report(plan + " --overlap-moe-expert-parallel-comm");
-  const traces::JsonValue estimated = simulated_report(plan + " --overlap-moe-expert-parallel-comm --estimate");
+  const traces::JsonValue plain = cli_json_report(plan);
+  const traces::JsonValue overlapped = cli_json_report(plan + " --overlap-moe-expert-parallel-comm");
+  const traces::JsonValue estimated = cli_json_report(plan + " --overlap-moe-expert-parallel-comm --estimate");
   EXPECT_FALSE(member(plain, "overlap_moe_expert_parallel_comm").boolean);
   EXPECT_TRUE(member(overlapped, "overlap_moe_expert_parallel_comm").boolean);
   const double with_s = number(overlapped, "iteration_time_s"), without_s = number(plain, "iteration_time_s");
@@ -177,7 +169,7 @@ TEST(SimulateCli, GraceHostsIssueOpsMoreSlowly)
 {
   const std::string tiny = "simulate --hidden 1024 --heads 16 --layers 4 --seq-len 1024 --vocab 50257 "
                            "--cluster gb200-nvl72 --tp 1 --dp 4 --global-batch 8 --estimate --json";
-  const auto time_s = [](const std::string& args) { return number(simulated_report(args), "iteration_time_s"); };
+  const auto time_s = [](const std::string& args) { return number(cli_json_report(args), "iteration_time_s"); };
   const double grace = time_s(tiny), x86 = time_s(tiny + " --set node.host_issue_scale=1");
   EXPECT_GT(grace, 1.5 * x86); // host-bound: nearly the whole 1.9x
   EXPECT_LT(grace, 1.9 * x86 + 1e-9);

@@ -316,6 +316,24 @@ std::optional<OpCost> moe_op_cost(OpName op, const LayerShape& s)
   return std::nullopt;
 }
 
+// Transformer Engine's context-parallel ring attention around its fused steps (TransformerEngine
+// pytorch/attention/dot_product_attention/context_parallel.py AttnFuncWithCPAndKVP2P): memory-bound kernels on the
+// attention's stream, serial with the steps. Q: the rank's query elements, KV: its K and V elements (bf16).
+// Forward: K and V packed into the ring's send buffer (torch.cat: read and write, 4 B per KV element); the fp32
+// output started from step 0's (flash_attn_fwd_out_correction_init: read 2, write 4), corrected by each later step
+// (read its bf16 output, read and write the fp32 one: 10 B), and cast back to bf16 (read 4, write 2). Backward: K
+// and V copied into the ring buffer (4 B), step 0's dQ and dK dV copied into the accumulators (4 B each), each later
+// step's added to them (read, read, write: 6 B). Causal: a later step covers half the rank's queries or keys on half
+// the ranks (the load-balanced halves), 0.75 of them on average.
+OpCost cp_copy_cost(OpName op, const LayerShape& s)
+{
+  const double q = d(s.b * s.heads_per_rank() * s.s * s.head_dim()), kv = 2.0 * d(s.tokens() * s.kv_per_rank());
+  const double later_steps = 0.75 * d(s.cp - 1);
+  if (op == OpName::AttnCpCopyFwd)
+    return memory(4 * kv + 6 * q + later_steps * 10 * q + 6 * q, q * (2 + later_steps * 3));
+  return memory(4 * kv + 4 * (q + kv) + later_steps * 6 * (q + kv), (q + kv) * later_steps);
+}
+
 } // namespace
 
 const char* op_name(OpName op)
@@ -355,26 +373,6 @@ OpName activation_backward_op(Activation activation)
   }
   return OpName::GeluBwd;
 }
-
-// Transformer Engine's context-parallel ring attention around its fused steps (TransformerEngine
-// pytorch/attention/dot_product_attention/context_parallel.py AttnFuncWithCPAndKVP2P): memory-bound kernels on the
-// attention's stream, serial with the steps. Q: the rank's query elements, KV: its K and V elements (bf16).
-// Forward: K and V packed into the ring's send buffer (torch.cat: read and write, 4 B per KV element); the fp32
-// output started from step 0's (flash_attn_fwd_out_correction_init: read 2, write 4), corrected by each later step
-// (read its bf16 output, read and write the fp32 one: 10 B), and cast back to bf16 (read 4, write 2). Backward: K
-// and V copied into the ring buffer (4 B), step 0's dQ and dK dV copied into the accumulators (4 B each), each later
-// step's added to them (read, read, write: 6 B). Causal: a later step covers half the rank's queries or keys on half
-// the ranks (the load-balanced halves), 0.75 of them on average.
-namespace {
-OpCost cp_copy_cost(OpName op, const LayerShape& s)
-{
-  const double q = d(s.b * s.heads_per_rank() * s.s * s.head_dim()), kv = 2.0 * d(s.tokens() * s.kv_per_rank());
-  const double later_steps = 0.75 * d(s.cp - 1);
-  if (op == OpName::AttnCpCopyFwd)
-    return memory(4 * kv + 6 * q + later_steps * 10 * q + 6 * q, q * (2 + later_steps * 3));
-  return memory(4 * kv + 4 * (q + kv) + later_steps * 6 * (q + kv), (q + kv) * later_steps);
-}
-} // namespace
 
 OpCost op_cost(OpName op, const LayerShape& s)
 {
