@@ -98,7 +98,7 @@ def grok_gb200_args(r):
 # `sm_arch_ >= 100 && (head_dim_qk > 128 || head_dim_v > 128)` (common/fused_attn/fused_attn.cpp
 # nvte_get_fused_attn_backend; training support came with TE v2.5 and cuDNN 9.11), so TE ran its unfused attention
 # -- which is why the GB200 launcher recomputes core_attn (dgxc deepseek_v3/pretraining/launch.sh RM='core_attn':
-# Megatron's selective recompute); H100 runs cuDNN's fused MLA and recomputes mla_up_proj (not modelled). Maverick's
+# Megatron's selective recompute); H100 runs cuDNN's fused MLA and recomputes mla_up_proj (--recompute-modules). Maverick's
 # launcher (dgxc llama4/launch.sh) turns CUDA graphs on for FP8 on H100 only; its NeMo recipe
 # (scripts/performance/llm/pretrain_llama4_e128.py: nemo/collections/llm/recipes/llama4_e128.py
 # pretrain_performance_optimizations) adds the token drop at capacity factor 1 (MegatronTokenDropCallback), TE's
@@ -117,8 +117,7 @@ def dgxc_moe_args(r):
         args.append("--sp")
     if r["model"] == "deepseek-v3":
         args += ["--moe-capacity-factor", "1"]
-        if mla_on_blackwell:
-            args += ["--recompute", "selective"]
+        args += ["--recompute-modules", "core_attn" if mla_on_blackwell else "mla_up_proj"]
     else:  # Maverick: pretrain_performance_optimizations adds the token drop and TE's TP overlap
         args += ["--grad-reduce-in-bf16", "--moe-capacity-factor", "1"]
         if int(r["tp"]) > 1:

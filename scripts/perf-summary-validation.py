@@ -21,8 +21,13 @@ With --a2a-overlap, MoE rows whose plan allows it (ep > 1, pp 1 or virtual stage
 all-to-all overlap (--overlap-moe-expert-parallel-comm), which the recipes of some releases turn on (Megatron-Bridge
 perf_recipes deepseek/qwen/gpt_oss: overlap_moe_expert_parallel_comm, with A2A_1F1B since 25.09).
 
-Usage: scripts/perf-summary-validation.py [GPUTWIN_BINARY] [--full] [--a2a-overlap]  (default build/gputwin;
---estimate unless --full).
+With --recipe-recompute, DeepSeek-V3 rows also recompute the modules Megatron-Bridge's performance recipes list for
+their system and precision (src/megatron/bridge/perf_recipes/deepseek/<system>/deepseek_v3.py at 067f987df,
+cfg.model.recompute_modules; Megatron-Core's selective granularity, gputwin --recompute-modules). Those are today's
+recipes: which of them each older release ran is not published.
+
+Usage: scripts/perf-summary-validation.py [GPUTWIN_BINARY] [--full] [--a2a-overlap] [--recipe-recompute]
+(default build/gputwin; --estimate unless --full).
 Prints one line per row and the MAPE per system and per model family.
 """
 import collections
@@ -44,6 +49,22 @@ SYSTEMS = {"DGX-H100": ("dgx-h100", 8), "DGX-B200": ("dgx-b200", 8), "DGX-B300":
 PRECISIONS = {"BF16": [], "FP8": ["--fp8", "--fp8-recipe", "tensorwise"], "FP8-CS": ["--fp8", "--fp8-recipe", "tensorwise"],
               "FP8-MX": ["--precision", "mxfp8"], "MXFP8": ["--precision", "mxfp8"], "NVFP4": ["--precision", "nvfp4"]}
 
+# Megatron-Bridge perf_recipes/deepseek/*/deepseek_v3.py (067f987df): the 256-GPU (1024-GPU on H100) configs'
+# recompute_modules by system and precision; configs that set none (and so run Megatron-Core's default) are left out.
+DEEPSEEK_V3_RECOMPUTE = {
+    ("DGX-H100", "BF16"): "mla_up_proj,mlp", ("DGX-H100", "FP8-CS"): "mla_up_proj,mlp",
+    ("DGX-H100", "FP8"): "mla_up_proj,mlp",
+    ("DGX-B200", "BF16"): "mla_up_proj", ("DGX-B200", "FP8-CS"): "mla_up_proj", ("DGX-B200", "FP8"): "mla_up_proj",
+    ("DGX-B200", "MXFP8"): "mla_up_proj,mlp", ("DGX-B200", "FP8-MX"): "mla_up_proj,mlp",
+    ("DGX-B200", "NVFP4"): "mla_up_proj,layernorm,moe_act",
+    ("DGX-B300", "BF16"): "mla_up_proj", ("DGX-B300", "FP8-CS"): "mla_up_proj", ("DGX-B300", "FP8"): "mla_up_proj",
+    ("DGX-B300", "MXFP8"): "mla_up_proj", ("DGX-B300", "FP8-MX"): "mla_up_proj",
+    ("DGX-GB200", "BF16"): "mla_up_proj", ("DGX-GB200", "FP8-CS"): "mlp", ("DGX-GB200", "FP8"): "mlp",
+    ("DGX-GB200", "MXFP8"): "mla_up_proj", ("DGX-GB200", "FP8-MX"): "mla_up_proj", ("DGX-GB200", "NVFP4"): "mlp",
+    ("DGX-GB300", "BF16"): "moe_act", ("DGX-GB300", "FP8-CS"): "mla_up_proj", ("DGX-GB300", "FP8"): "mla_up_proj",
+    ("DGX-GB300", "NVFP4"): "mla_up_proj",
+}
+
 
 def base_model(name):
     """The catalogue model and layers of a row's model name, and its variant ("w/o MTP", "tokendrop", ...)."""
@@ -62,7 +83,7 @@ def uneven_stages(layers, pp):
     return (rest + 1) // 2, rest // 2
 
 
-def args_of(r, full, a2a_overlap=False):
+def args_of(r, full, a2a_overlap=False, recipe_recompute=False):
     model, variant = base_model(r["model"])
     system, gpus_per_node = SYSTEMS[r["system"]]
     name, layers = model
@@ -97,12 +118,16 @@ def args_of(r, full, a2a_overlap=False):
     if "tokendrop" in variant:
         args += ["--moe-capacity-factor", "1"]
     args += PRECISIONS[r["precision"]]
+    modules = DEEPSEEK_V3_RECOMPUTE.get((r["system"], r["precision"])) if name == "deepseek-v3" else None
+    if recipe_recompute and modules:
+        args += ["--recompute-modules", modules]
     return args
 
 
 def main():
     full = "--full" in sys.argv
     a2a_overlap = "--a2a-overlap" in sys.argv
+    recipe_recompute = "--recipe-recompute" in sys.argv
     positional = [a for a in sys.argv[1:] if not a.startswith("--")]
     binary = positional[0] if positional else os.path.join(ROOT, "build", "gputwin")
     by_system, by_family = collections.defaultdict(list), collections.defaultdict(list)
@@ -113,7 +138,7 @@ def main():
             print("%-70s skipped (not in the catalogue)" % case)
             continue
         measured_s = int(r["gbs"]) * int(r["seq_len"]) / (float(r["tokens_per_s_per_gpu"]) * int(r["gpus"]))
-        out = subprocess.run([binary] + args_of(r, full, a2a_overlap), capture_output=True, text=True)
+        out = subprocess.run([binary] + args_of(r, full, a2a_overlap, recipe_recompute), capture_output=True, text=True)
         if out.returncode != 0:
             print("%-70s error: %s" % (case, (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]))
             continue

@@ -115,6 +115,9 @@ int run_train(const std::vector<std::string>& args, std::ostream& out)
   check_backend_available(config.backend);
   config.model = gputwin::cli::read_model(parsed, {});
   config.plan = gputwin::cli::read_plan(parsed, config.model);
+  if (!config.plan.recompute_modules.empty())
+    throw InputError("--recompute-modules: not implemented by the engine (it recomputes as --recompute selective, the "
+                     "unfused attention core, or --recompute full); the simulator models Megatron-Core's modules");
   config.steps = parsed.integer("--steps").value_or(20);
   if (config.steps < 1)
     throw InputError("--steps: expected a positive integer, got " + std::to_string(config.steps));

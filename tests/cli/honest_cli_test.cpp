@@ -379,5 +379,19 @@ TEST(ResourceGuards, TheEngineCpuBackendPredictsHostMemoryBeforeAllocating)
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }
 
+// The engine recomputes as --recompute selective|full only: Megatron-Core's recompute modules are the simulator's.
+TEST(HonestDefaults, TheEngineRefusesRecomputeModulesItDoesNotImplement)
+{
+  const CliResult r = run_program(GPUTWIN_ENGINE,
+                                  "train --hidden 64 --heads 4 --layers 2 --seq-len 16 --vocab 128 --steps 1 "
+                                  "--recompute-modules core_attn",
+                                  true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("gputwin-engine train: error: --recompute-modules: not implemented by the engine"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
+}
+
 } // namespace
 } // namespace gputwin::testing

@@ -385,6 +385,28 @@ TEST(MegatronArgs, BlockScaledRecipes)
   EXPECT_NE(error_of(std::string(small) + "--fp4-format e3m0").find("--fp4-format: expected e2m1"), std::string::npos);
 }
 
+// --recompute-modules (nargs '*'): space-separated on a launch line or one YAML-quoted list; read at the selective
+// granularity only, as Megatron-Core uses them.
+TEST(MegatronArgs, RecomputeModulesAtTheSelectiveGranularity)
+{
+  const Mapped listed = run(std::string(small) + "--recompute-granularity selective --recompute-modules core_attn mlp");
+  EXPECT_EQ(listed.plan.recompute, Recompute::Selective);
+  EXPECT_EQ(to_string(listed.plan.recompute_modules), "core_attn,mlp");
+  const Mapped quoted = run(std::string(small) + "--recompute-granularity selective --recompute-modules "
+                                                 "\"[layernorm mlp]\"");
+  EXPECT_EQ(to_string(quoted.plan.recompute_modules), "layernorm,mlp");
+  EXPECT_TRUE(run(std::string(small) + "--recompute-granularity selective").plan.recompute_modules.empty());
+  const Mapped full = run(std::string(small) + "--recompute-granularity full --recompute-method uniform "
+                                               "--recompute-num-layers 1 --recompute-modules mlp");
+  EXPECT_TRUE(full.plan.recompute_modules.empty());
+  EXPECT_NE(notes_of(full).find("--recompute-modules: ignored"), std::string::npos) << notes_of(full);
+  EXPECT_NE(error_of(std::string(small) + "--recompute-granularity selective --recompute-modules attn")
+                .find("--recompute-modules: expected a comma-separated list"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + "--recompute-granularity selective --recompute-modules").find("expected one"),
+            std::string::npos);
+}
+
 // Data-parallel sharding (Megatron-LM megatron/training/arguments.py): --use-megatron-fsdp shards what
 // --data-parallel-sharding-strategy names (optim_grads_params, its default, is ZeRO-3; optim_grads ZeRO-2; optim
 // ZeRO-1; no_shard none), --use-torch-fsdp2 is gputwin's --fsdp; an unknown strategy, both FSDPs, and FSDP2 with the

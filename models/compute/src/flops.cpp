@@ -155,6 +155,48 @@ double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch
   return model_flops;
 }
 
+RecomputeModuleFlops recompute_module_flops(const GptConfig& model, int64_t global_batch, const ParallelPlan& plan)
+{
+  RecomputeModuleFlops r;
+  if (plan.recompute != Recompute::Selective || plan.recompute_modules.empty())
+    return r;
+  const double B = static_cast<double>(global_batch), s = static_cast<double>(model.seq_len);
+  const double tokens = B * s;
+  double linear_per_token = 0; // summed over the layers
+  double core = 0;
+  const auto layer = [&](int64_t l) {
+    if (recomputes(plan, RecomputeModule::CoreAttn)) {
+      const double fraction = plan.attention != AttentionKernel::Flash ? 1.0
+                              : plan.cp > 1                            ? 0.5
+                                  : causal_tile_fraction(model.seq_len, flash_tile_tokens);
+      core += attention_core_forward_flops(model, global_batch) * fraction;
+    }
+    if (model.mla.enabled() && recomputes(plan, RecomputeModule::MlaUpProj)) {
+      const MlaConfig& m = model.mla;
+      const double a = static_cast<double>(model.heads);
+      const double q = m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) * a * static_cast<double>(m.qk_head_dim())
+                                         : static_cast<double>(model.hidden) * a * static_cast<double>(m.qk_head_dim());
+      linear_per_token += 2.0 * (q + static_cast<double>(m.kv_lora_rank) * a *
+                                         static_cast<double>(m.qk_nope_head_dim + m.v_head_dim));
+    }
+    if (!model.is_moe_layer(l)) {
+      if (recomputes(plan, RecomputeModule::Mlp))
+        linear_per_token += mlp_flops_per_token(model, model.ffn());
+    } else if (recomputes(plan, RecomputeModule::Moe)) {
+      linear_per_token += layer_mlp_flops_per_token(model, l);
+    } else if (model.moe.shared_width() > 0 && recomputes(plan, RecomputeModule::SharedExperts)) {
+      linear_per_token += mlp_flops_per_token(model, model.moe.shared_width());
+    }
+  };
+  for (int64_t l = 0; l < model.layers; ++l)
+    layer(l);
+  for (int64_t i = 0; i < model.moe.mtp_layers; ++i)
+    layer(model.layers - 1);
+  r.linear = tokens * linear_per_token;
+  r.total = r.linear + core;
+  return r;
+}
+
 double linear_flops_per_iteration(const GptConfig& model, int64_t global_batch, Recompute recompute)
 {
   const double B = static_cast<double>(global_batch), s = static_cast<double>(model.seq_len),

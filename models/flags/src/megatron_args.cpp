@@ -16,7 +16,7 @@ namespace gputwin::cli {
 
 namespace {
 
-enum class Kind { Switch, Integer, Number, Text };
+enum class Kind { Switch, Integer, Number, Text, List }; // List: one or more values (argparse nargs='+' / '*')
 
 // The Megatron-LM arguments gputwin reads (megatron/training/arguments.py, and the TransformerConfig fields its
 // ArgumentGroupFactory turns into arguments: --num-layers, --normalization, --disable-bias-linear, ...). Every other
@@ -46,7 +46,8 @@ const std::map<std::string, Kind>& read_arguments()
       {"--micro-batch-size", Kind::Integer}, {"--global-batch-size", Kind::Integer},
       {"--sequence-parallel", Kind::Switch}, {"--recompute-activations", Kind::Switch},
       {"--recompute-granularity", Kind::Text}, {"--recompute-method", Kind::Text},
-      {"--recompute-num-layers", Kind::Integer}, {"--use-distributed-optimizer", Kind::Switch},
+      {"--recompute-num-layers", Kind::Integer}, {"--recompute-modules", Kind::List},
+      {"--use-distributed-optimizer", Kind::Switch},
       {"--overlap-grad-reduce", Kind::Switch}, {"--overlap-param-gather", Kind::Switch},
       {"--tp-comm-overlap", Kind::Switch}, {"--fp8-format", Kind::Text}, {"--fp8-recipe", Kind::Text},
       {"--fp8-param-gather", Kind::Switch}, {"--use-flash-attn", Kind::Switch}, {"--attention-backend", Kind::Text},
@@ -82,13 +83,35 @@ public:
       }
       if (known->second == Kind::Switch && !a.values.empty())
         fail(a, "takes no value, got '" + a.values.front() + "'");
-      if (known->second != Kind::Switch && a.values.size() != 1)
+      if (known->second == Kind::List && a.values.empty())
+        fail(a, "expected one or more values");
+      if (known->second != Kind::Switch && known->second != Kind::List && a.values.size() != 1)
         fail(a, a.values.empty() ? "expected a value" : "expected one value, got " + join(a.values, " "));
       args_[a.name] = a;
     }
   }
 
   bool on(const std::string& name) const { return args_.count(name) != 0; }
+  // A list argument's values, each split at spaces and commas and stripped of the brackets a YAML-quoted list
+  // keeps ("[layernorm mla_up_proj]"); empty when absent.
+  std::vector<std::string> list(const std::string& name) const
+  {
+    std::vector<std::string> items;
+    if (const LaunchArgument* a = find(name))
+      for (const std::string& value : a->values) {
+        std::string item;
+        for (const char c : value + " ") {
+          if (c == ' ' || c == ',' || c == '[' || c == ']') {
+            if (!item.empty())
+              items.push_back(item);
+            item.clear();
+          } else {
+            item += c;
+          }
+        }
+      }
+    return items;
+  }
   const LaunchArgument* find(const std::string& name) const
   {
     const auto it = args_.find(name);
@@ -534,7 +557,16 @@ void plan_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, const La
       notes.push_back("--sequence-parallel with tensor-parallel size 1: off, as Megatron-LM turns it off");
     out.on(m.on("--sequence-parallel") && run.tp > 1 ? "--sp" : "--no-sp");
   }
-  out.set("--recompute", recompute_mode(m, run));
+  const std::string recompute = recompute_mode(m, run);
+  out.set("--recompute", recompute);
+  // Megatron-Core's --recompute-modules (nargs '*') act at the selective granularity only.
+  if (const std::vector<std::string> modules = m.list("--recompute-modules"); !modules.empty()) {
+    if (recompute == "selective")
+      out.set("--recompute-modules", join(modules, ","));
+    else
+      notes.push_back("--recompute-modules: ignored without --recompute-granularity selective, as Megatron-Core "
+                      "ignores them");
+  }
   kernel_flags(m, explicit_args, out, notes);
   if (!explicit_args.has("--dp"))
     data_parallel_flag(launch, path, run, out, notes);

@@ -164,6 +164,11 @@ void add_plan_flags(ArgParser& parser)
   parser.add_switch("--no-sp", "no sequence parallelism (the default, except with --tp-comm-overlap or MoE layers at tp > "
                              "1; turns off the SP of --plan paper)");
   parser.add_option("--recompute", "MODE", "activation recompute: none|selective|full (default none)");
+  parser.add_option("--recompute-modules", "LIST",
+                    "Megatron-Core's selective recompute by submodule, comma-separated: core_attn (even a fused "
+                    "attention kernel), layernorm (MLA's input norm, MoE layers' pre-MLP norm), moe_act, mla_up_proj, "
+                    "mlp (dense layers), moe, shared_experts; implies --recompute selective (without it, selective "
+                    "recomputes the unfused attention core only)");
   parser.add_option("--attention", "KERNEL",
                     "attention core: unfused (separate kernels, s x s activations stored) or flash (one fused "
                     "tiled kernel forward and backward); default: flash on Hopper clusters (the simulator's "
@@ -462,6 +467,11 @@ ParallelPlan read_plan(const ParsedArgs& args, const GptConfig& model)
     if (!parsed)
       throw InputError("--recompute: expected none|selective|full, got '" + *r + "'");
     plan.recompute = *parsed;
+  }
+  if (const std::optional<std::string> m = args.value("--recompute-modules")) {
+    plan.recompute_modules = parse_recompute_modules(*m, "--recompute-modules");
+    if (!args.has("--recompute")) // Megatron-Core's recompute_modules act at the selective granularity only
+      plan.recompute = Recompute::Selective;
   }
   if (const std::optional<std::string> k = args.value("--attention")) {
     const std::optional<AttentionKernel> parsed = parse_attention(*k);

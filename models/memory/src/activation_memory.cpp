@@ -199,6 +199,82 @@ int64_t moe_layer_bytes(const GptConfig& model, const ParallelPlan& plan, double
   return checked_sum(bytes, with_core ? flash_state_bytes(model, plan) : 0, "activations");
 }
 
+// What Megatron-Core's --recompute-modules (recompute_modules.hpp) do not keep of one layer (moe_layer: a MoE layer
+// at the busiest rank's load), by block: a block's pieces rerun together when backward reaches it, so the larger
+// block's bytes are also the transient workspace of the rerun.
+struct DroppedBytes {
+  int64_t attention = 0, mlp = 0;
+};
+
+DroppedBytes recompute_modules_dropped(const GptConfig& model, const ParallelPlan& plan, bool moe_layer,
+                                       double max_rank_load)
+{
+  DroppedBytes d;
+  const auto add = [](int64_t& to, int64_t bytes) { to = checked_sum(to, bytes, "activations"); };
+  // A separate norm's output (the next linear layers' saved input) and its fp32 statistics, on the SP shard.
+  const int64_t norm = outside_tp_region(
+      checked_sum(linear_input_bytes(plan, sbh(model, plan)),
+                  checked_product({norm_statistics_bytes_per_token(model, plan), sb(model, plan, 1)}, "activations"),
+                  "activations"),
+      plan);
+  if (recomputes(plan, RecomputeModule::CoreAttn)) {
+    // The core's own saved state (the softmax output and dropout, or the fused kernel's log-sum-exp and RNG state)
+    // and, with a quantized plan, the fused kernel's BF16 copy of its output; Q, K, V stay (the checkpoint's inputs).
+    int64_t core = attention_core_bytes(model, plan);
+    if (plan.quantized() && megatron_core_te_memory(plan))
+      add(core, checked_product({2, sb(model, plan, model.mla.enabled() ? model.heads * model.mla.v_head_dim
+                                                                         : model.attention_width())},
+                                "activations"));
+    add(d.attention, checked_sum(core / plan.tp, flash_state_bytes(model, plan), "activations"));
+  }
+  if (model.mla.enabled() && recomputes(plan, RecomputeModule::Layernorm))
+    add(d.attention, norm); // MLA's input norm (TENorm); the others are fused into the next linear layer
+  if (model.mla.enabled() && recomputes(plan, RecomputeModule::MlaUpProj)) {
+    // Q and K (a (d_nope + d_rope) wide) and V (a d_v), the up projections' outputs, and the q and kv latents' norm
+    // outputs (the up projections' inputs); the latents themselves stay (the checkpoint's inputs).
+    const int64_t qkv = checked_sum(checked_product({4, sb(model, plan, model.heads * model.mla.qk_head_dim())},
+                                                    "activations"),
+                                    checked_product({2, sb(model, plan, model.heads * model.mla.v_head_dim)},
+                                                    "activations"),
+                                    "activations");
+    const int64_t normed = checked_product(
+        {2, sb(model, plan, model.mla.q_lora_rank + model.mla.kv_lora_rank)}, "activations");
+    add(d.attention, checked_sum(qkv / plan.tp, outside_tp_region(normed, plan), "activations"));
+  }
+  if (!moe_layer) {
+    if (recomputes(plan, RecomputeModule::Mlp)) // fc1's input (the fused norm's output), fc1's and the activation's
+      add(d.mlp, checked_sum(norm,
+                             checked_sum(checked_product({2, sb(model, plan, model.fc1_width())}, "activations"),
+                                         linear_input_bytes(plan, sb(model, plan, model.ffn())), "activations") /
+                                 plan.tp,
+                             "activations"));
+    return d;
+  }
+  if (recomputes(plan, RecomputeModule::Layernorm))
+    add(d.mlp, norm); // the pre-MLP norm (TENorm in MoE layers)
+  if (recomputes(plan, RecomputeModule::Moe)) {
+    add(d.mlp, moe_mlp_bytes(model, plan, max_rank_load));
+    return d;
+  }
+  const MoeConfig& m = model.moe;
+  if (const int64_t fs = m.shared_width(); fs > 0 && recomputes(plan, RecomputeModule::SharedExperts)) {
+    const int64_t fc1s = model.activation == Activation::SwiGlu ? 2 * fs : fs;
+    add(d.mlp, checked_sum(checked_product({2 * fc1s, sb(model, plan, 1)}, "activations"),
+                           linear_input_bytes(plan, sb(model, plan, fs)), "activations") /
+                   plan.tp);
+  }
+  if (recomputes(plan, RecomputeModule::MoeAct)) // the activation output, the expert fc2's input, per routed copy
+    add(d.mlp, checked_product({routed_copies(model, plan, max_rank_load),
+                                linear_input_bytes(plan, m.expert_ffn_hidden) / plan.expert_tp()},
+                               "activations"));
+  return d;
+}
+
+int64_t dropped_total(const DroppedBytes& d)
+{
+  return checked_sum(d.attention, d.mlp, "activations");
+}
+
 } // namespace
 
 int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& plan, int64_t layer,
@@ -206,6 +282,9 @@ int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& p
 {
   if (!model.is_moe_layer(layer) || plan.recompute == Recompute::Full)
     return activation_bytes_per_layer(model, plan);
+  if (!plan.recompute_modules.empty())
+    return moe_layer_bytes(model, plan, max_rank_load, true) -
+           dropped_total(recompute_modules_dropped(model, plan, true, max_rank_load));
   const bool core = plan.recompute == Recompute::None || plan.attention == AttentionKernel::Flash;
   return moe_layer_bytes(model, plan, max_rank_load, core);
 }
@@ -228,6 +307,8 @@ int64_t activation_bytes_per_layer(const GptConfig& model, const ParallelPlan& p
   switch (plan.recompute) {
   case Recompute::None: return no_recompute_layer_bytes(model, plan);
   case Recompute::Selective:
+    if (!plan.recompute_modules.empty())
+      return no_recompute_layer_bytes(model, plan) - dropped_total(recompute_modules_dropped(model, plan, false, 1));
     // Flash attention stores nothing s x s for selective recompute to drop: the same bytes as no recompute.
     if (plan.attention == AttentionKernel::Flash)
       return no_recompute_layer_bytes(model, plan);
@@ -244,6 +325,15 @@ int64_t recompute_workspace_bytes(const GptConfig& model, const ParallelPlan& pl
   switch (plan.recompute) {
   case Recompute::None: return 0;
   case Recompute::Selective:
+    if (!plan.recompute_modules.empty()) {
+      // The largest block rerun at once, over the model's layer kinds (MoE layers at the busiest rank's load).
+      const auto largest = [](const DroppedBytes& d) { return std::max(d.attention, d.mlp); };
+      int64_t bytes = largest(recompute_modules_dropped(model, plan, false, 1));
+      if (model.moe.enabled())
+        bytes = std::max(bytes, largest(recompute_modules_dropped(model, plan, true,
+                                                                  expert_loads(model, plan).max_rank_load())));
+      return bytes;
+    }
     if (plan.attention == AttentionKernel::Flash)
       return 0; // nothing recomputed outside the fused backward
     return attention_core_bytes(model, plan) / plan.tp;

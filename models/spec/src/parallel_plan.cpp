@@ -19,6 +19,19 @@ std::string to_string(Recompute r)
   return "?";
 }
 
+bool recomputes(const ParallelPlan& plan, RecomputeModule m)
+{
+  return plan.recompute == Recompute::Selective && plan.recompute_modules.has(m);
+}
+
+bool recomputes_attention_core(const ParallelPlan& plan)
+{
+  if (plan.recompute != Recompute::Selective)
+    return false;
+  return plan.recompute_modules.empty() ? plan.attention == AttentionKernel::Unfused
+                                        : plan.recompute_modules.has(RecomputeModule::CoreAttn);
+}
+
 std::string to_string(Schedule s)
 {
   switch (s) {
@@ -147,6 +160,26 @@ void validate_zero(const ParallelPlan& plan)
                      "modelled)");
 }
 
+// --recompute-modules against the recompute mode and the model, as Megatron-Core's TransformerConfig checks them
+// (transformer_config.py __post_init__: "mla_up_proj ... only supported with multi_latent_attention", "moe_act ...
+// only supported with moe_grouped_gemm", which a dense model has none of). "mlp", "moe", "shared_experts" and
+// "layernorm" on a model without the module recompute nothing there, as in Megatron-Core.
+void validate_recompute_modules(const GptConfig& model, const ParallelPlan& plan)
+{
+  const RecomputeModules& m = plan.recompute_modules;
+  if (m.empty())
+    return;
+  if (plan.recompute != Recompute::Selective)
+    throw InputError("--recompute-modules: needs --recompute selective (Megatron-Core's selective granularity), got "
+                     "--recompute " + to_string(plan.recompute));
+  if (m.has(RecomputeModule::MlaUpProj) && !model.mla.enabled())
+    throw InputError("--recompute-modules: mla_up_proj needs a model with multi-head latent attention (" + model.name +
+                     " has none)");
+  if (m.has(RecomputeModule::MoeAct) && !model.moe.enabled())
+    throw InputError("--recompute-modules: moe_act needs a mixture-of-experts model (" + model.name +
+                     " has no experts)");
+}
+
 // Expert parallelism against the model and the stage's ranks (Megatron-Core parallel_state.initialize_model_parallel:
 // the expert grid etp x ep x edp must fold the tp x cp x dp ranks of a pipeline stage).
 void validate_expert_plan(const GptConfig& model, const ParallelPlan& plan)
@@ -219,6 +252,7 @@ void validate_plan(const GptConfig& model, const ParallelPlan& plan)
                      "--precision " + to_string(plan.precision) + " has its own block scales)");
   validate_zero(plan);
   validate_expert_plan(model, plan);
+  validate_recompute_modules(model, plan);
 
   require_positive(plan.cp, "--cp");
   if (plan.pp_first_stage_layers < 0)
@@ -378,6 +412,8 @@ std::string describe_plan(const ParallelPlan& plan)
                   str(plan.micro_batches()) + " micro-batches per pipeline)";
   s += plan.sequence_parallel() ? " · SP" : "";
   s += " · recompute " + to_string(plan.recompute);
+  if (!plan.recompute_modules.empty())
+    s += " (" + to_string(plan.recompute_modules) + ")";
   s += " · " + to_string(plan.attention) + " attention";
   s += " · " + to_string(plan.schedule);
   if (plan.schedule == Schedule::Interleaved)

@@ -82,6 +82,8 @@ void write_plan_metadata(const GptConfig& model, const ParallelPlan& p, Metadata
     md["micro_batches"] = std::to_string(p.micro_batches());
   md["sequence_parallel"] = p.sequence_parallel() ? "true" : "false";
   md["recompute"] = to_string(p.recompute);
+  if (!p.recompute_modules.empty())
+    md["recompute_modules"] = to_string(p.recompute_modules);
   md["attention"] = to_string(p.attention);
   md["schedule"] = to_string(p.schedule);
   md["chunks"] = std::to_string(p.schedule == Schedule::Interleaved ? p.chunks : 1);
@@ -258,6 +260,8 @@ PlanMetadata read_plan_metadata(const Metadata& md, const std::string& what)
   p.tp_comm = sp == "true" ? TpComm::SequenceParallel : TpComm::AllReduce;
   p.recompute = r.choice("recompute", parse_recompute(r.text("recompute").value_or("")), Recompute::None,
                          "none|selective|full");
+  if (const std::optional<std::string> modules = r.text("recompute_modules"))
+    p.recompute_modules = parse_recompute_modules(*modules, what + ": the metadata's 'recompute_modules'");
   p.attention = r.choice("attention", parse_attention(r.text("attention").value_or("")), AttentionKernel::Unfused,
                          "unfused|flash");
   p.schedule = r.choice("schedule", parse_schedule(r.text("schedule").value_or("")), Schedule::OneFOneB,

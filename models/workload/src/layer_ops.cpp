@@ -42,6 +42,16 @@ std::vector<int64_t> after(int64_t id)
   return id >= 0 ? std::vector<int64_t>{id} : std::vector<int64_t>{};
 }
 
+// The ops `emit` issues, in phase Recompute (a checkpointed piece's forward rerun in backward).
+template <class Emit>
+void rerun(OpEmitter& e, Emit&& emit)
+{
+  const traces::Phase phase = e.phase();
+  e.set_phase(traces::Phase::Recompute);
+  emit();
+  e.set_phase(phase);
+}
+
 // A backward GEMM's cost launched with `comm_sms` SMs left to Transformer Engine's bulk overlap (0: none).
 OpCost bulk_overlapped(OpName gemm, const LayerShape& s, int32_t comm_sms)
 {
@@ -170,6 +180,20 @@ void mla_projections_forward(OpEmitter& e, const LayerShape& s, int32_t group, T
   e.compute(OpName::MlaKvUpFwd, s);
 }
 
+// What "mla_up_proj" reruns before the attention core's backward (multi_latent_attention.py
+// qkv_up_proj_and_rope_apply under qkv_up_checkpoint): the q norm and up projection (the q projection without a q
+// latent), the kv norm and up projection, and the RoPE application; the latents they read stay saved.
+void mla_up_projections_rerun(OpEmitter& e, const LayerShape& s)
+{
+  if (s.mla_q_lora > 0)
+    e.compute(OpName::MlaQNormFwd, s);
+  e.compute(OpName::MlaQUpFwd, s);
+  e.compute(OpName::MlaKvNormFwd, s);
+  e.compute(OpName::MlaKvUpFwd, s);
+  if (s.position == PositionEmbedding::Rope)
+    e.compute(OpName::RopeFwd, s);
+}
+
 // Their backward, as column_parallel_backward for the QKV GEMM: the input gradients through the key-value and query
 // paths (the TP region's exit waits for the last), then the weight gradients, which read the gathered input.
 int64_t mla_projections_backward(OpEmitter& e, const LayerShape& s, int32_t group, int32_t comm_sms)
@@ -200,17 +224,21 @@ int64_t mla_projections_backward(OpEmitter& e, const LayerShape& s, int32_t grou
 // A row-parallel GEMM forward (projection, fc2) and its TP region's exit, then `next` (the bias-dropout-add),
 // which needs the reduced output: blocking reduce-scatter / all-reduce, or with --tp-comm-overlap the pipelined
 // reduce-scatter overlap.
-void row_parallel_forward(OpEmitter& e, const LayerShape& s, int32_t group, OpName gemm, OpName next,
-                          TpCommOverlap overlap)
+// Returns the overlap's last reduction (-1 without the overlap: the reduction blocks the compute stream).
+int64_t row_parallel_forward(OpEmitter& e, const LayerShape& s, int32_t group, OpName gemm,
+                             std::optional<OpName> next, TpCommOverlap overlap)
 {
   if (overlapped(s, overlap)) {
     const int64_t reduced = pipelined_reduce_scatter_gemm(e, s, group, gemm);
-    e.compute(next, s, after(reduced));
-    return;
+    if (next)
+      e.compute(*next, s, after(reduced));
+    return reduced;
   }
   e.compute(gemm, s);
   leave_tp_region(e, s, group, compute_stream);
-  e.compute(next, s);
+  if (next)
+    e.compute(*next, s);
+  return -1;
 }
 
 // A row-parallel layer's input-gradient GEMM (projection, fc2) after the all-gather of its output gradient (g-bar
@@ -260,26 +288,23 @@ void attention_core_forward(OpEmitter& e, const LayerShape& s, int32_t cp_group)
   e.compute(OpName::AttnContextFwd, s);
 }
 
-// The attention core's backward, from the context gradient to the Q, K, V gradients.
-void attention_core_backward(OpEmitter& e, const LayerShape& s, Recompute recompute, int32_t cp_group)
+// The attention core's backward, from the context gradient to the Q, K, V gradients, after its forward's rerun
+// when `rerun_forward` (selective recompute: Korthikanti et al. 2022, Section 4.3, rerun QK^T, softmax, dropout and
+// attention over V from the saved Q, K, V; Megatron-Core's "core_attn" checkpoint reruns a fused kernel's forward
+// too, CP ring included).
+void attention_core_backward(OpEmitter& e, const LayerShape& s, bool rerun_forward, int32_t cp_group)
 {
+  if (rerun_forward)
+    rerun(e, [&] { attention_core_forward(e, s, cp_group); });
   if (s.attention == AttentionKernel::Flash) {
     // One fused backward (FlashAttention-2): P rebuilt tile by tile from Q, K and the stored log-sum-exp,
-    // dropout redrawn from the RNG state; selective recompute has nothing to add. With cp > 1 the ring again,
-    // the K/V blocks travelling with their gradients.
+    // dropout redrawn from the RNG state. With cp > 1 the ring again, the K/V blocks travelling with their
+    // gradients.
     if (s.cp > 1)
       ring_attention(e, s, cp_group, OpName::AttnFlashBwd, OpName::CpKvGradExchange);
     else
       e.compute(OpName::AttnFlashBwd, s);
     return;
-  }
-  if (recompute == Recompute::Selective) {
-    // Korthikanti et al. 2022, Section 4.3: rerun QK^T, softmax, dropout and attention over V from the saved
-    // Q, K, V before the attention core's backward.
-    const traces::Phase phase = e.phase();
-    e.set_phase(traces::Phase::Recompute);
-    attention_core_forward(e, s, cp_group);
-    e.set_phase(phase);
   }
   e.compute(OpName::AttnContextDgradProbs, s);
   e.compute(OpName::AttnContextDgradV, s);
@@ -290,6 +315,15 @@ void attention_core_backward(OpEmitter& e, const LayerShape& s, Recompute recomp
   e.compute(OpName::AttnScoresDgradK, s);
 }
 
+
+// A dense MLP's forward from its (gathered) input to its reduced output, before the residual add: fc1 with the TP
+// region's entry, the activation, fc2 with its exit. Returns row_parallel_forward's.
+int64_t dense_mlp_forward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
+{
+  column_parallel_forward(e, s, g, OpName::Fc1Fwd, overlap);
+  e.compute(activation_forward_op(s.activation), s);
+  return row_parallel_forward(e, s, g, OpName::Fc2Fwd, std::nullopt, overlap);
+}
 
 // The dense MLP's backward from its output gradient (after the residual add's): fc2, the activation, fc1. Returns
 // the id of fc1's input-gradient reduction (or -1).
@@ -325,7 +359,7 @@ void moe_exchange(OpEmitter& e, const LayerShape& s, OpName name, CollectiveOp o
 // the expert-TP gather, the local experts' grouped GEMMs, the expert-TP reduce-scatter, all-to-all back, unpermute
 // (weighted sum of the k outputs); then the shared experts as a dense TP MLP and the residual add. The allgather
 // dispatcher gathers the EP group's tokens instead of the all-to-alls and reduce-scatters the outputs.
-void moe_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpCommOverlap overlap)
+void moe_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpCommOverlap overlap, bool with_residual)
 {
   const bool gather = s.dispatcher == MoeDispatcher::AllGather;
   e.compute(OpName::RouterFwd, s);
@@ -345,30 +379,32 @@ void moe_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpComm
   e.compute(OpName::MoeUnpermuteFwd, s);
   if (gather)
     moe_exchange(e, s, OpName::MoeReduceScatter, CollectiveOp::ReduceScatter, g.ep, s.ep);
-  if (s.f_shared == 0) {
-    e.compute(OpName::DropoutAddFwd, s);
-    return;
-  }
-  const LayerShape shared = shared_expert_shape(s);
-  column_parallel_forward(e, shared, g.tp, OpName::Fc1Fwd, overlap);
-  e.compute(activation_forward_op(shared.activation), shared);
-  row_parallel_forward(e, shared, g.tp, OpName::Fc2Fwd, OpName::DropoutAddFwd, overlap);
+  const int64_t reduced = s.f_shared > 0 ? dense_mlp_forward(e, shared_expert_shape(s), g.tp, overlap) : -1;
+  if (with_residual)
+    e.compute(OpName::DropoutAddFwd, s, after(reduced));
 }
 
 // The MoE block's backward from the residual add's gradient: the shared experts, unpermute, the exchanges and
 // the experts in reverse, then permute and the router. Returns the shared experts' input-gradient reduction (or -1).
-int64_t moe_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpCommOverlap overlap)
+int64_t moe_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, const LayerRecompute& recompute,
+                     TpCommOverlap overlap)
 {
   const bool gather = s.dispatcher == MoeDispatcher::AllGather;
   int64_t reduced = -1;
-  if (s.f_shared > 0)
-    reduced = dense_mlp_backward(e, shared_expert_shape(s), g.tp, overlap);
+  if (s.f_shared > 0) {
+    const LayerShape shared = shared_expert_shape(s);
+    if (recompute.shared_experts && !recompute.moe)
+      rerun(e, [&] { dense_mlp_forward(e, shared, g.tp, overlap); });
+    reduced = dense_mlp_backward(e, shared, g.tp, overlap);
+  }
   if (gather)
     moe_exchange(e, s, OpName::MoeAllGather, CollectiveOp::AllGather, g.ep, s.ep);
   e.compute(OpName::MoeUnpermuteBwd, s);
   if (!gather)
     moe_exchange(e, s, OpName::MoeCombineBwd, CollectiveOp::AllToAll, g.ep, s.ep);
   moe_exchange(e, s, OpName::MoeEtpAllGather, CollectiveOp::AllGather, g.etp, s.etp);
+  if (recompute.expert_activation && !recompute.moe)
+    rerun(e, [&] { e.compute(OpName::ExpertActFwd, s); });
   e.compute(OpName::ExpertFc2Dgrad, s);
   e.compute(OpName::ExpertFc2Wgrad, s);
   e.compute(OpName::ExpertActBwd, s);
@@ -447,7 +483,7 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g,
   // MLP block.
   e.compute(OpName::Ln2Fwd, s);
   if (s.moe_layer) {
-    moe_forward(e, s, g, overlap);
+    moe_forward(e, s, g, overlap, true);
     return;
   }
   column_parallel_forward(e, s, g.tp, OpName::Fc1Fwd, overlap);
@@ -455,25 +491,56 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g,
   row_parallel_forward(e, s, g.tp, OpName::Fc2Fwd, OpName::DropoutAddFwd, overlap);
 }
 
-void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, Recompute recompute,
+LayerRecompute layer_recompute(const ParallelPlan& plan)
+{
+  LayerRecompute r;
+  r.attention_core = recomputes_attention_core(plan);
+  r.layernorm = recomputes(plan, RecomputeModule::Layernorm);
+  r.expert_activation = recomputes(plan, RecomputeModule::MoeAct);
+  r.mla_up_proj = recomputes(plan, RecomputeModule::MlaUpProj);
+  r.dense_mlp = recomputes(plan, RecomputeModule::Mlp);
+  r.moe = recomputes(plan, RecomputeModule::Moe);
+  r.shared_experts = recomputes(plan, RecomputeModule::SharedExperts);
+  return r;
+}
+
+void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, const LayerRecompute& recompute,
                          TpCommOverlap overlap)
 {
   const int32_t g = groups.tp;
   // MLP block, from its output back (without dropout the residual add's backward is the identity: no kernel).
   if (s.dropout)
     e.compute(OpName::DropoutAddBwd, s);
+  // Its checkpointed pieces rerun (LayerRecompute): the whole MLP, or a MoE layer's separate pre-MLP norm.
+  if (s.moe_layer && recompute.moe)
+    rerun(e, [&] {
+      e.compute(OpName::Ln2Fwd, s);
+      moe_forward(e, s, groups, overlap, false);
+    });
+  else if (s.moe_layer && recompute.layernorm)
+    rerun(e, [&] { e.compute(OpName::Ln2Fwd, s); });
+  else if (!s.moe_layer && recompute.dense_mlp)
+    rerun(e, [&] {
+      e.compute(OpName::Ln2Fwd, s);
+      dense_mlp_forward(e, s, g, overlap);
+    });
   const int32_t bulk_sms = overlapped(s, overlap) ? userbuffers_margin_sms : 0; // TE's bulk dgrad/wgrad overlap
-  int64_t reduced = s.moe_layer ? moe_backward(e, s, groups, overlap) : dense_mlp_backward(e, s, g, overlap);
+  int64_t reduced =
+      s.moe_layer ? moe_backward(e, s, groups, recompute, overlap) : dense_mlp_backward(e, s, g, overlap);
   e.compute(OpName::Ln2Bwd, s, after(reduced));
   e.compute(OpName::ResidualBwd, s);
   // Attention block.
   if (s.dropout)
     e.compute(OpName::DropoutAddBwd, s);
+  if (recompute.layernorm && s.mla_qk > 0) // MLA's input norm is its own module (the others fuse into QKV)
+    rerun(e, [&] { e.compute(OpName::Ln1Fwd, s); });
   row_parallel_dgrad(e, s, g, OpName::ProjDgrad, overlap);
   e.compute(OpName::ProjWgrad, s);
   if (s.bias)
     e.compute(OpName::ProjBiasGrad, s);
-  attention_core_backward(e, s, recompute, groups.cp);
+  if (recompute.mla_up_proj && s.mla_qk > 0)
+    rerun(e, [&] { mla_up_projections_rerun(e, s); });
+  attention_core_backward(e, s, recompute.attention_core, groups.cp);
   if (s.position == PositionEmbedding::Rope)
     e.compute(OpName::RopeBwd, s);
   reduced = s.mla_qk > 0 ? mla_projections_backward(e, s, g, bulk_sms)

@@ -169,7 +169,8 @@ public:
   // chunked and overlapped with their TP communication; with t = 1 or without SP nothing changes).
   AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan, bool tp_comm_overlap,
                    std::shared_ptr<const ExpertLoads> loads)
-      : model_(model), shape_(layer_shape(model, plan)), recompute_(plan.recompute), overlap_{tp_comm_overlap},
+      : model_(model), shape_(layer_shape(model, plan)), full_recompute_(plan.recompute == Recompute::Full),
+        recompute_(layer_recompute(plan)), overlap_{tp_comm_overlap},
         loads_(std::move(loads))
   {
   }
@@ -182,7 +183,7 @@ public:
   void layer_backward(OpEmitter& e, const LayerGroups& g) const override
   {
     const LayerShape s = shape_of(e.layer());
-    if (recompute_ == Recompute::Full) {
+    if (full_recompute_) {
       // Full recompute: the layer's forward again, collectives (and their overlap) included, before its backward.
       const traces::Phase phase = e.phase();
       e.set_phase(traces::Phase::Recompute);
@@ -209,7 +210,8 @@ private:
 
   GptConfig model_;
   LayerShape shape_;
-  Recompute recompute_;
+  bool full_recompute_;
+  LayerRecompute recompute_;
   TpCommOverlap overlap_;
   std::shared_ptr<const ExpertLoads> loads_;
 };
@@ -949,6 +951,8 @@ void validate_moe_a2a_overlap(const ParallelPlan& plan)
                             "stages)");
   if (plan.recompute == Recompute::Full)
     throw InputError(flag + "does not run with --recompute full (Megatron-Core asserts it)");
+  if (recomputes(plan, RecomputeModule::Moe))
+    throw InputError(flag + "does not run with moe in --recompute-modules (Megatron-Core asserts it)");
   if (plan.zero_stage > 1)
     throw InputError(flag + "needs --zero 0 or 1 (not modelled with per-unit ZeRO-2/3 gathers and reductions)");
 }

@@ -66,6 +66,8 @@ void write_plan_json(JsonWriter& json, const ParallelPlan& p)
   json.field("schedule", to_string(p.schedule));
   json.field("chunks", p.chunks);
   json.field("recompute", to_string(p.recompute));
+  if (!p.recompute_modules.empty()) // Megatron-Core's --recompute-modules, comma-separated
+    json.field("recompute_modules", to_string(p.recompute_modules));
   json.field("sp", p.sequence_parallel());
   json.field("zero", static_cast<int64_t>(p.zero_stage));
   if (p.fsdp) // FSDP2's ZeRO-3 (--fsdp)

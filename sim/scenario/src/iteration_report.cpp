@@ -19,7 +19,11 @@ IterationReport iteration_report(const GptConfig& model, const ParallelPlan& pla
   r.nodes = cluster.nodes;
   r.tokens_per_s = static_cast<double>(batch * model.seq_len) / r.iteration_time_s;
   r.model_flops = model_flops_per_iteration(model, batch);
-  r.hardware_flops = hardware_flops_per_iteration(model, batch, plan.recompute, plan.attention, plan.cp);
+  // Megatron-Core's recompute modules rerun what recompute_module_flops counts, on top of no recompute.
+  const Recompute counted =
+      plan.recompute == Recompute::Selective && !plan.recompute_modules.empty() ? Recompute::None : plan.recompute;
+  const RecomputeModuleFlops reruns = recompute_module_flops(model, batch, plan);
+  r.hardware_flops = hardware_flops_per_iteration(model, batch, counted, plan.attention, plan.cp) + reruns.total;
   const double bf16_peak = cluster.gpu.peak_bf16_flops;
   // The linear GEMMs' peak: FP8 for fp8 and mxfp8 (block-scaled FP8 runs at the FP8 rate), FP4 for nvfp4.
   const double linear_peak = plan.precision == GemmPrecision::Nvfp4 ? cluster.gpu.peak_fp4_flops
@@ -29,7 +33,8 @@ IterationReport iteration_report(const GptConfig& model, const ParallelPlan& pla
   r.mfu_peak_flops = linear_peak;
   r.mfu = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, r.mfu_peak_flops);
   r.mfu_bf16 = flops_utilization(r.model_flops, r.iteration_time_s, r.gpus, bf16_peak);
-  const double quantized_flops = plan.quantized() ? linear_flops_per_iteration(model, batch, plan.recompute) : 0.0;
+  const double quantized_flops =
+      plan.quantized() ? linear_flops_per_iteration(model, batch, counted) + reruns.linear : 0.0;
   r.hfu = flops_utilization(r.hardware_flops - quantized_flops, r.iteration_time_s, r.gpus, bf16_peak) +
           (plan.quantized() ? flops_utilization(quantized_flops, r.iteration_time_s, r.gpus, linear_peak) : 0.0);
   if (!result.stages.empty()) {

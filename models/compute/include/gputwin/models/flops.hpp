@@ -55,6 +55,19 @@ double model_flops_per_iteration(const GptConfig& model, int64_t global_batch);
 double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch, Recompute recompute,
                                     AttentionKernel attention = AttentionKernel::Unfused, int64_t cp = 1);
 
+// What Megatron-Core's --recompute-modules (ParallelPlan::recompute_modules) rerun on top of
+// hardware_flops_per_iteration(model, B, Recompute::None, ...), for B samples over every layer (the MTP modules'
+// as the last layer's): core_attn the attention core's forward as executed (unfused 4 B s^2 hc, fused at the
+// causal tile fraction), mla_up_proj the q and kv up projections 2 B s (q_lora a d_qk + kv_lora a (d_nope + d_v)),
+// mlp the dense layers' MLP forward, moe the MoE layers' (top-k experts, shared experts, router), shared_experts
+// the shared experts' forward; layernorm and moe_act are elementwise (no FLOPs counted). `linear`: the part in
+// linear-layer GEMMs (run at the plan's precision). Zero when no modules are listed.
+struct RecomputeModuleFlops {
+  double total = 0;
+  double linear = 0;
+};
+RecomputeModuleFlops recompute_module_flops(const GptConfig& model, int64_t global_batch, const ParallelPlan& plan);
+
 // The part of the hardware FLOPs in the transformer layers' linear GEMMs (QKV, projection, MLP; forward,
 // dgrad, wgrad, and the forward rerun of full recompute): what Transformer Engine runs in FP8 with --fp8 (the
 // attention core and the logits stay BF16).

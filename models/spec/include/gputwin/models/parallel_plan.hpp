@@ -3,6 +3,7 @@
 // activation recompute and the pipeline schedule.
 
 #include "gputwin/models/gpt_config.hpp"
+#include "gputwin/models/recompute_modules.hpp"
 #include "gputwin/traces/op_graph.hpp"
 
 #include <cstdint>
@@ -14,7 +15,8 @@ namespace gputwin {
 // What is kept for backward (Korthikanti et al. 2022, Section 4).
 enum class Recompute {
   None,      // every activation of Table 2's first rows is stored
-  Selective, // the attention core (QK^T, softmax, softmax dropout, attention over V) is recomputed
+  Selective, // the attention core (QK^T, softmax, softmax dropout, attention over V) is recomputed, or with
+             // ParallelPlan::recompute_modules the submodules named there (Megatron-Core's selective granularity)
   Full,      // only each layer's input is stored; the layer's forward is rerun in backward
 };
 
@@ -77,6 +79,9 @@ struct ParallelPlan {
   int64_t chunks = 1;       // model chunks per stage (interleaved schedule only)
   TpComm tp_comm = TpComm::AllReduce;
   Recompute recompute = Recompute::None;
+  // With Recompute::Selective: Megatron-Core's --recompute-modules (recompute_modules.hpp); empty: the attention core
+  // as Korthikanti et al. 2022 recompute it (nothing with a fused kernel). Only with Selective (validate_plan).
+  RecomputeModules recompute_modules;
   Schedule schedule = Schedule::OneFOneB;
   AttentionKernel attention = AttentionKernel::Unfused;
   // ZeRO stage (Rajbhandari et al. 2020), sharding over the dp x cp ranks that hold the same parameters:
@@ -147,6 +152,11 @@ struct ParallelPlan {
 };
 
 std::string to_string(Recompute r);
+// Whether backward reruns module m (Recompute::Selective with m in recompute_modules).
+bool recomputes(const ParallelPlan& plan, RecomputeModule m);
+// Whether backward reruns the attention core's forward: "core_attn" listed (whichever kernel: Megatron-Core
+// checkpoints the fused attention too), or --recompute selective without modules and the unfused kernel.
+bool recomputes_attention_core(const ParallelPlan& plan);
 std::string to_string(Schedule s);
 std::string to_string(TpComm c);
 std::string to_string(AttentionKernel k); // "unfused", "flash"

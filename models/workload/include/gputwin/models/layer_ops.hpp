@@ -46,9 +46,33 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& gr
 // AttentionKernel::Flash, one fused op each way, `attn.flash.fwd` and `attn.flash.bwd`, costed by
 // flash_attention_cost.hpp (causal tiles only; backward 2.5 x forward FLOPs with its internal Q K^T recompute).
 
-// Backward of one layer; with selective recompute the unfused attention core's forward is rerun first (flash
-// attention has nothing to rerun: its backward recomputes the probabilities inside the fused kernel).
-void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, Recompute recompute,
+// What a layer's backward reruns (phase Recompute) before the ops that need it, from the plan's selective recompute
+// (ParallelPlan::recompute_modules, recompute_modules.hpp), each where Megatron-Core's checkpoint reruns it -- when
+// backward reaches the module's output (or, for the output-discarding ones, its consumer's output):
+//   attention_core     the attention core's forward (unfused ops, or the fused kernel with its CP ring) before its
+//                      backward; without modules only the unfused core (Korthikanti et al. 2022, Section 4.3)
+//   layernorm          MLA's separate input norm before the attention block's backward, a MoE layer's pre-MLP norm
+//                      before the MLP block's (the other norms are fused into the next linear layer: nothing)
+//   expert_activation  the experts' activation before their fc2 backward
+//   mla_up_proj        the q and kv norms and up projections and RoPE before the attention core's backward
+//   dense_mlp          a dense layer's norm, fc1 (with its SP gather), activation and fc2 (with its reduction)
+//   moe                a MoE layer's router, permute, dispatch, experts, combine, unpermute and shared experts
+//   shared_experts     the shared experts' fc1 (with its SP gather), activation and fc2 (with its reduction)
+struct LayerRecompute {
+  bool attention_core = false;
+  bool layernorm = false;
+  bool expert_activation = false;
+  bool mla_up_proj = false;
+  bool dense_mlp = false;
+  bool moe = false;
+  bool shared_experts = false;
+};
+// The plan's (all false unless Recompute::Selective; full recompute reruns the whole layer instead).
+LayerRecompute layer_recompute(const ParallelPlan& plan);
+
+// Backward of one layer, with the reruns `recompute` names (flash attention without "core_attn" has nothing to rerun:
+// its backward recomputes the probabilities inside the fused kernel).
+void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, const LayerRecompute& recompute,
                          TpCommOverlap overlap = {});
 
 // Vocabulary-parallel embedding lookup + dropout (first model chunk), and its backward.
