@@ -174,11 +174,19 @@ std::vector<int64_t> combine_steps(std::vector<traces::Op>& ops, const EmittedSt
   std::vector<int64_t> new_id(end - begin);
   for (size_t pos = 0; pos < order.size(); ++pos)
     new_id[order[pos] - begin] = static_cast<int64_t>(begin + pos);
+  // The two steps are independent (another micro-batch or chunk): a dependency of one on the other is only what
+  // emitting them one after the other implied (an op waiting for "the last compute op", which was the other step's)
+  // and is dropped; the compute stream's new order says what runs first.
+  const auto second_step = [&](int64_t index) { return index >= static_cast<int64_t>(second.begin); };
   std::vector<traces::Op> reordered;
   reordered.reserve(order.size());
   for (const size_t old : order) {
     traces::Op op = std::move(ops[old]);
     op.id = new_id[old - begin];
+    std::erase_if(op.deps, [&](int64_t dep) {
+      return dep >= static_cast<int64_t>(begin) && dep < static_cast<int64_t>(end) &&
+             second_step(dep) != second_step(static_cast<int64_t>(old));
+    });
     for (int64_t& dep : op.deps)
       if (dep >= static_cast<int64_t>(begin) && dep < static_cast<int64_t>(end))
         dep = new_id[static_cast<size_t>(dep) - begin];
