@@ -200,8 +200,11 @@ private:
     int32_t compute_stream = no_compute; // the one stream of its compute and memcpy ops (quiet)
     for (size_t i = 0; i < ops.size(); ++i) {
       const traces::Op& op = ops[i];
-      for (const int64_t d : op.deps)
+      for (const int64_t d : op.deps) {
+        if (d < 0 || d >= static_cast<int64_t>(i)) // as execute_dag: a program lists an op after what it waits for
+          throw std::logic_error("execute_programs: op " + std::to_string(i) + " depends on a later op");
         dep_target_[p][static_cast<size_t>(d)] = true;
+      }
       if (is_compute(op)) {
         fixed_s_[p][i] = compute_s_(p, op);
         compute_stream = compute_stream == no_compute || compute_stream == op.stream ? op.stream : several_compute_streams;
