@@ -261,5 +261,25 @@ TEST(FrameworkProfile, CudaGraphsLaunchOncePerLayerStep)
   EXPECT_EQ(host_program(f, p).issue_cost_s, (std::vector<double>{1, 1, 1, 1, 8, 1, 1, 1, 1}));
 }
 
+// Transformer Engine's GroupedLinear issues one GEMM per local expert from the host (grouped_linear.py,
+// nvte_multi_stream_cublas_gemm): a grouped GEMM of 16 experts costs 16 GEMM calls, one batched kernel (attention's
+// scores over heads) one; a captured layer costs its graph launch whatever it holds.
+TEST(FrameworkProfile, GroupedGemmsCostOneHostCallPerExpert)
+{
+  FrameworkProfile f = builtin_framework_profile("none");
+  f.kernel_issue_s = 1;
+  f.gemm_issue_s = 2;
+  f.graph_launch_s = 100;
+  traces::RankProgram p;
+  p.ops = {layer_op(0, traces::Phase::Forward, 0, 0), layer_op(1, traces::Phase::Forward, 0, 0),
+           layer_op(2, traces::Phase::Forward, 0, 0)};
+  p.ops[1].gemm = {256, 768, 2048, 16};
+  p.ops[1].gemm.grouped = true;
+  p.ops[2].gemm = {4096, 4096, 128, 32}; // batched, one kernel
+  EXPECT_EQ(host_program(f, p).issue_cost_s, (std::vector<double>{1, 32, 2}));
+  f.cuda_graphs = true;
+  EXPECT_EQ(host_program(f, p).issue_cost_s, (std::vector<double>{100, 0, 0}));
+}
+
 } // namespace
 } // namespace gputwin::sim

@@ -181,6 +181,8 @@ std::vector<HostOpClass> host_op_classes(const traces::RankProgram& program)
     const traces::Op& op = ops[i];
     HostOpClass& c = classes[i];
     c.kind = host_kind(op);
+    if (op.gemm.grouped && op.gemm.batch > 1)
+      c.launches = static_cast<uint32_t>(op.gemm.batch);
     // The attention scores GEMM (batch = micro-batch x heads per rank, m = queries, n = keys) gives the softmax
     // after it, and the backward softmax of the same layer, its shape.
     if (op.name == "attn.scores.fwd" && op.gemm.m > 0)
@@ -256,7 +258,8 @@ HostProgram host_program(const FrameworkProfile& f, const std::vector<HostOpClas
                                                                              : 0.0;
     // With per-layer CUDA graphs a layer's kernels cost the host one graph launch, at the group's first op.
     const double op_cost_s = f.cuda_graphs && c.in_layer ? (c.starts_layer ? f.graph_launch_s : 0.0)
-                                                         : cost_of_kind[c.kind] + f.unfused_softmax_extra_ops * unfused_op_s;
+                                                         : cost_of_kind[c.kind] * static_cast<double>(c.launches) +
+                                                               f.unfused_softmax_extra_ops * unfused_op_s;
     host.issue_cost_s[i] = op_cost_s + (c.starts_step ? f.microbatch_issue_s : 0.0) +
                            (c.starts_optimizer ? f.iteration_issue_s : 0.0);
     // Megatron's p2p calls end in torch.cuda.synchronize(); before the update the host reads the gradients'

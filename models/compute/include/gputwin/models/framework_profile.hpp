@@ -118,6 +118,13 @@ FrameworkProfile on_host_cpu(const FrameworkProfile& profile, double issue_scale
 // programs many times from these alone.
 struct HostOpClass {
   enum Kind : uint8_t { Kernel, Gemm, Collective, P2p } kind = Kernel;
+  // Launches of the op's kind the host issues for it: 1, or for a grouped GEMM (GemmShape::grouped: Transformer
+  // Engine's GroupedLinear) one per local expert -- TE issues each expert's GEMM from a host loop
+  // (transformer_engine/pytorch/module/grouped_linear.py `_GroupedLinear` splits the input and loops over its
+  // per-expert quantizers in Python; cpp_extensions/gemm.py general_grouped_gemm -> te_general_grouped_gemm ->
+  // common/gemm/cublaslt_gemm.cu nvte_multi_stream_cublas_gemm calls cublas_gemm once per GEMM, each building its
+  // cuBLASLt descriptors and querying its algorithm), each costing what one GEMM call costs the host.
+  uint32_t launches = 1;
   bool starts_step = false;       // first op of a micro-batch step
   bool starts_optimizer = false;  // first op of the optimizer phase
   bool before_optimizer = false;  // the last op before the optimizer's first kernel
