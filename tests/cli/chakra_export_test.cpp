@@ -412,8 +412,9 @@ TEST(ChakraExport, UnevenMoeAllToAllsAreWrittenAsPerPairMessages)
     if (node.type() == ChakraProtoMsg::COMM_COLL_NODE &&
         attr(node, "comm_type")->int64_val() == ChakraProtoMsg::ALL_TO_ALL)
       ++coll_a2a;
-    if (node.type() == ChakraProtoMsg::COMM_SEND_NODE)
+    if (node.type() == ChakraProtoMsg::COMM_SEND_NODE) {
       EXPECT_LT(attr(node, "comm_tag")->int32_val(), a2a_tag_base);
+    }
   }
   EXPECT_GT(coll_a2a, 0);
 }

@@ -106,6 +106,23 @@ TEST(ConfigsInCli, MegatronLlamaIsItsFlags)
       << notes.output;
 }
 
+// DeepSeek-V3 as a Megatron-Core launch line (MLA, 256 experts, EP 64, recompute modules): the catalogue's model and the
+// flags the file stands for, report for report.
+TEST(ConfigsInCli, MegatronDeepSeekIsItsFlags)
+{
+  const CliResult file =
+      run_gputwin("memory --megatron-args " + megatron_dir + "deepseek-v3.args --cluster dgx-h100 --json", false);
+  const CliResult flags =
+      run_gputwin("memory --model deepseek-v3 --cluster dgx-h100 --tp 2 --pp 8 --pp-first-stage-layers 7 "
+                  "--pp-last-stage-layers 6 --dp 32 --ep 64 --etp 1 --micro-batch 1 --global-batch 4096 --sp --zero 1 "
+                  "--attention flash --moe-dispatcher alltoall --moe-capacity-factor 1 --recompute-modules mla_up_proj "
+                  "--cross-entropy-fusion --json",
+                  false);
+  ASSERT_EQ(file.exit_code, 0) << file.output;
+  ASSERT_EQ(flags.exit_code, 0) << flags.output;
+  EXPECT_EQ(file.output, flags.output);
+}
+
 TEST(ConfigsInCli, BadFilesAreOneLineErrors)
 {
   // An architecture gputwin does not read names the field and lists the ones it reads.

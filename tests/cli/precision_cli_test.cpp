@@ -68,8 +68,8 @@ TEST(PrecisionCli, BlockScaledFormatsRunAtTheirPeakOnB200)
 
 TEST(PrecisionCli, HopperRefusesBlockScaledFormatsWithOneLineAndExitStatus2)
 {
-  for (const std::string precision : {"nvfp4", "mxfp8"})
-    for (const std::string command :
+  for (const std::string& precision : {std::string("nvfp4"), std::string("mxfp8")})
+    for (const std::string& command :
          {"simulate --model llama3-8b --cluster dgx-h100 --tp 8 --sp --attention flash --precision " + precision,
           "memory --model llama3-8b --cluster dgx-h100 --tp 8 --sp --attention flash --precision " + precision,
           "search --model llama3-8b --cluster dgx-h100 --gpus 8 --attention flash --precision " + precision,

@@ -98,8 +98,9 @@ TEST(SearchCli, OnHopperTriesMegatronCoreOverlapsAndContextParallelism)
       EXPECT_FALSE(member(row, "overlap_grad_reduce").boolean);
       EXPECT_FALSE(member(row, "overlap_param_gather").boolean);
     }
-    if (!member(plan, "sp").boolean)
+    if (!member(plan, "sp").boolean) {
       EXPECT_FALSE(member(row, "tp_comm_overlap").boolean);
+    }
   }
   // The best plan reduces gradients over 8 or more GPUs: overlapping that reduction with the backward wins.
   const traces::JsonValue& best = list.items.front();

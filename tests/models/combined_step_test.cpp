@@ -101,8 +101,9 @@ TEST(CombinedStep, NoPipeliningPairsEachBackwardWithTheNextForward)
   }
   EXPECT_EQ(exchanges, 3 * 4 * 2); // three combined steps, four exchanges per layer pair, two layers
   for (const traces::Op& op : plain.ops) {
-    if (is_exchange(op))
+    if (is_exchange(op)) {
       EXPECT_EQ(op.stream, compute_stream) << "without the overlap the exchanges block the compute stream";
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include "gputwin/models/launch_line.hpp"
 #include "gputwin/models/megatron_args.hpp"
 #include "gputwin/models/model_catalog.hpp"
+#include "gputwin/models/parameter_count.hpp"
 #include "gputwin/models/plan_flags.hpp"
 #include "test_temp_path.hpp"
 
@@ -324,7 +325,8 @@ TEST(MegatronArgs, BadInputIsOneLineNamingFileAndArgument)
             std::string::npos);
   EXPECT_NE(error_of(std::string(small) + "--hidden-dropout x").find("--hidden-dropout: expected a probability"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(small) + "--num-experts 8").find("--num-experts: mixture-of-experts"),
+  EXPECT_NE(error_of(std::string(small) + "--num-experts 8 --moe-router-score-function sqrtsoftplus")
+                .find("--moe-router-score-function: expected softmax or sigmoid"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(small) + "--recompute-granularity full --recompute-method block --recompute-num-layers 4")
                 .find("--recompute-num-layers: 4 of a chunk's 24 layers recomputed: partial full recompute"),
@@ -405,6 +407,60 @@ TEST(MegatronArgs, RecomputeModulesAtTheSelectiveGranularity)
             std::string::npos);
   EXPECT_NE(error_of(std::string(small) + "--recompute-granularity selective --recompute-modules").find("expected one"),
             std::string::npos);
+}
+
+// A DeepSeek-V3 launch line (the arguments of Megatron-LM's DeepSeek-V3 recipes: MLA, 256 experts top-8 with one
+// shared expert, three dense layers, sigmoid group-limited routing without aux loss, one MTP module) is the catalogue's
+// deepseek-v3 parameter for parameter; the expert grid, dispatcher and capacity come with it.
+TEST(MegatronArgs, MixtureOfExpertsAndLatentAttention)
+{
+  const std::string deepseek =
+      "--num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128 --seq-length 4096 "
+      "--vocab-size 129280 --swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
+      "--untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0 --bf16 "
+      "--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 "
+      "--v-head-dim 128 --num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 "
+      "--moe-shared-expert-intermediate-size 2048 --moe-layer-freq \"([0]*3+[1]*58)\" --moe-router-score-function sigmoid "
+      "--moe-router-num-groups 8 --moe-router-group-topk 4 --moe-router-load-balancing-type none --moe-grouped-gemm "
+      "--mtp-num-layers 1 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 --sequence-parallel "
+      "--expert-model-parallel-size 64 --expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall "
+      "--moe-expert-capacity-factor 1.0 --moe-pad-expert-input-to-capacity --micro-batch-size 1 "
+      "--global-batch-size 4096 ";
+  const Mapped r = run(deepseek, {"--dp", "32"});
+  const GptConfig catalogue = find_catalog_model("deepseek-v3")->model;
+  EXPECT_EQ(model_parameters(r.model, 1), model_parameters(catalogue, 1));
+  EXPECT_EQ(activated_parameters(r.model, 1), activated_parameters(catalogue, 1));
+  EXPECT_EQ(r.model.moe.dense_first_layers, 3);
+  EXPECT_EQ(r.model.moe.layer_period, 1);
+  EXPECT_EQ(r.model.moe.router, RouterScore::Sigmoid);
+  EXPECT_FALSE(r.model.moe.aux_loss);
+  EXPECT_EQ(r.model.moe.mtp_layers, 1);
+  EXPECT_EQ(r.model.mla.q_lora_rank, 1536);
+  EXPECT_EQ(r.plan.ep, 64);
+  EXPECT_EQ(r.plan.etp, 1);
+  EXPECT_EQ(r.plan.dispatcher, MoeDispatcher::AllToAll);
+  EXPECT_DOUBLE_EQ(r.plan.capacity_factor, 1.0);
+  // Megatron's defaults: top-2, the allgather dispatcher, expert tp = tp; MLA without query compression, kv rank 32.
+  const Mapped defaults = run(std::string(small) + "--num-experts 8 --multi-latent-attention");
+  EXPECT_EQ(defaults.model.moe.topk, 2);
+  EXPECT_EQ(defaults.plan.dispatcher, MoeDispatcher::AllGather);
+  EXPECT_EQ(defaults.model.mla.q_lora_rank, 0);
+  EXPECT_EQ(defaults.model.mla.kv_lora_rank, 32);
+  EXPECT_NE(notes_of(defaults).find("no --moe-grouped-gemm"), std::string::npos) << notes_of(defaults);
+  // Llama 4 Maverick's interleaving and Megatron's integer frequency (layer i has experts when i % N == 0).
+  EXPECT_EQ(run(std::string(small) + "--num-experts 8 --moe-layer-freq \"[0,1]*12\"").model.moe.layer_period, 2);
+  EXPECT_EQ(run(std::string(small) + "--num-experts 8 --moe-layer-freq 1").model.moe.layer_period, 1);
+  EXPECT_NE(error_of(std::string(small) + "--num-experts 8 --moe-layer-freq 2")
+                .find("--moe-layer-freq: '2': gputwin models the first layers dense, then every P-th layer"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + "--num-experts 8 --moe-layer-freq \"([0]*3+[1]*3)\"").find("gives 6 layers"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + "--num-experts 8 --moe-layer-freq \"[0,2]*12\"").find("expected 0 (dense)"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(small) + "--num-experts 8 --moe-token-dispatcher-type ring").find("expected allgather"),
+            std::string::npos);
+  EXPECT_EQ(run(std::string(small) + "--num-experts 8 --moe-token-dispatcher-type flex").plan.dispatcher,
+            MoeDispatcher::DeepEp);
 }
 
 // Data-parallel sharding (Megatron-LM megatron/training/arguments.py): --use-megatron-fsdp shards what

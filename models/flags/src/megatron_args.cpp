@@ -1,5 +1,7 @@
 #include "gputwin/models/megatron_args.hpp"
 
+#include "gputwin/models/moe_layer_freq.hpp"
+
 #include "gputwin/common/checked_math.hpp"
 #include "gputwin/common/input_error.hpp"
 #include "gputwin/models/launch_line.hpp"
@@ -56,6 +58,18 @@ const std::map<std::string, Kind>& read_arguments()
       {"--fp4-param-gather", Kind::Switch}, {"--use-torch-fsdp2", Kind::Switch},
       {"--use-megatron-fsdp", Kind::Switch}, {"--data-parallel-sharding-strategy", Kind::Text},
       {"--torch-fsdp2-no-reshard-after-forward", Kind::Switch},
+      // mixture of experts and multi-latent attention (TransformerConfig's moe_* and MLA fields, arguments.py)
+      {"--moe-router-topk", Kind::Integer}, {"--moe-ffn-hidden-size", Kind::Integer},
+      {"--moe-shared-expert-intermediate-size", Kind::Integer}, {"--moe-layer-freq", Kind::Text},
+      {"--moe-router-score-function", Kind::Text}, {"--moe-router-num-groups", Kind::Integer},
+      {"--moe-router-group-topk", Kind::Integer}, {"--moe-router-load-balancing-type", Kind::Text},
+      {"--moe-grouped-gemm", Kind::Switch}, {"--moe-token-dispatcher-type", Kind::Text},
+      {"--moe-enable-deepep", Kind::Switch}, {"--moe-flex-dispatcher-backend", Kind::Text},
+      {"--moe-expert-capacity-factor", Kind::Number}, {"--moe-pad-expert-input-to-capacity", Kind::Switch},
+      {"--expert-model-parallel-size", Kind::Integer}, {"--expert-tensor-parallel-size", Kind::Integer},
+      {"--overlap-moe-expert-parallel-comm", Kind::Switch}, {"--moe-shared-expert-overlap", Kind::Switch},
+      {"--mtp-num-layers", Kind::Integer}, {"--q-lora-rank", Kind::Integer}, {"--kv-lora-rank", Kind::Integer},
+      {"--qk-head-dim", Kind::Integer}, {"--qk-pos-emb-head-dim", Kind::Integer}, {"--v-head-dim", Kind::Integer},
   };
   return arguments;
 }
@@ -207,14 +221,69 @@ private:
   std::vector<std::string> args_;
 };
 
+// Mixture of experts (TransformerConfig's moe_* fields with arguments.py's defaults: top-2, expert width = the
+// dense FFN's, every layer MoE, softmax router, aux loss, one shared-expert block of the given width).
+void moe_model_flags(const MegatronArgs& m, int64_t layers, Flags& out, std::vector<std::string>& notes)
+{
+  const std::optional<int64_t> experts = m.integer("--num-experts");
+  if (!experts)
+    return;
+  out.set("--num-experts", *experts);
+  out.set("--moe-topk", m.integer("--moe-router-topk").value_or(2));
+  if (const std::optional<int64_t> width = m.integer("--moe-ffn-hidden-size"))
+    out.set("--moe-ffn-hidden", *width);
+  if (const std::optional<int64_t> shared = m.integer("--moe-shared-expert-intermediate-size")) {
+    out.set("--moe-shared-experts", 1);
+    out.set("--moe-shared-ffn-hidden", *shared);
+  }
+  if (const std::optional<std::string> freq = m.text("--moe-layer-freq")) {
+    std::optional<MoeLayerLayout> layout;
+    try {
+      layout = moe_layer_layout(moe_layer_pattern(*freq, layers));
+    } catch (const std::invalid_argument& e) {
+      m.fail("--moe-layer-freq", e.what());
+    }
+    if (!layout)
+      m.fail("--moe-layer-freq", "'" + *freq + "': gputwin models the first layers dense, then every P-th layer "
+                                 "(expected e.g. ([0]*3+[1]*58) or [0,1]*24)");
+    out.set("--moe-dense-first-layers", layout->dense_first_layers);
+    out.set("--moe-layer-period", layout->layer_period);
+  }
+  const std::string score = m.text("--moe-router-score-function").value_or("softmax");
+  if (score != "softmax" && score != "sigmoid")
+    m.fail("--moe-router-score-function", "expected softmax or sigmoid, got '" + score + "'");
+  out.set("--moe-router", score);
+  if (const std::optional<int64_t> groups = m.integer("--moe-router-num-groups"))
+    out.set("--moe-router-groups", *groups);
+  if (const std::optional<int64_t> topk = m.integer("--moe-router-group-topk"))
+    out.set("--moe-router-group-topk", *topk);
+  if (m.text("--moe-router-load-balancing-type") == std::optional<std::string>("none"))
+    out.on("--moe-no-aux-loss");
+  if (const std::optional<int64_t> mtp = m.integer("--mtp-num-layers", 0))
+    out.set("--mtp-layers", *mtp);
+  if (!m.on("--moe-grouped-gemm"))
+    notes.push_back("no --moe-grouped-gemm: Megatron-Core runs the local experts one by one (SequentialMLP); "
+                    "modelled as Transformer Engine's grouped GEMM");
+  if (m.on("--moe-shared-expert-overlap"))
+    notes.push_back("--moe-shared-expert-overlap: not modelled (the shared experts run after the routed ones)");
+}
+
+// Multi-latent attention (arguments.py _add_mla_args defaults: no query compression, kv rank 32, head dims
+// 128 + 64 rotary, value 128).
+void mla_model_flags(const MegatronArgs& m, Flags& out)
+{
+  if (!m.on("--multi-latent-attention"))
+    return;
+  out.set("--q-lora-rank", m.integer("--q-lora-rank", 0).value_or(0));
+  out.set("--kv-lora-rank", m.integer("--kv-lora-rank").value_or(32));
+  out.set("--qk-nope-head-dim", m.integer("--qk-head-dim").value_or(128));
+  out.set("--qk-rope-head-dim", m.integer("--qk-pos-emb-head-dim").value_or(64));
+  out.set("--v-head-dim", m.integer("--v-head-dim").value_or(128));
+}
+
 // The model: Megatron's defaults are the paper's GPT, which are gputwin's, so only what differs is set.
 void model_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& out, std::vector<std::string>& notes)
 {
-  if (m.on("--num-experts"))
-    m.fail("--num-experts", "mixture-of-experts models are not modelled yet (expected a dense model)");
-  if (m.on("--multi-latent-attention"))
-    m.fail("--multi-latent-attention", "multi-latent attention is not modelled (expected grouped-query or multi-head "
-                                       "attention)");
   const int64_t layers = m.required("--num-layers"), hidden = m.required("--hidden-size"),
                 heads = m.required("--num-attention-heads");
   out.set("--layers", layers);
@@ -290,7 +359,7 @@ void model_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& 
       notes.push_back("--add-qkv-bias: approximated as no biases (the QKV bias, (a + 2g) x h / a parameters per "
                       "layer, is not counted)");
   }
-  if (m.on("--qk-layernorm"))
+  if (m.on("--qk-layernorm") && !m.on("--multi-latent-attention")) // MLA's latent norms are modelled
     notes.push_back("--qk-layernorm: not modelled (a norm of each head's query and key; 2 x h / a parameters per "
                     "layer)");
   if (m.on("--window-size"))
@@ -304,6 +373,8 @@ void model_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, Flags& 
            "both 0 or both > 0)");
   if (hidden_dropout == 0)
     out.on("--no-dropout");
+  moe_model_flags(m, layers, out, notes);
+  mla_model_flags(m, out);
 }
 
 // The most layers one model chunk holds (block recompute covers a chunk's first N layers).
@@ -547,6 +618,39 @@ void data_parallel_flag(const LaunchLine& launch, const std::string& path, const
   out.set("--dp", world->processes / model_parallel);
 }
 
+// The expert grid and token exchange of a MoE run: --expert-model-parallel-size / --expert-tensor-parallel-size
+// (default tp), the dispatcher (Megatron's default allgather; flex is DeepEP's, or HybridEP's modelled as DeepEP),
+// the capacity factor (dropless without it) and the EP all-to-all overlap.
+void moe_plan_flags(const MegatronArgs& m, Flags& out, std::vector<std::string>& notes)
+{
+  if (!m.on("--num-experts"))
+    return;
+  if (const std::optional<int64_t> ep = m.integer("--expert-model-parallel-size"))
+    out.set("--ep", *ep);
+  if (const std::optional<int64_t> etp = m.integer("--expert-tensor-parallel-size"))
+    out.set("--etp", *etp);
+  const std::string dispatcher =
+      m.on("--moe-enable-deepep") ? "flex" : m.text("--moe-token-dispatcher-type").value_or("allgather");
+  if (dispatcher == "flex") {
+    const std::string backend = m.text("--moe-flex-dispatcher-backend").value_or("deepep");
+    if (backend != "deepep")
+      notes.push_back("--moe-flex-dispatcher-backend " + printable(backend) + ": modelled as DeepEP's two-hop "
+                                                                              "dispatch");
+    out.set("--moe-dispatcher", "deepep");
+  } else if (dispatcher == "alltoall" || dispatcher == "allgather") {
+    out.set("--moe-dispatcher", dispatcher);
+  } else {
+    m.fail("--moe-token-dispatcher-type", "expected allgather, alltoall or flex, got '" + dispatcher + "'");
+  }
+  if (const std::optional<double> capacity = m.number("--moe-expert-capacity-factor")) {
+    std::ostringstream text;
+    text << *capacity;
+    out.set("--moe-capacity-factor", text.str());
+  }
+  if (m.on("--overlap-moe-expert-parallel-comm"))
+    out.on("--overlap-moe-expert-parallel-comm");
+}
+
 void plan_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, const LaunchLine& launch,
                 const std::string& path, Flags& out, std::vector<std::string>& notes)
 {
@@ -568,6 +672,7 @@ void plan_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, const La
                       "ignores them");
   }
   kernel_flags(m, explicit_args, out, notes);
+  moe_plan_flags(m, out, notes);
   if (!explicit_args.has("--dp"))
     data_parallel_flag(launch, path, run, out, notes);
 }
