@@ -47,6 +47,18 @@ def test_memory_equals_the_cli(cli_json):
     assert report["plan"]["sp"] is True
 
 
+def test_recompute_modules_are_a_keyword(cli_json):
+    # Megatron-Core's --recompute-modules as recompute_modules="...": the plan says so and memory drops.
+    plan = dict(model="gpt-22b", tp=8, global_batch=8, sp=True, attention="flash")
+    plain = gputwin.memory(**plan)
+    report = gputwin.memory(recompute_modules="core_attn,mlp", **plan)
+    assert report == cli_json("memory", "--model", "gpt-22b", "--tp", "8", "--global-batch", "8", "--sp",
+                              "--attention", "flash", "--recompute-modules", "core_attn,mlp")
+    assert report["plan"]["recompute"] == "selective"
+    assert report["plan"]["recompute_modules"] == "core_attn,mlp"
+    assert report["activation_bytes_per_layer"] < plain["activation_bytes_per_layer"]
+
+
 def test_collective_equals_the_cli(cli_json):
     report = gputwin.collective(op="all-reduce", ranks=8, sweep="1M:16M")
     assert report == cli_json("collective", "--op", "all-reduce", "--ranks", "8", "--sweep", "1M:16M")
