@@ -277,6 +277,9 @@ TEST(FrameworkProfile, GroupedGemmsCostOneHostCallPerExpert)
   p.ops[1].gemm.grouped = true;
   p.ops[2].gemm = {4096, 4096, 128, 32}; // batched, one kernel
   EXPECT_EQ(host_program(f, p).issue_cost_s, (std::vector<double>{1, 32, 2}));
+  f.expert_gemm_issue_s = 5; // a profile's own per-expert cost (framework YAML expert_gemm_issue_s)
+  EXPECT_EQ(host_program(f, p).issue_cost_s, (std::vector<double>{1, 80, 2}));
+  EXPECT_EQ(host_program(on_host_cpu(f, 2), p).issue_cost_s, (std::vector<double>{2, 160, 4}));
   f.cuda_graphs = true;
   EXPECT_EQ(host_program(f, p).issue_cost_s, (std::vector<double>{100, 0, 0}));
 }

@@ -257,9 +257,12 @@ HostProgram host_program(const FrameworkProfile& f, const std::vector<HostOpClas
                                 : c.unfused_softmax == HostOpClass::Backward ? f.kernel_issue_s
                                                                              : 0.0;
     // With per-layer CUDA graphs a layer's kernels cost the host one graph launch, at the group's first op.
+    // A grouped GEMM issues one GEMM per local expert from the host (HostOpClass::launches).
+    const double kind_cost_s = c.launches > 1 && f.expert_gemm_issue_s > 0
+                                   ? f.expert_gemm_issue_s * static_cast<double>(c.launches)
+                                   : cost_of_kind[c.kind] * static_cast<double>(c.launches);
     const double op_cost_s = f.cuda_graphs && c.in_layer ? (c.starts_layer ? f.graph_launch_s : 0.0)
-                                                         : cost_of_kind[c.kind] * static_cast<double>(c.launches) +
-                                                               f.unfused_softmax_extra_ops * unfused_op_s;
+                                                         : kind_cost_s + f.unfused_softmax_extra_ops * unfused_op_s;
     host.issue_cost_s[i] = op_cost_s + (c.starts_step ? f.microbatch_issue_s : 0.0) +
                            (c.starts_optimizer ? f.iteration_issue_s : 0.0);
     // Megatron's p2p calls end in torch.cuda.synchronize(); before the update the host reads the gradients'
@@ -277,7 +280,7 @@ FrameworkProfile on_host_cpu(const FrameworkProfile& profile, double issue_scale
 {
   FrameworkProfile p = profile;
   for (double* cost : {&p.kernel_issue_s, &p.gemm_issue_s, &p.collective_issue_s, &p.p2p_issue_s,
-                       &p.microbatch_issue_s, &p.iteration_issue_s, &p.graph_launch_s})
+                       &p.expert_gemm_issue_s, &p.microbatch_issue_s, &p.iteration_issue_s, &p.graph_launch_s})
     *cost *= issue_scale;
   return p;
 }

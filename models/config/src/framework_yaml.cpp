@@ -39,7 +39,8 @@ FrameworkProfile read_framework_profile(const YamlFile& file, const YAML::Node& 
                       {"name", "source", "kernel_issue_s", "gemm_issue_s", "collective_issue_s", "p2p_issue_s",
                        "microbatch_issue_s", "iteration_issue_s", "launch_latency_s", "sync_after_p2p",
                        "sync_before_optimizer", "overlap_p2p_interleaved", "cuda_graphs", "graph_launch_s",
-                       "unfused_softmax_extra_ops", "sync_at_moe_routing", "align_grad_reduce"});
+                       "unfused_softmax_extra_ops", "sync_at_moe_routing", "align_grad_reduce",
+                       "expert_gemm_issue_s"});
   FrameworkProfile p;
   p.name = optional_string(file, map, "name").value_or(std::filesystem::path(file.path).stem().string());
   p.source = optional_string(file, map, "source").value_or(file.path);
@@ -53,6 +54,8 @@ FrameworkProfile read_framework_profile(const YamlFile& file, const YAML::Node& 
   p.cuda_graphs = optional_boolean(file, map, "cuda_graphs", false);
   if (map["graph_launch_s"])
     p.graph_launch_s = require_number(file, map, "graph_launch_s", 0, false);
+  if (map["expert_gemm_issue_s"])
+    p.expert_gemm_issue_s = require_number(file, map, "expert_gemm_issue_s", 0, false);
   if (map["unfused_softmax_extra_ops"]) {
     const double ops = require_number(file, map, "unfused_softmax_extra_ops", 0, false);
     if (ops != static_cast<double>(static_cast<int>(ops)) || ops > 64)
@@ -89,6 +92,8 @@ void write_framework_profile(std::ostream& out, const FrameworkProfile& p, const
        "a chunk's gradient reduction started by the schedule, pipeline rank steps late");
   line("cuda_graphs", p.cuda_graphs ? "true" : "false", "per-layer CUDA graphs: one launch per layer step");
   line("graph_launch_s", yaml_number(p.graph_launch_s), "host seconds to launch one layer's graph");
+  line("expert_gemm_issue_s", yaml_number(p.expert_gemm_issue_s),
+       "... one expert's GEMM of a grouped GEMM (0: gemm_issue_s)");
   line("unfused_softmax_extra_ops", std::to_string(p.unfused_softmax_extra_ops),
        "ops beyond the fused softmax kernel where it does not fit");
 }

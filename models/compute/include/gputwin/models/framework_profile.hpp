@@ -30,6 +30,8 @@ struct FrameworkProfile {
   double gemm_issue_s = 0;       // a GEMM or fused attention kernel (cuBLAS/cuDNN call, heavier dispatch)
   double collective_issue_s = 0; // one NCCL collective
   double p2p_issue_s = 0;        // one pipeline send or receive
+  // One expert's GEMM of a grouped GEMM (HostOpClass::launches); 0: gemm_issue_s.
+  double expert_gemm_issue_s = 0;
   // Extra host seconds once per micro-batch step of the schedule (forward_step/backward_step: data, loss
   // bookkeeping) and once per iteration (before the optimizer: gradient bookkeeping, norms, scheduler).
   double microbatch_issue_s = 0;
