@@ -33,6 +33,8 @@ std::vector<std::string> plan_args(const PlanMetadata& run)
   flag("--micro-batch", std::to_string(p.micro_batch));
   flag("--global-batch", std::to_string(p.global_batch));
   flag("--recompute", to_string(p.recompute));
+  if (!p.recompute_modules.empty())
+    flag("--recompute-modules", to_string(p.recompute_modules));
   flag("--attention", to_string(p.attention));
   flag("--schedule", to_string(p.schedule));
   flag("--chunks", std::to_string(p.schedule == Schedule::Interleaved ? p.chunks : 1));

@@ -405,5 +405,46 @@ TEST(ParallelFor, AWorkersExceptionIsRethrownOnTheCaller)
   EXPECT_EQ(sum, 45);
 }
 
+// MoE and MLA models climb Megatron-Core's recompute modules before full recompute (their recipes' elementwise
+// reruns, then the MLA up-projections, the dense and shared MLPs, the whole MoE MLP): Qwen3-30B-A3B at 8192 tokens on
+// 8 H100 fits mostly with layernorm + moe_act; every rung below a candidate's does not fit, and each rung stores less
+// than the one before.
+TEST(PlanSearch, MixtureOfExpertsClimbsTheRecomputeModulesBeforeFullRecompute)
+{
+  GptConfig model = find_catalog_model("qwen3-30b-a3b")->model;
+  model.seq_len = 8192;
+  SearchSpace space;
+  space.attention = AttentionKernel::Flash;
+  const int64_t hbm = 85'520'809'984; // H100 80 GB
+  const PlanEnumeration plans = enumerate_plans(model, 8, 64, 8, hbm, space);
+  ASSERT_FALSE(plans.fitting.empty());
+  const std::vector<std::string> ladder = {"none", "selective:layernorm+moe_act", "selective:layernorm+moe_act+moe",
+                                           "full"};
+  int with_modules = 0;
+  for (const PlanCandidate& c : plans.fitting) {
+    const std::string label = recompute_label(c.plan);
+    const auto rung = std::find(ladder.begin(), ladder.end(), label);
+    ASSERT_NE(rung, ladder.end()) << label << " is not a rung of the ladder";
+    with_modules += c.plan.recompute_modules.empty() ? 0 : 1;
+    int64_t previous_bytes = 0;
+    for (auto lower = ladder.begin(); lower != rung; ++lower) {
+      ParallelPlan cheaper = c.plan;
+      ASSERT_TRUE(parse_recompute_label(*lower, cheaper));
+      const int64_t bytes = busiest_stage_memory(model, cheaper).total_bytes;
+      EXPECT_GT(bytes, hbm) << *lower << " would have fitted: " << describe_plan(c.plan);
+      if (lower != ladder.begin())
+        EXPECT_LT(bytes, previous_bytes) << *lower;
+      previous_bytes = bytes;
+    }
+  }
+  EXPECT_GT(with_modules, 0);
+  // The label reads back; a module list only with selective.
+  ParallelPlan p;
+  EXPECT_TRUE(parse_recompute_label("selective:mla_up_proj+moe_act", p));
+  EXPECT_EQ(recompute_label(p), "selective:moe_act+mla_up_proj");
+  EXPECT_FALSE(parse_recompute_label("full:mlp", p));
+  EXPECT_FALSE(parse_recompute_label("selective:attn", p));
+}
+
 } // namespace
 } // namespace gputwin::sim

@@ -19,6 +19,38 @@ std::string to_string(Recompute r)
   return "?";
 }
 
+std::string recompute_label(const ParallelPlan& plan)
+{
+  if (plan.recompute_modules.empty())
+    return to_string(plan.recompute);
+  std::string modules = to_string(plan.recompute_modules);
+  std::replace(modules.begin(), modules.end(), ',', '+');
+  return to_string(plan.recompute) + ":" + modules;
+}
+
+bool parse_recompute_label(const std::string& text, ParallelPlan& plan)
+{
+  const size_t colon = text.find(':');
+  const std::optional<Recompute> recompute = parse_recompute(text.substr(0, colon));
+  if (!recompute)
+    return false;
+  RecomputeModules modules;
+  if (colon != std::string::npos) {
+    if (*recompute != Recompute::Selective)
+      return false;
+    std::string list = text.substr(colon + 1);
+    std::replace(list.begin(), list.end(), '+', ',');
+    try {
+      modules = parse_recompute_modules(list, "recompute");
+    } catch (const InputError&) {
+      return false;
+    }
+  }
+  plan.recompute = *recompute;
+  plan.recompute_modules = modules;
+  return true;
+}
+
 bool recomputes(const ParallelPlan& plan, RecomputeModule m)
 {
   return plan.recompute == Recompute::Selective && plan.recompute_modules.has(m);

@@ -40,6 +40,47 @@ bool is_valid(const GptConfig& model, const ParallelPlan& plan)
   }
 }
 
+// The recomputes a search tries, cheapest first: none; the paper's selective (the unfused core; a fused kernel keeps
+// nothing for it to drop); for MoE and MLA models Megatron-Core's modules as their recipes use them (NeMo and
+// Megatron-Bridge DeepSeek-V3, Qwen3, GPT-OSS): the elementwise reruns (layernorm, moe_act), + mla_up_proj, + the
+// dense and shared-expert MLPs, + the whole MoE MLP; then full recompute.
+std::vector<std::pair<Recompute, RecomputeModules>> recompute_ladder(const GptConfig& model, const ParallelPlan& plan)
+{
+  std::vector<std::pair<Recompute, RecomputeModules>> ladder{{Recompute::None, {}}};
+  if (plan.attention == AttentionKernel::Unfused)
+    ladder.push_back({Recompute::Selective, {}});
+  if (model.moe.enabled() || model.mla.enabled()) {
+    // The modules that rerun something in this model (recompute_modules.hpp).
+    const auto applies = [&](RecomputeModule m) {
+      switch (m) {
+      case RecomputeModule::MoeAct:
+      case RecomputeModule::Moe: return model.moe.enabled();
+      case RecomputeModule::MlaUpProj: return model.mla.enabled();
+      case RecomputeModule::Mlp: return model.moe_layer_count() < model.layers;
+      case RecomputeModule::SharedExperts: return model.moe.shared_width() > 0;
+      default: return true;
+      }
+    };
+    RecomputeModules modules;
+    for (const std::initializer_list<RecomputeModule> add :
+         {std::initializer_list<RecomputeModule>{RecomputeModule::Layernorm, RecomputeModule::MoeAct},
+          {RecomputeModule::MlaUpProj},
+          {RecomputeModule::Mlp, RecomputeModule::SharedExperts},
+          {RecomputeModule::Moe}}) {
+      RecomputeModules next = modules;
+      for (const RecomputeModule m : add)
+        if (applies(m))
+          next.add(m);
+      if (next == modules)
+        continue;
+      modules = next;
+      ladder.push_back({Recompute::Selective, modules});
+    }
+  }
+  ladder.push_back({Recompute::Full, {}});
+  return ladder;
+}
+
 // One shape of enumerate_shapes: counted when valid, then the lowest ZeRO stage tried (1, or with `sharded` 1, 2, 3)
 // with its cheapest recompute that fits `hbm_bytes`; the least-memory plan of all kept in out.smallest.
 void fit_shape(const GptConfig& model, ParallelPlan plan, int64_t hbm_bytes, const SearchSpace& space, bool sharded,
@@ -58,8 +99,9 @@ void fit_shape(const GptConfig& model, ParallelPlan plan, int64_t hbm_bytes, con
     if (fitted || !is_valid(model, plan))
       continue;
     const WorkloadOptions options = space.overlaps ? applicable_overlaps(plan) : WorkloadOptions{};
-    for (const Recompute recompute : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+    for (const auto& [recompute, modules] : recompute_ladder(model, plan)) {
       plan.recompute = recompute;
+      plan.recompute_modules = modules;
       const int64_t peak = busiest_stage_memory(model, plan).total_bytes;
       if (!have_smallest || peak < out.smallest.peak_memory_bytes) {
         out.smallest = {plan, peak, options};

@@ -16,7 +16,7 @@ namespace {
 // One plan in the table's plan column: "tp 8 cp 2 pp 4 dp 2 mb 1 interleaved v2 selective sp zero1 fp8".
 std::string plan_cell(const ParallelPlan& p)
 {
-  char text[128];
+  char text[256];
   const std::string tp_cp =
       "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "") +
       (p.ep > 1 || p.etp > 0 ? " ep " + std::to_string(p.ep) + " etp " + std::to_string(p.expert_tp()) : "");
@@ -24,7 +24,7 @@ std::string plan_cell(const ParallelPlan& p)
                 static_cast<long long>(p.pp), static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch),
                 to_string(p.schedule).c_str(),
                 p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                to_string(p.recompute).c_str(), p.sequence_parallel() ? " sp" : "",
+                recompute_label(p).c_str(), p.sequence_parallel() ? " sp" : "",
                 p.fsdp         ? " fsdp"
                 : p.zero_stage ? (" zero" + std::to_string(p.zero_stage)).c_str()
                                : "",
@@ -49,7 +49,7 @@ void write_search_csv(std::ostream& out, const std::vector<SimulatedCandidate>& 
         "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld,%lld,%s,%d,%d,%d\n", i + 1,
         static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
         static_cast<long long>(p.micro_batch), static_cast<long long>(p.effective_global_batch()),
-        to_string(p.schedule).c_str(), static_cast<long long>(p.chunks), to_string(p.recompute).c_str(),
+        to_string(p.schedule).c_str(), static_cast<long long>(p.chunks), recompute_label(p).c_str(),
         p.sequence_parallel() ? 1 : 0, p.zero_stage, to_string(p.attention).c_str(), r.report.iteration_time_s,
         r.estimate.iteration_time_s, r.report.tokens_per_s, r.report.mfu, r.report.bubble_fraction,
         r.report.exposed_comm_s, static_cast<long long>(r.estimate.candidate.peak_memory_bytes),
@@ -94,15 +94,19 @@ void print_search_table(std::ostream& out, const GptConfig& model, const SearchR
                        [](const PlanCandidate& c) { return any_overlap(c.options); })
       << " of all with overlaps that apply, tried where they could rank), " << ruled_out
       << " ruled out by a lower bound (compute alone or contention-free); best " << ranked.size() << " simulated\n\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "%4s  %-58s %-9s %-13s %10s %10s %12s %6s %7s %9s %8s\n", "rank", "plan",
+  // The plan column as wide as its longest cell (recompute modules lengthen it), 58 at least.
+  int plan_width = 58;
+  for (const SimulatedCandidate& r : ranked)
+    plan_width = std::max(plan_width, static_cast<int>(plan_cell(r.estimate.candidate.plan).size()));
+  char line[768];
+  std::snprintf(line, sizeof line, "%4s  %-*s %-9s %-13s %10s %10s %12s %6s %7s %9s %8s\n", "rank", plan_width, "plan",
                 "attention", "overlaps", "sim s", "est s", "tokens/s", "MFU", "bubble", "exp.comm", "mem GiB");
   out << line;
   for (size_t i = 0; i < ranked.size(); ++i) {
     const SimulatedCandidate& r = ranked[i];
     const ParallelPlan& p = r.estimate.candidate.plan;
-    std::snprintf(line, sizeof line, "%4zu  %-58s %-9s %-13s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1,
-                  plan_cell(p).c_str(), to_string(p.attention).c_str(),
+    std::snprintf(line, sizeof line, "%4zu  %-*s %-9s %-13s %10.4f %10.4f %12.0f %5.1f%% %7.3f %9.4f %8s\n", i + 1,
+                  plan_width, plan_cell(p).c_str(), to_string(p.attention).c_str(),
                   overlaps_text(r.estimate.candidate.options).c_str(), r.report.iteration_time_s,
                   r.estimate.iteration_time_s, r.report.tokens_per_s, 100 * r.report.mfu, r.report.bubble_fraction,
                   r.report.exposed_comm_s,

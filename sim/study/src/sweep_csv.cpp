@@ -141,11 +141,9 @@ SweepRow parse_csv_row(const std::string& record, const std::string& where, cons
                      printable_excerpt(cell(13)) + "'");
   r.plan.schedule = *schedule;
   r.plan.chunks = integer(14, 1);
-  const std::optional<Recompute> recompute = parse_recompute(cell(15));
-  if (!recompute)
-    throw InputError("--merge: " + where + ": recompute: expected none|selective|full, got '" +
-                     printable_excerpt(cell(15)) + "'");
-  r.plan.recompute = *recompute;
+  if (!parse_recompute_label(cell(15), r.plan))
+    throw InputError("--merge: " + where + ": recompute: expected none|selective|full (selective:MODULE+MODULE...), "
+                     "got '" + printable_excerpt(cell(15)) + "'");
   r.peak_memory_bytes = integer(16, 0);
   number(17, true); // scaling_efficiency: recomputed over every file by the merge
   r.point = static_cast<size_t>(integer(18, 0));
@@ -242,7 +240,7 @@ void write_sweep_csv(std::ostream& out, const SweepIdentity& identity, const std
         << ',' << csv_number("%.17g", r.iteration_time_s) << ',' << csv_number("%.17g", r.tokens_per_s) << ','
         << csv_number("%.6g", r.mfu) << ',' << csv_number("%.17g", r.time_to_train_s) << ','
         << csv_number("%.17g", r.gpu_hours) << ',' << csv_number("%.17g", r.cost) << ',' << csv_text(r.model) << ','
-        << to_string(p.schedule) << ',' << p.chunks << ',' << to_string(p.recompute) << ',' << r.peak_memory_bytes
+        << to_string(p.schedule) << ',' << p.chunks << ',' << recompute_label(p) << ',' << r.peak_memory_bytes
         << ',' << csv_number("%.6g", r.scaling_efficiency) << ',' << r.point << ',' << to_string(p.attention) << ','
         << p.cp << ',' << precision_csv_cell(p) << ',' << (r.options.tp_comm_overlap ? 1 : 0) << ','
         << (r.options.overlap_grad_reduce ? 1 : 0) << ',' << (r.options.overlap_param_gather ? 1 : 0) << '\n';

@@ -3,6 +3,7 @@
 #include "gputwin/common/json_writer.hpp"
 #include "gputwin/sim/report_json.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -14,12 +15,12 @@ namespace {
 // One plan in the table's plan column: "tp 8 cp 2 pp 4 dp 2 mb 1 interleaved v2 selective fp8".
 std::string plan_cell(const ParallelPlan& p)
 {
-  char text[128];
+  char text[256];
   const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
   std::snprintf(text, sizeof text, "%s pp %lld dp %lld mb %lld %s%s %s%s", tp_cp.c_str(), static_cast<long long>(p.pp),
                 static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch), to_string(p.schedule).c_str(),
                 p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                to_string(p.recompute).c_str(), p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
+                recompute_label(p).c_str(), p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
   return text;
 }
 
@@ -27,17 +28,21 @@ std::string plan_cell(const ParallelPlan& p)
 
 void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows)
 {
-  char line[512];
-  std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-52s %-9s %-13s %9s %12s %6s %10s %12s %12s %7s\n", "model",
-                "cluster", "GPUs", "best plan", "attention", "overlaps", "iter s", "tokens/s", "MFU", "train days",
+  // The plan column as wide as its longest cell (recompute modules lengthen it), 52 at least.
+  int plan_width = 52;
+  for (const SweepRow& r : rows)
+    plan_width = std::max(plan_width, static_cast<int>(plan_cell(r.plan).size()));
+  char line[768];
+  std::snprintf(line, sizeof line, "%-12s %-10s %6s  %-*s %-9s %-13s %9s %12s %6s %10s %12s %12s %7s\n", "model",
+                "cluster", "GPUs", plan_width, "best plan", "attention", "overlaps", "iter s", "tokens/s", "MFU", "train days",
                 "GPU-hours", "cost", "scaling");
   out << line;
   for (const SweepRow& r : rows) {
     const ParallelPlan& p = r.plan;
     const std::string scaling =
         std::isfinite(r.scaling_efficiency) ? csv_number("%.1f%%", 100 * r.scaling_efficiency) : "-";
-    std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-52s %-9s %-13s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
-                  r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_cell(p).c_str(),
+    std::snprintf(line, sizeof line, "%-12s %-10s %6lld  %-*s %-9s %-13s %9.4f %12.0f %5.1f%% %10s %12s %12s %7s\n",
+                  r.model.c_str(), r.cluster.c_str(), static_cast<long long>(r.gpus), plan_width, plan_cell(p).c_str(),
                   to_string(p.attention).c_str(), overlaps_text(r.options).c_str(), r.iteration_time_s, r.tokens_per_s,
                   100 * r.mfu, csv_number("%.2f", r.time_to_train_s / 86400).c_str(),
                   csv_number("%.0f", r.gpu_hours).c_str(), csv_number("%.0f", r.cost).c_str(), scaling.c_str());

@@ -152,6 +152,11 @@ struct ParallelPlan {
 };
 
 std::string to_string(Recompute r);
+// The recompute of a plan in one table or CSV cell: "none", "selective", "full", or with recompute modules
+// "selective:mla_up_proj+moe_act" (Megatron-Core's names, '+'-separated so that the cell holds no comma).
+std::string recompute_label(const ParallelPlan& plan);
+// Reads recompute_label's text into plan.recompute and plan.recompute_modules; false when it is not one.
+bool parse_recompute_label(const std::string& text, ParallelPlan& plan);
 // Whether backward reruns module m (Recompute::Selective with m in recompute_modules).
 bool recomputes(const ParallelPlan& plan, RecomputeModule m);
 // Whether backward reruns the attention core's forward: "core_attn" listed (whichever kernel: Megatron-Core
