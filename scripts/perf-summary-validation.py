@@ -26,8 +26,11 @@ their system and precision (src/megatron/bridge/perf_recipes/deepseek/<system>/d
 cfg.model.recompute_modules; Megatron-Core's selective granularity, gputwin --recompute-modules). Those are today's
 recipes: which of them each older release ran is not published.
 
+With --framework=FILE every row runs with that host profile (a framework YAML, e.g.
+tests/fuzz/corpus/framework_yaml/moe-expert-host.yaml: sim/README.md "Host issue model").
+
 Usage: scripts/perf-summary-validation.py [GPUTWIN_BINARY] [--full] [--a2a-overlap] [--recipe-recompute]
-(default build/gputwin; --estimate unless --full).
+[--framework=FILE] (default build/gputwin; --estimate unless --full).
 Prints one line per row and the MAPE per system and per model family.
 """
 import collections
@@ -128,6 +131,7 @@ def main():
     full = "--full" in sys.argv
     a2a_overlap = "--a2a-overlap" in sys.argv
     recipe_recompute = "--recipe-recompute" in sys.argv
+    framework = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--framework=")]
     positional = [a for a in sys.argv[1:] if not a.startswith("--")]
     binary = positional[0] if positional else os.path.join(ROOT, "build", "gputwin")
     by_system, by_family = collections.defaultdict(list), collections.defaultdict(list)
@@ -138,7 +142,8 @@ def main():
             print("%-70s skipped (not in the catalogue)" % case)
             continue
         measured_s = int(r["gbs"]) * int(r["seq_len"]) / (float(r["tokens_per_s_per_gpu"]) * int(r["gpus"]))
-        out = subprocess.run([binary] + args_of(r, full, a2a_overlap, recipe_recompute), capture_output=True, text=True)
+        out = subprocess.run([binary] + args_of(r, full, a2a_overlap, recipe_recompute) +
+                             (["--framework", framework[-1]] if framework else []), capture_output=True, text=True)
         if out.returncode != 0:
             print("%-70s error: %s" % (case, (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]))
             continue
