@@ -85,18 +85,25 @@ TEST(ConfigsInCli, MegatronGptThreeRunsThePapersPlan)
     EXPECT_EQ(count(notes.output, ignored), 1U) << ignored << " in " << notes.output;
 }
 
+// `memory --megatron-args FILE` on dgx-h100 prints exactly the report of `memory FLAGS`.
+void expect_memory_report_of_file_is_its_flags(const std::string& file_name, const std::string& flags)
+{
+  SCOPED_TRACE(file_name);
+  const CliResult file =
+      run_gputwin("memory --megatron-args " + megatron_dir + file_name + " --cluster dgx-h100 --json", false);
+  const CliResult expanded = run_gputwin("memory " + flags + " --cluster dgx-h100 --json", false);
+  ASSERT_EQ(file.exit_code, 0) << file.output;
+  ASSERT_EQ(expanded.exit_code, 0) << expanded.output;
+  EXPECT_EQ(file.output, expanded.output);
+}
+
 // Llama 3 70B as Megatron-Core runs it: the same report as the flags the file stands for.
 TEST(ConfigsInCli, MegatronLlamaIsItsFlags)
 {
-  const CliResult file =
-      run_gputwin("memory --megatron-args " + megatron_dir + "llama3-70b.args --cluster dgx-h100 --json", false);
-  const CliResult flags = run_gputwin("memory --model llama3-70b --cluster dgx-h100 --tp 8 --pp 4 --schedule interleaved "
-                                      "--chunks 5 --cp 2 --dp 2 --micro-batch 1 --global-batch 128 --sp --zero 1 --fp8 "
-                                      "--fp8-param-gather --attention flash --json",
-                                      false);
-  ASSERT_EQ(file.exit_code, 0) << file.output;
-  ASSERT_EQ(flags.exit_code, 0) << flags.output;
-  EXPECT_EQ(file.output, flags.output);
+  expect_memory_report_of_file_is_its_flags("llama3-70b.args",
+                                            "--model llama3-70b --tp 8 --pp 4 --schedule interleaved --chunks 5 --cp 2 "
+                                            "--dp 2 --micro-batch 1 --global-batch 128 --sp --zero 1 --fp8 "
+                                            "--fp8-param-gather --attention flash");
   // memory has no overlap switches: the file's are named, not lost.
   const CliResult notes =
       run_gputwin("memory --megatron-args " + megatron_dir + "llama3-70b.args --cluster dgx-h100 --json", true);
@@ -110,17 +117,11 @@ TEST(ConfigsInCli, MegatronLlamaIsItsFlags)
 // flags the file stands for, report for report.
 TEST(ConfigsInCli, MegatronDeepSeekIsItsFlags)
 {
-  const CliResult file =
-      run_gputwin("memory --megatron-args " + megatron_dir + "deepseek-v3.args --cluster dgx-h100 --json", false);
-  const CliResult flags =
-      run_gputwin("memory --model deepseek-v3 --cluster dgx-h100 --tp 2 --pp 8 --pp-first-stage-layers 7 "
-                  "--pp-last-stage-layers 6 --dp 32 --ep 64 --etp 1 --micro-batch 1 --global-batch 4096 --sp --zero 1 "
-                  "--attention flash --moe-dispatcher alltoall --moe-capacity-factor 1 --recompute-modules mla_up_proj "
-                  "--cross-entropy-fusion --json",
-                  false);
-  ASSERT_EQ(file.exit_code, 0) << file.output;
-  ASSERT_EQ(flags.exit_code, 0) << flags.output;
-  EXPECT_EQ(file.output, flags.output);
+  expect_memory_report_of_file_is_its_flags(
+      "deepseek-v3.args", "--model deepseek-v3 --tp 2 --pp 8 --pp-first-stage-layers 7 --pp-last-stage-layers 6 "
+                          "--dp 32 --ep 64 --etp 1 --micro-batch 1 --global-batch 4096 --sp --zero 1 --attention flash "
+                          "--moe-dispatcher alltoall --moe-capacity-factor 1 --recompute-modules mla_up_proj "
+                          "--cross-entropy-fusion");
 }
 
 TEST(ConfigsInCli, BadFilesAreOneLineErrors)

@@ -69,6 +69,13 @@ double all_layers_forward_flops(const GptConfig& model, int64_t samples)
   return total + mtp * (layer_forward_flops(model, samples, model.layers - 1) + 2.0 * B * s * 2.0 * h * h);
 }
 
+// The share of the dense s^2 attention core a causal fused kernel computes: its tiles on or below the diagonal, or
+// on one context-parallel rank half of its load-balanced share.
+double fused_core_fraction(const GptConfig& model, int64_t cp)
+{
+  return cp > 1 ? 0.5 : causal_tile_fraction(model.seq_len, flash_tile_tokens);
+}
+
 bool uniform_layers(const GptConfig& model)
 {
   return !model.moe.enabled() && !model.mla.enabled();
@@ -138,7 +145,7 @@ double hardware_flops_per_iteration(const GptConfig& model, int64_t global_batch
     // what the causal fused kernels execute of it: forward 2 products, backward 5 (Q K^T again inside it),
     // each over the computed tile fraction (one context-parallel rank: half of its load-balanced share).
     const double dense_core = 12.0 * B * L * s * s * h;
-    const double fraction = cp > 1 ? 0.5 : causal_tile_fraction(model.seq_len, flash_tile_tokens);
+    const double fraction = fused_core_fraction(model, cp);
     const double executed_core = 14.0 * B * L * s * s * h * fraction;
     const double skipped = 4.0 * B * s * s * h * (1.0 - fraction); // per layer, of the rerun forward's core
     double rerun = 0.0;
@@ -166,9 +173,7 @@ RecomputeModuleFlops recompute_module_flops(const GptConfig& model, int64_t glob
   double core = 0;
   const auto layer = [&](int64_t l) {
     if (recomputes(plan, RecomputeModule::CoreAttn)) {
-      const double fraction = plan.attention != AttentionKernel::Flash ? 1.0
-                              : plan.cp > 1                            ? 0.5
-                                  : causal_tile_fraction(model.seq_len, flash_tile_tokens);
+      const double fraction = plan.attention == AttentionKernel::Flash ? fused_core_fraction(model, plan.cp) : 1.0;
       core += attention_core_forward_flops(model, global_batch) * fraction;
     }
     if (model.mla.enabled() && recomputes(plan, RecomputeModule::MlaUpProj)) {

@@ -132,11 +132,18 @@ int64_t inside_attention_bytes(const GptConfig& model, const ParallelPlan& plan)
   return checked_sum(bytes, checked_product({4, sb(model, plan, model.kv_dim())}, "activations"), "activations");
 }
 
+// What an MLP of width f (a dense layer's, or the shared experts') stores inside its TP region, before the split by
+// t: fc1's output (2 s b f', f' = 2f for SwiGLU) and the activation output that is fc2's input (2 s b f, FP8 s b f).
+int64_t mlp_inside_bytes(const GptConfig& model, const ParallelPlan& plan, int64_t f)
+{
+  const int64_t fc1 = model.activation == Activation::SwiGlu ? 2 * f : f;
+  return checked_sum(checked_product({2, sb(model, plan, fc1)}, "activations"),
+                     linear_input_bytes(plan, sb(model, plan, f)), "activations");
+}
+
 int64_t inside_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
 {
-  int64_t bytes = inside_attention_bytes(model, plan);
-  bytes = checked_sum(bytes, checked_product({2, sb(model, plan, model.fc1_width())}, "activations"), "activations");
-  return checked_sum(bytes, linear_input_bytes(plan, sb(model, plan, model.ffn())), "activations");
+  return checked_sum(inside_attention_bytes(model, plan), mlp_inside_bytes(model, plan, model.ffn()), "activations");
 }
 
 int64_t no_recompute_layer_bytes(const GptConfig& model, const ParallelPlan& plan)
@@ -177,13 +184,7 @@ int64_t moe_mlp_bytes(const GptConfig& model, const ParallelPlan& plan, double m
   const int64_t per_copy = linear_input_bytes(plan, model.hidden) + 2 * model.hidden +
                            (2 * fc1e + linear_input_bytes(plan, m.expert_ffn_hidden)) / etp;
   const int64_t routed = checked_product({routed_copies(model, plan, max_rank_load), per_copy}, "activations");
-  int64_t shared = 0;
-  if (const int64_t fs = m.shared_width(); fs > 0) {
-    const int64_t fc1s = model.activation == Activation::SwiGlu ? 2 * fs : fs;
-    shared = checked_sum(checked_product({2 * fc1s, sb(model, plan, 1)}, "activations"),
-                         linear_input_bytes(plan, sb(model, plan, fs)), "activations") /
-             plan.tp;
-  }
+  const int64_t shared = m.shared_width() > 0 ? mlp_inside_bytes(model, plan, m.shared_width()) / plan.tp : 0;
   return checked_sum(checked_sum(router, shared, "activations"), routed, "activations");
 }
 
@@ -243,11 +244,7 @@ DroppedBytes recompute_modules_dropped(const GptConfig& model, const ParallelPla
   }
   if (!moe_layer) {
     if (recomputes(plan, RecomputeModule::Mlp)) // fc1's input (the fused norm's output), fc1's and the activation's
-      add(d.mlp, checked_sum(norm,
-                             checked_sum(checked_product({2, sb(model, plan, model.fc1_width())}, "activations"),
-                                         linear_input_bytes(plan, sb(model, plan, model.ffn())), "activations") /
-                                 plan.tp,
-                             "activations"));
+      add(d.mlp, checked_sum(norm, mlp_inside_bytes(model, plan, model.ffn()) / plan.tp, "activations"));
     return d;
   }
   if (recomputes(plan, RecomputeModule::Layernorm))
@@ -257,12 +254,8 @@ DroppedBytes recompute_modules_dropped(const GptConfig& model, const ParallelPla
     return d;
   }
   const MoeConfig& m = model.moe;
-  if (const int64_t fs = m.shared_width(); fs > 0 && recomputes(plan, RecomputeModule::SharedExperts)) {
-    const int64_t fc1s = model.activation == Activation::SwiGlu ? 2 * fs : fs;
-    add(d.mlp, checked_sum(checked_product({2 * fc1s, sb(model, plan, 1)}, "activations"),
-                           linear_input_bytes(plan, sb(model, plan, fs)), "activations") /
-                   plan.tp);
-  }
+  if (m.shared_width() > 0 && recomputes(plan, RecomputeModule::SharedExperts))
+    add(d.mlp, mlp_inside_bytes(model, plan, m.shared_width()) / plan.tp);
   if (recomputes(plan, RecomputeModule::MoeAct)) // the activation output, the expert fc2's input, per routed copy
     add(d.mlp, checked_product({routed_copies(model, plan, max_rank_load),
                                 linear_input_bytes(plan, m.expert_ffn_hidden) / plan.expert_tp()},

@@ -486,14 +486,13 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g,
     moe_forward(e, s, g, overlap, true);
     return;
   }
-  column_parallel_forward(e, s, g.tp, OpName::Fc1Fwd, overlap);
-  e.compute(activation_forward_op(s.activation), s);
-  row_parallel_forward(e, s, g.tp, OpName::Fc2Fwd, OpName::DropoutAddFwd, overlap);
+  e.compute(OpName::DropoutAddFwd, s, after(dense_mlp_forward(e, s, g.tp, overlap)));
 }
 
 LayerRecompute layer_recompute(const ParallelPlan& plan)
 {
   LayerRecompute r;
+  r.whole_layer = plan.recompute == Recompute::Full;
   r.attention_core = recomputes_attention_core(plan);
   r.layernorm = recomputes(plan, RecomputeModule::Layernorm);
   r.expert_activation = recomputes(plan, RecomputeModule::MoeAct);
@@ -507,6 +506,9 @@ LayerRecompute layer_recompute(const ParallelPlan& plan)
 void emit_layer_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& groups, const LayerRecompute& recompute,
                          TpCommOverlap overlap)
 {
+  // Full recompute: the layer's forward again, collectives (and their overlap) included, before its backward.
+  if (recompute.whole_layer)
+    rerun(e, [&] { emit_layer_forward(e, s, groups, overlap); });
   const int32_t g = groups.tp;
   // MLP block, from its output back (without dropout the residual add's backward is the identity: no kernel).
   if (s.dropout)

@@ -169,8 +169,7 @@ public:
   // chunked and overlapped with their TP communication; with t = 1 or without SP nothing changes).
   AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan, bool tp_comm_overlap,
                    std::shared_ptr<const ExpertLoads> loads)
-      : model_(model), shape_(layer_shape(model, plan)), full_recompute_(plan.recompute == Recompute::Full),
-        recompute_(layer_recompute(plan)), overlap_{tp_comm_overlap},
+      : model_(model), shape_(layer_shape(model, plan)), recompute_(layer_recompute(plan)), overlap_{tp_comm_overlap},
         loads_(std::move(loads))
   {
   }
@@ -182,15 +181,7 @@ public:
   }
   void layer_backward(OpEmitter& e, const LayerGroups& g) const override
   {
-    const LayerShape s = shape_of(e.layer());
-    if (full_recompute_) {
-      // Full recompute: the layer's forward again, collectives (and their overlap) included, before its backward.
-      const traces::Phase phase = e.phase();
-      e.set_phase(traces::Phase::Recompute);
-      emit_layer_forward(e, s, g, overlap_);
-      e.set_phase(phase);
-    }
-    emit_layer_backward(e, s, g, recompute_, overlap_);
+    emit_layer_backward(e, shape_of(e.layer()), g, recompute_, overlap_);
   }
   void output_forward(OpEmitter& e, int32_t g) const override { emit_output_forward(e, shape_, g); }
   void output_backward(OpEmitter& e, int32_t g) const override { emit_output_backward(e, shape_, g); }
@@ -210,7 +201,6 @@ private:
 
   GptConfig model_;
   LayerShape shape_;
-  bool full_recompute_;
   LayerRecompute recompute_;
   TpCommOverlap overlap_;
   std::shared_ptr<const ExpertLoads> loads_;

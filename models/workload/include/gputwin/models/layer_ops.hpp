@@ -46,7 +46,8 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& gr
 // AttentionKernel::Flash, one fused op each way, `attn.flash.fwd` and `attn.flash.bwd`, costed by
 // flash_attention_cost.hpp (causal tiles only; backward 2.5 x forward FLOPs with its internal Q K^T recompute).
 
-// What a layer's backward reruns (phase Recompute) before the ops that need it, from the plan's selective recompute
+// What a layer's backward reruns (phase Recompute) before the ops that need it: with full recompute its whole forward
+// first (whole_layer, collectives and their overlap included); with selective recompute the pieces the plan names
 // (ParallelPlan::recompute_modules, recompute_modules.hpp), each where Megatron-Core's checkpoint reruns it -- when
 // backward reaches the module's output (or, for the output-discarding ones, its consumer's output):
 //   attention_core     the attention core's forward (unfused ops, or the fused kernel with its CP ring) before its
@@ -59,6 +60,7 @@ void emit_layer_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& gr
 //   moe                a MoE layer's router, permute, dispatch, experts, combine, unpermute and shared experts
 //   shared_experts     the shared experts' fc1 (with its SP gather), activation and fc2 (with its reduction)
 struct LayerRecompute {
+  bool whole_layer = false;
   bool attention_core = false;
   bool layernorm = false;
   bool expert_activation = false;
@@ -67,7 +69,7 @@ struct LayerRecompute {
   bool moe = false;
   bool shared_experts = false;
 };
-// The plan's (all false unless Recompute::Selective; full recompute reruns the whole layer instead).
+// The plan's: whole_layer alone with Recompute::Full, the pieces with Recompute::Selective, nothing with None.
 LayerRecompute layer_recompute(const ParallelPlan& plan);
 
 // Backward of one layer, with the reruns `recompute` names (flash attention without "core_attn" has nothing to rerun:
