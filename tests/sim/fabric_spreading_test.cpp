@@ -92,8 +92,9 @@ TEST(FabricSpreading, AdaptiveRoutingAcrossPodsOfAThreeLevelTree)
   // Each bundle carries what it stands for: a leaf's 4 uplinks; a pod's 4 aggregation switches' 4 core uplinks.
   for (const int link : g.route(0, 12 * 8)) {
     const topo::Link& l = g.links()[static_cast<size_t>(link)];
-    if (l.kind == topo::LinkKind::Fabric)
+    if (l.kind == topo::LinkKind::Fabric) {
       EXPECT_DOUBLE_EQ(l.bytes_per_s, (l.name.find("cores") != std::string::npos ? 16 : 4) * 25e9) << l.name;
+    }
   }
 }
 

@@ -6,11 +6,12 @@
 #include "gputwin/sim/lone_transfer.hpp"
 #include "gputwin/sim/stage_accounting.hpp"
 
+#include "wake_signal.hpp"
+
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -22,20 +23,22 @@ namespace gputwin::sim {
 namespace {
 
 // An actor of a program (its host or one of its streams) blocked until one op has ended or has been issued.
-// Each actor waits on its own condition variable and is woken only by the event it waits for: with a
-// program-wide one every op's end would wake every stream of the rank to find it had nothing to do.
+// Each actor waits on its own signal and is woken only by the event it waits for: with a program-wide one every
+// op's end would wake every stream of the rank to find it had nothing to do. `wake` is what the actor blocks on,
+// whatever it waits for (this signal, a rendezvous, its GPU's load).
 struct Waiter {
   enum class For { Nothing, OpDone, OpIssued };
   For waits_for = For::Nothing;
   size_t op = 0;
-  sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
+  ActorWake wake;
+  WakeSignal signal;
 };
 
 // A point where actors wait for one event: a collective's completion or a message's arrival.
 struct Rendezvous {
   int arrived = 0;
   bool done = false;
-  sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
+  WakeSignal signal;
   // Interference (sim/interference.hpp): a collective's member programs; a message's flows while they move, the
   // program waiting for it and the load its arrival puts there.
   std::vector<size_t> programs;
@@ -60,7 +63,6 @@ public:
     platform_ = std::make_unique<SimgridPlatform>(graph, flow_pairs());
     runner_ = std::make_unique<FlowRunner>(*platform_, graph);
     runner_->set_flow_log(options_.flow_log);
-    mutex_ = sg4::Mutex::create(); // SimGrid objects only once the engine exists
     result_.platform_links = platform_->link_count();
     const size_t count = result_.programs.size();
     result_.stages.resize(count);
@@ -85,29 +87,32 @@ public:
       load_.assign(count, CommLoad{});
       in_flight_.assign(count, 0);
       for (size_t p = 0; p < count; ++p)
-        load_cv_.push_back(sg4::ConditionVariable::create());
+        load_signal_.emplace_back();
     }
   }
 
   void run()
   {
     waiters_.resize(result_.programs.size());
+    stream_ops_.resize(result_.programs.size());
     for (size_t p = 0; p < result_.programs.size(); ++p) {
       std::map<int32_t, std::vector<size_t>> by_stream;
       const auto& ops = result_.programs[p].ops;
       for (size_t i = 0; i < ops.size(); ++i)
         by_stream[ops[i].stream].push_back(i);
       waiters_[p] = std::vector<Waiter>(by_stream.size() + 1); // one per stream, the last for the host
+      for (auto& [stream, indices] : by_stream)
+        stream_ops_[p].push_back(std::move(indices));
       if (hosts_.empty())
         issued_[p] = ops.size();
       else
         sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".host",
                            platform_->host(result_.programs[p].rank), [this, p] { run_host(p); });
       size_t w = 0;
-      for (auto& [stream, indices] : by_stream)
+      for (const auto& [stream, unused] : by_stream)
         sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".stream" + std::to_string(stream),
                            platform_->host(result_.programs[p].rank),
-                           [this, p, w = w++, list = std::move(indices)] { run_stream(p, w, list); });
+                           [this, p, w = w++] { run_stream(p, w, stream_ops_[p][w]); });
     }
     platform_->engine().run();
   }
@@ -217,13 +222,13 @@ private:
 
   // Blocks actor `w` of program p until `until` holds, woken by the event it names.
   template <class Until>
-  void block(size_t p, size_t w, Waiter::For event, size_t op, Until until, std::unique_lock<sg4::Mutex>& lock)
+  void block(size_t p, size_t w, Waiter::For event, size_t op, Until until)
   {
     Waiter& waiter = waiters_[p][w];
     waiter.waits_for = event;
     waiter.op = op;
     while (!until())
-      waiter.cv->wait(lock);
+      waiter.signal.wait(waiter.wake);
     waiter.waits_for = Waiter::For::Nothing;
   }
 
@@ -232,7 +237,7 @@ private:
     done_[p][i] = true;
     for (Waiter& w : waiters_[p])
       if (w.waits_for == Waiter::For::OpDone && w.op == i)
-        w.cv->notify_all();
+        w.signal.notify_all();
   }
 
   void ops_issued(size_t p, size_t count)
@@ -240,15 +245,15 @@ private:
     issued_[p] = count;
     for (Waiter& w : waiters_[p])
       if (w.waits_for == Waiter::For::OpIssued && w.op < count)
-        w.cv->notify_all();
+        w.signal.notify_all();
   }
 
-  void wait_for_deps(size_t p, size_t w, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
+  void wait_for_deps(size_t p, size_t w, const traces::Op& op)
   {
     for (const int64_t d : op.deps) {
       const size_t dep = static_cast<size_t>(d);
       if (!done_[p][dep])
-        block(p, w, Waiter::For::OpDone, dep, [&] { return done_[p][dep]; }, lock);
+        block(p, w, Waiter::For::OpDone, dep, [&] { return done_[p][dep]; });
     }
   }
 
@@ -264,22 +269,22 @@ private:
   // they cost no simulated events; there the host actor waits until every op issued so far has ended.
   void run_host(size_t p)
   {
-    std::unique_lock<sg4::Mutex> lock(*mutex_);
     HostIssue& host = host_issue_[p];
-    size_t done_prefix = 0;
     const size_t me = waiters_[p].size() - 1;
     for (;;) {
       host.issue_to_sync();
       ops_issued(p, host.issued());
       if (!host.waits())
         return;
-      for (;;) {
-        while (done_prefix < host.issued() && done_[p][done_prefix])
-          ++done_prefix;
-        if (done_prefix == host.issued())
-          break;
-        const size_t awaited = done_prefix;
-        block(p, me, Waiter::For::OpDone, awaited, [&] { return bool(done_[p][awaited]); }, lock);
+      // Every op issued so far has ended when the last issued op of each stream has: a stream runs its ops in order.
+      // (One wait per stream, not one per op still running.)
+      for (const std::vector<size_t>& stream : stream_ops_[p]) {
+        const auto after = std::lower_bound(stream.begin(), stream.end(), host.issued());
+        if (after == stream.begin())
+          continue;
+        const size_t awaited = *(after - 1);
+        if (!done_[p][awaited])
+          block(p, me, Waiter::For::OpDone, awaited, [&] { return bool(done_[p][awaited]); });
       }
       host.resume(sg4::Engine::get_clock());
     }
@@ -291,33 +296,29 @@ private:
     return hosts_.empty() ? 0.0 : host_issue_[p].earliest_start_s(i);
   }
 
-  void wait_for_issue(size_t p, size_t w, size_t i, std::unique_lock<sg4::Mutex>& lock)
+  void wait_for_issue(size_t p, size_t w, size_t i)
   {
     if (issued_[p] <= i)
-      block(p, w, Waiter::For::OpIssued, i, [&] { return issued_[p] > i; }, lock);
+      block(p, w, Waiter::For::OpIssued, i, [&] { return issued_[p] > i; });
     const double earliest = earliest_start_s(p, i);
-    if (earliest > sg4::Engine::get_clock()) {
-      lock.unlock();
+    if (earliest > sg4::Engine::get_clock())
       sg4::this_actor::sleep_until(earliest);
-      lock.lock();
-    }
   }
 
   void run_stream(size_t p, size_t w, const std::vector<size_t>& indices)
   {
-    std::unique_lock<sg4::Mutex> lock(*mutex_);
     const auto& ops = result_.programs[p].ops;
     const int32_t rank = result_.programs[p].rank;
     for (size_t k = 0; k < indices.size();) {
       const size_t i = indices[k];
       const traces::Op& op = ops[i];
-      wait_for_issue(p, w, i, lock);
+      wait_for_issue(p, w, i);
       const double wait_start = sg4::Engine::get_clock();
-      wait_for_deps(p, w, op, lock);
+      wait_for_deps(p, w, op);
       const double start = sg4::Engine::get_clock();
       accounting_[p].wait(result_.programs[p], op, wait_start, start);
       if (fixed_s_[p][i] >= 0 && interferes()) {
-        k = run_fixed_interfered(p, indices, k, start, lock);
+        k = run_fixed_interfered(p, w, indices, k, start);
         continue;
       }
 
@@ -336,14 +337,12 @@ private:
           ++last;
           end_s = std::max(end_s, earliest_start_s(p, indices[last])) + fixed_s_[p][indices[last]];
         }
-        lock.unlock();
         if (on_cores) {
           platform_->compute_on_cores(rank, fixed_s_[p][i], options_.ranks_per_program);
           end_s = sg4::Engine::get_clock();
         } else {
           sg4::this_actor::sleep_until(end_s);
         }
-        lock.lock();
         double t = start;
         for (size_t j = k; j <= last; ++j) {
           const size_t op_index = indices[j];
@@ -362,9 +361,9 @@ private:
       }
 
       switch (op.kind) {
-      case traces::OpKind::Collective: run_collective(p, op, lock); break;
-      case traces::OpKind::Send: run_send(p, rank, op, lock); break;
-      case traces::OpKind::Recv: post_receive(p, rank, op); wait_message(op.peer, rank, op.sequence, lock); break;
+      case traces::OpKind::Collective: run_collective(p, w, op); break;
+      case traces::OpKind::Send: run_send(p, rank, op); break;
+      case traces::OpKind::Recv: post_receive(p, rank, op); wait_message(p, w, op.peer, rank, op.sequence); break;
       default: break;
       }
       const double end = sg4::Engine::get_clock();
@@ -374,7 +373,6 @@ private:
       op_done(p, i);
       ++k;
     }
-    lock.unlock();
   }
 
   // --- Compute-communication interference (options_.interference, sim/interference.hpp) ---
@@ -407,7 +405,7 @@ private:
       return;
     ++in_flight_[p];
     load_[p] += load;
-    load_cv_[p]->notify_all();
+    load_signal_[p].notify_all();
   }
 
   void end_load(size_t p, const CommLoad& load)
@@ -418,7 +416,7 @@ private:
       load_[p] = CommLoad{}; // exactly none, as LoadTimeline
     else
       load_[p] -= load;
-    load_cv_[p]->notify_all();
+    load_signal_[p].notify_all();
   }
 
   // The rate compute op `op` of program p progresses at now (1 for a measured duration, and for a quiet collective).
@@ -457,8 +455,7 @@ private:
   // ops that join it in one run on the same conditions as the plain sleep's. A collective run alone puts its load
   // on the GPU while it runs; compute ops progress at the rate the load in flight allows (RatedProgress), woken to
   // re-plan whenever communication starts or ends on the GPU. Returns the position after the last op run.
-  size_t run_fixed_interfered(size_t p, const std::vector<size_t>& indices, size_t k, double start,
-                              std::unique_lock<sg4::Mutex>& lock)
+  size_t run_fixed_interfered(size_t p, size_t w, const std::vector<size_t>& indices, size_t k, double start)
   {
     const auto& ops = result_.programs[p].ops;
     if (!is_compute(ops[indices[k]]) && !quiet(p, ops[indices[k]])) {
@@ -466,15 +463,13 @@ private:
       const double end = start + fixed_s_[p][i];
       const CommLoad load = load_of(p, comm_.collective(ops[i]), ops[i]);
       begin_load(p, load);
-      lock.unlock();
       sg4::this_actor::sleep_until(end);
-      lock.lock();
       end_load(p, load);
       finish_fixed(p, i, start, end);
       return k + 1;
     }
     if (op_by_op())
-      return run_compute_interfered_per_op(p, indices, k, start, lock);
+      return run_compute_interfered_per_op(p, w, indices, k, start);
     // The ops joinable now, each at its rate under the load now, are one wait until the last one's end: the load
     // cannot change unnoticed, so each op starts when its predecessor ends (or the host issued it, whichever is
     // later) and ends as rate-based progress from there gives, exactly the ends the per-op loop computes. Woken
@@ -501,8 +496,7 @@ private:
         chain.push_back(Planned{m, s, RatedProgress{s, fixed_s_[p][i]}.end_at(r), r});
       }
       const double chain_end = chain.back().end;
-      if (chain_end > sg4::Engine::get_clock() &&
-          load_cv_[p]->wait_until(lock, chain_end) == std::cv_status::no_timeout) {
+      if (chain_end > sg4::Engine::get_clock() && load_signal_[p].wait_until(waiters_[p][w].wake, chain_end)) {
         const double now = sg4::Engine::get_clock();
         if (now < chain_end) {
           size_t c = 0;
@@ -543,8 +537,8 @@ private:
 
   // run_fixed_interfered's compute ops one wait each, as they were before runs were planned whole: with a
   // timeline, whose slices are in the order ops ended, so that it stays the same.
-  size_t run_compute_interfered_per_op(size_t p, const std::vector<size_t>& indices, size_t k, double start,
-                                       std::unique_lock<sg4::Mutex>& lock)
+  size_t run_compute_interfered_per_op(size_t p, size_t w, const std::vector<size_t>& indices, size_t k,
+                                       double start)
   {
     const auto& ops = result_.programs[p].ops;
     size_t j = k;
@@ -554,8 +548,7 @@ private:
       const size_t i = indices[j];
       const double rate = rate_of(p, ops[i]);
       const double end = progress.end_at(rate);
-      if (end > sg4::Engine::get_clock() &&
-          load_cv_[p]->wait_until(lock, end) == std::cv_status::no_timeout) {
+      if (end > sg4::Engine::get_clock() && load_signal_[p].wait_until(waiters_[p][w].wake, end)) {
         const double now = sg4::Engine::get_clock();
         if (now < end) {
           progress.advance(now, rate); // the load changed: the rest at the new rate
@@ -570,11 +563,8 @@ private:
         return j + 1;
       ++j;
       op_start = std::max(end, earliest_start_s(p, next));
-      if (op_start > sg4::Engine::get_clock()) {
-        lock.unlock();
+      if (op_start > sg4::Engine::get_clock())
         sg4::this_actor::sleep_until(op_start);
-        lock.lock();
-      }
       progress = RatedProgress{op_start, fixed_s_[p][next]};
     }
   }
@@ -621,14 +611,14 @@ private:
     }
   }
 
-  void run_collective(size_t p, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
+  void run_collective(size_t p, size_t w, const traces::Op& op)
   {
     Rendezvous& rv = collectives_[{op.group, op.sequence}];
     if (interferes())
       rv.programs.push_back(p);
     if (++rv.arrived < group_members_[static_cast<size_t>(op.group)]) {
       while (!rv.done)
-        rv.cv->wait(lock);
+        rv.signal.wait(waiters_[p][w].wake);
       return;
     }
     if (!options_.zero_communication) {
@@ -640,14 +630,12 @@ private:
           loads.push_back(load_of(q, work, op));
           begin_load(q, loads.back());
         }
-      lock.unlock();
       runner_->run(work.flows, work.latency_s, flow_tag(p, static_cast<size_t>(&op - result_.programs[p].ops.data())));
-      lock.lock();
       for (size_t m = 0; m < loads.size(); ++m)
         end_load(rv.programs[m], loads[m]);
     }
     rv.done = true;
-    rv.cv->notify_all();
+    rv.signal.notify_all();
   }
 
   // The flows of communication op `op` of program p, counted in the result and in its micro-batch's share.
@@ -657,28 +645,26 @@ private:
     accounting_[p].flows(op, static_cast<int64_t>(work.flows.size()));
   }
 
-  void run_send(size_t p, int32_t rank, const traces::Op& op, std::unique_lock<sg4::Mutex>& lock)
+  void run_send(size_t p, int32_t rank, const traces::Op& op)
   {
     if (!options_.zero_communication) {
       const CommWork& work = work_of(p, op);
       count_flows(p, op, work);
       const CommLoad load = interferes() ? begin_message_load(p, rank, op, work) : CommLoad{};
-      lock.unlock();
       runner_->run(work.flows, work.latency_s, flow_tag(p, static_cast<size_t>(&op - result_.programs[p].ops.data())));
-      lock.lock();
       if (interferes())
         end_message_load(p, rank, op, load);
     }
     Rendezvous& rv = messages_[{rank, op.peer, op.sequence}];
     rv.done = true;
-    rv.cv->notify_all();
+    rv.signal.notify_all();
   }
 
-  void wait_message(int32_t src, int32_t dst, int64_t sequence, std::unique_lock<sg4::Mutex>& lock)
+  void wait_message(size_t p, size_t w, int32_t src, int32_t dst, int64_t sequence)
   {
     Rendezvous& rv = messages_[{src, dst, sequence}];
     while (!rv.done)
-      rv.cv->wait(lock);
+      rv.signal.wait(waiters_[p][w].wake);
   }
 
   const topo::ClusterGraph& graph_;
@@ -690,7 +676,6 @@ private:
   std::vector<std::pair<const CommWork*, bool>> works_; // distinct works; true: not only ops that may run alone
   std::unique_ptr<SimgridPlatform> platform_;
   std::unique_ptr<FlowRunner> runner_;
-  sg4::MutexPtr mutex_;
   std::map<int32_t, size_t> program_of_rank_;
   std::vector<std::vector<bool>> done_;
   std::vector<std::vector<double>> fixed_s_;
@@ -700,6 +685,7 @@ private:
   int64_t total_ops_ = 0;
   std::vector<size_t> issued_;               // per program: ops [0, issued) have an issue time
   std::vector<std::vector<Waiter>> waiters_; // per program: one per stream, then the host
+  std::vector<std::vector<std::vector<size_t>>> stream_ops_; // per program and stream (waiters_' order): its ops
   std::vector<int> group_members_;
   std::unordered_set<int> shared_links_;
   std::unordered_map<const CommWork*, double> exclusive_;
@@ -712,7 +698,7 @@ private:
   // Per program: the one stream its compute and memcpy ops run on, or one of these.
   static constexpr int32_t no_compute = -1, several_compute_streams = -2;
   std::vector<int32_t> compute_stream_;
-  std::vector<sg4::ConditionVariablePtr> load_cv_;
+  std::vector<WakeSignal> load_signal_;
   std::map<std::tuple<const CommWork*, int32_t, traces::OpKind>, CommLoad> comm_loads_;
 };
 
