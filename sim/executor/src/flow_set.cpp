@@ -24,8 +24,7 @@ int32_t FlowSet::local_link(int link)
   const int32_t local = static_cast<int32_t>(link_id_.size());
   link_id_.push_back(link);
   link_active_.push_back(0);
-  if (link_flows_.size() < link_id_.size())
-    link_flows_.emplace_back(); // else a cleared one is reused
+  saturated_link_.push_back(0);
   hint[static_cast<size_t>(link)] = local;
   return local;
 }
@@ -46,7 +45,6 @@ int32_t FlowSet::add(const int* links, size_t count, double bytes, double now_s)
     const int32_t l = local_link(links[k]);
     flow_links_.push_back(l);
     ++link_active_[static_cast<size_t>(l)];
-    link_flows_[static_cast<size_t>(l)].push_back(f);
   }
   first_link_.push_back(flow_links_.size());
   remaining_.push_back(std::max(bytes, 0.0));
@@ -60,10 +58,9 @@ int32_t FlowSet::add(const int* links, size_t count, double bytes, double now_s)
 
 void FlowSet::clear()
 {
-  for (size_t l = 0; l < link_id_.size(); ++l)
-    link_flows_[l].clear(); // the lists past link_id_.size() were cleared before
   link_id_.clear();
   link_active_.clear();
+  saturated_link_.clear();
   first_link_.clear();
   flow_links_.clear();
   remaining_.clear();
@@ -109,7 +106,7 @@ void FlowSet::solve()
   // Progressive filling, as SimGrid's lmm solver: the links whose fair share (bandwidth left / unfrozen flows) is
   // the smallest saturate; their unfrozen flows get that share, taken off the other links they cross; repeat.
   // Shares within kLevelTolerance of the smallest are one level (rounding would otherwise make every link its own),
-  // so a solution costs O(levels x links + flow-links).
+  // so a solution costs O(levels x (links + the unfrozen flows' links)).
   solved_ = true;
   next_end_s_ = -1;
   // Flows added since the last solution moved at the rates of then (a new flow has rate 0) up to time_s_.
@@ -143,44 +140,50 @@ void FlowSet::solve()
     open.push_back(static_cast<int32_t>(l));
   }
   // active_: 1 while a flow is unfrozen, 2 once its rate is set (both mean active).
+  std::vector<int32_t>& unfrozen_flows = unfrozen_flows_;
+  unfrozen_flows.assign(active_list_.begin(), active_list_.end());
   for (const int32_t f : active_list_) {
     rate_[static_cast<size_t>(f)] = kNever; // a flow on no link is not limited
     active_[static_cast<size_t>(f)] = 1;
   }
-  std::vector<int32_t>& saturated = saturated_;
+  std::vector<double>& fair_share = fair_share_; // per open link, this round
   while (!open.empty()) {
     double level = kNever;
-    for (const int32_t l : open)
-      level = std::min(level, cap_left_[static_cast<size_t>(l)] / unfrozen_[static_cast<size_t>(l)]);
-    const double limit = level + kLevelTolerance * std::fabs(level);
-    saturated.clear();
-    for (const int32_t l : open)
-      if (cap_left_[static_cast<size_t>(l)] / unfrozen_[static_cast<size_t>(l)] <= limit)
-        saturated.push_back(l);
-    // Every unfrozen flow of a saturated link gets the level's share, as SimGrid gives min_usage to every variable
-    // of its saturated constraints (so exact ties round alike).
-    const double share = std::max(level, 0.0);
-    for (const int32_t l : saturated) {
-      // Ended flows leave the link's list for good as it is walked (in order: the same sums, so the same rounding).
-      std::vector<int32_t>& on_link = link_flows_[static_cast<size_t>(l)];
-      size_t kept = 0;
-      for (const int32_t f : on_link) {
-        const size_t fi = static_cast<size_t>(f);
-        if (active_[fi] == 0)
-          continue;
-        on_link[kept++] = f;
-        if (active_[fi] != 1)
-          continue;
-        active_[fi] = 2;
-        rate_[fi] = share;
-        for (size_t k = first_link_[fi]; k < first_link_[fi + 1]; ++k) {
-          const size_t m = static_cast<size_t>(flow_links_[k]);
-          cap_left_[m] -= share;
-          --unfrozen_[m];
-        }
-      }
-      on_link.resize(kept);
+    fair_share.resize(open.size());
+    for (size_t o = 0; o < open.size(); ++o) {
+      const size_t l = static_cast<size_t>(open[o]);
+      fair_share[o] = cap_left_[l] / unfrozen_[l];
+      level = std::min(level, fair_share[o]);
     }
+    const double limit = level + kLevelTolerance * std::fabs(level);
+    for (size_t o = 0; o < open.size(); ++o)
+      saturated_link_[static_cast<size_t>(open[o])] = fair_share[o] <= limit;
+    // Every unfrozen flow of a saturated link gets the level's share, as SimGrid gives min_usage to every variable
+    // of its saturated constraints (so exact ties round alike). Each link they cross loses that same share once per
+    // such flow, so the order they are taken in changes no bit: they are taken in the order of the flow list, each
+    // read from the flat link array (walking the saturated links' own flow lists cost a cache miss per link).
+    const double share = std::max(level, 0.0);
+    size_t kept = 0;
+    for (const int32_t f : unfrozen_flows) {
+      const size_t fi = static_cast<size_t>(f);
+      bool saturated = false;
+      for (size_t k = first_link_[fi]; k < first_link_[fi + 1] && !saturated; ++k)
+        saturated = saturated_link_[static_cast<size_t>(flow_links_[k])] != 0;
+      if (!saturated) {
+        unfrozen_flows[kept++] = f;
+        continue;
+      }
+      active_[fi] = 2;
+      rate_[fi] = share;
+      for (size_t k = first_link_[fi]; k < first_link_[fi + 1]; ++k) {
+        const size_t m = static_cast<size_t>(flow_links_[k]);
+        cap_left_[m] -= share;
+        --unfrozen_[m];
+      }
+    }
+    unfrozen_flows.resize(kept);
+    for (const int32_t l : open)
+      saturated_link_[static_cast<size_t>(l)] = 0;
     std::erase_if(open, [&](int32_t l) { return unfrozen_[static_cast<size_t>(l)] == 0; });
   }
 }

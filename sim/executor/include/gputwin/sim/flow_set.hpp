@@ -69,10 +69,10 @@ private:
   // checked, never trusted). A flat array instead of a hash map: no hashing per flow, nothing to clear.
   std::vector<int32_t>* hint_;
   std::vector<int32_t> own_hint_;
-  // Links the set has used: global id, active flows on it, flows on it (ended ones dropped when solve() walks it).
+  // Links the set has used: global id, active flows on it.
   std::vector<int> link_id_;
   std::vector<int32_t> link_active_;
-  std::vector<std::vector<int32_t>> link_flows_;
+  std::vector<char> saturated_link_; // solve()'s: saturated in the current round (0 between rounds)
   // Flows: their local links (flat, by offset), bytes left at `time_s_`, rate, active flag.
   std::vector<size_t> first_link_;
   std::vector<int32_t> flow_links_;
@@ -88,7 +88,8 @@ private:
   std::vector<double> cap_left_;
   std::vector<int32_t> unfrozen_;
   std::vector<int32_t> open_;
-  std::vector<int32_t> saturated_;
+  std::vector<double> fair_share_;
+  std::vector<int32_t> unfrozen_flows_;
   std::vector<int32_t> ended_; // advance()'s
 };
 
