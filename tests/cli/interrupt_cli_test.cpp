@@ -131,8 +131,8 @@ std::string one_row_csv()
       << "# gputwin sweep 0123456789abcdef shard 1/1 of 1 points: --model gpt-22b --gpus 8\n"
          "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,gpu_hours,cost,model,"
          "schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point,attention,cp,fp8,tp_comm_overlap,"
-         "overlap_grad_reduce,overlap_param_gather\n"
-         "dgx-a100,8,8,1,1,1,0.5,65536,0.5,,,,gpt-22b,1f1b,1,selective,1000000,1,0,unfused,1,0,0,0,0\n";
+         "overlap_grad_reduce,overlap_param_gather,ep,etp,sp,zero\n"
+         "dgx-a100,8,8,1,1,1,0.5,65536,0.5,,,,gpt-22b,1f1b,1,selective,1000000,1,0,unfused,1,0,0,0,0,1,8,1,0\n";
   return path;
 }
 

@@ -107,17 +107,18 @@ TEST(SearchCli, OnHopperTriesMegatronCoreOverlapsAndContextParallelism)
   EXPECT_GT(number(member(best, "plan"), "dp") * number(member(best, "plan"), "cp"), 1);
   EXPECT_TRUE(member(best, "overlap_grad_reduce").boolean) << r.output;
 
-  // The CSV's last four columns: fp8 and the three overlaps, as the JSON has them.
+  // The CSV's last six columns: fp8, the three overlaps, ep and etp, as the JSON has them.
   std::ifstream in(csv);
   std::string header, first;
   std::getline(in, header);
   std::getline(in, first);
-  const std::string tail = ",cp,fp8,tp_comm_overlap,overlap_grad_reduce,overlap_param_gather";
+  const std::string tail = ",cp,fp8,tp_comm_overlap,overlap_grad_reduce,overlap_param_gather,ep,etp";
   ASSERT_GE(header.size(), tail.size());
   EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
   const std::string flags = std::string(",0,") + (member(best, "tp_comm_overlap").boolean ? "1," : "0,") +
                             (member(best, "overlap_grad_reduce").boolean ? "1," : "0,") +
-                            (member(best, "overlap_param_gather").boolean ? "1" : "0");
+                            (member(best, "overlap_param_gather").boolean ? "1," : "0,") + "1," +
+                            std::to_string(static_cast<int64_t>(number(member(best, "plan"), "tp")));
   ASSERT_GE(first.size(), flags.size());
   EXPECT_EQ(first.substr(first.size() - flags.size()), flags) << first;
   std::remove(csv.c_str());

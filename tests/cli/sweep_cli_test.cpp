@@ -1,5 +1,6 @@
 // `gputwin sweep` through the real binary: one CSV row per point, consistent scaling columns, a PNG drawn by
 // gnuplot, points where nothing fits skipped with a warning, and bad input.
+#include "json_report.hpp"
 #include "run_cli.hpp"
 #include "test_temp_path.hpp"
 
@@ -168,19 +169,21 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
   lines.erase(lines.begin());
   // The columns after `point` came later and are appended, so older columns keep their places.
   const std::string tail = "scaling_efficiency,point,attention,cp,fp8,tp_comm_overlap,overlap_grad_reduce,"
-                           "overlap_param_gather";
+                           "overlap_param_gather,ep,etp,sp,zero";
   ASSERT_GE(lines.front().size(), tail.size());
   EXPECT_EQ(lines.front().substr(lines.front().size() - tail.size()), tail);
   // Each cluster's default attention (flash on Hopper); gradients reduced (dp > 1) or not, never an overlap of a
   // reduction that does not happen.
   for (size_t i = 1; i + 1 < lines.size(); ++i) {
     const std::vector<std::string> row = split(lines[i], ',');
-    ASSERT_EQ(row.size(), 25u) << lines[i];
+    ASSERT_EQ(row.size(), 29u) << lines[i];
     EXPECT_EQ(row[19], row[0] == "dgx-h100" ? "flash" : "unfused") << lines[i];
     EXPECT_EQ(row[20], "1") << "cp: gpt-22b's 2048-token sequence is not split by default: " << lines[i];
     EXPECT_EQ(row[21], "0") << "fp8";
-    if (std::stoi(row[4]) == 1)
+    if (std::stoi(row[4]) == 1) {
       EXPECT_EQ(row[23] + row[24], "00") << "dp 1 overlaps no gradient reduction: " << lines[i];
+    }
+    EXPECT_EQ(row[25] + "," + row[26], "1," + row[2]) << "a dense model: ep 1, etp = tp: " << lines[i];
   }
 
   // Three slices: disjoint, none with a scaling efficiency (it depends on points of other slices).
@@ -252,6 +255,44 @@ TEST(SweepCli, ShardedThenMergedIsByteIdenticalToOneRun)
 
 // The sweep's table and JSON name each point's attention, cp, fp8 and overlaps; --no-overlaps turns them off.
 // A model file's `name:` may hold a line break (CR LF too); the CSV quotes it (RFC 4180) and --merge reads it back:
+// A mixture-of-experts point: the sweep's best plan is the search's, expert parallelism included, in the table, the
+// CSV and the CSV merged back (which writes the same bytes). Until the ep, etp, sp and zero columns the table and CSV
+// dropped them: Qwen3-30B-A3B's best plan on 16 H100, ep 8 with ZeRO-1, read as a plain tp 1 pp 2 dp 8 plan.
+TEST(SweepCli, MixtureOfExpertsKeepsItsExpertParallelism)
+{
+  const std::string point = "--model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --global-batch 64 --seq-len 4096";
+  const traces::JsonValue searched = cli_json_report("search " + point + " --top 1 --json");
+  ASSERT_EQ(searched.items.size(), 1u);
+  const traces::JsonValue& best = member(searched.items.front(), "plan");
+  const auto cell = [&](const char* key) { return std::to_string(static_cast<int64_t>(number(best, key))); };
+  ASSERT_GT(number(best, "ep"), 1) << "128 experts on 16 GPUs: the search's best plan splits them";
+
+  const std::string csv = sweep_csv("sweep " + point, "moe.csv");
+  const std::vector<std::string> lines = split(csv, '\n');
+  ASSERT_EQ(lines.size(), 4u) << "the identity, a header, a row and the final newline: " << csv;
+  const std::vector<std::string> row = split(lines[2], ',');
+  ASSERT_EQ(row.size(), 29u) << lines[2];
+  EXPECT_EQ(row[2] + " " + row[3] + " " + row[4], cell("tp") + " " + cell("pp") + " " + cell("dp")) << lines[2];
+  EXPECT_EQ(row[25] + " " + row[26], cell("ep") + " " + cell("etp")) << lines[2];
+  EXPECT_EQ(row[27], member(best, "sp").boolean ? "1" : "0") << lines[2];
+  EXPECT_EQ(row[28], cell("zero")) << lines[2];
+
+  const CliResult table = run_gputwin("sweep " + point, false);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find(" ep " + cell("ep") + " etp " + cell("etp") + " pp " + cell("pp") + " "),
+            std::string::npos)
+      << table.output;
+
+  const std::string shard = test_temp_path("moe-shard.csv"), merged = test_temp_path("moe-merged.csv");
+  std::ofstream(shard, std::ios::binary) << csv;
+  std::remove(merged.c_str());
+  const CliResult r = run_gputwin("sweep --merge '" + shard + "' -o '" + merged + "'", true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_file(merged), csv);
+  std::remove(shard.c_str());
+  std::remove(merged.c_str());
+}
+
 // the merged file is the same bytes.
 TEST(SweepCli, MergeReadsBackAModelNameWithALineBreak)
 {
@@ -260,9 +301,9 @@ TEST(SweepCli, MergeReadsBackAModelNameWithALineBreak)
       "# gputwin sweep 0123456789abcdef shard 1/1 of 1 points: --model my-model.yaml --gpus 8\n"
       "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,gpu_hours,cost,model,"
       "schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point,attention,cp,fp8,tp_comm_overlap,"
-      "overlap_grad_reduce,overlap_param_gather\n"
+      "overlap_grad_reduce,overlap_param_gather,ep,etp,sp,zero\n"
       "dgx-a100,8,2,1,4,4,0.87780754948532935,37329.366806212056,0.543105,,,,\"my\nmodel, v2\",1f1b,1,none,"
-      "69441019904,1,0,unfused,1,0,0,0,0\n";
+      "69441019904,1,0,unfused,1,0,0,0,0,1,2,1,1\n";
   // Writes `text` as the shard, merges it alone and expects the merged file to be the same bytes.
   const auto expect_merge_reads_back = [&](const std::string& text) {
     std::ofstream(csv, std::ios::binary) << text;

@@ -2,6 +2,7 @@
 
 #include "gputwin/common/byte_text.hpp"
 #include "gputwin/common/json_writer.hpp"
+#include "gputwin/sim/plan_cell.hpp"
 #include "gputwin/sim/report_json.hpp"
 #include "gputwin/sim/sweep_csv.hpp"
 
@@ -11,34 +12,11 @@
 
 namespace gputwin::sim {
 
-namespace {
-
-// One plan in the table's plan column: "tp 8 cp 2 pp 4 dp 2 mb 1 interleaved v2 selective sp zero1 fp8".
-std::string plan_cell(const ParallelPlan& p)
-{
-  char text[256];
-  const std::string tp_cp =
-      "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "") +
-      (p.ep > 1 || p.etp > 0 ? " ep " + std::to_string(p.ep) + " etp " + std::to_string(p.expert_tp()) : "");
-  std::snprintf(text, sizeof text, "%s pp %lld dp %lld mb %lld %s%s %s%s%s%s", tp_cp.c_str(),
-                static_cast<long long>(p.pp), static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch),
-                to_string(p.schedule).c_str(),
-                p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                recompute_label(p).c_str(), p.sequence_parallel() ? " sp" : "",
-                p.fsdp         ? " fsdp"
-                : p.zero_stage ? (" zero" + std::to_string(p.zero_stage)).c_str()
-                               : "",
-                p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
-  return text;
-}
-
-} // namespace
-
 void write_search_csv(std::ostream& out, const std::vector<SimulatedCandidate>& ranked)
 {
   out << "rank,tp,pp,dp,micro_batch,global_batch,schedule,chunks,recompute,sp,zero,attention,iteration_time_s,"
          "estimated_iteration_time_s,tokens_per_s,mfu,bubble_fraction,exposed_communication_s,peak_memory_bytes,cp,"
-         "fp8,tp_comm_overlap,overlap_grad_reduce,overlap_param_gather\n";
+         "fp8,tp_comm_overlap,overlap_grad_reduce,overlap_param_gather,ep,etp\n";
   char line[512];
   for (size_t i = 0; i < ranked.size(); ++i) {
     const SimulatedCandidate& r = ranked[i];
@@ -46,7 +24,7 @@ void write_search_csv(std::ostream& out, const std::vector<SimulatedCandidate>& 
     const WorkloadOptions& o = r.estimate.candidate.options;
     std::snprintf(
         line, sizeof line,
-        "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld,%lld,%s,%d,%d,%d\n", i + 1,
+        "%zu,%lld,%lld,%lld,%lld,%lld,%s,%lld,%s,%d,%d,%s,%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%lld,%lld,%s,%d,%d,%d,%lld,%lld\n", i + 1,
         static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
         static_cast<long long>(p.micro_batch), static_cast<long long>(p.effective_global_batch()),
         to_string(p.schedule).c_str(), static_cast<long long>(p.chunks), recompute_label(p).c_str(),
@@ -54,7 +32,8 @@ void write_search_csv(std::ostream& out, const std::vector<SimulatedCandidate>& 
         r.estimate.iteration_time_s, r.report.tokens_per_s, r.report.mfu, r.report.bubble_fraction,
         r.report.exposed_comm_s, static_cast<long long>(r.estimate.candidate.peak_memory_bytes),
         static_cast<long long>(p.cp), precision_csv_cell(p).c_str(), o.tp_comm_overlap ? 1 : 0,
-        o.overlap_grad_reduce ? 1 : 0, o.overlap_param_gather ? 1 : 0);
+        o.overlap_grad_reduce ? 1 : 0, o.overlap_param_gather ? 1 : 0, static_cast<long long>(p.ep),
+        static_cast<long long>(p.expert_tp()));
     out << line;
   }
 }

@@ -171,6 +171,14 @@ SweepRow parse_csv_row(const std::string& record, const std::string& where, cons
   r.options.tp_comm_overlap = flag(22);
   r.options.overlap_grad_reduce = flag(23);
   r.options.overlap_param_gather = flag(24);
+  r.plan.ep = integer(25, 1);
+  const int64_t expert_tp = integer(26, 1);
+  r.plan.etp = expert_tp == r.plan.tp ? 0 : expert_tp; // 0: Megatron's default, the tensor parallelism
+  if (flag(27))
+    r.plan.tp_comm = TpComm::SequenceParallel;
+  r.plan.zero_stage = static_cast<int>(integer(28, 0));
+  if (r.plan.zero_stage > 3)
+    throw InputError("--merge: " + where + ": zero: expected 0, 1, 2 or 3, got '" + printable_excerpt(cell(28)) + "'");
   if (r.cluster.empty() || r.model.empty())
     throw InputError("--merge: " + where + ": cluster and model must not be empty");
   if (r.tokens_per_s <= 0)
@@ -220,7 +228,7 @@ std::string precision_csv_cell(const ParallelPlan& plan)
 const char* const sweep_csv_header =
     "cluster,gpus,tp,pp,dp,micro_batch,iteration_time_s,tokens_per_s,mfu,time_to_train_s,"
     "gpu_hours,cost,model,schedule,chunks,recompute,peak_memory_bytes,scaling_efficiency,point,attention,cp,fp8,"
-    "tp_comm_overlap,overlap_grad_reduce,overlap_param_gather";
+    "tp_comm_overlap,overlap_grad_reduce,overlap_param_gather,ep,etp,sp,zero";
 
 std::string csv_number(const char* format, double v)
 {
@@ -243,7 +251,8 @@ void write_sweep_csv(std::ostream& out, const SweepIdentity& identity, const std
         << to_string(p.schedule) << ',' << p.chunks << ',' << recompute_label(p) << ',' << r.peak_memory_bytes
         << ',' << csv_number("%.6g", r.scaling_efficiency) << ',' << r.point << ',' << to_string(p.attention) << ','
         << p.cp << ',' << precision_csv_cell(p) << ',' << (r.options.tp_comm_overlap ? 1 : 0) << ','
-        << (r.options.overlap_grad_reduce ? 1 : 0) << ',' << (r.options.overlap_param_gather ? 1 : 0) << '\n';
+        << (r.options.overlap_grad_reduce ? 1 : 0) << ',' << (r.options.overlap_param_gather ? 1 : 0) << ','
+        << p.ep << ',' << p.expert_tp() << ',' << (p.sequence_parallel() ? 1 : 0) << ',' << p.zero_stage << '\n';
   }
 }
 

@@ -1,6 +1,7 @@
 #include "gputwin/sim/sweep_output.hpp"
 
 #include "gputwin/common/json_writer.hpp"
+#include "gputwin/sim/plan_cell.hpp"
 #include "gputwin/sim/report_json.hpp"
 
 #include <algorithm>
@@ -9,22 +10,6 @@
 #include <string>
 
 namespace gputwin::sim {
-
-namespace {
-
-// One plan in the table's plan column: "tp 8 cp 2 pp 4 dp 2 mb 1 interleaved v2 selective fp8".
-std::string plan_cell(const ParallelPlan& p)
-{
-  char text[256];
-  const std::string tp_cp = "tp " + std::to_string(p.tp) + (p.cp > 1 ? " cp " + std::to_string(p.cp) : "");
-  std::snprintf(text, sizeof text, "%s pp %lld dp %lld mb %lld %s%s %s%s", tp_cp.c_str(), static_cast<long long>(p.pp),
-                static_cast<long long>(p.dp), static_cast<long long>(p.micro_batch), to_string(p.schedule).c_str(),
-                p.schedule == Schedule::Interleaved ? (" v" + std::to_string(p.chunks)).c_str() : "",
-                recompute_label(p).c_str(), p.quantized() ? (" " + to_string(p.precision)).c_str() : "");
-  return text;
-}
-
-} // namespace
 
 void print_sweep_table(std::ostream& out, const std::vector<SweepRow>& rows)
 {

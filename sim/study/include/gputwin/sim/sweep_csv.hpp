@@ -22,7 +22,7 @@
 namespace gputwin::sim {
 
 // One point of the sweep with its best plan. A row read back from a CSV (--merge) has the plan's CSV columns only
-// (tp, pp, dp, micro-batch, schedule, chunks, recompute, attention, cp, fp8, the overlaps).
+// (tp, pp, dp, micro-batch, schedule, chunks, recompute, attention, cp, fp8, the overlaps, ep, etp, sp, zero).
 struct SweepRow {
   size_t point = 0; // index in the whole sweep (model, then cluster, then GPU count), skipped points included
   std::string model, cluster;
