@@ -115,6 +115,9 @@ def dgxc_moe_args(r):
             "--overlap-param-gather", "--cross-entropy-fusion"]
     if int(r["tp"]) > 1:
         args.append("--sp")
+    # NeMo 25.04 (v2.3.0) runs both with the alltoall dispatcher and the shared experts beside its exchanges:
+    # DeepSeekConfig (gpt/model/deepseek.py:88) and Llama4Config (gpt/model/llama.py:404) moe_shared_expert_overlap=True.
+    args.append("--moe-shared-expert-overlap")
     if r["model"] == "deepseek-v3":
         args += ["--moe-capacity-factor", "1"]
         args += ["--recompute-modules", "core_attn" if mla_on_blackwell else "mla_up_proj"]

@@ -20,6 +20,9 @@ void add_overlap_flags(ArgParser& parser)
                     "MoE: run each 1F1B forward step with the neighbouring backward step of another micro-batch, "
                     "layer by layer, so each one's token all-to-alls hide behind the other's computation "
                     "(Megatron-Core's EP A2A overlap; needs --ep > 1, pp 1 or --schedule interleaved)");
+  parser.add_switch("--moe-shared-expert-overlap",
+                    "MoE: the shared experts compute while the token all-to-alls move (fc1 beside the dispatch, fc2 "
+                    "beside the combine; Megatron-Core's shared-expert stream; alltoall or deepep dispatcher)");
   parser.add_switch("--delay-wgrad-compute",
                     "with --overlap-moe-expert-parallel-comm: the backward's weight gradients run after its token "
                     "exchanges are issued, so each exchange waits for the data gradients only (Megatron-Core)");
@@ -34,6 +37,9 @@ WorkloadOptions overlap_options_from_flags(const ParsedArgs& args, const Paralle
   options.moe_a2a_overlap = args.has("--overlap-moe-expert-parallel-comm");
   if (options.moe_a2a_overlap)
     validate_moe_a2a_overlap(plan);
+  options.moe_shared_expert_overlap = args.has("--moe-shared-expert-overlap");
+  if (options.moe_shared_expert_overlap)
+    validate_shared_expert_overlap(plan, options);
   options.delay_wgrad_compute = args.has("--delay-wgrad-compute");
   if (options.delay_wgrad_compute && !options.moe_a2a_overlap)
     throw InputError("--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm (Megatron-Core asserts it)");

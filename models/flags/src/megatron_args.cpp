@@ -264,8 +264,6 @@ void moe_model_flags(const MegatronArgs& m, int64_t layers, Flags& out, std::vec
   if (!m.on("--moe-grouped-gemm"))
     notes.push_back("no --moe-grouped-gemm: Megatron-Core runs the local experts one by one (SequentialMLP); "
                     "modelled as Transformer Engine's grouped GEMM");
-  if (m.on("--moe-shared-expert-overlap"))
-    notes.push_back("--moe-shared-expert-overlap: not modelled (the shared experts run after the routed ones)");
 }
 
 // Multi-latent attention (arguments.py _add_mla_args defaults: no query compression, kv rank 32, head dims
@@ -649,6 +647,8 @@ void moe_plan_flags(const MegatronArgs& m, Flags& out, std::vector<std::string>&
   }
   if (m.on("--overlap-moe-expert-parallel-comm"))
     out.on("--overlap-moe-expert-parallel-comm");
+  if (m.on("--moe-shared-expert-overlap"))
+    out.on("--moe-shared-expert-overlap");
 }
 
 void plan_flags(const MegatronArgs& m, const ParsedArgs& explicit_args, const LaunchLine& launch,

@@ -325,17 +325,29 @@ int64_t dense_mlp_forward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOv
   return row_parallel_forward(e, s, g, OpName::Fc2Fwd, std::nullopt, overlap);
 }
 
-// The dense MLP's backward from its output gradient (after the residual add's): fc2, the activation, fc1. Returns
-// the id of fc1's input-gradient reduction (or -1).
-int64_t dense_mlp_backward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
+// The dense MLP's backward from its output gradient to fc1's input: fc2 and the activation ...
+void dense_mlp_fc2_backward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
 {
   row_parallel_dgrad(e, s, g, OpName::Fc2Dgrad, overlap);
   e.compute(OpName::Fc2Wgrad, s);
   if (s.bias)
     e.compute(OpName::Fc2BiasGrad, s);
   e.compute(activation_backward_op(s.activation), s);
+}
+
+// ... then fc1. Returns the id of fc1's input-gradient reduction (or -1).
+int64_t dense_mlp_fc1_backward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
+{
   const int32_t bulk_sms = overlapped(s, overlap) ? userbuffers_margin_sms : 0; // TE's bulk dgrad/wgrad overlap
   return column_parallel_backward(e, s, g, OpName::Fc1Dgrad, OpName::Fc1BiasGrad, OpName::Fc1Wgrad, bulk_sms);
+}
+
+// The dense MLP's backward from its output gradient (after the residual add's): fc2, the activation, fc1. Returns
+// the id of fc1's input-gradient reduction (or -1).
+int64_t dense_mlp_backward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
+{
+  dense_mlp_fc2_backward(e, s, g, overlap);
+  return dense_mlp_fc1_backward(e, s, g, overlap);
 }
 
 // The shape of the shared experts: a dense TP MLP of their total width.
@@ -347,18 +359,54 @@ LayerShape shared_expert_shape(const LayerShape& s)
   return shared;
 }
 
-// A token exchange of a MoE layer on `group` (skipped on a group of one rank).
-void moe_exchange(OpEmitter& e, const LayerShape& s, OpName name, CollectiveOp op, int32_t group, int64_t ranks)
+// A token exchange of a MoE layer on `group` (skipped on a group of one rank), after `deps`.
+void moe_exchange(OpEmitter& e, const LayerShape& s, OpName name, CollectiveOp op, int32_t group, int64_t ranks,
+                  std::vector<int64_t> deps = {})
 {
   if (ranks > 1)
-    e.collective(name, op, group, moe_collective_bytes(name, s), compute_stream);
+    e.collective(name, op, group, moe_collective_bytes(name, s), compute_stream, std::move(deps));
+}
+
+// --moe-shared-expert-overlap (Megatron-Core token_dispatcher.py MoEAlltoAllTokenDispatcher token_dispatch /
+// token_combine with shared_experts.py SharedExpertMLP): the shared experts' fc1 and activation are launched right
+// after the tokens' all-to-all to the experts and run while it moves, their fc2 (and its TP reduction) right after
+// the all-to-all back; the routed experts wait for their tokens, and the output for both. Megatron-Core puts the
+// shared experts on a stream of their own, which waits for the compute stream before each part (so that they do
+// not run beside the routed experts' GEMMs); here the exchange leaves the compute stream instead (ep_stream, after
+// the op before it): the same overlap of exchange and shared experts, with the kernels on one stream. Megatron-Core
+// turns TE's userbuffers overlap off for the shared experts' linears (shared_experts.py __init__): none here.
+bool shared_experts_beside_exchanges(const LayerShape& s)
+{
+  return s.shared_expert_overlap && s.f_shared > 0 && s.ep > 1 && s.dispatcher != MoeDispatcher::AllGather;
+}
+
+// The all-to-all `name` on ep_stream after the compute stream's last op; returns its id.
+int64_t moe_exchange_aside(OpEmitter& e, const LayerShape& s, OpName name, int32_t group)
+{
+  return e.collective(name, CollectiveOp::AllToAll, group, moe_collective_bytes(name, s), ep_stream,
+                      after(e.last_compute_id()));
+}
+
+// The routed experts' forward between the exchanges: expert-TP gather, grouped GEMMs, expert-TP reduce-scatter; the
+// first of them after `wait` (the dispatch when it moves aside).
+void routed_experts_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, std::vector<int64_t> wait)
+{
+  if (s.etp > 1) {
+    moe_exchange(e, s, OpName::MoeEtpAllGather, CollectiveOp::AllGather, g.etp, s.etp, std::move(wait));
+    wait.clear();
+  }
+  e.compute(OpName::ExpertFc1Fwd, s, std::move(wait));
+  e.compute(OpName::ExpertActFwd, s);
+  e.compute(OpName::ExpertFc2Fwd, s);
+  moe_exchange(e, s, OpName::MoeEtpReduceScatter, CollectiveOp::ReduceScatter, g.etp, s.etp);
 }
 
 // A MoE layer's MLP block forward after ln2 (Megatron-Core MoELayer with the alltoall dispatcher, token_dispatcher.py
 // MoEAlltoAllTokenDispatcher): router and top-k, permute into expert order, all-to-all to the experts' EP ranks,
 // the expert-TP gather, the local experts' grouped GEMMs, the expert-TP reduce-scatter, all-to-all back, unpermute
 // (weighted sum of the k outputs); then the shared experts as a dense TP MLP and the residual add. The allgather
-// dispatcher gathers the EP group's tokens instead of the all-to-alls and reduce-scatters the outputs.
+// dispatcher gathers the EP group's tokens instead of the all-to-alls and reduce-scatters the outputs. With
+// --moe-shared-expert-overlap the shared experts run beside the exchanges (shared_experts_beside_exchanges).
 void moe_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpCommOverlap overlap, bool with_residual)
 {
   const bool gather = s.dispatcher == MoeDispatcher::AllGather;
@@ -367,55 +415,90 @@ void moe_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpComm
   if (gather)
     moe_exchange(e, s, OpName::MoeAllGather, CollectiveOp::AllGather, g.ep, s.ep);
   e.compute(OpName::MoePermuteFwd, s);
-  if (!gather)
-    moe_exchange(e, s, OpName::MoeDispatch, CollectiveOp::AllToAll, g.ep, s.ep);
-  moe_exchange(e, s, OpName::MoeEtpAllGather, CollectiveOp::AllGather, g.etp, s.etp);
-  e.compute(OpName::ExpertFc1Fwd, s);
-  e.compute(OpName::ExpertActFwd, s);
-  e.compute(OpName::ExpertFc2Fwd, s);
-  moe_exchange(e, s, OpName::MoeEtpReduceScatter, CollectiveOp::ReduceScatter, g.etp, s.etp);
-  if (!gather)
-    moe_exchange(e, s, OpName::MoeCombine, CollectiveOp::AllToAll, g.ep, s.ep);
-  e.compute(OpName::MoeUnpermuteFwd, s);
-  if (gather)
-    moe_exchange(e, s, OpName::MoeReduceScatter, CollectiveOp::ReduceScatter, g.ep, s.ep);
-  const int64_t reduced = s.f_shared > 0 ? dense_mlp_forward(e, shared_expert_shape(s), g.tp, overlap) : -1;
+  int64_t reduced = -1;
+  if (shared_experts_beside_exchanges(s)) {
+    const LayerShape shared = shared_expert_shape(s);
+    const int64_t dispatch = moe_exchange_aside(e, s, OpName::MoeDispatch, g.ep);
+    column_parallel_forward(e, shared, g.tp, OpName::Fc1Fwd, TpCommOverlap{});
+    e.compute(activation_forward_op(shared.activation), shared);
+    routed_experts_forward(e, s, g, after(dispatch));
+    const int64_t combine = moe_exchange_aside(e, s, OpName::MoeCombine, g.ep);
+    reduced = row_parallel_forward(e, shared, g.tp, OpName::Fc2Fwd, std::nullopt, TpCommOverlap{});
+    e.compute(OpName::MoeUnpermuteFwd, s, after(combine));
+  } else {
+    if (!gather)
+      moe_exchange(e, s, OpName::MoeDispatch, CollectiveOp::AllToAll, g.ep, s.ep);
+    routed_experts_forward(e, s, g, {});
+    if (!gather)
+      moe_exchange(e, s, OpName::MoeCombine, CollectiveOp::AllToAll, g.ep, s.ep);
+    e.compute(OpName::MoeUnpermuteFwd, s);
+    if (gather)
+      moe_exchange(e, s, OpName::MoeReduceScatter, CollectiveOp::ReduceScatter, g.ep, s.ep);
+    if (s.f_shared > 0)
+      reduced = dense_mlp_forward(e, shared_expert_shape(s), g.tp, overlap);
+  }
   if (with_residual)
     e.compute(OpName::DropoutAddFwd, s, after(reduced));
 }
 
-// The MoE block's backward from the residual add's gradient: the shared experts, unpermute, the exchanges and
-// the experts in reverse, then permute and the router. Returns the shared experts' input-gradient reduction (or -1).
-int64_t moe_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, const LayerRecompute& recompute,
-                     TpCommOverlap overlap)
+// The routed experts' backward between the exchanges (the reverse of routed_experts_forward), the first op after
+// `wait`.
+void routed_experts_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, const LayerRecompute& recompute,
+                             std::vector<int64_t> wait)
 {
-  const bool gather = s.dispatcher == MoeDispatcher::AllGather;
-  int64_t reduced = -1;
-  if (s.f_shared > 0) {
-    const LayerShape shared = shared_expert_shape(s);
-    if (recompute.shared_experts && !recompute.moe)
-      rerun(e, [&] { dense_mlp_forward(e, shared, g.tp, overlap); });
-    reduced = dense_mlp_backward(e, shared, g.tp, overlap);
+  if (s.etp > 1) {
+    moe_exchange(e, s, OpName::MoeEtpAllGather, CollectiveOp::AllGather, g.etp, s.etp, std::move(wait));
+    wait.clear();
   }
-  if (gather)
-    moe_exchange(e, s, OpName::MoeAllGather, CollectiveOp::AllGather, g.ep, s.ep);
-  e.compute(OpName::MoeUnpermuteBwd, s);
-  if (!gather)
-    moe_exchange(e, s, OpName::MoeCombineBwd, CollectiveOp::AllToAll, g.ep, s.ep);
-  moe_exchange(e, s, OpName::MoeEtpAllGather, CollectiveOp::AllGather, g.etp, s.etp);
-  if (recompute.expert_activation && !recompute.moe)
-    rerun(e, [&] { e.compute(OpName::ExpertActFwd, s); });
-  e.compute(OpName::ExpertFc2Dgrad, s);
+  if (recompute.expert_activation && !recompute.moe) {
+    rerun(e, [&] { e.compute(OpName::ExpertActFwd, s, std::move(wait)); });
+    wait.clear();
+  }
+  e.compute(OpName::ExpertFc2Dgrad, s, std::move(wait));
   e.compute(OpName::ExpertFc2Wgrad, s);
   e.compute(OpName::ExpertActBwd, s);
   e.compute(OpName::ExpertFc1Dgrad, s);
   e.compute(OpName::ExpertFc1Wgrad, s);
   moe_exchange(e, s, OpName::MoeEtpReduceScatter, CollectiveOp::ReduceScatter, g.etp, s.etp);
-  if (!gather)
-    moe_exchange(e, s, OpName::MoeDispatchBwd, CollectiveOp::AllToAll, g.ep, s.ep);
-  e.compute(OpName::MoePermuteBwd, s);
-  if (gather)
-    moe_exchange(e, s, OpName::MoeReduceScatter, CollectiveOp::ReduceScatter, g.ep, s.ep);
+}
+
+// The MoE block's backward from the residual add's gradient: the shared experts, unpermute, the exchanges and
+// the experts in reverse, then permute and the router (with --moe-shared-expert-overlap the shared experts' fc2 and
+// activation beside the combine's backward exchange, their fc1 beside the dispatch's). Returns the shared experts'
+// input-gradient reduction (or -1).
+int64_t moe_backward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, const LayerRecompute& recompute,
+                     TpCommOverlap overlap)
+{
+  const bool gather = s.dispatcher == MoeDispatcher::AllGather;
+  int64_t reduced = -1;
+  if (shared_experts_beside_exchanges(s)) {
+    const LayerShape shared = shared_expert_shape(s);
+    e.compute(OpName::MoeUnpermuteBwd, s);
+    const int64_t combine = moe_exchange_aside(e, s, OpName::MoeCombineBwd, g.ep);
+    dense_mlp_fc2_backward(e, shared, g.tp, TpCommOverlap{});
+    routed_experts_backward(e, s, g, recompute, after(combine));
+    const int64_t dispatch = moe_exchange_aside(e, s, OpName::MoeDispatchBwd, g.ep);
+    reduced = dense_mlp_fc1_backward(e, shared, g.tp, TpCommOverlap{});
+    e.compute(OpName::MoePermuteBwd, s, after(dispatch));
+  } else {
+    if (s.f_shared > 0) {
+      const LayerShape shared = shared_expert_shape(s);
+      if (recompute.shared_experts && !recompute.moe)
+        rerun(e, [&] { dense_mlp_forward(e, shared, g.tp, overlap); });
+      reduced = dense_mlp_backward(e, shared, g.tp, overlap);
+    }
+    if (gather)
+      moe_exchange(e, s, OpName::MoeAllGather, CollectiveOp::AllGather, g.ep, s.ep);
+    e.compute(OpName::MoeUnpermuteBwd, s);
+    if (!gather)
+      moe_exchange(e, s, OpName::MoeCombineBwd, CollectiveOp::AllToAll, g.ep, s.ep);
+    routed_experts_backward(e, s, g, recompute, {});
+    if (!gather)
+      moe_exchange(e, s, OpName::MoeDispatchBwd, CollectiveOp::AllToAll, g.ep, s.ep);
+    e.compute(OpName::MoePermuteBwd, s);
+    if (gather)
+      moe_exchange(e, s, OpName::MoeReduceScatter, CollectiveOp::ReduceScatter, g.ep, s.ep);
+  }
   e.compute(OpName::RouterTopkBwd, s);
   e.compute(OpName::RouterDgrad, s);
   e.compute(OpName::RouterWgrad, s);

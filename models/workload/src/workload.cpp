@@ -167,11 +167,13 @@ class AnalyticLayerOps : public LayerOpSource {
 public:
   // `tp_comm_overlap`: WorkloadOptions::tp_comm_overlap (layer_ops.hpp, TpCommOverlap: the layers' linear GEMMs
   // chunked and overlapped with their TP communication; with t = 1 or without SP nothing changes).
-  AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan, bool tp_comm_overlap,
+  // `shared_expert_overlap`: WorkloadOptions::moe_shared_expert_overlap.
+  AnalyticLayerOps(const GptConfig& model, const ParallelPlan& plan, bool tp_comm_overlap, bool shared_expert_overlap,
                    std::shared_ptr<const ExpertLoads> loads)
       : model_(model), shape_(layer_shape(model, plan)), recompute_(layer_recompute(plan)), overlap_{tp_comm_overlap},
         loads_(std::move(loads))
   {
+    shape_.shared_expert_overlap = shared_expert_overlap;
   }
   void embedding_forward(OpEmitter& e, int32_t g) const override { emit_embedding_forward(e, shape_, g); }
   void embedding_backward(OpEmitter& e, int32_t g) const override { emit_embedding_backward(e, shape_, g); }
@@ -885,7 +887,7 @@ std::shared_ptr<const LayerOpSource> analytic_layer_ops(const GptConfig& model, 
 {
   if (!loads)
     loads = std::make_shared<const ExpertLoads>(expert_loads(model, plan));
-  return std::make_shared<AnalyticLayerOps>(model, plan, false, std::move(loads));
+  return std::make_shared<AnalyticLayerOps>(model, plan, false, false, std::move(loads));
 }
 
 std::string to_string(GroupKind kind)
@@ -947,6 +949,17 @@ void validate_moe_a2a_overlap(const ParallelPlan& plan)
     throw InputError(flag + "needs --zero 0 or 1 (not modelled with per-unit ZeRO-2/3 gathers and reductions)");
 }
 
+void validate_shared_expert_overlap(const ParallelPlan& plan, const WorkloadOptions& options)
+{
+  const std::string flag = "--moe-shared-expert-overlap: ";
+  if (plan.dispatcher == MoeDispatcher::AllGather)
+    throw InputError(flag + "needs the alltoall or deepep dispatcher (got allgather; Megatron-Core raises it)");
+  if (recomputes(plan, RecomputeModule::SharedExperts))
+    throw InputError(flag + "does not run with shared_experts in --recompute-modules (Megatron-Core raises it)");
+  if (options.moe_a2a_overlap)
+    throw InputError(flag + "contradicts --overlap-moe-expert-parallel-comm (Megatron-Core asserts one or the other)");
+}
+
 WorkloadOptions with_framework_options(WorkloadOptions options, const FrameworkProfile& framework)
 {
   options.align_grad_reduce = framework.align_grad_reduce;
@@ -966,7 +979,11 @@ Workload make_workload(const GptConfig& model, const ParallelPlan& plan, const W
   w.plan = plan;
   w.options = options;
   w.expert_loads = loads ? std::move(loads) : std::make_shared<const ExpertLoads>(expert_loads(model, plan));
-  w.ops = ops ? std::move(ops) : std::make_shared<AnalyticLayerOps>(model, plan, options.tp_comm_overlap, w.expert_loads);
+  if (options.moe_shared_expert_overlap)
+    validate_shared_expert_overlap(plan, options);
+  w.ops = ops ? std::move(ops)
+              : std::make_shared<AnalyticLayerOps>(model, plan, options.tp_comm_overlap,
+                                                   options.moe_shared_expert_overlap, w.expert_loads);
   auto add_group = [&w](GroupKind kind, int64_t stage, std::vector<int32_t> ranks) {
     w.groups.push_back({to_string(kind), std::move(ranks)});
     w.roles.push_back({kind, stage});

@@ -97,6 +97,8 @@ void write_overlaps_json(JsonWriter& json, const WorkloadOptions& options)
   json.field("overlap_param_gather", options.overlap_param_gather);
   if (options.moe_a2a_overlap)
     json.field("overlap_moe_expert_parallel_comm", true);
+  if (options.moe_shared_expert_overlap)
+    json.field("moe_shared_expert_overlap", true);
 }
 
 std::string overlaps_text(const WorkloadOptions& options)
@@ -104,7 +106,8 @@ std::string overlaps_text(const WorkloadOptions& options)
   std::string text;
   for (const auto& [on, name] : {std::pair{options.tp_comm_overlap, "tp"}, std::pair{options.overlap_grad_reduce, "grad"},
                                  std::pair{options.overlap_param_gather, "param"},
-                                 std::pair{options.moe_a2a_overlap, "moe-a2a"}})
+                                 std::pair{options.moe_a2a_overlap, "moe-a2a"},
+                                 std::pair{options.moe_shared_expert_overlap, "moe-shared"}})
     if (on)
       text += (text.empty() ? "" : ",") + std::string(name);
   return text.empty() ? "none" : text;

@@ -85,6 +85,8 @@ void write_simulation_json(std::ostream& out, const GptConfig& model, const Para
     json.field("overlap_moe_expert_parallel_comm", options.moe_a2a_overlap);
   if (options.delay_wgrad_compute)
     json.field("delay_wgrad_compute", true);
+  if (options.moe_shared_expert_overlap)
+    json.field("moe_shared_expert_overlap", true);
   json.field("framework", framework.name);
   json.field("cuda_graphs", framework.cuda_graphs);
   json.field("overlap_p2p_comm", framework.overlap_p2p_interleaved); // interleaved p2p without host sync

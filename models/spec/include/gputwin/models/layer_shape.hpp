@@ -34,6 +34,8 @@ struct LayerShape {
   int64_t f_shared = 0; // the shared experts' total width F_s (a dense TP MLP of that width; 0: none)
   bool gated_experts = false; // SwiGLU experts: fc1 makes gate and up
   MoeDispatcher dispatcher = MoeDispatcher::AllToAll;
+  // --moe-shared-expert-overlap: the shared experts' kernels run while the token exchanges move (layer_ops.cpp).
+  bool shared_expert_overlap = false;
   bool moe_layer = false;  // the layer being emitted has a MoE MLP
   double expert_load = 1.0;
 

@@ -91,12 +91,21 @@ struct WorkloadOptions {
   // the backward's weight gradients run after its exchanges are issued, so each exchange waits for the data
   // gradients alone and overlaps the weight-gradient GEMMs (combined_step.hpp).
   bool delay_wgrad_compute = false;
+  // Megatron-Core --moe-shared-expert-overlap (TransformerConfig moe_shared_expert_overlap, which Megatron-Bridge's
+  // DeepSeek and GLM-4.5 recipes turn on): a MoE layer's shared experts compute while its token all-to-alls move --
+  // fc1 and the activation beside the dispatch, fc2 beside the combine, and likewise in backward (layer_ops.cpp
+  // moe_forward). Needs the alltoall or DeepEP dispatcher, not with moe_a2a_overlap or a shared_experts recompute
+  // (validate_shared_expert_overlap); no effect on a model without shared experts or with ep 1 (Megatron-Core's too).
+  bool moe_shared_expert_overlap = false;
 };
 
 // Throws InputError naming the flag when `plan` cannot run --overlap-moe-expert-parallel-comm (as Megatron-Core's
 // TransformerConfig asserts: expert parallelism, the alltoall/flex dispatcher, virtual pipeline stages when pp > 1,
 // no full recompute; here also ZeRO-0/1, whose steps emit no per-unit gathers or reductions).
 void validate_moe_a2a_overlap(const ParallelPlan& plan);
+// Throws InputError naming --moe-shared-expert-overlap when `plan` with `options` cannot run it (Megatron-Core's
+// TransformerConfig: the alltoall or flex dispatcher, no shared_experts recompute, not with the EP A2A overlap).
+void validate_shared_expert_overlap(const ParallelPlan& plan, const WorkloadOptions& options);
 
 // The pipeline shape the stage programs of a workload with `options` run: the plan's, with the extra warm-up
 // forward of --overlap-moe-expert-parallel-comm on the interleaved schedule (PipelineShape::extra_warmup).
