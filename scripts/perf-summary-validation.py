@@ -26,11 +26,18 @@ their system and precision (src/megatron/bridge/perf_recipes/deepseek/<system>/d
 cfg.model.recompute_modules; Megatron-Core's selective granularity, gputwin --recompute-modules). Those are today's
 recipes: which of them each older release ran is not published.
 
+With --shared-expert-overlap, DGX-H100 DeepSeek-V3 rows (the only MoE model of the page with shared experts) also
+run the shared experts beside the token all-to-alls (--moe-shared-expert-overlap): DeepSeekModelProvider's default,
+which Megatron-Bridge's H100 DeepSeek-V3 recipe keeps (src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py:232
+at 067f987df) and the EP all-to-all overlap or a DeepEP/HybridEP dispatcher turns off (scripts/performance/utils/
+overrides.py, utils.py; the Blackwell perf_recipes/deepseek/*/deepseek_v3.py use DeepEP or HybridEP): with
+--a2a-overlap, only rows that do not get that overlap.
+
 With --framework=FILE every row runs with that host profile (a framework YAML, e.g.
 tests/fuzz/corpus/framework_yaml/moe-expert-host.yaml: sim/README.md "Host issue model").
 
 Usage: scripts/perf-summary-validation.py [GPUTWIN_BINARY] [--full] [--a2a-overlap] [--recipe-recompute]
-[--framework=FILE] (default build/gputwin; --estimate unless --full).
+[--shared-expert-overlap] [--framework=FILE] (default build/gputwin; --estimate unless --full).
 Prints one line per row and the MAPE per system and per model family.
 """
 import collections
@@ -86,7 +93,7 @@ def uneven_stages(layers, pp):
     return (rest + 1) // 2, rest // 2
 
 
-def args_of(r, full, a2a_overlap=False, recipe_recompute=False):
+def args_of(r, full, a2a_overlap=False, recipe_recompute=False, shared_expert_overlap=False):
     model, variant = base_model(r["model"])
     system, gpus_per_node = SYSTEMS[r["system"]]
     name, layers = model
@@ -111,6 +118,8 @@ def args_of(r, full, a2a_overlap=False, recipe_recompute=False):
         args += ["--ep", str(ep), "--etp", "1"]
         if a2a_overlap and (pp == 1 or vp > 1) and not fsdp:
             args.append("--overlap-moe-expert-parallel-comm")
+        elif shared_expert_overlap and name == "deepseek-v3" and r["system"] == "DGX-H100":
+            args.append("--moe-shared-expert-overlap")
     if vp > 1:
         args += ["--schedule", "interleaved", "--chunks", str(vp)]
     split = uneven_stages(layers, pp)
@@ -131,6 +140,7 @@ def main():
     full = "--full" in sys.argv
     a2a_overlap = "--a2a-overlap" in sys.argv
     recipe_recompute = "--recipe-recompute" in sys.argv
+    shared_expert_overlap = "--shared-expert-overlap" in sys.argv
     framework = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--framework=")]
     positional = [a for a in sys.argv[1:] if not a.startswith("--")]
     binary = positional[0] if positional else os.path.join(ROOT, "build", "gputwin")
@@ -142,7 +152,7 @@ def main():
             print("%-70s skipped (not in the catalogue)" % case)
             continue
         measured_s = int(r["gbs"]) * int(r["seq_len"]) / (float(r["tokens_per_s_per_gpu"]) * int(r["gpus"]))
-        out = subprocess.run([binary] + args_of(r, full, a2a_overlap, recipe_recompute) +
+        out = subprocess.run([binary] + args_of(r, full, a2a_overlap, recipe_recompute, shared_expert_overlap) +
                              (["--framework", framework[-1]] if framework else []), capture_output=True, text=True)
         if out.returncode != 0:
             print("%-70s error: %s" % (case, (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]))
