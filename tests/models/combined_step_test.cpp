@@ -139,7 +139,7 @@ TEST(CombinedStep, DelayedWeightGradientsLetTheDispatchBackwardGoEarlier)
     const traces::RankProgram p = stage_program(make_workload(two_moe_layers(), ep_plan(), options), 0);
     for (const traces::Op& op : p.ops)
       if (op.name == "moe.dispatch.bwd" && op.stream == ep_stream)
-        return p.ops[static_cast<size_t>(op.deps.back())].name;
+        return p.ops[static_cast<size_t>(op.deps.back())].name.str();
     return std::string("none");
   };
   EXPECT_EQ(producer_of_dispatch_backward(false), "expert.fc1.wgrad");

@@ -88,9 +88,11 @@ TEST(SharedExpertOverlap, ExchangesMoveAsideAndTheSharedExpertsRunInTheirShadow)
     EXPECT_TRUE(shared_in_shadow) << op.name << " does not shadow " << shadow->second;
   }
   EXPECT_EQ(exchanges, 4); // one MoE layer: dispatch and combine, forward and backward
-  for (const traces::Op& op : serial.ops)
-    if (shadowed.count(op.name) != 0)
+  for (const traces::Op& op : serial.ops) {
+    if (shadowed.count(op.name) != 0) {
       EXPECT_EQ(op.stream, compute_stream) << op.name;
+    }
+  }
 }
 
 } // namespace

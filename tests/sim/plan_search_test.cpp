@@ -432,8 +432,9 @@ TEST(PlanSearch, MixtureOfExpertsClimbsTheRecomputeModulesBeforeFullRecompute)
       ASSERT_TRUE(parse_recompute_label(*lower, cheaper));
       const int64_t bytes = busiest_stage_memory(model, cheaper).total_bytes;
       EXPECT_GT(bytes, hbm) << *lower << " would have fitted: " << describe_plan(c.plan);
-      if (lower != ladder.begin())
+      if (lower != ladder.begin()) {
         EXPECT_LT(bytes, previous_bytes) << *lower;
+      }
       previous_bytes = bytes;
     }
   }

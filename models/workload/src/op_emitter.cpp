@@ -10,7 +10,7 @@ void OpEmitter::set_context(traces::Phase phase, int32_t layer, int32_t micro_ba
   chunk_ = chunk;
 }
 
-traces::Op& OpEmitter::add(const char* name, traces::OpKind kind, int32_t stream, std::vector<int64_t> deps)
+traces::Op& OpEmitter::add(const traces::InternedName& name, traces::OpKind kind, int32_t stream, std::vector<int64_t> deps)
 {
   traces::Op& op = out_.emplace_back();
   op.id = next_id_++;
@@ -29,14 +29,14 @@ traces::Op& OpEmitter::add(const char* name, traces::OpKind kind, int32_t stream
 
 int64_t OpEmitter::compute(OpName name, const OpCost& cost, std::vector<int64_t> deps)
 {
-  traces::Op& op = add(op_name(name), traces::OpKind::Compute, compute_stream, std::move(deps));
+  traces::Op& op = add(interned_op_name(name), traces::OpKind::Compute, compute_stream, std::move(deps));
   op.flops = cost.flops;
   op.bytes = cost.bytes;
   op.gemm = cost.gemm;
   return op.id;
 }
 
-int64_t OpEmitter::collective(const char* name, CollectiveOp kind, int32_t group, double bytes, int32_t stream,
+int64_t OpEmitter::collective(const traces::InternedName& name, CollectiveOp kind, int32_t group, double bytes, int32_t stream,
                               std::vector<int64_t> deps)
 {
   traces::Op& op = add(name, traces::OpKind::Collective, stream, std::move(deps));
@@ -47,7 +47,7 @@ int64_t OpEmitter::collective(const char* name, CollectiveOp kind, int32_t group
   return op.id;
 }
 
-int64_t OpEmitter::send(const char* name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps)
+int64_t OpEmitter::send(const traces::InternedName& name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps)
 {
   traces::Op& op = add(name, traces::OpKind::Send, send_stream, std::move(deps));
   op.peer = peer;
@@ -56,7 +56,7 @@ int64_t OpEmitter::send(const char* name, int32_t peer, int64_t sequence, double
   return op.id;
 }
 
-int64_t OpEmitter::recv(const char* name, int32_t peer, int64_t sequence, double bytes)
+int64_t OpEmitter::recv(const traces::InternedName& name, int32_t peer, int64_t sequence, double bytes)
 {
   traces::Op& op = add(name, traces::OpKind::Recv, recv_stream, {});
   op.peer = peer;
@@ -69,7 +69,7 @@ int64_t OpEmitter::replay(const traces::Op& source, int32_t stream, int32_t grou
 {
   const traces::Phase phase = phase_;
   phase_ = source.phase;
-  traces::Op& op = add(source.name.c_str(), source.kind, stream, std::move(deps));
+  traces::Op& op = add(source.name, source.kind, stream, std::move(deps));
   phase_ = phase;
   op.flops = source.flops;
   op.bytes = source.bytes;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace gputwin {
 
@@ -339,6 +340,17 @@ OpCost cp_copy_cost(OpName op, const LayerShape& s)
 const char* op_name(OpName op)
 {
   return entry(op).name;
+}
+
+const traces::InternedName& interned_op_name(OpName op)
+{
+  static const std::vector<traces::InternedName> names = [] {
+    std::vector<traces::InternedName> all;
+    for (int i = 0; i < op_name_count; ++i)
+      all.emplace_back(op_name(static_cast<OpName>(i)));
+    return all;
+  }();
+  return names[static_cast<size_t>(op)];
 }
 
 traces::OpKind op_kind(OpName op)

@@ -94,10 +94,10 @@ SimgridPlatform::SimgridPlatform(const topo::ClusterGraph& graph, const std::vec
     if (src == dst)
       throw std::invalid_argument("SimgridPlatform: a route from GPU " + std::to_string(src) + " to itself");
     std::vector<sg4::LinkInRoute> route;
-    const std::vector<int> links = graph.route(src, dst);
-    for (const int id : links)
+    const std::vector<int> path = graph.route(src, dst);
+    for (const int id : path)
       route.emplace_back(link(id));
-    const double latency_s = graph.path_latency_s(links);
+    const double latency_s = graph.path_latency_s(path);
     sg4::Host* from = zone->create_host("route" + std::to_string(routes_.size()), 1)->seal();
     zone->add_route(from->get_netpoint(), nullptr, nullptr, nullptr, route, /*symmetrical=*/false);
     routes_.push_back(RouteEntry{{src, dst}, latency_s, from});

@@ -7,6 +7,7 @@
 // peer + sequence number). Dependency-free: the engine builds it on a GPU machine with nothing but CUDA.
 
 #include "gputwin/traces/collective_op.hpp"
+#include "gputwin/traces/interned_name.hpp"
 
 #include <cstdint>
 #include <map>
@@ -56,7 +57,7 @@ struct GemmShape {
 struct Op {
   int64_t id = 0; // unique within its rank, increasing in issue order
   OpKind kind = OpKind::Compute;
-  std::string name; // "qkv.fwd", "attn.softmax.fwd", "tp.reduce_scatter", "pp.send", "adam" ...
+  InternedName name; // "qkv.fwd", "attn.softmax.fwd", "tp.reduce_scatter", "pp.send", "adam" ... (interned_name.hpp)
   Phase phase = Phase::Forward;
   int32_t layer = -1;       // transformer layer (global index); -1 for embedding, loss, optimizer
   int32_t micro_batch = -1; // -1 for once-per-iteration ops (optimizer, DP gradient reduction)

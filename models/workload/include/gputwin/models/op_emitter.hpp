@@ -52,22 +52,22 @@ public:
   int64_t collective(OpName name, CollectiveOp op, int32_t group, double bytes, int32_t stream,
                      std::vector<int64_t> deps = {})
   {
-    return collective(op_name(name), op, group, bytes, stream, std::move(deps));
+    return collective(interned_op_name(name), op, group, bytes, stream, std::move(deps));
   }
   int64_t send(OpName name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps)
   {
-    return send(op_name(name), peer, sequence, bytes, std::move(deps));
+    return send(interned_op_name(name), peer, sequence, bytes, std::move(deps));
   }
   int64_t recv(OpName name, int32_t peer, int64_t sequence, double bytes)
   {
-    return recv(op_name(name), peer, sequence, bytes);
+    return recv(interned_op_name(name), peer, sequence, bytes);
   }
 
   // A collective of `bytes` (nccl-tests size) on `group`, numbered in this rank's order on that group.
-  int64_t collective(const char* name, CollectiveOp op, int32_t group, double bytes, int32_t stream,
+  int64_t collective(const traces::InternedName& name, CollectiveOp op, int32_t group, double bytes, int32_t stream,
                      std::vector<int64_t> deps = {});
-  int64_t send(const char* name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps);
-  int64_t recv(const char* name, int32_t peer, int64_t sequence, double bytes);
+  int64_t send(const traces::InternedName& name, int32_t peer, int64_t sequence, double bytes, std::vector<int64_t> deps);
+  int64_t recv(const traces::InternedName& name, int32_t peer, int64_t sequence, double bytes);
 
   // A copy of `op` (a captured op: its kind, name, phase, FLOPs, bytes, GEMM shape, collective and measured
   // duration) in the current layer/micro-batch/chunk, on `stream`; collectives on `group`, numbered anew.
@@ -83,7 +83,7 @@ public:
   int64_t next_id() const { return next_id_; }
 
 private:
-  traces::Op& add(const char* name, traces::OpKind kind, int32_t stream, std::vector<int64_t> deps);
+  traces::Op& add(const traces::InternedName& name, traces::OpKind kind, int32_t stream, std::vector<int64_t> deps);
 
   std::vector<traces::Op>& out_;
   int64_t next_id_ = 0;

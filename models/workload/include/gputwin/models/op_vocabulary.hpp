@@ -200,6 +200,8 @@ inline constexpr int op_name_count = static_cast<int>(OpName::PpRecvGradient) + 
 
 // The op's name in traces ("qkv.fwd", "tp.all_gather", "pp.send_gradient", ...) and its kind.
 const char* op_name(OpName op);
+// The same name interned (traces/interned_name.hpp), made once per vocabulary entry: an op takes it without a lookup.
+const traces::InternedName& interned_op_name(OpName op);
 traces::OpKind op_kind(OpName op);
 // The vocabulary entry of a trace name; nullopt for a name outside it.
 std::optional<OpName> parse_op_name(std::string_view name);
