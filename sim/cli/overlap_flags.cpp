@@ -37,9 +37,7 @@ WorkloadOptions overlap_options_from_flags(const ParsedArgs& args, const Paralle
   options.moe_a2a_overlap = args.has("--overlap-moe-expert-parallel-comm");
   if (options.moe_a2a_overlap)
     validate_moe_a2a_overlap(plan);
-  options.moe_shared_expert_overlap = args.has("--moe-shared-expert-overlap");
-  if (options.moe_shared_expert_overlap)
-    validate_shared_expert_overlap(plan, options);
+  options.moe_shared_expert_overlap = args.has("--moe-shared-expert-overlap"); // make_workload validates it
   options.delay_wgrad_compute = args.has("--delay-wgrad-compute");
   if (options.delay_wgrad_compute && !options.moe_a2a_overlap)
     throw InputError("--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm (Megatron-Core asserts it)");

@@ -318,10 +318,16 @@ void attention_core_backward(OpEmitter& e, const LayerShape& s, bool rerun_forwa
 
 // A dense MLP's forward from its (gathered) input to its reduced output, before the residual add: fc1 with the TP
 // region's entry, the activation, fc2 with its exit. Returns row_parallel_forward's.
-int64_t dense_mlp_forward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
+// The dense MLP's forward up to fc2's input: fc1 and the activation ...
+void dense_mlp_fc1_forward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
 {
   column_parallel_forward(e, s, g, OpName::Fc1Fwd, overlap);
   e.compute(activation_forward_op(s.activation), s);
+}
+
+int64_t dense_mlp_forward(OpEmitter& e, const LayerShape& s, int32_t g, TpCommOverlap overlap)
+{
+  dense_mlp_fc1_forward(e, s, g, overlap);
   return row_parallel_forward(e, s, g, OpName::Fc2Fwd, std::nullopt, overlap);
 }
 
@@ -419,8 +425,7 @@ void moe_forward(OpEmitter& e, const LayerShape& s, const LayerGroups& g, TpComm
   if (shared_experts_beside_exchanges(s)) {
     const LayerShape shared = shared_expert_shape(s);
     const int64_t dispatch = moe_exchange_aside(e, s, OpName::MoeDispatch, g.ep);
-    column_parallel_forward(e, shared, g.tp, OpName::Fc1Fwd, TpCommOverlap{});
-    e.compute(activation_forward_op(shared.activation), shared);
+    dense_mlp_fc1_forward(e, shared, g.tp, TpCommOverlap{});
     routed_experts_forward(e, s, g, after(dispatch));
     const int64_t combine = moe_exchange_aside(e, s, OpName::MoeCombine, g.ep);
     reduced = row_parallel_forward(e, shared, g.tp, OpName::Fc2Fwd, std::nullopt, TpCommOverlap{});

@@ -101,18 +101,18 @@ public:
       for (size_t i = 0; i < ops.size(); ++i)
         by_stream[ops[i].stream].push_back(i);
       waiters_[p] = std::vector<Waiter>(by_stream.size() + 1); // one per stream, the last for the host
-      for (auto& [stream, indices] : by_stream)
-        stream_ops_[p].push_back(std::move(indices));
       if (hosts_.empty())
         issued_[p] = ops.size();
       else
         sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".host",
                            platform_->host(result_.programs[p].rank), [this, p] { run_host(p); });
-      size_t w = 0;
-      for (const auto& [stream, unused] : by_stream)
+      for (auto& [stream, indices] : by_stream) {
+        const size_t w = stream_ops_[p].size();
+        stream_ops_[p].push_back(std::move(indices));
         sg4::Actor::create("rank" + std::to_string(result_.programs[p].rank) + ".stream" + std::to_string(stream),
                            platform_->host(result_.programs[p].rank),
-                           [this, p, w = w++] { run_stream(p, w, stream_ops_[p][w]); });
+                           [this, p, w] { run_stream(p, w, stream_ops_[p][w]); });
+      }
     }
     platform_->engine().run();
   }
